@@ -1,0 +1,311 @@
+//! The one place where runtimes and latencies are recorded.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+
+/// Values are recorded in microseconds: a job runtime needs no finer grain, and a lock latency
+/// of one microsecond is below what loopback networking achieves.
+const NANOS_PER_UNIT: u64 = 1_000;
+/// Highest recordable value in microseconds: about 11.6 days. Larger values saturate and are
+/// counted, so a broken spec cannot hide.
+const HIGHEST_UNITS: u64 = 1_000_000_000_000;
+/// Three significant digits: percentiles carry at most 0.1 % quantisation error.
+const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// Errors from reading a serialised histogram.
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramError {
+    /// The base64 text was not a valid HdrHistogram V2 encoding.
+    #[error("not a valid base64 HdrHistogram V2 encoding: {0}")]
+    Decode(String),
+}
+
+/// An HdrHistogram of durations, plus the exact figures a histogram cannot give: count, sum,
+/// minimum, maximum and the number of values above each registered threshold.
+///
+/// Everything in it is an integer, so merging per-thread histograms gives the same result
+/// whatever the number of threads or the order of merging.
+#[derive(Clone, Debug)]
+pub struct RuntimeHistogram {
+    histogram: Histogram<u64>,
+    count: u64,
+    sum_ns: u128,
+    min_ns: u64,
+    max_ns: u64,
+    saturated: u64,
+    thresholds: Vec<Threshold>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Threshold {
+    limit_ns: u64,
+    above: u64,
+}
+
+impl Default for RuntimeHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RuntimeHistogram {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        Self {
+            histogram: Histogram::new_with_bounds(1, HIGHEST_UNITS, SIGNIFICANT_DIGITS)
+                .expect("static histogram bounds are valid"),
+            count: 0,
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            saturated: 0,
+            thresholds: Vec::new(),
+        }
+    }
+
+    /// An empty histogram that also counts, exactly, the values strictly above each limit.
+    pub fn with_thresholds(limits: &[Duration]) -> Self {
+        let mut h = Self::new();
+        h.thresholds = limits
+            .iter()
+            .map(|l| Threshold {
+                limit_ns: duration_ns(*l),
+                above: 0,
+            })
+            .collect();
+        h
+    }
+
+    /// Records one value in nanoseconds.
+    #[inline]
+    pub fn record_ns(&mut self, ns: u64) {
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        let units = (ns / NANOS_PER_UNIT).max(1);
+        if units > HIGHEST_UNITS {
+            self.saturated += 1;
+        }
+        self.histogram.saturating_record(units);
+        for t in &mut self.thresholds {
+            t.above += u64::from(ns > t.limit_ns);
+        }
+    }
+
+    /// Records one duration.
+    pub fn record(&mut self, d: Duration) {
+        self.record_ns(duration_ns(d));
+    }
+
+    /// Adds every value of `other` to this histogram. Both must count the same thresholds.
+    pub fn merge(&mut self, other: &RuntimeHistogram) {
+        assert_eq!(
+            self.thresholds.len(),
+            other.thresholds.len(),
+            "merging histograms with different thresholds"
+        );
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms share their bounds");
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.saturated += other.saturated;
+        for (mine, theirs) in self.thresholds.iter_mut().zip(&other.thresholds) {
+            debug_assert_eq!(mine.limit_ns, theirs.limit_ns);
+            mine.above += theirs.above;
+        }
+    }
+
+    /// Number of recorded values.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Values that exceeded the recordable range (about 11.6 days) and were clamped to it.
+    pub fn saturated(&self) -> u64 {
+        self.saturated
+    }
+
+    /// Exact smallest value, or zero when empty.
+    pub fn min(&self) -> Duration {
+        if self.count == 0 {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(self.min_ns)
+        }
+    }
+
+    /// Exact largest value, or zero when empty.
+    pub fn max(&self) -> Duration {
+        Duration::from_nanos(self.max_ns)
+    }
+
+    /// Exact arithmetic mean, or zero when empty.
+    pub fn mean(&self) -> Duration {
+        if self.count == 0 {
+            return Duration::ZERO;
+        }
+        let ns = self.sum_ns / u128::from(self.count);
+        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// The value at quantile `q` (0.999 for P99.9), within 0.1 %, never outside [min, max].
+    pub fn quantile(&self, q: f64) -> Duration {
+        if self.count == 0 {
+            return Duration::ZERO;
+        }
+        let units = self.histogram.value_at_quantile(q.clamp(0.0, 1.0));
+        let ns = self
+            .histogram
+            .median_equivalent(units)
+            .saturating_mul(NANOS_PER_UNIT);
+        Duration::from_nanos(ns.clamp(self.min_ns, self.max_ns))
+    }
+
+    /// The value of the `rank`-th smallest sample (1-based), within 0.1 %.
+    pub fn value_at_rank(&self, rank: u64) -> Duration {
+        if self.count == 0 {
+            return Duration::ZERO;
+        }
+        let rank = rank.clamp(1, self.count);
+        // hdrhistogram maps a quantile to the smallest value whose cumulative count reaches
+        // ceil(q * count); asking just below rank/count lands on exactly that rank.
+        let q = (rank as f64 - 0.5) / self.count as f64;
+        self.quantile(q)
+    }
+
+    /// The exact number of values strictly above `limit`, if `limit` was registered with
+    /// [`RuntimeHistogram::with_thresholds`].
+    pub fn count_above(&self, limit: Duration) -> Option<u64> {
+        let limit_ns = duration_ns(limit);
+        self.thresholds
+            .iter()
+            .find(|t| t.limit_ns == limit_ns)
+            .map(|t| t.above)
+    }
+
+    /// The histogram encoded as HdrHistogram V2 (uncompressed) in base64, in microseconds,
+    /// readable by every HdrHistogram implementation.
+    pub fn to_base64_v2(&self) -> String {
+        use base64::Engine as _;
+        let mut bytes = Vec::new();
+        V2Serializer::new()
+            .serialize(&self.histogram, &mut bytes)
+            .expect("serialising to memory cannot fail");
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Reads the percentile-bearing part of a histogram back from [`Self::to_base64_v2`]. The
+    /// exact figures (sum, min, max) are re-derived from the buckets, so they are as precise as
+    /// the histogram itself.
+    pub fn from_base64_v2(text: &str) -> Result<Self, HistogramError> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|e| HistogramError::Decode(e.to_string()))?;
+        let decoded: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        let mut h = Self::new();
+        for v in decoded.iter_recorded() {
+            let units = v.value_iterated_to();
+            let n = v.count_at_value();
+            h.histogram.saturating_record_n(units, n);
+            h.count += n;
+            h.sum_ns += u128::from(units * NANOS_PER_UNIT) * u128::from(n);
+            h.min_ns = h.min_ns.min(units * NANOS_PER_UNIT);
+            h.max_ns = h.max_ns.max(units * NANOS_PER_UNIT);
+        }
+        Ok(h)
+    }
+
+    /// The underlying HdrHistogram, in microseconds, for writers of interval logs.
+    pub fn hdr_micros(&self) -> &Histogram<u64> {
+        &self.histogram
+    }
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn constant_values_report_exactly() {
+        let mut h = RuntimeHistogram::new();
+        for _ in 0..1000 {
+            h.record(Duration::from_millis(198_000));
+        }
+        for q in [0.0, 0.5, 0.99, 0.999, 1.0] {
+            assert_eq!(h.quantile(q), Duration::from_secs(198));
+        }
+        assert_eq!(h.mean(), Duration::from_secs(198));
+    }
+
+    #[test]
+    fn thresholds_count_strictly_above() {
+        let limit = Duration::from_secs(300);
+        let mut h = RuntimeHistogram::with_thresholds(&[limit]);
+        h.record(Duration::from_secs(299));
+        h.record(Duration::from_secs(300));
+        h.record(Duration::from_secs(301));
+        assert_eq!(h.count_above(limit), Some(1));
+        assert_eq!(h.count_above(Duration::from_secs(1)), None);
+    }
+
+    #[test]
+    fn base64_round_trip_keeps_percentiles() {
+        let mut h = RuntimeHistogram::new();
+        for i in 1..=10_000u64 {
+            h.record_ns(i * 1_000_000);
+        }
+        let back = RuntimeHistogram::from_base64_v2(&h.to_base64_v2()).unwrap();
+        assert_eq!(back.count(), h.count());
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            let (a, b) = (h.quantile(q).as_secs_f64(), back.quantile(q).as_secs_f64());
+            assert!((a - b).abs() / a < 2e-3, "q={q}: {a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn rank_lookup_matches_order_statistics() {
+        let mut h = RuntimeHistogram::new();
+        for i in 1..=1000u64 {
+            h.record(Duration::from_secs(i));
+        }
+        for rank in [1u64, 10, 500, 999, 1000] {
+            let got = h.value_at_rank(rank).as_secs_f64();
+            assert!((got - rank as f64).abs() / (rank as f64) < 1e-3, "rank {rank}: {got}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn merging_is_order_independent(values in proptest::collection::vec(1u64..10_000_000_000_000, 1..200), split in 0usize..200) {
+            let split = split.min(values.len());
+            let limit = [Duration::from_secs(1000)];
+            let mut whole = RuntimeHistogram::with_thresholds(&limit);
+            values.iter().for_each(|v| whole.record_ns(*v));
+            let mut left = RuntimeHistogram::with_thresholds(&limit);
+            let mut right = RuntimeHistogram::with_thresholds(&limit);
+            values[..split].iter().for_each(|v| left.record_ns(*v));
+            values[split..].iter().for_each(|v| right.record_ns(*v));
+            right.merge(&left);
+            prop_assert_eq!(right.count(), whole.count());
+            prop_assert_eq!(right.mean(), whole.mean());
+            prop_assert_eq!(right.max(), whole.max());
+            prop_assert_eq!(right.min(), whole.min());
+            prop_assert_eq!(right.quantile(0.999), whole.quantile(0.999));
+            prop_assert_eq!(right.count_above(limit[0]), whole.count_above(limit[0]));
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The shared vocabulary of lockbench, cheap enough for every crate to depend on.
+//!
+//! It owns three things that more than one crate needs and that must mean the same everywhere:
+//! the [`RuntimeHistogram`] in which every runtime or latency is recorded (HdrHistogram plus exact
+//! count, sum, minimum, maximum and threshold counts), the way durations are printed, and the
+//! [`ResultsDir`] writer that makes a results directory appear complete or not at all. Data enters
+//! as nanosecond values and files to stage; it leaves as percentiles and as files on disk.
+
+mod format;
+mod histogram;
+mod results;
+
+pub use format::{format_count, format_duration, format_seconds};
+pub use histogram::{HistogramError, RuntimeHistogram};
+pub use results::{ResultsDir, ResultsError};
+
+/// The version of lockbench that produced a result, stored in every manifest.
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

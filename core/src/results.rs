@@ -1,0 +1,176 @@
+//! Writing a results directory so that it appears complete or not at all.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Errors from creating a results directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// The target exists and holds files: refusing to mix two runs.
+    #[error("--out {0}: the directory exists and is not empty; choose a new directory or remove it")]
+    NotEmpty(PathBuf),
+    /// The target exists and is not a directory.
+    #[error("--out {0}: exists and is not a directory")]
+    NotADirectory(PathBuf),
+    /// A file name that would escape the directory.
+    #[error("results file name {0:?} must be a plain relative path")]
+    BadName(String),
+    /// Writing failed.
+    #[error("--out {path}: {source}")]
+    Io {
+        /// Where writing failed.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// A results directory being assembled in memory, written by [`ResultsDir::commit`] into a
+/// hidden sibling directory and renamed into place, so readers never see half a run.
+#[derive(Debug)]
+pub struct ResultsDir {
+    target: PathBuf,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl ResultsDir {
+    /// Checks that `target` is free (missing or an empty directory) before any work is done, so
+    /// that a long run does not fail at its very end.
+    pub fn new(target: &Path) -> Result<Self, ResultsError> {
+        match fs::read_dir(target) {
+            Ok(mut entries) => {
+                if entries.next().is_some() {
+                    return Err(ResultsError::NotEmpty(target.to_path_buf()));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) if target.exists() => {
+                return Err(ResultsError::NotADirectory(target.to_path_buf()));
+            }
+            Err(source) => {
+                return Err(ResultsError::Io {
+                    path: target.to_path_buf(),
+                    source,
+                });
+            }
+        }
+        Ok(Self {
+            target: target.to_path_buf(),
+            files: Vec::new(),
+        })
+    }
+
+    /// Stages a file; `name` may contain `/` for subdirectories.
+    pub fn add(&mut self, name: &str, bytes: Vec<u8>) -> Result<(), ResultsError> {
+        let path = Path::new(name);
+        if name.is_empty()
+            || path.is_absolute()
+            || path
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(ResultsError::BadName(name.to_string()));
+        }
+        self.files.push((name.to_string(), bytes));
+        Ok(())
+    }
+
+    /// Names of the staged files, in the order they were added.
+    pub fn file_names(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// Writes every staged file, then moves the directory into place. On error nothing is left
+    /// at the target.
+    pub fn commit(self) -> Result<PathBuf, ResultsError> {
+        let io_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ResultsError::Io { path, source }
+        };
+        let parent = match self.target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).map_err(io_err(&parent))?;
+        let name = self
+            .target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "results".to_string());
+        let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        let written = (|| {
+            if staging.exists() {
+                fs::remove_dir_all(&staging)?;
+            }
+            fs::create_dir(&staging)?;
+            for (file, bytes) in &self.files {
+                let path = staging.join(file);
+                if let Some(dir) = path.parent() {
+                    fs::create_dir_all(dir)?;
+                }
+                fs::write(&path, bytes)?;
+            }
+            // An empty target directory (checked in `new`) is replaced; rename needs it gone.
+            if self.target.is_dir() {
+                fs::remove_dir(&self.target)?;
+            }
+            fs::rename(&staging, &self.target)
+        })();
+        if let Err(source) = written {
+            let _ = fs::remove_dir_all(&staging);
+            return Err(ResultsError::Io {
+                path: self.target,
+                source,
+            });
+        }
+        Ok(self.target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_writes_all_files_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("run-1");
+        let mut out = ResultsDir::new(&target).unwrap();
+        out.add("manifest.json", b"{}".to_vec()).unwrap();
+        out.add("histograms/a.hlog", b"x".to_vec()).unwrap();
+        assert!(!target.exists(), "nothing appears before commit");
+        out.commit().unwrap();
+        assert_eq!(fs::read(target.join("manifest.json")).unwrap(), b"{}");
+        assert_eq!(fs::read(target.join("histograms/a.hlog")).unwrap(), b"x");
+        let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no staging directory remains");
+    }
+
+    #[test]
+    fn refuses_a_directory_with_files() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("old.csv"), "x").unwrap();
+        let err = ResultsDir::new(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("not empty"), "{err}");
+    }
+
+    #[test]
+    fn accepts_an_empty_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("empty");
+        fs::create_dir(&target).unwrap();
+        let mut out = ResultsDir::new(&target).unwrap();
+        out.add("a.txt", b"1".to_vec()).unwrap();
+        out.commit().unwrap();
+        assert!(target.join("a.txt").exists());
+    }
+
+    #[test]
+    fn rejects_escaping_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut out = ResultsDir::new(&dir.path().join("r")).unwrap();
+        assert!(out.add("../evil", vec![]).is_err());
+        assert!(out.add("/abs", vec![]).is_err());
+    }
+}

@@ -1,0 +1,87 @@
+//! Criterion benches of the simulator's kernel: one draw, and one billing-sized replay.
+//!
+//! Kept in this crate, not in `bench/`, because `bench/` measures lock backends and must not know
+//! about workloads.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use lockbench_workloads::latency::Latency;
+use lockbench_workloads::sampler::Sampler;
+use lockbench_workloads::{ReplayModel, SimOptions, WorkloadSpec, replay_rng, simulate};
+use rand::Rng;
+
+const THREE_STEP_LOGNORMAL: &str = r#"
+[workload]
+name = "three-step-lognormal"
+volume = 1800
+
+[[steps]]
+name = "read"
+target = "db"
+latency = { dist = "lognormal", p50 = "3ms", p99 = "12ms" }
+
+[[steps]]
+name = "charge"
+target = "api"
+latency = { dist = "lognormal", p50 = "110ms", p99 = "340ms" }
+
+[[steps]]
+name = "update"
+target = "db"
+latency = { dist = "lognormal", p50 = "4ms", p99 = "15ms" }
+"#;
+
+fn draws(c: &mut Criterion) {
+    let mut group = c.benchmark_group("draw");
+    group.throughput(Throughput::Elements(1_000));
+    let lognormal = Latency::lognormal(0.110, 0.340);
+    let table = Sampler::new(&lognormal, 1.0);
+    group.bench_function("table-lognormal-x1000", |b| {
+        let mut rng = replay_rng(1, 0);
+        b.iter(|| {
+            let mut sum = 0.0;
+            for _ in 0..1_000 {
+                sum += table.sample(&mut rng);
+            }
+            black_box(sum)
+        })
+    });
+    group.bench_function("rand_distr-style-exp-of-normal-x1000", |b| {
+        // The plain approach for comparison: exp(mu + sigma * z) with an exact normal quantile.
+        let mut rng = replay_rng(1, 0);
+        b.iter(|| {
+            let mut sum = 0.0;
+            for _ in 0..1_000 {
+                let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                sum += lognormal.quantile(u);
+            }
+            black_box(sum)
+        })
+    });
+    group.finish();
+}
+
+fn replays(c: &mut Criterion) {
+    let spec = WorkloadSpec::parse(THREE_STEP_LOGNORMAL, Path::new("bench.toml")).unwrap();
+    let model = ReplayModel::new(&spec, "baseline", 1.0).unwrap();
+    let mut group = c.benchmark_group("replay");
+    group.throughput(Throughput::Elements(100 * model.samples_per_replay()));
+    group.sample_size(20);
+    for threads in [1, 2] {
+        group.bench_function(format!("three-step-1800-items-x100-threads{threads}"), |b| {
+            let options = SimOptions {
+                replays: 100,
+                seed: 42,
+                threads,
+                thresholds: Vec::new(),
+            };
+            b.iter(|| black_box(simulate(&model, &options, &|_| {})))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, draws, replays);
+criterion_main!(benches);

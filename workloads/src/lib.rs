@@ -1,0 +1,23 @@
+//! Workloads: what a job does, how slow its calls are, and how it runs in simulated time.
+//!
+//! A workload spec (TOML, see `specs/`) enters through [`WorkloadSpec::load`], which validates it
+//! and reports the first problem with its file, field and line. [`ReplayModel::new`] compiles the
+//! spec for one profile and scale; [`simulate`] replays that model many times in virtual time and
+//! returns the runtimes as a [`lockbench_core::RuntimeHistogram`]. Latency distributions live in
+//! [`latency`], the sampling kernel in [`sampler`].
+
+pub mod duration;
+mod error;
+pub mod latency;
+mod model;
+pub mod sampler;
+mod sim;
+mod spec;
+
+pub use error::SpecError;
+pub use model::{MAX_ITEMS, ReplayModel};
+pub use sim::{MAX_REPLAYS, SimOptions, replay_rng, simulate};
+pub use spec::{
+    Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step, Target,
+    Workload, WorkloadSpec,
+};
