@@ -1,1 +1,44 @@
-fn main() {}
+//! The lockbench binary: parses flags, resolves them into options, calls the library crates and
+//! prints. No domain logic lives here.
+
+mod cli;
+mod commands;
+mod options;
+mod progress;
+mod render;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Simulate(args) => commands::simulate::run(&args),
+        Command::Ttl(args) => commands::ttl::run(&args),
+        Command::Validate(args) => commands::validate::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            // `{:#}` joins the context chain on one line: "billing.toml:12: steps[1]...: ...".
+            eprintln!("lockbench: error: {error:#}");
+            ExitCode::from(exit_code(&error))
+        }
+    }
+}
+
+/// 2 for anything the user can fix in their input (flags, specs, output directory), 1 otherwise.
+fn exit_code(error: &anyhow::Error) -> u8 {
+    let bad_input = error.chain().any(|cause| {
+        cause.is::<options::UsageError>()
+            || cause.is::<lockbench_workloads::SpecError>()
+            || matches!(
+                cause.downcast_ref::<lockbench_core::ResultsError>(),
+                Some(lockbench_core::ResultsError::NotEmpty(_) | lockbench_core::ResultsError::NotADirectory(_))
+            )
+    });
+    if bad_input { 2 } else { 1 }
+}

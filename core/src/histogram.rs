@@ -230,6 +230,31 @@ impl RuntimeHistogram {
     }
 }
 
+/// An HdrHistogram interval log (values in microseconds) holding one tagged histogram per entry,
+/// readable by HdrHistogram's log tools. Tags must not contain commas or whitespace.
+pub fn interval_log(comment: &str, entries: &[(String, &RuntimeHistogram)]) -> Vec<u8> {
+    use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+    let mut bytes = Vec::new();
+    let mut serializer = V2Serializer::new();
+    let mut writer = IntervalLogWriterBuilder::new()
+        .add_comment(comment)
+        .add_comment("values in microseconds")
+        .with_max_value_divisor(1.0)
+        .begin_log_with(&mut bytes, &mut serializer)
+        .expect("writing to memory cannot fail");
+    for (tag, h) in entries {
+        let clean: String = tag
+            .chars()
+            .map(|c| if c == ',' || c.is_whitespace() { '_' } else { c })
+            .collect();
+        writer
+            .write_histogram(h.hdr_micros(), Duration::ZERO, Duration::ZERO, Tag::new(&clean))
+            .expect("writing to memory cannot fail");
+    }
+    drop(writer);
+    bytes
+}
+
 fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -286,6 +311,21 @@ mod tests {
             let got = h.value_at_rank(rank).as_secs_f64();
             assert!((got - rank as f64).abs() / (rank as f64) < 1e-3, "rank {rank}: {got}");
         }
+    }
+
+    #[test]
+    fn interval_log_reads_back() {
+        use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+        let mut h = RuntimeHistogram::new();
+        h.record(Duration::from_secs(240));
+        let bytes = interval_log("test", &[("billing/baseline/scale=1".to_string(), &h)]);
+        let tags: Vec<String> = IntervalLogIterator::new(&bytes)
+            .filter_map(|e| match e {
+                Ok(LogEntry::Interval(i)) => i.tag().map(|t| t.as_str().to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(tags, vec!["billing/baseline/scale=1".to_string()]);
     }
 
     proptest! {

@@ -8,10 +8,12 @@
 
 mod format;
 mod histogram;
+mod manifest;
 mod results;
 
 pub use format::{format_count, format_duration, format_seconds};
-pub use histogram::{HistogramError, RuntimeHistogram};
+pub use histogram::{HistogramError, RuntimeHistogram, interval_log};
+pub use manifest::{Machine, Manifest, SpecRecord, unix_now_s};
 pub use results::{ResultsDir, ResultsError};
 
 /// The version of lockbench that produced a result, stored in every manifest.

@@ -44,12 +44,14 @@ pub enum Latency {
         /// Standard deviation of the underlying normal.
         sigma: f64,
     },
-    /// Pareto (type I) with minimum `scale` seconds and tail index `shape`.
+    /// Pareto (type I) with minimum `scale` seconds and tail index `shape`, capped at `max`.
     Pareto {
         /// Smallest value, seconds.
         scale: f64,
         /// Tail index; smaller is heavier.
         shape: f64,
+        /// Values above this are clamped to it (infinite when the spec sets no cap).
+        max: f64,
     },
     /// Measured latencies read from a file, replayed through their interpolated quantile function.
     Empirical {
@@ -120,6 +122,8 @@ enum DistInput {
         #[serde(deserialize_with = "duration::deserialize")]
         scale: Duration,
         shape: f64,
+        #[serde(default, deserialize_with = "duration::deserialize_option")]
+        max: Option<Duration>,
     },
     Empirical {
         file: PathBuf,
@@ -177,16 +181,24 @@ impl TryFrom<LatencyInput> for Latency {
                 }
                 Latency::lognormal(p50.as_secs_f64(), p99.as_secs_f64())
             }
-            DistInput::Pareto { scale, shape } => {
+            DistInput::Pareto { scale, shape, max } => {
                 if scale.is_zero() {
                     return Err("pareto: expected scale above zero".into());
                 }
                 if !(shape.is_finite() && shape > 0.0) {
                     return Err(format!("pareto: expected shape above zero, got {shape}"));
                 }
+                if let Some(max) = max
+                    && max < scale
+                {
+                    return Err(format!(
+                        "pareto: expected max >= scale, got scale {scale:?} and max {max:?}"
+                    ));
+                }
                 Latency::Pareto {
                     scale: scale.as_secs_f64(),
                     shape,
+                    max: max.map_or(f64::INFINITY, |m| m.as_secs_f64()),
                 }
             }
             DistInput::Empirical { file, unit } => {
@@ -266,7 +278,7 @@ impl Latency {
             Latency::Uniform { min, max } => min + u * (max - min),
             Latency::Exponential { mean } => -mean * (-u).ln_1p(),
             Latency::LogNormal { mu, sigma } => (mu + sigma * standard_normal_quantile(u)).exp(),
-            Latency::Pareto { scale, shape } => scale * (1.0 - u).powf(-1.0 / shape),
+            Latency::Pareto { scale, shape, max } => (scale * (1.0 - u).powf(-1.0 / shape)).min(*max),
             Latency::Empirical { samples, .. } => empirical_quantile(samples, u),
             Latency::Mixture(_) => self.quantile_by_bisection(u),
         }
@@ -297,9 +309,11 @@ impl Latency {
                     0.5 * erfc(-(x.ln() - mu) / (sigma * std::f64::consts::SQRT_2))
                 }
             }
-            Latency::Pareto { scale, shape } => {
+            Latency::Pareto { scale, shape, max } => {
                 if x < *scale {
                     0.0
+                } else if x >= *max {
+                    1.0
                 } else {
                     1.0 - (scale / x).powf(*shape)
                 }
@@ -316,8 +330,16 @@ impl Latency {
             Latency::Uniform { min, max } => (min + max) / 2.0,
             Latency::Exponential { mean } => *mean,
             Latency::LogNormal { mu, sigma } => (mu + sigma * sigma / 2.0).exp(),
-            Latency::Pareto { scale, shape } => {
-                if *shape > 1.0 {
+            Latency::Pareto { scale, shape, max } => {
+                if max.is_finite() {
+                    // E[min(X, m)] = scale + integral from scale to m of (scale/x)^shape dx
+                    let tail = if (*shape - 1.0).abs() < 1e-12 {
+                        scale * (max / scale).ln()
+                    } else {
+                        scale / (shape - 1.0) * (1.0 - (scale / max).powf(shape - 1.0))
+                    };
+                    scale + tail
+                } else if *shape > 1.0 {
                     scale * shape / (shape - 1.0)
                 } else {
                     f64::INFINITY
@@ -518,7 +540,7 @@ mod tests {
 
         #[test]
         fn quantile_and_cdf_are_inverse(u in 0.0001f64..0.9999, mean in 0.001f64..10.0, shape in 0.5f64..5.0) {
-            for l in [Latency::Exponential { mean }, Latency::Pareto { scale: mean, shape }, Latency::lognormal(mean, mean * 3.0)] {
+            for l in [Latency::Exponential { mean }, Latency::Pareto { scale: mean, shape, max: f64::INFINITY }, Latency::lognormal(mean, mean * 3.0)] {
                 prop_assert!((l.cdf(l.quantile(u)) - u).abs() < 1e-9);
             }
         }

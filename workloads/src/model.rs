@@ -133,7 +133,9 @@ impl ReplayModel {
             scale,
             volume,
             items,
-            units_per_item: volume as f64 / items as f64,
+            // A fixed item count (migrations) means each item works on the whole volume (every row);
+            // otherwise each item is one unit (one customer).
+            units_per_item: if spec.workload.items.is_some() { volume as f64 } else { 1.0 },
             concurrency: spec.workload.concurrency as usize,
             steps,
             episodes,

@@ -153,6 +153,7 @@ mod tests {
             Latency::Pareto {
                 scale: 0.2,
                 shape: 1.5,
+                max: f64::INFINITY,
             },
             Latency::Uniform { min: 1.0, max: 3.0 },
         ] {

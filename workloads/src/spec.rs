@@ -50,7 +50,8 @@ pub struct Workload {
     /// What one unit of volume is called ("customers", "rows").
     #[serde(default = "default_unit")]
     pub unit: String,
-    /// Items per run when fixed (migrations); by default one item per unit of volume.
+    /// Items per run when fixed (migrations), each working on the whole volume; by default one
+    /// item per unit of volume.
     #[serde(default, deserialize_with = "positive_option")]
     pub items: Option<u64>,
     /// Items processed in parallel inside one run.

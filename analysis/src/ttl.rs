@@ -1,0 +1,343 @@
+//! The TTL recommender: measured runtime and safety factor in, TTL, heartbeat, alert and review
+//! trigger out.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use statrs::distribution::{Beta, ContinuousCDF};
+
+use crate::growth::{GrowthFit, fit_growth};
+use crate::serialize_seconds;
+
+/// Default safety factor: the seed's guidance is 2-3x the P99.9 at maximum load. We take the top
+/// of that range because the measured P99.9 comes from a model whose tail is only as good as its
+/// profiles, and an unmodelled incident is exactly what a TTL must survive.
+pub const DEFAULT_SAFETY_FACTOR: f64 = 3.0;
+/// Alert when a run holds the lock longer than this share of the TTL.
+pub const ALERT_SHARE: f64 = 0.8;
+/// Shortest heartbeat lease we recommend: the 30 s lease renewed every 10 s that Redisson's lock
+/// watchdog uses, a figure operators already know. Shorter leases recover faster after a crash
+/// but turn every network hiccup into a lost lock.
+pub const MIN_LEASE: Duration = Duration::from_secs(30);
+
+/// What the recommender needs.
+#[derive(Clone, Debug)]
+pub struct TtlInputs {
+    /// Workload name.
+    pub workload: String,
+    /// Name of the profile the recommendation comes from.
+    pub profile: String,
+    /// Every profile considered, with its P99.9 at the target scale.
+    pub profiles_considered: Vec<ProfileP999>,
+    /// Unit of volume ("customers").
+    pub unit: String,
+    /// Target scale and the volume it means.
+    pub target_scale: f64,
+    /// Volume at the target scale.
+    pub target_volume: u64,
+    /// Seed of the simulation.
+    pub seed: u64,
+    /// Replays at each scale.
+    pub replays: u64,
+    /// Measured P99.9 at the target scale and its 95 % interval.
+    pub measured_p999: Duration,
+    /// Its 95 % confidence interval.
+    pub p999_ci: (Duration, Duration),
+    /// Safety factor to apply.
+    pub safety_factor: f64,
+    /// P99.9 at every simulated volume, the target included, for the growth fit.
+    pub volume_points: Vec<VolumePoint>,
+    /// 99.9th percentile of the profile's stop-the-world pauses.
+    pub pause_p999: Option<Duration>,
+    /// The TTL in use today with the number of replays that exceeded it at the target scale.
+    pub current_ttl: Option<(Duration, u64)>,
+    /// Job runs per year, to turn a per-run chance into a yearly count.
+    pub runs_per_year: f64,
+}
+
+/// A profile and its P99.9 at the target scale.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileP999 {
+    /// Profile name.
+    pub profile: String,
+    /// Its P99.9.
+    #[serde(rename = "p999_s", serialize_with = "serialize_seconds")]
+    pub p999: Duration,
+}
+
+/// One simulated volume and its P99.9 runtime.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct VolumePoint {
+    /// Volume multiplier.
+    pub scale: f64,
+    /// Units of volume.
+    pub volume: u64,
+    /// P99.9 runtime at that volume.
+    #[serde(rename = "p999_s", serialize_with = "serialize_seconds")]
+    pub p999: Duration,
+}
+
+/// The heartbeat alternative to a long fixed TTL.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Heartbeat {
+    /// Lease TTL: how long the lock outlives a crashed holder.
+    #[serde(rename = "lease_ttl_s", serialize_with = "serialize_seconds")]
+    pub lease_ttl: Duration,
+    /// Renew this often.
+    #[serde(rename = "renewal_interval_s", serialize_with = "serialize_seconds")]
+    pub renewal_interval: Duration,
+    /// Stop working when no renewal has succeeded for this long.
+    #[serde(rename = "give_up_after_s", serialize_with = "serialize_seconds")]
+    pub give_up_after: Duration,
+    /// Failed renewals in a row that are tolerated before the give-up deadline.
+    pub max_consecutive_failures: u32,
+    /// The stall the lease was sized for (pause P99.9), if the profile injects pauses.
+    #[serde(rename = "sized_for_stall_s")]
+    pub sized_for_stall_s: Option<f64>,
+}
+
+/// The risk of the TTL in use today.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CurrentTtlRisk {
+    /// The TTL in use.
+    #[serde(rename = "ttl_s", serialize_with = "serialize_seconds")]
+    pub ttl: Duration,
+    /// Replays that ran longer than it.
+    pub replays_exceeding: u64,
+    /// Estimated chance per run that the runtime exceeds it.
+    pub p_exceed: f64,
+    /// One-sided 95 % upper bound of that chance (rule of three when no replay exceeded it).
+    pub p_exceed_upper95: f64,
+    /// Expected double executions per year, assuming another worker waits for the lock.
+    pub expected_double_runs_per_year: f64,
+    /// The same at the upper bound.
+    pub expected_double_runs_per_year_upper95: f64,
+}
+
+/// Everything the `ttl` command reports; the JSON field names are stable.
+#[derive(Clone, Debug, Serialize)]
+pub struct TtlRecommendation {
+    /// Workload name.
+    pub workload: String,
+    /// Profile the recommendation comes from.
+    pub profile: String,
+    /// Every profile considered with its P99.9.
+    pub profiles_considered: Vec<ProfileP999>,
+    /// Target scale.
+    pub target_scale: f64,
+    /// Volume at the target scale.
+    pub target_volume: u64,
+    /// Unit of volume.
+    pub unit: String,
+    /// Seed of the simulation.
+    pub seed: u64,
+    /// Replays per simulated scale.
+    pub replays: u64,
+    /// Measured P99.9 at the target scale.
+    #[serde(rename = "measured_p999_s", serialize_with = "serialize_seconds")]
+    pub measured_p999: Duration,
+    /// Its 95 % confidence interval, seconds.
+    pub p999_ci_s: [f64; 2],
+    /// The safety factor, kept apart from the measured value.
+    pub safety_factor: f64,
+    /// Fixed TTL = measured P99.9 x safety factor.
+    #[serde(rename = "ttl_s", serialize_with = "serialize_seconds")]
+    pub ttl: Duration,
+    /// The heartbeat alternative.
+    pub heartbeat: Heartbeat,
+    /// Alert when a run holds the lock longer than this.
+    #[serde(rename = "alert_hold_s", serialize_with = "serialize_seconds")]
+    pub alert_hold: Duration,
+    /// Re-derive the TTL before the volume exceeds this; `None` when runtime does not grow.
+    pub review_trigger_volume: Option<u64>,
+    /// P99.9 at each simulated volume.
+    pub volume_points: Vec<VolumePoint>,
+    /// The fitted growth of P99.9 with volume.
+    pub growth: Option<GrowthFit>,
+    /// Risk of the TTL in use today.
+    pub current_ttl: Option<CurrentTtlRisk>,
+    /// Runs per year used for the yearly figures.
+    pub runs_per_year: f64,
+}
+
+/// The scales simulated around a target to fit runtime growth: half, the target, double.
+pub fn review_scales(target: f64) -> [f64; 3] {
+    [target / 2.0, target, target * 2.0]
+}
+
+/// Derives the recommendation.
+pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
+    let ttl = inputs.measured_p999.mul_f64(inputs.safety_factor);
+    let alert_hold = ttl.mul_f64(ALERT_SHARE);
+    let points: Vec<(f64, f64)> = inputs
+        .volume_points
+        .iter()
+        .map(|p| (p.volume as f64, p.p999.as_secs_f64()))
+        .collect();
+    let growth = fit_growth(&points);
+    let review_trigger_volume = growth
+        .and_then(|g| g.volume_reaching(alert_hold.as_secs_f64()))
+        .map(|v| v.min(u64::MAX as f64).floor() as u64);
+    let current_ttl = inputs.current_ttl.map(|(ttl, exceeding)| {
+        let (p, upper) = exceedance(exceeding, inputs.replays);
+        CurrentTtlRisk {
+            ttl,
+            replays_exceeding: exceeding,
+            p_exceed: p,
+            p_exceed_upper95: upper,
+            expected_double_runs_per_year: p * inputs.runs_per_year,
+            expected_double_runs_per_year_upper95: upper * inputs.runs_per_year,
+        }
+    });
+    TtlRecommendation {
+        workload: inputs.workload,
+        profile: inputs.profile,
+        profiles_considered: inputs.profiles_considered,
+        target_scale: inputs.target_scale,
+        target_volume: inputs.target_volume,
+        unit: inputs.unit,
+        seed: inputs.seed,
+        replays: inputs.replays,
+        measured_p999: inputs.measured_p999,
+        p999_ci_s: [
+            crate::round_micro(inputs.p999_ci.0.as_secs_f64()),
+            crate::round_micro(inputs.p999_ci.1.as_secs_f64()),
+        ],
+        safety_factor: inputs.safety_factor,
+        ttl,
+        heartbeat: heartbeat(inputs.pause_p999),
+        alert_hold,
+        review_trigger_volume,
+        volume_points: inputs.volume_points,
+        growth,
+        current_ttl,
+        runs_per_year: inputs.runs_per_year,
+    }
+}
+
+/// The heartbeat lease for a process that may stall for `stall` (a stop-the-world pause also
+/// stops its renewal thread). Renewing every lease/3 and giving up at 2/3 of the lease, a stall
+/// that begins just before a renewal is due must end before the give-up deadline:
+/// lease/3 + stall <= 2 lease/3, so lease >= 3 x stall. The last third of the lease is the margin
+/// for the renewal round trip and clock drift before the backend frees the lock.
+fn heartbeat(stall: Option<Duration>) -> Heartbeat {
+    let needed = stall.map_or(Duration::ZERO, |s| s * 3);
+    // Whole seconds: a lease of 31.27 s reads as false precision.
+    let lease = needed.max(MIN_LEASE).as_secs_f64().ceil();
+    let lease_ttl = Duration::from_secs_f64(lease);
+    let renewal_interval = lease_ttl / 3;
+    let give_up_after = lease_ttl * 2 / 3;
+    let renewals_before_give_up = (give_up_after.as_secs_f64() / renewal_interval.as_secs_f64()).floor() as u32;
+    Heartbeat {
+        lease_ttl,
+        renewal_interval,
+        give_up_after,
+        max_consecutive_failures: renewals_before_give_up.saturating_sub(1),
+        sized_for_stall_s: stall.map(|s| crate::round_micro(s.as_secs_f64())),
+    }
+}
+
+/// The chance per run of exceeding a limit when `exceeding` of `replays` did, and its one-sided
+/// 95 % upper bound: Clopper-Pearson, which for zero exceedances is the exact form of the rule of
+/// three (1 - 0.05^(1/n), about 3/n).
+pub fn exceedance(exceeding: u64, replays: u64) -> (f64, f64) {
+    if replays == 0 {
+        return (0.0, 1.0);
+    }
+    let n = replays as f64;
+    let k = exceeding.min(replays) as f64;
+    let p = k / n;
+    let upper = if exceeding >= replays {
+        1.0
+    } else if exceeding == 0 {
+        1.0 - 0.05f64.powf(1.0 / n)
+    } else {
+        Beta::new(k + 1.0, n - k)
+            .map(|b| b.inverse_cdf(0.95))
+            .unwrap_or(1.0)
+    };
+    (p, upper)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn inputs(p999_s: f64) -> TtlInputs {
+        TtlInputs {
+            workload: "billing".into(),
+            profile: "month-end-incident".into(),
+            profiles_considered: vec![],
+            unit: "customers".into(),
+            target_scale: 1.0,
+            target_volume: 1800,
+            seed: 1,
+            replays: 20_000,
+            measured_p999: Duration::from_secs_f64(p999_s),
+            p999_ci: (Duration::from_secs_f64(p999_s * 0.98), Duration::from_secs_f64(p999_s * 1.02)),
+            safety_factor: 3.0,
+            volume_points: [900u64, 1800, 3600]
+                .iter()
+                .map(|v| VolumePoint {
+                    scale: *v as f64 / 1800.0,
+                    volume: *v,
+                    p999: Duration::from_secs_f64(p999_s * *v as f64 / 1800.0),
+                })
+                .collect(),
+            pause_p999: Some(Duration::from_secs(20)),
+            current_ttl: Some((Duration::from_secs(300), 20_000)),
+            runs_per_year: 12.0,
+        }
+    }
+
+    #[test]
+    fn billing_incident_figures() {
+        let r = recommend(inputs(500.0));
+        assert_eq!(r.ttl, Duration::from_secs(1500));
+        assert_eq!(r.alert_hold, Duration::from_secs(1200));
+        // linear growth: P99.9 reaches 1200 s at 1800 x 1200/500 = 4320 customers
+        assert!((r.review_trigger_volume.unwrap() as i64 - 4320).abs() <= 1);
+        assert_eq!(r.heartbeat.lease_ttl, Duration::from_secs(60));
+        assert_eq!(r.heartbeat.renewal_interval, Duration::from_secs(20));
+        assert_eq!(r.heartbeat.give_up_after, Duration::from_secs(40));
+        assert_eq!(r.heartbeat.max_consecutive_failures, 1);
+        let current = r.current_ttl.unwrap();
+        assert_eq!(current.p_exceed, 1.0);
+        assert_eq!(current.expected_double_runs_per_year, 12.0);
+    }
+
+    #[test]
+    fn short_stalls_get_the_minimum_lease() {
+        assert_eq!(heartbeat(None).lease_ttl, MIN_LEASE);
+        assert_eq!(heartbeat(Some(Duration::from_millis(200))).lease_ttl, MIN_LEASE);
+    }
+
+    #[test]
+    fn zero_exceedances_use_the_rule_of_three() {
+        let (p, upper) = exceedance(0, 20_000);
+        assert_eq!(p, 0.0);
+        assert!((upper - 3.0 / 20_000.0).abs() / upper < 0.01, "{upper}");
+    }
+
+    proptest! {
+        #[test]
+        fn ttl_is_measured_times_factor(p999 in 1.0f64..100_000.0, factor in 1.0f64..10.0) {
+            let mut i = inputs(p999);
+            i.safety_factor = factor;
+            let r = recommend(i);
+            prop_assert!((r.ttl.as_secs_f64() / (p999 * factor) - 1.0).abs() < 1e-6);
+            prop_assert!((r.alert_hold.as_secs_f64() / r.ttl.as_secs_f64() - ALERT_SHARE).abs() < 1e-6);
+            prop_assert!(r.heartbeat.renewal_interval < r.heartbeat.give_up_after);
+            prop_assert!(r.heartbeat.give_up_after < r.heartbeat.lease_ttl);
+        }
+
+        #[test]
+        fn upper_bound_is_above_the_estimate(k in 0u64..1000, extra in 1u64..100_000) {
+            let n = k + extra;
+            let (p, upper) = exceedance(k, n);
+            prop_assert!(upper >= p);
+            prop_assert!(upper <= 1.0);
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Command-line flags, as clap sees them. Values stay strings or plain numbers here; `options`
+//! turns them into checked options with defaults, so that errors can name the flag.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// lockbench: measure how long a distributed-lock TTL must be.
+#[derive(Debug, Parser)]
+#[command(name = "lockbench", version, about, long_about = None, max_term_width = 100)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Replay workloads in simulated time and print runtime percentiles per profile and scale.
+    Simulate(SimulateArgs),
+    /// Recommend a lock TTL, a heartbeat and an alert threshold, and price the TTL in use today.
+    Ttl(TtlArgs),
+    /// Check workload specs without running them.
+    Validate(ValidateArgs),
+}
+
+/// Flags shared by the commands that simulate.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Replays per (profile, scale); P99.9 needs at least 10,000.
+    #[arg(long, value_name = "N", default_value = "20000", allow_hyphen_values = true)]
+    pub replays: String,
+    /// Seed of every random stream (random when omitted; always printed and stored).
+    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
+    pub seed: Option<String>,
+    /// Worker threads (default: every core). Results do not depend on it.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub threads: Option<String>,
+    /// Print machine-readable JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a results directory (manifest, histograms, CSV); it must not exist or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `lockbench simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Workload spec files (TOML).
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Volume multiplier; repeat for several (default 1).
+    #[arg(long = "scale", value_name = "X", allow_hyphen_values = true)]
+    pub scales: Vec<String>,
+    /// Profile to simulate; repeat for several (default: every profile of each spec).
+    #[arg(long = "profile", value_name = "NAME")]
+    pub profiles: Vec<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `lockbench ttl`.
+#[derive(Debug, Args)]
+pub struct TtlArgs {
+    /// Workload spec file (TOML).
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// Profile to derive the TTL from (default: every profile; the one with the highest P99.9
+    /// wins, so the default is never the optimistic case).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Volume multiplier the TTL must hold at (1 = the spec's own volume).
+    #[arg(long, value_name = "X", default_value = "1", allow_hyphen_values = true)]
+    pub target_scale: String,
+    /// TTL = measured P99.9 x this factor.
+    #[arg(long, value_name = "F", default_value = "3", allow_hyphen_values = true)]
+    pub safety_factor: String,
+    /// The TTL in use today, to price: chance per run of outliving it (e.g. 300s, 5m).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub current_ttl: Option<String>,
+    /// Job runs per year, for the yearly double-execution estimate.
+    #[arg(long, value_name = "N", default_value = "12", allow_hyphen_values = true)]
+    pub runs_per_year: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `lockbench validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Workload spec files (TOML).
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+}

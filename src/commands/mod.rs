@@ -1,0 +1,7 @@
+//! One module per subcommand.
+
+pub mod simulate;
+pub mod ttl;
+pub mod validate;
+
+pub mod shared;

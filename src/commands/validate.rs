@@ -1,0 +1,35 @@
+//! `lockbench validate`: check specs without running them.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use lockbench_core::format_count;
+use lockbench_workloads::WorkloadSpec;
+
+use crate::cli::ValidateArgs;
+
+pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
+    let mut failed = false;
+    for path in &args.specs {
+        match WorkloadSpec::load(path) {
+            Ok(spec) => {
+                let profiles: Vec<&str> = spec.profiles.iter().map(|p| p.name.as_str()).collect();
+                println!(
+                    "{}: ok: workload \"{}\", {} {}, {} steps, profiles: {}",
+                    path.display(),
+                    spec.workload.name,
+                    format_count(spec.workload.volume),
+                    spec.workload.unit,
+                    spec.steps.len(),
+                    profiles.join(", ")
+                );
+            }
+            Err(e) => {
+                eprintln!("lockbench: error: {e}");
+                failed = true;
+            }
+        }
+    }
+    // Every spec is checked and reported before the exit code says whether any failed.
+    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,175 @@
+//! Turning flags into checked options: defaults and every cross-field rule live here, and each
+//! error names the flag and what it expects.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lockbench_analysis::DEFAULT_SAFETY_FACTOR;
+use lockbench_workloads::MAX_REPLAYS;
+
+use crate::cli::{RunArgs, SimulateArgs, TtlArgs};
+
+/// Most worker threads accepted; more would only add contention on 2-64 core machines.
+const MAX_THREADS: usize = 1024;
+/// Largest volume multiplier accepted.
+const MAX_SCALE: f64 = 1e6;
+
+/// A mistake in the command line: reported in one line, exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag}: {message}")]
+pub struct UsageError {
+    flag: String,
+    message: String,
+}
+
+fn usage(flag: &str, message: impl Into<String>) -> UsageError {
+    UsageError {
+        flag: flag.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Options shared by the commands that simulate.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub replays: u64,
+    pub seed: u64,
+    pub threads: usize,
+    pub json: bool,
+    pub out: Option<PathBuf>,
+}
+
+/// Options of `simulate`.
+#[derive(Clone, Debug)]
+pub struct SimulateOptions {
+    pub specs: Vec<PathBuf>,
+    pub scales: Vec<f64>,
+    pub profiles: Vec<String>,
+    pub run: RunOptions,
+}
+
+/// Options of `ttl`.
+#[derive(Clone, Debug)]
+pub struct TtlOptions {
+    pub spec: PathBuf,
+    pub profile: Option<String>,
+    pub target_scale: f64,
+    pub safety_factor: f64,
+    pub current_ttl: Option<Duration>,
+    pub runs_per_year: f64,
+    pub run: RunOptions,
+}
+
+impl RunOptions {
+    fn resolve(args: &RunArgs) -> Result<Self, UsageError> {
+        let replays: u64 = parse_number("--replays", &args.replays, "a whole number of replays")?;
+        if !(1..=MAX_REPLAYS).contains(&replays) {
+            return Err(usage("--replays", format!("expected 1 to {MAX_REPLAYS}, got {replays}")));
+        }
+        let seed = match &args.seed {
+            Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1")?,
+            None => random_seed(),
+        };
+        let threads = match &args.threads {
+            Some(text) => {
+                let n: usize = parse_number("--threads", text, "a whole number of threads")?;
+                if !(1..=MAX_THREADS).contains(&n) {
+                    return Err(usage("--threads", format!("expected 1 to {MAX_THREADS}, got {n}")));
+                }
+                n
+            }
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        Ok(RunOptions {
+            replays,
+            seed,
+            threads,
+            json: args.json,
+            out: args.out.clone(),
+        })
+    }
+}
+
+impl SimulateOptions {
+    /// Checks `simulate`'s flags.
+    pub fn resolve(args: &SimulateArgs) -> Result<Self, UsageError> {
+        let mut scales = args
+            .scales
+            .iter()
+            .map(|s| parse_scale("--scale", s))
+            .collect::<Result<Vec<_>, _>>()?;
+        if scales.is_empty() {
+            scales.push(1.0);
+        }
+        Ok(SimulateOptions {
+            specs: args.specs.clone(),
+            scales,
+            profiles: args.profiles.clone(),
+            run: RunOptions::resolve(&args.run)?,
+        })
+    }
+}
+
+impl TtlOptions {
+    /// Checks `ttl`'s flags.
+    pub fn resolve(args: &TtlArgs) -> Result<Self, UsageError> {
+        let safety_factor: f64 = parse_number("--safety-factor", &args.safety_factor, "a factor such as 3")?;
+        if !(safety_factor.is_finite() && (1.0..=100.0).contains(&safety_factor)) {
+            return Err(usage(
+                "--safety-factor",
+                format!("expected a factor from 1 to 100 (default {DEFAULT_SAFETY_FACTOR}), got {safety_factor}"),
+            ));
+        }
+        let current_ttl = match &args.current_ttl {
+            Some(text) => {
+                let d = lockbench_workloads::duration::parse(text).map_err(|m| usage("--current-ttl", m))?;
+                if d.is_zero() {
+                    return Err(usage("--current-ttl", "expected a TTL above zero"));
+                }
+                Some(d)
+            }
+            None => None,
+        };
+        let runs_per_year: f64 = parse_number("--runs-per-year", &args.runs_per_year, "a number of runs such as 12")?;
+        if !(runs_per_year.is_finite() && runs_per_year > 0.0) {
+            return Err(usage("--runs-per-year", format!("expected a number above zero, got {runs_per_year}")));
+        }
+        Ok(TtlOptions {
+            spec: args.spec.clone(),
+            profile: args.profile.clone(),
+            target_scale: parse_scale("--target-scale", &args.target_scale)?,
+            safety_factor,
+            current_ttl,
+            runs_per_year,
+            run: RunOptions::resolve(&args.run)?,
+        })
+    }
+}
+
+fn parse_number<T: std::str::FromStr>(flag: &str, text: &str, expected: &str) -> Result<T, UsageError> {
+    text.trim()
+        .replace('_', "")
+        .parse()
+        .map_err(|_| usage(flag, format!("expected {expected}, got \"{text}\"")))
+}
+
+fn parse_scale(flag: &str, text: &str) -> Result<f64, UsageError> {
+    let x: f64 = parse_number(flag, text, "a volume multiplier such as 1 or 10")?;
+    if !(x.is_finite() && x > 0.0 && x <= MAX_SCALE) {
+        return Err(usage(flag, format!("expected a multiplier above 0 and at most {MAX_SCALE}, got {text}")));
+    }
+    Ok(x)
+}
+
+/// A seed from the standard library's per-process random hasher keys: no extra dependency, and
+/// different on every invocation.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}

@@ -1,0 +1,36 @@
+//! Progress on a terminal: a bar on stderr while replays run, nothing when stderr is a pipe.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A progress bar over a known number of replays.
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// A bar for `total` replays; hidden unless stderr is a terminal.
+    pub fn new(total: u64) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg:32} [{bar:30}] {human_pos}/{human_len} replays, {eta} left")
+                .expect("static template is valid")
+                .progress_chars("=> "),
+        );
+        Progress { bar }
+    }
+
+    /// Says what is being simulated now.
+    pub fn set_message(&self, message: String) {
+        self.bar.set_message(message);
+    }
+
+    /// Counts finished replays; callable from any thread.
+    pub fn advance(&self, replays: u64) {
+        self.bar.inc(replays);
+    }
+
+    /// Removes the bar.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

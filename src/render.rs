@@ -1,0 +1,226 @@
+//! Terminal output: the tables and the recommendation as people read them.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use lockbench_analysis::export::SimulationRow;
+use lockbench_analysis::{ALERT_SHARE, MIN_LEASE, TtlRecommendation, tail_samples_needed};
+use lockbench_core::{format_count, format_duration, format_seconds};
+
+use crate::commands::shared::Simulated;
+use crate::options::RunOptions;
+
+/// The `simulate` table, followed by any warnings about sample sizes.
+pub fn simulation_table(run: &RunOptions, simulated: &[Simulated]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "seed {} (rerun with --seed {} to reproduce), {} replays per row, {} threads\n",
+        run.seed,
+        run.seed,
+        format_count(run.replays),
+        run.threads
+    );
+    let header = ["workload", "profile", "scale", "volume", "P50", "P90", "P99", "P99.9", "max", "mean", "P99.9 95% CI"];
+    let rows: Vec<Vec<String>> = simulated.iter().map(|s| table_row(&s.row)).collect();
+    out.push_str(&table(&header, &rows, 2));
+    let needed = tail_samples_needed(0.999);
+    if simulated.iter().any(|s| !s.row.p999_reliable) {
+        let _ = writeln!(
+            out,
+            "\nnote: {} replays leave fewer than 10 runs above P99.9, so P99.9 is an anecdote, not an estimate; use --replays {} or more.",
+            format_count(run.replays),
+            needed
+        );
+    }
+    out
+}
+
+/// Runtimes in one table share a unit, so columns compare at a glance: seconds with separators
+/// (4,452.3 s) rather than a mix of "2368.7 s" and "1h 14m 12s".
+fn format_runtime(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format_seconds(d)
+    } else {
+        format_duration(d)
+    }
+}
+
+fn table_row(r: &SimulationRow) -> Vec<String> {
+    let t = &r.runtime;
+    let format_duration = format_runtime;
+    let ci = if t.p999_ci_open {
+        format!("{} - unbounded", format_duration(t.p999_ci.0))
+    } else {
+        format!("{} - {}", format_duration(t.p999_ci.0), format_duration(t.p999_ci.1))
+    };
+    vec![
+        r.workload.clone(),
+        r.profile.clone(),
+        format!("{}", r.scale),
+        format!("{} {}", format_count(r.volume), r.unit),
+        format_duration(t.p50),
+        format_duration(t.p90),
+        format_duration(t.p99),
+        format_duration(t.p999),
+        format_duration(t.max),
+        format_duration(t.mean),
+        ci,
+    ]
+}
+
+/// Left-aligns the first `text_columns` columns, right-aligns the rest.
+fn table(header: &[&str], rows: &[Vec<String>], text_columns: usize) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if i < text_columns {
+                let _ = write!(s, "{cell:<w$}");
+            } else {
+                let _ = write!(s, "{cell:>w$}");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// The `ttl` recommendation, each figure with how it was derived.
+pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
+    let mut o = String::new();
+    let unit = &r.unit;
+    let _ = writeln!(
+        o,
+        "TTL for {} at scale {} ({} {unit}), profile {}",
+        r.workload,
+        r.target_scale,
+        format_count(r.target_volume),
+        r.profile
+    );
+    if r.profiles_considered.len() > 1 {
+        let list: Vec<String> = r
+            .profiles_considered
+            .iter()
+            .map(|p| format!("{} {}", p.profile, format_duration(p.p999)))
+            .collect();
+        let _ = writeln!(o, "  chosen as the highest P99.9 of: {}", list.join(", "));
+    }
+    let _ = writeln!(o, "  seed {}, {} replays per scale\n", r.seed, format_count(r.replays));
+
+    let ci = format!(
+        "95% CI {} - {}{}",
+        fmt_s(r.p999_ci_s[0]),
+        fmt_s(r.p999_ci_s[1]),
+        if target.runtime.p999_ci_open { " (upper end unbounded)" } else { "" }
+    );
+    let _ = writeln!(o, "  measured P99.9 runtime   {}   ({ci})", format_duration(r.measured_p999));
+    let _ = writeln!(o, "  safety factor            {}", r.safety_factor);
+    let _ = writeln!(
+        o,
+        "  fixed TTL                {}   = measured P99.9 x safety factor",
+        format_duration(r.ttl)
+    );
+    if !target.p999_reliable {
+        let _ = writeln!(
+            o,
+            "  warning: {} replays are too few for P99.9; use --replays {} or more",
+            format_count(r.replays),
+            tail_samples_needed(0.999)
+        );
+    }
+
+    let hb = &r.heartbeat;
+    let _ = writeln!(o, "\n  heartbeat alternative (for jobs whose runtime has no safe bound)");
+    let sized = match hb.sized_for_stall_s {
+        Some(stall) => format!(
+            "max({}, 3 x pause P99.9 {}): a stall must end before the give-up deadline",
+            format_duration(MIN_LEASE),
+            fmt_s(stall)
+        ),
+        None => format!("the minimum lease; this profile injects no stop-the-world pauses ({} floor)", format_duration(MIN_LEASE)),
+    };
+    let _ = writeln!(o, "    lease TTL              {}   = {sized}", format_duration(hb.lease_ttl));
+    let _ = writeln!(o, "    renewal interval       {}   = lease / 3", format_duration(hb.renewal_interval));
+    let _ = writeln!(
+        o,
+        "    give up after          {}   = 2/3 of the lease without a successful renewal: stop working",
+        format_duration(hb.give_up_after)
+    );
+    let _ = writeln!(
+        o,
+        "    max failed renewals    {}     in a row before the give-up deadline",
+        hb.max_consecutive_failures
+    );
+    let _ = writeln!(
+        o,
+        "    a crashed holder frees the lock within {}; the last third of the lease covers the renewal round trip and clock drift",
+        format_duration(hb.lease_ttl)
+    );
+
+    let _ = writeln!(
+        o,
+        "\n  alert threshold          {}   = {:.0} % of the TTL: a run holding the lock longer is investigated",
+        format_duration(r.alert_hold),
+        ALERT_SHARE * 100.0
+    );
+    match (r.review_trigger_volume, r.growth) {
+        (Some(volume), Some(g)) => {
+            let _ = writeln!(
+                o,
+                "  review trigger           re-derive before volume exceeds {} {unit}\n                           (P99.9 grows as volume^{:.2}; at that volume it reaches the alert threshold)",
+                format_count(volume),
+                g.exponent
+            );
+        }
+        _ => {
+            let _ = writeln!(o, "  review trigger           P99.9 does not grow with volume; re-derive when the workload changes");
+        }
+    }
+    if let Some(c) = &r.current_ttl {
+        let _ = writeln!(o, "\n  current TTL {}", format_duration(c.ttl));
+        let _ = writeln!(
+            o,
+            "    chance per run that the job outlives it   {}   (95% upper bound {}; {} of {} replays)",
+            fmt_p(c.p_exceed),
+            fmt_p(c.p_exceed_upper95),
+            format_count(c.replays_exceeding),
+            format_count(r.replays)
+        );
+        let _ = writeln!(
+            o,
+            "    expected double executions per year       {:.3}   (upper bound {:.3}; {} runs a year, a second worker waiting)",
+            c.expected_double_runs_per_year, c.expected_double_runs_per_year_upper95, r.runs_per_year
+        );
+        if c.ttl < r.ttl {
+            let _ = writeln!(o, "    it is shorter than the recommended {}", format_duration(r.ttl));
+        }
+    }
+    o
+}
+
+fn fmt_s(seconds: f64) -> String {
+    format_duration(Duration::from_secs_f64(seconds.max(0.0)))
+}
+
+fn fmt_p(p: f64) -> String {
+    if p == 0.0 {
+        "0".to_string()
+    } else if p >= 0.01 {
+        format!("{:.1} %", p * 100.0)
+    } else {
+        format!("{p:.2e}")
+    }
+}
