@@ -69,6 +69,16 @@ fn table_row(r: &SimulationRow) -> Vec<String> {
     ]
 }
 
+/// One line on simulator speed.
+pub fn throughput_line(t: &crate::commands::simulate::Throughput) -> String {
+    format!(
+        "simulated {} latency samples in {:.2} s: {:.1} M samples/s",
+        format_count(t.samples),
+        t.elapsed.as_secs_f64(),
+        t.per_second() / 1e6
+    )
+}
+
 /// Left-aligns the first `text_columns` columns, right-aligns the rest.
 fn table(header: &[&str], rows: &[Vec<String>], text_columns: usize) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();

@@ -1,6 +1,7 @@
 //! `lockbench simulate`: runtime percentiles per workload, profile and scale.
 
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use lockbench_workloads::{ReplayModel, WorkloadSpec};
@@ -34,25 +35,51 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
         }
     }
     let progress = Progress::new(options.run.replays * models.len() as u64);
+    let started = Instant::now();
     let simulated: Vec<Simulated> = models
         .iter()
         .map(|(spec, model)| simulate_one(model, spec, &options.run, &[], &progress))
         .collect();
+    let elapsed = started.elapsed();
     progress.finish();
+    let samples: u64 = models
+        .iter()
+        .map(|(_, m)| m.samples_per_replay() * options.run.replays)
+        .sum();
+    let throughput = Throughput { samples, elapsed };
 
     let json = serde_json::json!({
         "seed": options.run.seed,
         "threads": options.run.threads,
         "results": simulated.iter().map(|s| &s.row).collect::<Vec<_>>(),
+        "latency_samples": throughput.samples,
+        "elapsed_s": throughput.elapsed.as_secs_f64(),
+        "samples_per_s": throughput.per_second(),
     });
     if options.run.json {
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print!("{}", render::simulation_table(&options.run, &simulated));
+        println!("\n{}", render::throughput_line(&throughput));
     }
     if let Some(out) = out {
         let spec_refs: Vec<&WorkloadSpec> = specs.iter().collect();
         write_results(out, "simulate", &options.run, &spec_refs, &simulated, &json)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How fast the simulator ran: the end-to-end figure behind docs/PERFORMANCE.md.
+pub struct Throughput {
+    /// Latency draws made (steps x items x replays, constants excluded).
+    pub samples: u64,
+    /// Wall time of the simulation alone (spec loading and output excluded).
+    pub elapsed: Duration,
+}
+
+impl Throughput {
+    /// Draws per second.
+    pub fn per_second(&self) -> f64 {
+        self.samples as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
 }

@@ -1,0 +1,197 @@
+//! Analytic checks of the simulator: cases whose runtime distribution is known exactly.
+
+use std::path::Path;
+use std::time::Duration;
+
+use lockbench_core::RuntimeHistogram;
+use lockbench_workloads::{ReplayModel, SimOptions, WorkloadSpec, simulate};
+use statrs::distribution::{ContinuousCDF, Gamma};
+
+fn run(spec_text: &str, profile: &str, replays: u64, threads: usize) -> RuntimeHistogram {
+    let spec = WorkloadSpec::parse(spec_text, Path::new("test.toml")).expect("valid spec");
+    let model = ReplayModel::new(&spec, profile, 1.0).expect("profile exists");
+    let options = SimOptions {
+        replays,
+        seed: 20261130,
+        threads,
+        thresholds: Vec::new(),
+    };
+    simulate(&model, &options, &|_| {})
+}
+
+fn steps(n: usize, latency: &str) -> String {
+    (0..n)
+        .map(|i| format!("[[steps]]\nname = \"s{i}\"\ntarget = \"db\"\nlatency = {latency}\n\n"))
+        .collect()
+}
+
+#[test]
+fn constant_latencies_give_an_exact_runtime() {
+    let spec = format!(
+        "[workload]\nname = \"c\"\nvolume = 1800\n\n{}",
+        steps(3, r#"{ dist = "constant", value = "37ms" }"#)
+    );
+    let h = run(&spec, "baseline", 1000, 2);
+    let expected = Duration::from_millis(1800 * 3 * 37);
+    assert_eq!(h.min(), expected);
+    assert_eq!(h.max(), expected);
+    assert_eq!(h.quantile(0.5), expected);
+    assert_eq!(h.quantile(0.999), expected);
+}
+
+/// N exponential calls per run add up to a Gamma(N) runtime.
+#[test]
+fn sums_of_exponentials_match_the_gamma_distribution() {
+    for (items, steps_per_item) in [(1usize, 4usize), (4, 4), (1, 30)] {
+        let n = items * steps_per_item;
+        let spec = format!(
+            "[workload]\nname = \"gamma\"\nvolume = {items}\n\n{}",
+            steps(steps_per_item, r#"{ dist = "exponential", mean = "1s" }"#)
+        );
+        let h = run(&spec, "baseline", 200_000, 2);
+        let gamma = Gamma::new(n as f64, 1.0).unwrap();
+        for q in [0.5, 0.99, 0.999] {
+            let want = gamma.inverse_cdf(q);
+            let got = h.quantile(q).as_secs_f64();
+            assert!(
+                (got / want - 1.0).abs() < 0.01,
+                "Gamma({n}) q={q}: simulated {got:.4}, exact {want:.4}"
+            );
+        }
+        let mean = h.mean().as_secs_f64();
+        assert!((mean / n as f64 - 1.0).abs() < 0.01, "Gamma({n}) mean {mean}");
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/billing.toml")).unwrap();
+    for profile in ["month-end-incident", "gc-pressure"] {
+        let one = run(&spec, profile, 3000, 1);
+        let three = run(&spec, profile, 3000, 3);
+        assert_eq!(one.mean(), three.mean(), "{profile}");
+        assert_eq!(one.max(), three.max(), "{profile}");
+        assert_eq!(one.quantile(0.99), three.quantile(0.99), "{profile}");
+        assert_eq!(one.to_base64_v2(), three.to_base64_v2(), "{profile}");
+    }
+}
+
+#[test]
+fn lanes_share_the_items() {
+    let spec = format!(
+        "[workload]\nname = \"lanes\"\nvolume = 100\nconcurrency = 4\n\n{}",
+        steps(1, r#""1s""#)
+    );
+    let h = run(&spec, "baseline", 10, 1);
+    assert_eq!(h.max(), Duration::from_secs(25));
+    assert_eq!(h.min(), Duration::from_secs(25));
+}
+
+#[test]
+fn a_blocking_episode_holds_calls_until_it_ends() {
+    let spec = format!(
+        r#"[workload]
+name = "block"
+volume = 10
+
+{}
+[[profiles]]
+name = "locked"
+[[profiles.episodes]]
+name = "long transaction"
+target = "db"
+start = "2.5s"
+duration = "4.5s"
+block = true
+"#,
+        steps(1, r#""1s""#)
+    );
+    // Items start at 0, 1, 2, 3 s; the one due at 3 s waits until 7 s, then 7 more follow.
+    let h = run(&spec, "locked", 10, 1);
+    assert_eq!(h.max(), Duration::from_secs(14));
+    assert_eq!(h.min(), Duration::from_secs(14));
+}
+
+#[test]
+fn a_slowdown_episode_scales_calls_inside_its_window() {
+    let spec = format!(
+        r#"[workload]
+name = "slow"
+volume = 10
+
+{}
+[[profiles]]
+name = "slow"
+[[profiles.episodes]]
+name = "rebuild"
+target = "db"
+start = "0s"
+duration = "4.5s"
+slowdown = 3.0
+"#,
+        steps(1, r#""1s""#)
+    );
+    // Calls at 0 and 3 s start inside the window and take 3 s each; then 8 calls of 1 s.
+    let h = run(&spec, "slow", 10, 1);
+    assert_eq!(h.max(), Duration::from_secs(14));
+}
+
+#[test]
+fn episodes_that_do_not_happen_leave_runs_alone() {
+    let spec = format!(
+        r#"[workload]
+name = "chance"
+volume = 10
+
+{}
+[[profiles]]
+name = "sometimes"
+[[profiles.episodes]]
+name = "rebuild"
+target = "db"
+chance = 0.25
+start = "0s"
+duration = "1h"
+slowdown = 2.0
+"#,
+        steps(1, r#""1s""#)
+    );
+    let spec = WorkloadSpec::parse(&spec, Path::new("test.toml")).unwrap();
+    let model = ReplayModel::new(&spec, "sometimes", 1.0).unwrap();
+    let limit = Duration::from_secs(15);
+    let options = SimOptions {
+        replays: 100_000,
+        seed: 7,
+        threads: 2,
+        thresholds: vec![limit],
+    };
+    let h = simulate(&model, &options, &|_| {});
+    // Exactly two outcomes: 10 s (75 %) or 20 s (25 %).
+    assert_eq!(h.min(), Duration::from_secs(10));
+    assert_eq!(h.max(), Duration::from_secs(20));
+    let share = h.count_above(limit).unwrap() as f64 / 100_000.0;
+    assert!((share - 0.25).abs() < 0.005, "share of slowed runs {share}");
+}
+
+/// Pauses arrive after exponential gaps (mean m) and last d: the run is frozen d/(m+d) of the
+/// time, so a long run of W seconds of work takes about W (m+d)/m.
+#[test]
+fn pauses_stretch_the_run_by_their_share_of_time() {
+    let spec = format!(
+        r#"[workload]
+name = "paused"
+volume = 1000
+
+{}
+[[profiles]]
+name = "gc"
+[profiles.pauses]
+mean_interval = "10s"
+duration = "1s"
+"#,
+        steps(1, r#""1s""#)
+    );
+    let h = run(&spec, "gc", 20_000, 2);
+    let mean = h.mean().as_secs_f64();
+    assert!((mean / 1100.0 - 1.0).abs() < 0.01, "mean runtime {mean}");
+}
