@@ -29,7 +29,12 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Replays per (profile, scale); P99.9 needs at least 10,000.
-    #[arg(long, value_name = "N", default_value = "20000", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "20000",
+        allow_hyphen_values = true
+    )]
     pub replays: String,
     /// Seed of every random stream (random when omitted; always printed and stored).
     #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
@@ -72,16 +77,31 @@ pub struct TtlArgs {
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
     /// Volume multiplier the TTL must hold at (1 = the spec's own volume).
-    #[arg(long, value_name = "X", default_value = "1", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "X",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     pub target_scale: String,
     /// TTL = measured P99.9 x this factor.
-    #[arg(long, value_name = "F", default_value = "3", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "F",
+        default_value = "3",
+        allow_hyphen_values = true
+    )]
     pub safety_factor: String,
     /// The TTL in use today, to price: chance per run of outliving it (e.g. 300s, 5m).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub current_ttl: Option<String>,
     /// Job runs per year, for the yearly double-execution estimate.
-    #[arg(long, value_name = "N", default_value = "12", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "12",
+        allow_hyphen_values = true
+    )]
     pub runs_per_year: String,
     #[command(flatten)]
     pub run: RunArgs,

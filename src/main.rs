@@ -37,7 +37,10 @@ fn exit_code(error: &anyhow::Error) -> u8 {
             || cause.is::<lockbench_workloads::SpecError>()
             || matches!(
                 cause.downcast_ref::<lockbench_core::ResultsError>(),
-                Some(lockbench_core::ResultsError::NotEmpty(_) | lockbench_core::ResultsError::NotADirectory(_))
+                Some(
+                    lockbench_core::ResultsError::NotEmpty(_)
+                        | lockbench_core::ResultsError::NotADirectory(_)
+                )
             )
     });
     if bad_input { 2 } else { 1 }

@@ -64,7 +64,10 @@ impl RunOptions {
     fn resolve(args: &RunArgs) -> Result<Self, UsageError> {
         let replays: u64 = parse_number("--replays", &args.replays, "a whole number of replays")?;
         if !(1..=MAX_REPLAYS).contains(&replays) {
-            return Err(usage("--replays", format!("expected 1 to {MAX_REPLAYS}, got {replays}")));
+            return Err(usage(
+                "--replays",
+                format!("expected 1 to {MAX_REPLAYS}, got {replays}"),
+            ));
         }
         let seed = match &args.seed {
             Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1")?,
@@ -74,7 +77,10 @@ impl RunOptions {
             Some(text) => {
                 let n: usize = parse_number("--threads", text, "a whole number of threads")?;
                 if !(1..=MAX_THREADS).contains(&n) {
-                    return Err(usage("--threads", format!("expected 1 to {MAX_THREADS}, got {n}")));
+                    return Err(usage(
+                        "--threads",
+                        format!("expected 1 to {MAX_THREADS}, got {n}"),
+                    ));
                 }
                 n
             }
@@ -113,16 +119,20 @@ impl SimulateOptions {
 impl TtlOptions {
     /// Checks `ttl`'s flags.
     pub fn resolve(args: &TtlArgs) -> Result<Self, UsageError> {
-        let safety_factor: f64 = parse_number("--safety-factor", &args.safety_factor, "a factor such as 3")?;
+        let safety_factor: f64 =
+            parse_number("--safety-factor", &args.safety_factor, "a factor such as 3")?;
         if !(safety_factor.is_finite() && (1.0..=100.0).contains(&safety_factor)) {
             return Err(usage(
                 "--safety-factor",
-                format!("expected a factor from 1 to 100 (default {DEFAULT_SAFETY_FACTOR}), got {safety_factor}"),
+                format!(
+                    "expected a factor from 1 to 100 (default {DEFAULT_SAFETY_FACTOR}), got {safety_factor}"
+                ),
             ));
         }
         let current_ttl = match &args.current_ttl {
             Some(text) => {
-                let d = lockbench_workloads::duration::parse(text).map_err(|m| usage("--current-ttl", m))?;
+                let d = lockbench_workloads::duration::parse(text)
+                    .map_err(|m| usage("--current-ttl", m))?;
                 if d.is_zero() {
                     return Err(usage("--current-ttl", "expected a TTL above zero"));
                 }
@@ -130,9 +140,16 @@ impl TtlOptions {
             }
             None => None,
         };
-        let runs_per_year: f64 = parse_number("--runs-per-year", &args.runs_per_year, "a number of runs such as 12")?;
+        let runs_per_year: f64 = parse_number(
+            "--runs-per-year",
+            &args.runs_per_year,
+            "a number of runs such as 12",
+        )?;
         if !(runs_per_year.is_finite() && runs_per_year > 0.0) {
-            return Err(usage("--runs-per-year", format!("expected a number above zero, got {runs_per_year}")));
+            return Err(usage(
+                "--runs-per-year",
+                format!("expected a number above zero, got {runs_per_year}"),
+            ));
         }
         Ok(TtlOptions {
             spec: args.spec.clone(),
@@ -146,7 +163,11 @@ impl TtlOptions {
     }
 }
 
-fn parse_number<T: std::str::FromStr>(flag: &str, text: &str, expected: &str) -> Result<T, UsageError> {
+fn parse_number<T: std::str::FromStr>(
+    flag: &str,
+    text: &str,
+    expected: &str,
+) -> Result<T, UsageError> {
     text.trim()
         .replace('_', "")
         .parse()
@@ -156,7 +177,10 @@ fn parse_number<T: std::str::FromStr>(flag: &str, text: &str, expected: &str) ->
 fn parse_scale(flag: &str, text: &str) -> Result<f64, UsageError> {
     let x: f64 = parse_number(flag, text, "a volume multiplier such as 1 or 10")?;
     if !(x.is_finite() && x > 0.0 && x <= MAX_SCALE) {
-        return Err(usage(flag, format!("expected a multiplier above 0 and at most {MAX_SCALE}, got {text}")));
+        return Err(usage(
+            flag,
+            format!("expected a multiplier above 0 and at most {MAX_SCALE}, got {text}"),
+        ));
     }
     Ok(x)
 }

@@ -12,9 +12,11 @@ impl Progress {
     pub fn new(total: u64) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg:32} [{bar:30}] {human_pos}/{human_len} replays, {eta} left")
-                .expect("static template is valid")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "{spinner} {msg:32} [{bar:30}] {human_pos}/{human_len} replays, {eta} left",
+            )
+            .expect("static template is valid")
+            .progress_chars("=> "),
         );
         Progress { bar }
     }

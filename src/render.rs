@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockbench_analysis::export::SimulationRow;
 use lockbench_analysis::{ALERT_SHARE, MIN_LEASE, TtlRecommendation, tail_samples_needed};
-use lockbench_core::{format_count, format_duration, format_seconds};
+use lockbench_core::{format_count, format_duration, format_hms, format_seconds};
 
 use crate::commands::shared::Simulated;
 use crate::options::RunOptions;
@@ -21,7 +21,19 @@ pub fn simulation_table(run: &RunOptions, simulated: &[Simulated]) -> String {
         format_count(run.replays),
         run.threads
     );
-    let header = ["workload", "profile", "scale", "volume", "P50", "P90", "P99", "P99.9", "max", "mean", "P99.9 95% CI"];
+    let header = [
+        "workload",
+        "profile",
+        "scale",
+        "volume",
+        "P50",
+        "P90",
+        "P99",
+        "P99.9",
+        "max",
+        "mean",
+        "P99.9 95% CI",
+    ];
     let rows: Vec<Vec<String>> = simulated.iter().map(|s| table_row(&s.row)).collect();
     out.push_str(&table(&header, &rows, 2));
     let needed = tail_samples_needed(0.999);
@@ -52,7 +64,11 @@ fn table_row(r: &SimulationRow) -> Vec<String> {
     let ci = if t.p999_ci_open {
         format!("{} - unbounded", format_duration(t.p999_ci.0))
     } else {
-        format!("{} - {}", format_duration(t.p999_ci.0), format_duration(t.p999_ci.1))
+        format!(
+            "{} - {}",
+            format_duration(t.p999_ci.0),
+            format_duration(t.p999_ci.1)
+        )
     };
     vec![
         r.workload.clone(),
@@ -128,20 +144,33 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
             .collect();
         let _ = writeln!(o, "  chosen as the highest P99.9 of: {}", list.join(", "));
     }
-    let _ = writeln!(o, "  seed {}, {} replays per scale\n", r.seed, format_count(r.replays));
+    let _ = writeln!(
+        o,
+        "  seed {}, {} replays per scale\n",
+        r.seed,
+        format_count(r.replays)
+    );
 
     let ci = format!(
         "95% CI {} - {}{}",
-        fmt_s(r.p999_ci_s[0]),
-        fmt_s(r.p999_ci_s[1]),
-        if target.runtime.p999_ci_open { " (upper end unbounded)" } else { "" }
+        format_seconds(Duration::from_secs_f64(r.p999_ci_s[0])),
+        format_seconds(Duration::from_secs_f64(r.p999_ci_s[1])),
+        if target.runtime.p999_ci_open {
+            " (upper end unbounded)"
+        } else {
+            ""
+        }
     );
-    let _ = writeln!(o, "  measured P99.9 runtime   {}   ({ci})", format_duration(r.measured_p999));
+    let _ = writeln!(
+        o,
+        "  measured P99.9 runtime   {}   ({ci})",
+        format_long(r.measured_p999)
+    );
     let _ = writeln!(o, "  safety factor            {}", r.safety_factor);
     let _ = writeln!(
         o,
         "  fixed TTL                {}   = measured P99.9 x safety factor",
-        format_duration(r.ttl)
+        format_long(r.ttl)
     );
     if !target.p999_reliable {
         let _ = writeln!(
@@ -153,17 +182,31 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
     }
 
     let hb = &r.heartbeat;
-    let _ = writeln!(o, "\n  heartbeat alternative (for jobs whose runtime has no safe bound)");
+    let _ = writeln!(
+        o,
+        "\n  heartbeat alternative (for jobs whose runtime has no safe bound)"
+    );
     let sized = match hb.sized_for_stall_s {
         Some(stall) => format!(
             "max({}, 3 x pause P99.9 {}): a stall must end before the give-up deadline",
             format_duration(MIN_LEASE),
             fmt_s(stall)
         ),
-        None => format!("the minimum lease; this profile injects no stop-the-world pauses ({} floor)", format_duration(MIN_LEASE)),
+        None => format!(
+            "the minimum lease; this profile injects no stop-the-world pauses ({} floor)",
+            format_duration(MIN_LEASE)
+        ),
     };
-    let _ = writeln!(o, "    lease TTL              {}   = {sized}", format_duration(hb.lease_ttl));
-    let _ = writeln!(o, "    renewal interval       {}   = lease / 3", format_duration(hb.renewal_interval));
+    let _ = writeln!(
+        o,
+        "    lease TTL              {}   = {sized}",
+        format_duration(hb.lease_ttl)
+    );
+    let _ = writeln!(
+        o,
+        "    renewal interval       {}   = lease / 3",
+        format_duration(hb.renewal_interval)
+    );
     let _ = writeln!(
         o,
         "    give up after          {}   = 2/3 of the lease without a successful renewal: stop working",
@@ -183,7 +226,7 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
     let _ = writeln!(
         o,
         "\n  alert threshold          {}   = {:.0} % of the TTL: a run holding the lock longer is investigated",
-        format_duration(r.alert_hold),
+        format_long(r.alert_hold),
         ALERT_SHARE * 100.0
     );
     match (r.review_trigger_volume, r.growth) {
@@ -196,7 +239,10 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
             );
         }
         _ => {
-            let _ = writeln!(o, "  review trigger           P99.9 does not grow with volume; re-derive when the workload changes");
+            let _ = writeln!(
+                o,
+                "  review trigger           P99.9 does not grow with volume; re-derive when the workload changes"
+            );
         }
     }
     if let Some(c) = &r.current_ttl {
@@ -212,13 +258,29 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
         let _ = writeln!(
             o,
             "    expected double executions per year       {:.3}   (upper bound {:.3}; {} runs a year, a second worker waiting)",
-            c.expected_double_runs_per_year, c.expected_double_runs_per_year_upper95, r.runs_per_year
+            c.expected_double_runs_per_year,
+            c.expected_double_runs_per_year_upper95,
+            r.runs_per_year
         );
         if c.ttl < r.ttl {
-            let _ = writeln!(o, "    it is shorter than the recommended {}", format_duration(r.ttl));
+            let _ = writeln!(
+                o,
+                "    it is shorter than the recommended {}",
+                format_long(r.ttl)
+            );
         }
     }
     o
+}
+
+/// Long durations in seconds (what a config file takes) and in hours and minutes (what a person
+/// grasps): `1,578.8 s (26m 19s)`.
+fn format_long(d: Duration) -> String {
+    if d >= Duration::from_secs(60) {
+        format!("{} ({})", format_seconds(d), format_hms(d))
+    } else {
+        format_duration(d)
+    }
 }
 
 fn fmt_s(seconds: f64) -> String {

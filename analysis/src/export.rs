@@ -30,7 +30,14 @@ pub struct SimulationRow {
 
 impl SimulationRow {
     /// Builds a row, copying the interval out of the summary.
-    pub fn new(workload: &str, profile: &str, scale: f64, volume: u64, unit: &str, runtime: RuntimeSummary) -> Self {
+    pub fn new(
+        workload: &str,
+        profile: &str,
+        scale: f64,
+        volume: u64,
+        unit: &str,
+        runtime: RuntimeSummary,
+    ) -> Self {
         SimulationRow {
             workload: workload.to_string(),
             profile: profile.to_string(),
@@ -96,11 +103,22 @@ mod tests {
     fn csv_has_a_header_and_quotes_awkward_names() {
         let mut h = RuntimeHistogram::new();
         h.record(Duration::from_secs(240));
-        let row = SimulationRow::new("bill,ing", "baseline", 1.0, 1800, "customers", RuntimeSummary::from_histogram(&h));
+        let row = SimulationRow::new(
+            "bill,ing",
+            "baseline",
+            1.0,
+            1800,
+            "customers",
+            RuntimeSummary::from_histogram(&h),
+        );
         let text = String::from_utf8(simulation_csv(&[row])).unwrap();
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].starts_with("workload,profile,scale"));
-        assert!(lines[1].starts_with("\"bill,ing\",baseline,1,1800,customers,1,240.000000"), "{}", lines[1]);
+        assert!(
+            lines[1].starts_with("\"bill,ing\",baseline,1,1800,customers,1,240.000000"),
+            "{}",
+            lines[1]
+        );
     }
 }

@@ -19,7 +19,10 @@ pub use ttl::{
 };
 
 /// Serialises a `Duration` as seconds (f64), for JSON fields whose name ends in `_s`.
-pub fn serialize_seconds<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+pub fn serialize_seconds<S: serde::Serializer>(
+    d: &std::time::Duration,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     s.serialize_f64(round_micro(d.as_secs_f64()))
 }
 

@@ -85,7 +85,11 @@ fn quantile_interval(h: &RuntimeHistogram, q: f64) -> (Duration, Duration, bool)
     let lo_rank = (nf * q - half_width).floor().max(1.0) as u64;
     let hi_rank = (nf * q + half_width).ceil() as u64 + 1;
     let open = hi_rank > n;
-    (h.value_at_rank(lo_rank), h.value_at_rank(hi_rank.min(n)), open)
+    (
+        h.value_at_rank(lo_rank),
+        h.value_at_rank(hi_rank.min(n)),
+        open,
+    )
 }
 
 #[cfg(test)]

@@ -227,7 +227,8 @@ fn heartbeat(stall: Option<Duration>) -> Heartbeat {
     let lease_ttl = Duration::from_secs_f64(lease);
     let renewal_interval = lease_ttl / 3;
     let give_up_after = lease_ttl * 2 / 3;
-    let renewals_before_give_up = (give_up_after.as_secs_f64() / renewal_interval.as_secs_f64()).floor() as u32;
+    let renewals_before_give_up =
+        (give_up_after.as_secs_f64() / renewal_interval.as_secs_f64()).floor() as u32;
     Heartbeat {
         lease_ttl,
         renewal_interval,
@@ -275,7 +276,10 @@ mod tests {
             seed: 1,
             replays: 20_000,
             measured_p999: Duration::from_secs_f64(p999_s),
-            p999_ci: (Duration::from_secs_f64(p999_s * 0.98), Duration::from_secs_f64(p999_s * 1.02)),
+            p999_ci: (
+                Duration::from_secs_f64(p999_s * 0.98),
+                Duration::from_secs_f64(p999_s * 1.02),
+            ),
             safety_factor: 3.0,
             volume_points: [900u64, 1800, 3600]
                 .iter()
@@ -310,7 +314,10 @@ mod tests {
     #[test]
     fn short_stalls_get_the_minimum_lease() {
         assert_eq!(heartbeat(None).lease_ttl, MIN_LEASE);
-        assert_eq!(heartbeat(Some(Duration::from_millis(200))).lease_ttl, MIN_LEASE);
+        assert_eq!(
+            heartbeat(Some(Duration::from_millis(200))).lease_ttl,
+            MIN_LEASE
+        );
     }
 
     #[test]

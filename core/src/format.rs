@@ -13,8 +13,20 @@ pub fn format_duration(d: Duration) -> String {
     } else if secs < 3600.0 {
         format!("{secs:.1} s")
     } else {
-        let total = secs.round() as u64;
-        format!("{}h {:02}m {:02}s", total / 3600, (total % 3600) / 60, total % 60)
+        format_hms(d)
+    }
+}
+
+/// Prints whole hours, minutes and seconds: `3h 45m 37s`, `26m 19s`, `42s`.
+pub fn format_hms(d: Duration) -> String {
+    let total = d.as_secs_f64().round() as u64;
+    let (h, m, s) = (total / 3600, (total % 3600) / 60, total % 60);
+    if h > 0 {
+        format!("{h}h {m:02}m {s:02}s")
+    } else if m > 0 {
+        format!("{m}m {s:02}s")
+    } else {
+        format!("{s}s")
     }
 }
 
@@ -29,7 +41,7 @@ pub fn format_count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -47,6 +59,8 @@ mod tests {
         assert_eq!(format_duration(Duration::from_micros(12_340)), "12.3 ms");
         assert_eq!(format_duration(Duration::from_millis(241_700)), "241.7 s");
         assert_eq!(format_duration(Duration::from_secs(13_537)), "3h 45m 37s");
+        assert_eq!(format_hms(Duration::from_secs(1_579)), "26m 19s");
+        assert_eq!(format_hms(Duration::from_secs(42)), "42s");
     }
 
     #[test]
@@ -55,6 +69,9 @@ mod tests {
         assert_eq!(format_count(999), "999");
         assert_eq!(format_count(1_800), "1,800");
         assert_eq!(format_count(1_000_000), "1,000,000");
-        assert_eq!(format_seconds(Duration::from_millis(4_512_340)), "4,512.3 s");
+        assert_eq!(
+            format_seconds(Duration::from_millis(4_512_340)),
+            "4,512.3 s"
+        );
     }
 }

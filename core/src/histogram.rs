@@ -245,10 +245,21 @@ pub fn interval_log(comment: &str, entries: &[(String, &RuntimeHistogram)]) -> V
     for (tag, h) in entries {
         let clean: String = tag
             .chars()
-            .map(|c| if c == ',' || c.is_whitespace() { '_' } else { c })
+            .map(|c| {
+                if c == ',' || c.is_whitespace() {
+                    '_'
+                } else {
+                    c
+                }
+            })
             .collect();
         writer
-            .write_histogram(h.hdr_micros(), Duration::ZERO, Duration::ZERO, Tag::new(&clean))
+            .write_histogram(
+                h.hdr_micros(),
+                Duration::ZERO,
+                Duration::ZERO,
+                Tag::new(&clean),
+            )
             .expect("writing to memory cannot fail");
     }
     drop(writer);
@@ -309,7 +320,10 @@ mod tests {
         }
         for rank in [1u64, 10, 500, 999, 1000] {
             let got = h.value_at_rank(rank).as_secs_f64();
-            assert!((got - rank as f64).abs() / (rank as f64) < 1e-3, "rank {rank}: {got}");
+            assert!(
+                (got - rank as f64).abs() / (rank as f64) < 1e-3,
+                "rank {rank}: {got}"
+            );
         }
     }
 

@@ -11,7 +11,7 @@ mod histogram;
 mod manifest;
 mod results;
 
-pub use format::{format_count, format_duration, format_seconds};
+pub use format::{format_count, format_duration, format_hms, format_seconds};
 pub use histogram::{HistogramError, RuntimeHistogram, interval_log};
 pub use manifest::{Machine, Manifest, SpecRecord, unix_now_s};
 pub use results::{ResultsDir, ResultsError};

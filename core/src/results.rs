@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
     /// The target exists and holds files: refusing to mix two runs.
-    #[error("--out {0}: the directory exists and is not empty; choose a new directory or remove it")]
+    #[error(
+        "--out {0}: the directory exists and is not empty; choose a new directory or remove it"
+    )]
     NotEmpty(PathBuf),
     /// The target exists and is not a directory.
     #[error("--out {0}: exists and is not a directory")]

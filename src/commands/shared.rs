@@ -6,7 +6,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use lockbench_analysis::RuntimeSummary;
 use lockbench_analysis::export::SimulationRow;
-use lockbench_core::{Machine, Manifest, ResultsDir, RuntimeHistogram, SpecRecord, TOOL_VERSION, unix_now_s};
+use lockbench_core::{
+    Machine, Manifest, ResultsDir, RuntimeHistogram, SpecRecord, TOOL_VERSION, unix_now_s,
+};
 use lockbench_workloads::{ReplayModel, SimOptions, WorkloadSpec, simulate};
 
 use crate::options::RunOptions;
@@ -19,8 +21,17 @@ pub struct Simulated {
 }
 
 /// Simulates `model` under `run`'s replays, seed and threads.
-pub fn simulate_one(model: &ReplayModel, spec: &WorkloadSpec, run: &RunOptions, thresholds: &[std::time::Duration], progress: &Progress) -> Simulated {
-    progress.set_message(format!("{} / {} x{}", model.workload, model.profile, model.scale));
+pub fn simulate_one(
+    model: &ReplayModel,
+    spec: &WorkloadSpec,
+    run: &RunOptions,
+    thresholds: &[std::time::Duration],
+    progress: &Progress,
+) -> Simulated {
+    progress.set_message(format!(
+        "{} / {} x{}",
+        model.workload, model.profile, model.scale
+    ));
     let options = SimOptions {
         replays: run.replays,
         seed: run.seed,
@@ -41,17 +52,35 @@ pub fn simulate_one(model: &ReplayModel, spec: &WorkloadSpec, run: &RunOptions, 
 
 /// Stages the files every simulation result directory has: the summary CSV, the histograms and
 /// the JSON printed by `--json`, then the manifest, and commits the directory.
-pub fn write_results(out: ResultsDir, command: &str, run: &RunOptions, specs: &[&WorkloadSpec], simulated: &[Simulated], json: &serde_json::Value) -> Result<()> {
+pub fn write_results(
+    out: ResultsDir,
+    command: &str,
+    run: &RunOptions,
+    specs: &[&WorkloadSpec],
+    simulated: &[Simulated],
+    json: &serde_json::Value,
+) -> Result<()> {
     let mut out = out;
     let rows: Vec<SimulationRow> = simulated.iter().map(|s| s.row.clone()).collect();
-    out.add("summary.csv", lockbench_analysis::export::simulation_csv(&rows))?;
+    out.add(
+        "summary.csv",
+        lockbench_analysis::export::simulation_csv(&rows),
+    )?;
     let entries: Vec<(String, &RuntimeHistogram)> = simulated
         .iter()
-        .map(|s| (format!("{}/{}/scale={}", s.row.workload, s.row.profile, s.row.scale), &s.histogram))
+        .map(|s| {
+            (
+                format!("{}/{}/scale={}", s.row.workload, s.row.profile, s.row.scale),
+                &s.histogram,
+            )
+        })
         .collect();
     out.add(
         "runtimes.hlog",
-        lockbench_core::interval_log(&format!("lockbench {command}: job runtimes, one histogram per workload/profile/scale"), &entries),
+        lockbench_core::interval_log(
+            &format!("lockbench {command}: job runtimes, one histogram per workload/profile/scale"),
+            &entries,
+        ),
     )?;
     out.add("results.json", serde_json::to_vec_pretty(json)?)?;
     let files = out.file_names().map(str::to_string).collect();
@@ -82,5 +111,9 @@ pub fn write_results(out: ResultsDir, command: &str, run: &RunOptions, specs: &[
 
 /// Checks `--out` before any work, so a long run cannot fail at its end.
 pub fn prepare_out(run: &RunOptions) -> Result<Option<ResultsDir>> {
-    run.out.as_deref().map(|p: &Path| ResultsDir::new(p)).transpose().map_err(Into::into)
+    run.out
+        .as_deref()
+        .map(|p: &Path| ResultsDir::new(p))
+        .transpose()
+        .map_err(Into::into)
 }

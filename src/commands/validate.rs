@@ -31,5 +31,9 @@ pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
         }
     }
     // Every spec is checked and reported before the exit code says whether any failed.
-    Ok(if failed { ExitCode::from(2) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

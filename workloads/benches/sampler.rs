@@ -51,7 +51,9 @@ fn draws(c: &mut Criterion) {
     });
     group.bench_function("rand_distr-lognormal-x1000", |b| {
         // The plain loop the kernel replaces: rand_distr's LogNormal on the same generator.
-        let Latency::LogNormal { mu, sigma } = lognormal else { unreachable!() };
+        let Latency::LogNormal { mu, sigma } = lognormal else {
+            unreachable!()
+        };
         let plain = rand_distr::LogNormal::new(mu, sigma).unwrap();
         let mut rng = replay_rng(1, 0);
         b.iter(|| {
@@ -84,15 +86,18 @@ fn replays(c: &mut Criterion) {
     group.throughput(Throughput::Elements(100 * model.samples_per_replay()));
     group.sample_size(20);
     for threads in [1, 2] {
-        group.bench_function(format!("three-step-1800-items-x100-threads{threads}"), |b| {
-            let options = SimOptions {
-                replays: 100,
-                seed: 42,
-                threads,
-                thresholds: Vec::new(),
-            };
-            b.iter(|| black_box(simulate(&model, &options, &|_| {})))
-        });
+        group.bench_function(
+            format!("three-step-1800-items-x100-threads{threads}"),
+            |b| {
+                let options = SimOptions {
+                    replays: 100,
+                    seed: 42,
+                    threads,
+                    thresholds: Vec::new(),
+                };
+                b.iter(|| black_box(simulate(&model, &options, &|_| {})))
+            },
+        );
     }
     group.finish();
 }

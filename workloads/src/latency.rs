@@ -84,9 +84,14 @@ impl<'de> Deserialize<'de> for LatencyInput {
                 )
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<LatencyInput, E> {
-                duration::parse(v).map(LatencyInput::Fixed).map_err(E::custom)
+                duration::parse(v)
+                    .map(LatencyInput::Fixed)
+                    .map_err(E::custom)
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<LatencyInput, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<LatencyInput, A::Error> {
                 DistInput::deserialize(serde::de::value::MapAccessDeserializer::new(map))
                     .map(LatencyInput::Table)
             }
@@ -230,9 +235,7 @@ impl TryFrom<LatencyInput> for Latency {
                     .any(|c| !(c.weight.is_finite() && c.weight >= 0.0))
                     || total <= 0.0
                 {
-                    return Err(
-                        "mixture: expected non-negative weights with a positive sum".into(),
-                    );
+                    return Err("mixture: expected non-negative weights with a positive sum".into());
                 }
                 Latency::Mixture(
                     components
@@ -278,7 +281,9 @@ impl Latency {
             Latency::Uniform { min, max } => min + u * (max - min),
             Latency::Exponential { mean } => -mean * (-u).ln_1p(),
             Latency::LogNormal { mu, sigma } => (mu + sigma * standard_normal_quantile(u)).exp(),
-            Latency::Pareto { scale, shape, max } => (scale * (1.0 - u).powf(-1.0 / shape)).min(*max),
+            Latency::Pareto { scale, shape, max } => {
+                (scale * (1.0 - u).powf(-1.0 / shape)).min(*max)
+            }
             Latency::Empirical { samples, .. } => empirical_quantile(samples, u),
             Latency::Mixture(_) => self.quantile_by_bisection(u),
         }
@@ -357,10 +362,12 @@ impl Latency {
             unreachable!("bisection is only used for mixtures")
         };
         // The mixture's quantile lies between its components' quantiles at the same level.
-        let (mut lo, mut hi) = parts.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), (_, l)| {
-            let q = l.quantile(u);
-            (lo.min(q), hi.max(q))
-        });
+        let (mut lo, mut hi) = parts
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), (_, l)| {
+                let q = l.quantile(u);
+                (lo.min(q), hi.max(q))
+            });
         lo = lo.min(hi);
         for _ in 0..200 {
             let mid = 0.5 * (lo + hi);
@@ -491,8 +498,8 @@ mod tests {
 
     #[test]
     fn bad_distributions_say_what_was_expected() {
-        let e = parse(r#"latency = { dist = "lognormal", p50 = "300ms", p99 = "100ms" }"#)
-            .unwrap_err();
+        let e =
+            parse(r#"latency = { dist = "lognormal", p50 = "300ms", p99 = "100ms" }"#).unwrap_err();
         assert!(e.contains("expected p99 above p50"), "{e}");
         let e = parse(r#"latency = { dist = "gamma", mean = "1s" }"#).unwrap_err();
         assert!(e.contains("gamma"), "{e}");

@@ -135,7 +135,11 @@ impl ReplayModel {
             items,
             // A fixed item count (migrations) means each item works on the whole volume (every row);
             // otherwise each item is one unit (one customer).
-            units_per_item: if spec.workload.items.is_some() { volume as f64 } else { 1.0 },
+            units_per_item: if spec.workload.items.is_some() {
+                volume as f64
+            } else {
+                1.0
+            },
             concurrency: spec.workload.concurrency as usize,
             steps,
             episodes,
@@ -151,7 +155,9 @@ impl ReplayModel {
             .iter()
             .map(|s| {
                 u64::from(!s.base.is_constant())
-                    + s.per_unit.as_ref().map_or(0, |p| u64::from(!p.is_constant()))
+                    + s.per_unit
+                        .as_ref()
+                        .map_or(0, |p| u64::from(!p.is_constant()))
             })
             .sum();
         per_item * self.items
@@ -160,15 +166,23 @@ impl ReplayModel {
 
 /// The latency of step `index` under `profile`: the last override that replaces it (or the
 /// spec's own), and the product of every scale that applies.
-fn effective_latency<'a>(spec: &'a WorkloadSpec, profile: &'a Profile, index: usize) -> (&'a Latency, f64) {
+fn effective_latency<'a>(
+    spec: &'a WorkloadSpec,
+    profile: &'a Profile,
+    index: usize,
+) -> (&'a Latency, f64) {
     let step = &spec.steps[index];
     profile
         .overrides
         .iter()
         .filter(|o| {
-            o.target.is_none_or(|t| t == step.target) && o.step.as_ref().is_none_or(|n| *n == step.name)
+            o.target.is_none_or(|t| t == step.target)
+                && o.step.as_ref().is_none_or(|n| *n == step.name)
         })
         .fold((&step.latency, 1.0), |(latency, factor), o| {
-            (o.latency.as_ref().unwrap_or(latency), factor * o.scale.unwrap_or(1.0))
+            (
+                o.latency.as_ref().unwrap_or(latency),
+                factor * o.scale.unwrap_or(1.0),
+            )
         })
 }

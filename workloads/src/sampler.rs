@@ -173,7 +173,9 @@ mod tests {
         let latency = Latency::Exponential { mean: 1.0 };
         let s = Sampler::new(&latency, 1.0);
         let mut rng = SmallRng::seed_from_u64(3);
-        let max = (0..2_000_000).map(|_| s.sample(&mut rng)).fold(0.0, f64::max);
+        let max = (0..2_000_000)
+            .map(|_| s.sample(&mut rng))
+            .fold(0.0, f64::max);
         // The largest of 2 M exponentials is about ln(2e6) = 14.5; a table truncated at its last
         // interpolated point would stop near ln(512) = 6.2.
         assert!(max > 12.0, "max {max}");
@@ -181,7 +183,10 @@ mod tests {
 
     #[test]
     fn mixture_picks_components_by_weight() {
-        let latency = Latency::Mixture(vec![(0.9, Latency::Constant(1.0)), (0.1, Latency::Constant(10.0))]);
+        let latency = Latency::Mixture(vec![
+            (0.9, Latency::Constant(1.0)),
+            (0.1, Latency::Constant(10.0)),
+        ]);
         let s = Sampler::new(&latency, 1.0);
         let mut rng = SmallRng::seed_from_u64(11);
         let n = 1_000_000;

@@ -34,7 +34,11 @@ pub struct SimOptions {
 
 /// Runs `options.replays` replays of `model` and returns their runtimes. `progress` is called
 /// with the number of replays just finished, from any worker thread.
-pub fn simulate(model: &ReplayModel, options: &SimOptions, progress: &(dyn Fn(u64) + Sync)) -> RuntimeHistogram {
+pub fn simulate(
+    model: &ReplayModel,
+    options: &SimOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> RuntimeHistogram {
     let replays = options.replays.min(MAX_REPLAYS);
     let next = AtomicU64::new(0);
     let threads = options.threads.max(1);
@@ -220,7 +224,14 @@ fn timeline(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f
 
 /// The wall time at which `work` seconds of work begun at `start` finish, when every pause that
 /// begins before then freezes it. Pauses are generated lazily on the run's timeline.
-fn stretch(start: f64, work: f64, spec: &CompiledPauses, pauses: &mut Vec<(f64, f64)>, from: usize, rng: &mut SmallRng) -> f64 {
+fn stretch(
+    start: f64,
+    work: f64,
+    spec: &CompiledPauses,
+    pauses: &mut Vec<(f64, f64)>,
+    from: usize,
+    rng: &mut SmallRng,
+) -> f64 {
     let mut end = start + work;
     let mut i = from;
     loop {

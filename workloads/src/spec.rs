@@ -181,10 +181,9 @@ fn certain() -> f64 {
 
 fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let v = i64::deserialize(d)?;
-    u64::try_from(v)
-        .ok()
-        .filter(|v| *v >= 1)
-        .ok_or_else(|| serde::de::Error::custom(format!("expected a whole number of at least 1, got {v}")))
+    u64::try_from(v).ok().filter(|v| *v >= 1).ok_or_else(|| {
+        serde::de::Error::custom(format!("expected a whole number of at least 1, got {v}"))
+    })
 }
 
 fn positive_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -228,17 +227,22 @@ impl WorkloadSpec {
             message,
         };
         let deserializer = toml::Deserializer::parse(text).map_err(|e| {
-            invalid(line_of(text, e.span()), String::new(), one_line(e.message()))
-        })?;
-        let mut spec: WorkloadSpec = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let field = e.path().to_string();
-            let inner = e.into_inner();
             invalid(
-                line_of(text, inner.span()),
-                if field == "." { String::new() } else { field },
-                one_line(inner.message()),
+                line_of(text, e.span()),
+                String::new(),
+                one_line(e.message()),
             )
         })?;
+        let mut spec: WorkloadSpec =
+            serde_path_to_error::deserialize(deserializer).map_err(|e| {
+                let field = e.path().to_string();
+                let inner = e.into_inner();
+                invalid(
+                    line_of(text, inner.span()),
+                    if field == "." { String::new() } else { field },
+                    one_line(inner.message()),
+                )
+            })?;
         spec.path = path.to_path_buf();
         spec.text = text.to_string();
         spec.validate()
@@ -292,10 +296,16 @@ impl WorkloadSpec {
             ));
         }
         if self.steps.is_empty() {
-            return Err(("steps".into(), "expected at least one [[steps]] entry".into()));
+            return Err((
+                "steps".into(),
+                "expected at least one [[steps]] entry".into(),
+            ));
         }
         if self.steps.len() > MAX_STEPS {
-            return Err(("steps".into(), format!("expected at most {MAX_STEPS} steps")));
+            return Err((
+                "steps".into(),
+                format!("expected at most {MAX_STEPS} steps"),
+            ));
         }
         for (i, step) in self.steps.iter().enumerate() {
             if self.steps[..i].iter().any(|s| s.name == step.name) {
@@ -308,52 +318,82 @@ impl WorkloadSpec {
         for (p, profile) in self.profiles.iter().enumerate() {
             let at = |field: &str| format!("profiles[{p}].{field}");
             if self.profiles[..p].iter().any(|q| q.name == profile.name) {
-                return Err((at("name"), format!("profile name \"{}\" is used twice", profile.name)));
+                return Err((
+                    at("name"),
+                    format!("profile name \"{}\" is used twice", profile.name),
+                ));
             }
             for (o, ov) in profile.overrides.iter().enumerate() {
                 let at = |field: &str| format!("profiles[{p}].overrides[{o}].{field}");
                 if ov.target.is_none() && ov.step.is_none() {
-                    return Err((at("target"), "expected a target or a step to apply to".into()));
+                    return Err((
+                        at("target"),
+                        "expected a target or a step to apply to".into(),
+                    ));
                 }
                 self.check_step_name(ov.step.as_deref(), at("step"))?;
                 if ov.latency.is_none() && ov.scale.is_none() {
-                    return Err((at("scale"), "expected a latency or a scale (or both)".into()));
+                    return Err((
+                        at("scale"),
+                        "expected a latency or a scale (or both)".into(),
+                    ));
                 }
                 if let Some(scale) = ov.scale
                     && !(scale.is_finite() && scale > 0.0)
                 {
-                    return Err((at("scale"), format!("expected a factor above zero, got {scale}")));
+                    return Err((
+                        at("scale"),
+                        format!("expected a factor above zero, got {scale}"),
+                    ));
                 }
             }
             for (e, ep) in profile.episodes.iter().enumerate() {
                 let at = |field: &str| format!("profiles[{p}].episodes[{e}].{field}");
                 self.check_step_name(ep.step.as_deref(), at("step"))?;
                 if !(0.0..=1.0).contains(&ep.chance) {
-                    return Err((at("chance"), format!("expected a probability from 0 to 1, got {}", ep.chance)));
+                    return Err((
+                        at("chance"),
+                        format!("expected a probability from 0 to 1, got {}", ep.chance),
+                    ));
                 }
                 match (ep.block, ep.slowdown) {
                     (true, Some(_)) => {
-                        return Err((at("block"), "expected either block = true or a slowdown, not both".into()));
+                        return Err((
+                            at("block"),
+                            "expected either block = true or a slowdown, not both".into(),
+                        ));
                     }
                     (false, None) => {
-                        return Err((at("slowdown"), "expected a slowdown factor (or block = true)".into()));
+                        return Err((
+                            at("slowdown"),
+                            "expected a slowdown factor (or block = true)".into(),
+                        ));
                     }
                     (false, Some(s)) if !(s.is_finite() && s > 0.0) => {
-                        return Err((at("slowdown"), format!("expected a factor above zero, got {s}")));
+                        return Err((
+                            at("slowdown"),
+                            format!("expected a factor above zero, got {s}"),
+                        ));
                     }
                     _ => {}
                 }
                 if let Some(max) = ep.slowdown_max {
                     let min = ep.slowdown.unwrap_or(f64::INFINITY);
                     if !(max.is_finite() && max >= min) {
-                        return Err((at("slowdown_max"), format!("expected a factor of at least slowdown ({min}), got {max}")));
+                        return Err((
+                            at("slowdown_max"),
+                            format!("expected a factor of at least slowdown ({min}), got {max}"),
+                        ));
                     }
                 }
             }
             if let Some(pauses) = &profile.pauses
                 && pauses.mean_interval.is_zero()
             {
-                return Err((at("pauses.mean_interval"), "expected a mean interval above zero".into()));
+                return Err((
+                    at("pauses.mean_interval"),
+                    "expected a mean interval above zero".into(),
+                ));
             }
         }
         Ok(())
@@ -365,7 +405,11 @@ impl WorkloadSpec {
                 field,
                 format!(
                     "no step named \"{name}\"; the spec has: {}",
-                    self.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                    self.steps
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             )),
             _ => Ok(()),
@@ -393,7 +437,9 @@ impl WorkloadSpec {
             for (e, ep) in profile.episodes.iter_mut().enumerate() {
                 let at = |f: &str| format!("profiles[{p}].episodes[{e}].{f}");
                 ep.start.load_files(base).map_err(|m| (at("start"), m))?;
-                ep.duration.load_files(base).map_err(|m| (at("duration"), m))?;
+                ep.duration
+                    .load_files(base)
+                    .map_err(|m| (at("duration"), m))?;
             }
             if let Some(pauses) = &mut profile.pauses {
                 pauses

@@ -59,13 +59,17 @@ fn sums_of_exponentials_match_the_gamma_distribution() {
             );
         }
         let mean = h.mean().as_secs_f64();
-        assert!((mean / n as f64 - 1.0).abs() < 0.01, "Gamma({n}) mean {mean}");
+        assert!(
+            (mean / n as f64 - 1.0).abs() < 0.01,
+            "Gamma({n}) mean {mean}"
+        );
     }
 }
 
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
-    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/billing.toml")).unwrap();
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/billing.toml"))
+        .unwrap();
     for profile in ["month-end-incident", "gc-pressure"] {
         let one = run(&spec, profile, 3000, 1);
         let three = run(&spec, profile, 3000, 3);
