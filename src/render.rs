@@ -237,6 +237,14 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
                 format_count(volume),
                 g.exponent
             );
+            let largest = r.volume_points.iter().map(|p| p.volume).max().unwrap_or(1);
+            if volume > largest.saturating_mul(4) {
+                let _ = writeln!(
+                    o,
+                    "                           (far beyond the largest simulated volume, {}: an extrapolation; runtime barely grows with volume here)",
+                    format_count(largest)
+                );
+            }
         }
         _ => {
             let _ = writeln!(
