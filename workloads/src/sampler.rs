@@ -83,21 +83,26 @@ impl Sampler {
     }
 
     /// One latency in seconds.
-    #[inline]
+    #[inline(always)]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
         match &self.kind {
             Kind::Constant(v) => *v,
             Kind::Table(table) => table.sample(rng.next_u64()),
-            Kind::Mixture(components) => {
-                let pick = rng.next_u64();
-                let component = components
-                    .iter()
-                    .find(|(end, _)| pick <= *end)
-                    .map_or(&components[components.len() - 1].1, |(_, s)| s);
-                component.sample(rng)
-            }
+            Kind::Mixture(components) => sample_mixture(components, rng),
         }
     }
+}
+
+/// Out of line: mixtures recurse, and keeping the recursion here lets the common table case inline
+/// into the simulator's loops.
+#[inline(never)]
+fn sample_mixture<R: Rng + ?Sized>(components: &[(u64, Sampler)], rng: &mut R) -> f64 {
+    let pick = rng.next_u64();
+    let component = components
+        .iter()
+        .find(|(end, _)| pick <= *end)
+        .map_or(&components[components.len() - 1].1, |(_, s)| s);
+    component.sample(rng)
 }
 
 impl Table {

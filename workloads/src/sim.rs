@@ -98,6 +98,59 @@ pub(crate) struct Scratch {
     active: Vec<Window>,
     pauses: Vec<(f64, f64)>,
     lanes: Vec<f64>,
+    states: Vec<StepState>,
+}
+
+/// What the episodes active at some moment do to one step.
+#[derive(Clone, Copy, Debug)]
+struct StepState {
+    factor: f64,
+    blocked_until: f64,
+}
+
+impl StepState {
+    const FREE: StepState = StepState {
+        factor: 1.0,
+        blocked_until: f64::NEG_INFINITY,
+    };
+}
+
+/// The stop-the-world pauses of one replay, generated lazily from their own random stream so that
+/// the pause timeline does not depend on how many latency draws came before.
+struct PauseTimeline<'a> {
+    spec: &'a CompiledPauses,
+    rng: SmallRng,
+    pauses: &'a mut Vec<(f64, f64)>,
+}
+
+impl PauseTimeline<'_> {
+    /// The `i`-th pause as (start, length), generating it if needed.
+    fn get(&mut self, i: usize) -> (f64, f64) {
+        while self.pauses.len() <= i {
+            let previous_end = self.pauses.last().map_or(0.0, |(p, d)| p + d);
+            let gap = -self.spec.mean_interval_s * (-unit_f64(self.rng.next_u64())).ln_1p();
+            let length = self.spec.duration.sample(&mut self.rng);
+            self.pauses.push((previous_end + gap, length));
+        }
+        self.pauses[i]
+    }
+
+    /// The wall time at which `work` seconds begun at `start` finish when every pause that begins
+    /// before then freezes the run, and the index of the first pause that begins after it.
+    fn stretch(&mut self, start: f64, work: f64, from: usize) -> (f64, usize) {
+        let mut end = start + work;
+        let mut i = from;
+        loop {
+            let (pause_start, length) = self.get(i);
+            if pause_start >= end {
+                return (end, i);
+            }
+            if pause_start >= start {
+                end += length;
+            }
+            i += 1;
+        }
+    }
 }
 
 /// An episode that happens in this replay.
@@ -118,10 +171,27 @@ pub(crate) fn replay(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scra
             scratch.active.push(window);
         }
     }
-    if model.concurrency == 1 && scratch.active.is_empty() && model.pauses.is_none() {
-        return straight_sum(model, rng);
+    let pauses = pause_timeline(model, rng, &mut scratch.pauses);
+    match (model.concurrency, scratch.active.is_empty(), pauses) {
+        (1, true, None) => straight_sum(model, rng),
+        (1, _, pauses) => single_lane(model, rng, &scratch.active, &mut scratch.states, pauses),
+        (_, _, pauses) => lanes(model, rng, &scratch.active, &mut scratch.lanes, pauses),
     }
-    timeline(model, rng, scratch)
+}
+
+fn pause_timeline<'a>(
+    model: &'a ReplayModel,
+    rng: &mut SmallRng,
+    buffer: &'a mut Vec<(f64, f64)>,
+) -> Option<PauseTimeline<'a>> {
+    model.pauses.as_ref().map(|spec| {
+        buffer.clear();
+        PauseTimeline {
+            spec,
+            rng: SmallRng::seed_from_u64(rng.next_u64()),
+            pauses: buffer,
+        }
+    })
 }
 
 fn realise(ep: &CompiledEpisode, rng: &mut SmallRng) -> Option<Window> {
@@ -150,25 +220,124 @@ fn straight_sum(model: &ReplayModel, rng: &mut SmallRng) -> f64 {
     let units = model.units_per_item;
     for _ in 0..model.items {
         for step in &model.steps {
-            total += step.base.sample(rng);
+            // Same association as the other engines, so that all three agree to the last bit.
+            let mut work = step.base.sample(rng);
             if let Some(per_unit) = &step.per_unit {
-                total += per_unit.sample(rng) * units;
+                work += per_unit.sample(rng) * units;
             }
+            total += work;
         }
     }
     total
 }
 
-/// The general case: lanes, episodes and pauses on the run's own timeline.
-fn timeline(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f64 {
-    let Scratch {
-        active,
-        pauses,
-        lanes,
-    } = scratch;
+/// One lane with episodes or pauses. What episodes do to each step only changes at window
+/// boundaries, so it is recomputed when a call starts past the next boundary, not per call; and
+/// pauses only cost anything for the calls they overlap. Gives exactly what [`lanes`] gives for
+/// one lane, at nearly the speed of [`straight_sum`].
+fn single_lane(
+    model: &ReplayModel,
+    rng: &mut SmallRng,
+    active: &[Window],
+    states: &mut Vec<StepState>,
+    mut pauses: Option<PauseTimeline>,
+) -> f64 {
+    let units = model.units_per_item;
+    let steps = model.steps.len();
+    let mut t = 0.0;
+    let mut next_boundary = effects_at(active, 0.0, steps, states);
+    let mut pause_index = 0;
+    let mut next_pause = pauses.as_mut().map_or(f64::INFINITY, |p| p.get(0).0);
+    for _ in 0..model.items {
+        for (i, step) in model.steps.iter().enumerate() {
+            if t >= next_boundary {
+                next_boundary = effects_at(active, t, steps, states);
+            }
+            if states[i].blocked_until > t {
+                (t, next_boundary) = wait_for_blocks(active, t, i, states);
+            }
+            let mut work = step.base.sample(rng);
+            if let Some(per_unit) = &step.per_unit {
+                work += per_unit.sample(rng) * units;
+            }
+            work *= states[i].factor;
+            let end = t + work;
+            // `next_pause` is infinite without pauses, so this test alone keeps the common path
+            // free of the pause machinery.
+            t = if end > next_pause {
+                let p = pauses.as_mut().expect("a finite next pause implies pauses");
+                let (end, index) = p.stretch(t, work, pause_index);
+                pause_index = index;
+                next_pause = p.get(index).0;
+                end
+            } else {
+                end
+            };
+        }
+    }
+    t
+}
+
+/// Moves `t` past every block window that holds step `step`, refreshing `states`; returns the new
+/// time and the next boundary.
+#[cold]
+fn wait_for_blocks(
+    active: &[Window],
+    mut t: f64,
+    step: usize,
+    states: &mut Vec<StepState>,
+) -> (f64, f64) {
+    let steps = states.len();
+    let mut next_boundary = effects_at(active, t, steps, states);
+    // Bounded: each pass moves t to the end of a block window.
+    for _ in 0..=active.len() {
+        if states[step].blocked_until <= t {
+            break;
+        }
+        t = states[step].blocked_until;
+        next_boundary = effects_at(active, t, steps, states);
+    }
+    (t, next_boundary)
+}
+
+/// Fills `states` with what the windows active at `t` do to each step; returns the next time at
+/// which that changes.
+fn effects_at(active: &[Window], t: f64, steps: usize, states: &mut Vec<StepState>) -> f64 {
+    states.clear();
+    states.resize(steps, StepState::FREE);
+    let mut next = f64::INFINITY;
+    for w in active {
+        if t < w.start {
+            next = next.min(w.start);
+            continue;
+        }
+        if t >= w.end {
+            continue;
+        }
+        next = next.min(w.end);
+        for (i, state) in states.iter_mut().enumerate() {
+            if w.mask & (1 << i) == 0 {
+                continue;
+            }
+            match w.factor {
+                Some(f) => state.factor *= f,
+                None => state.blocked_until = state.blocked_until.max(w.end),
+            }
+        }
+    }
+    next
+}
+
+/// The general case: several lanes, episodes and pauses on the run's own timeline.
+fn lanes(
+    model: &ReplayModel,
+    rng: &mut SmallRng,
+    active: &[Window],
+    lanes: &mut Vec<f64>,
+    mut pauses: Option<PauseTimeline>,
+) -> f64 {
     lanes.clear();
     lanes.resize(model.concurrency, 0.0);
-    pauses.clear();
     let mut pause_cursor = 0;
     let units = model.units_per_item;
     for _ in 0..model.items {
@@ -179,15 +348,21 @@ fn timeline(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f
             .enumerate()
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .expect("at least one lane");
-        // Pauses that ended before this item starts can no longer touch any later call.
-        while pause_cursor < pauses.len() && pauses[pause_cursor].0 + pauses[pause_cursor].1 <= t {
-            pause_cursor += 1;
+        if let Some(p) = pauses.as_mut() {
+            // Pauses that ended before this item starts can no longer touch any later call.
+            loop {
+                let (start, length) = p.get(pause_cursor);
+                if start + length > t {
+                    break;
+                }
+                pause_cursor += 1;
+            }
         }
         for step in &model.steps {
             let mut factor = 1.0;
             if !active.is_empty() {
-                // A blocked call may be released into another episode's window: repeat until
-                // no block applies (bounded: each pass moves t to a later window end).
+                // A blocked call may be released into another block: repeat until none applies
+                // (bounded: each pass moves t to a later window end).
                 for _ in 0..=active.len() {
                     let blocker = active.iter().find(|w| {
                         w.factor.is_none() && w.mask & step.mask != 0 && t >= w.start && t < w.end
@@ -197,7 +372,7 @@ fn timeline(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f
                         None => break,
                     }
                 }
-                for w in active.iter() {
+                for w in active {
                     if let Some(f) = w.factor
                         && w.mask & step.mask != 0
                         && t >= w.start
@@ -212,9 +387,9 @@ fn timeline(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f
                 work += per_unit.sample(rng) * units;
             }
             work *= factor;
-            t = match &model.pauses {
+            t = match pauses.as_mut() {
                 None => t + work,
-                Some(spec) => stretch(t, work, spec, pauses, pause_cursor, rng),
+                Some(p) => p.stretch(t, work, pause_cursor).0,
             };
         }
         lanes[lane] = t;
@@ -222,37 +397,47 @@ fn timeline(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f
     lanes.iter().copied().fold(0.0, f64::max)
 }
 
-/// The wall time at which `work` seconds of work begun at `start` finish, when every pause that
-/// begins before then freezes it. Pauses are generated lazily on the run's timeline.
-fn stretch(
-    start: f64,
-    work: f64,
-    spec: &CompiledPauses,
-    pauses: &mut Vec<(f64, f64)>,
-    from: usize,
-    rng: &mut SmallRng,
-) -> f64 {
-    let mut end = start + work;
-    let mut i = from;
-    loop {
-        if i == pauses.len() {
-            let previous_end = pauses.last().map_or(0.0, |(p, d)| p + d);
-            let gap = -spec.mean_interval_s * (-unit_f64(rng.next_u64())).ln_1p();
-            let length = spec.duration.sample(rng);
-            pauses.push((previous_end + gap, length));
-        }
-        let (pause_start, length) = pauses[i];
-        if pause_start >= end {
-            return end;
-        }
-        if pause_start >= start {
-            end += length;
-        }
-        i += 1;
-    }
-}
-
 /// A uniform value in [0, 1) from a random word.
 fn unit_f64(word: u64) -> f64 {
     (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::WorkloadSpec;
+
+    /// The one-lane fast path must give exactly what the general lane engine gives.
+    #[test]
+    fn single_lane_matches_the_general_engine() {
+        for file in ["billing.toml", "migration.toml"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("specs")
+                .join(file);
+            let spec = WorkloadSpec::load(&path).unwrap();
+            for profile in &spec.profiles {
+                let model = ReplayModel::new(&spec, &profile.name, 0.2).unwrap();
+                let mut scratch = Scratch::default();
+                for index in 0..200 {
+                    let fast = replay(&model, &mut replay_rng(9, index), &mut scratch);
+                    let mut rng = replay_rng(9, index);
+                    scratch.active.clear();
+                    for ep in &model.episodes {
+                        if let Some(w) = realise(ep, &mut rng) {
+                            scratch.active.push(w);
+                        }
+                    }
+                    let pauses = pause_timeline(&model, &mut rng, &mut scratch.pauses);
+                    let general = lanes(
+                        &model,
+                        &mut rng,
+                        &scratch.active,
+                        &mut scratch.lanes,
+                        pauses,
+                    );
+                    assert_eq!(fast, general, "{file} {} replay {index}", profile.name);
+                }
+            }
+        }
+    }
 }
