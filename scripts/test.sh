@@ -12,4 +12,14 @@ cargo fmt --all -- --check
 say "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 say "== cargo test"
-cargo test --workspace
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole workspace: cargo prints one per test binary, the last of them
+# often a doc-test run with nothing in it.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Local lock backends on loopback, for the tests, the benchmark and the quick start.
+#
+#   scripts/services.sh up       install what is missing, start everything that is not running
+#   scripts/services.sh down     stop everything this script started
+#   scripts/services.sh status   one line per service with its URL
+#
+# Private instances on ports that do not collide with a system install:
+#   redis 6390, redlock 6391-6395, postgres 5442, etcd 2389 (peer 2390), zookeeper 2191.
+# State lives in LOCKBENCH_STATE (default /var/tmp/lockbench-services as root, else
+# ~/.local/state/lockbench). Idempotent: `up` twice starts nothing twice.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+if [ "$(id -u)" -eq 0 ]; then
+    STATE=${LOCKBENCH_STATE:-/var/tmp/lockbench-services}
+else
+    STATE=${LOCKBENCH_STATE:-${XDG_STATE_HOME:-$HOME/.local/state}/lockbench}
+fi
+REDIS_PORT=6390
+REDLOCK_PORTS="6391 6392 6393 6394 6395"
+PG_PORT=5442
+ETCD_PORT=2389
+ETCD_PEER_PORT=2390
+ZK_PORT=2191
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+WAIT_SECONDS=60
+
+port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# wait_for NAME PORT LOG: bounded wait for a port to accept connections.
+wait_for() {
+    local name=$1 port=$2 log=$3 i
+    for ((i = 0; i < WAIT_SECONDS * 4; i++)); do
+        port_open "$port" && return 0
+        sleep 0.25
+    done
+    say "$name did not start on 127.0.0.1:$port within ${WAIT_SECONDS}s; last lines of $log:"
+    tail -n 20 "$log" >&2 2>/dev/null || true
+    exit 1
+}
+
+install() {
+    ensure_packages redis-server redis-tools postgresql etcd-server etcd-client zookeeper protobuf-compiler
+    [ -n "$PG_BIN" ] || PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+}
+
+as_postgres() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+redis_up() {
+    local port=$1
+    if redis-cli -p "$port" ping >/dev/null 2>&1; then return 0; fi
+    mkdir -p "$STATE/redis-$port"
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+        --dir "$STATE/redis-$port" --logfile "$STATE/redis-$port.log" \
+        --pidfile "$STATE/redis-$port.pid" >/dev/null
+    wait_for "redis:$port" "$port" "$STATE/redis-$port.log"
+}
+
+postgres_up() {
+    if port_open "$PG_PORT"; then return 0; fi
+    # The socket and the log live in a folder postgres owns: the server runs as postgres.
+    local data="$STATE/pg" sock="$STATE/pgrun"
+    mkdir -p "$STATE" "$sock"
+    if [ "$(id -u)" -eq 0 ]; then
+        chmod 755 "$STATE"
+        chown postgres:postgres "$sock"
+        [ -d "$data" ] && chown -R postgres:postgres "$data"
+    fi
+    if [ ! -s "$data/PG_VERSION" ]; then
+        mkdir -p "$data"
+        [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$data"
+        as_postgres "$PG_BIN/initdb" -D "$data" -A trust -U postgres >"$STATE/initdb.log" 2>&1 \
+            || { tail -n 20 "$STATE/initdb.log" >&2; die "initdb failed"; }
+    fi
+    rm -f "$data/postmaster.pid"
+    as_postgres "$PG_BIN/pg_ctl" -D "$data" -l "$sock/pg.log" -w -t "$WAIT_SECONDS" \
+        -o "-p $PG_PORT -k $sock -c listen_addresses=127.0.0.1 -c max_connections=200" start >/dev/null \
+        || { tail -n 20 "$sock/pg.log" >&2; die "postgres did not start"; }
+    wait_for postgres "$PG_PORT" "$sock/pg.log"
+}
+
+etcd_up() {
+    if port_open "$ETCD_PORT"; then return 0; fi
+    mkdir -p "$STATE"
+    nohup etcd --name lockbench --data-dir "$STATE/etcd" \
+        --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+        --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+        --initial-cluster "lockbench=http://127.0.0.1:$ETCD_PEER_PORT" \
+        >"$STATE/etcd.log" 2>&1 &
+    echo $! >"$STATE/etcd.pid"
+    wait_for etcd "$ETCD_PORT" "$STATE/etcd.log"
+}
+
+zookeeper_up() {
+    if port_open "$ZK_PORT"; then return 0; fi
+    local conf="$STATE/zk-conf"
+    mkdir -p "$conf" "$STATE/zk"
+    cat >"$conf/zoo.cfg" <<CFG
+tickTime=2000
+dataDir=$STATE/zk
+clientPort=$ZK_PORT
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+maxSessionTimeout=120000
+CFG
+    cat >"$conf/log4j.properties" <<'CFG'
+log4j.rootLogger=WARN, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+CFG
+    local cp="$conf:/usr/share/java/zookeeper.jar"
+    nohup java -Xmx256m -cp "$cp" org.apache.zookeeper.server.ZooKeeperServerMain "$conf/zoo.cfg" \
+        >"$STATE/zookeeper.log" 2>&1 &
+    echo $! >"$STATE/zookeeper.pid"
+    wait_for zookeeper "$ZK_PORT" "$STATE/zookeeper.log"
+}
+
+stop_pid() {
+    local file="$STATE/$1.pid"
+    [ -f "$file" ] || return 0
+    kill "$(cat "$file")" 2>/dev/null || true
+    rm -f "$file"
+}
+
+up() {
+    install
+    redis_up "$REDIS_PORT"
+    for port in $REDLOCK_PORTS; do redis_up "$port"; done
+    postgres_up
+    etcd_up
+    zookeeper_up
+    status
+}
+
+down() {
+    for port in $REDIS_PORT $REDLOCK_PORTS; do
+        redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+    done
+    if [ -n "$PG_BIN" ] && [ -s "$STATE/pg/PG_VERSION" ]; then
+        as_postgres "$PG_BIN/pg_ctl" -D "$STATE/pg" -m fast stop >/dev/null 2>&1 || true
+    fi
+    stop_pid etcd
+    stop_pid zookeeper
+    say "stopped (state kept in $STATE)"
+}
+
+status() {
+    local failed=0 line
+    report() {
+        if port_open "$2"; then line="up  "; else line="DOWN"; failed=1; fi
+        printf '%-10s %s  %s\n' "$1" "$line" "$3"
+    }
+    report redis "$REDIS_PORT" "redis://127.0.0.1:$REDIS_PORT"
+    for port in $REDLOCK_PORTS; do report redlock "$port" "redis://127.0.0.1:$port"; done
+    report postgres "$PG_PORT" "postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+    report etcd "$ETCD_PORT" "http://127.0.0.1:$ETCD_PORT"
+    report zookeeper "$ZK_PORT" "127.0.0.1:$ZK_PORT"
+    return $failed
+}
+
+case "${1:-}" in
+    up) up ;;
+    down) down ;;
+    status) status ;;
+    *) die "usage: scripts/services.sh up | down | status" ;;
+esac
