@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 require_toolchain
+say "== local servers (the backend tests talk to real ones)"
+scripts/services.sh up
 
 say "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -1,0 +1,8 @@
+//! One module per backend.
+
+pub mod etcd;
+pub mod memory;
+pub mod postgres;
+pub mod redis;
+pub mod redlock;
+pub mod zookeeper;

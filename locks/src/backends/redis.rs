@@ -1,0 +1,182 @@
+//! One Redis server: `SET key token NX PX ttl` inside a script that also increments the key's
+//! fencing counter, and compare-and-pexpire / compare-and-delete scripts for renew and release.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Script};
+
+use crate::error::timed;
+use crate::{
+    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Redacted,
+    new_token,
+};
+
+/// Acquire and fence in one round trip: the counter moves only when the lock is granted.
+const ACQUIRE: &str = r"
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return redis.call('INCR', KEYS[2])
+end
+return false";
+/// Extends the TTL only for the token's owner.
+pub(crate) const RENEW: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0";
+/// Deletes only for the token's owner.
+pub(crate) const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0";
+
+/// Opens a multiplexed connection to one Redis server and checks it answers.
+pub(crate) async fn connect_node(
+    backend: &'static str,
+    url: &str,
+    config: &BackendConfig,
+) -> Result<MultiplexedConnection, LockError> {
+    let unreachable = |reason: String| LockError::Unreachable {
+        backend,
+        url: Redacted(url).to_string(),
+        reason,
+    };
+    let client = redis::Client::open(url).map_err(|e| unreachable(e.to_string()))?;
+    let settings = AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(config.connect_timeout))
+        .set_response_timeout(Some(config.operation_timeout));
+    let mut conn = tokio::time::timeout(
+        config.connect_timeout,
+        client.get_multiplexed_async_connection_with_config(&settings),
+    )
+    .await
+    .map_err(|_| unreachable(format!("no answer within {:?}", config.connect_timeout)))?
+    .map_err(|e| unreachable(e.to_string()))?;
+    redis::cmd("PING")
+        .query_async::<String>(&mut conn)
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    Ok(conn)
+}
+
+/// Redis single-node locks.
+pub struct RedisLock {
+    conn: MultiplexedConnection,
+    namespace: String,
+    timeout: Duration,
+    acquire: Script,
+    renew: Script,
+    release: Script,
+}
+
+impl RedisLock {
+    /// Connects to the first configured URL.
+    pub async fn connect(config: &BackendConfig) -> Result<Self, LockError> {
+        let url = config.urls.first().ok_or_else(|| LockError::Unreachable {
+            backend: "redis",
+            url: String::new(),
+            reason: "no URL configured".into(),
+        })?;
+        Ok(RedisLock {
+            conn: connect_node("redis", url, config).await?,
+            namespace: config.namespace.clone(),
+            timeout: config.operation_timeout,
+            acquire: Script::new(ACQUIRE),
+            renew: Script::new(RENEW),
+            release: Script::new(RELEASE),
+        })
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}:lock:{key}", self.namespace)
+    }
+
+    fn fencing_key(&self, key: &str) -> String {
+        format!("{}:fencing:{key}", self.namespace)
+    }
+}
+
+#[async_trait]
+impl LockBackend for RedisLock {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fencing: FencingSource::Counter,
+            native_ttl: true,
+            wait_queue: false,
+            scope: LockScope::Key,
+        }
+    }
+
+    async fn try_acquire(&self, key: &str, ttl: Duration) -> Result<Option<Lease>, LockError> {
+        let lock_key = self.key(key);
+        let token = new_token();
+        let mut conn = self.conn.clone();
+        let fencing: Option<u64> = timed("redis", "acquire", self.timeout, async {
+            self.acquire
+                .key(&lock_key)
+                .key(self.fencing_key(key))
+                .arg(&token)
+                .arg(ttl.as_millis() as u64)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| LockError::server("redis", "acquire", e))
+        })
+        .await?;
+        Ok(fencing.map(|f| Lease {
+            key: lock_key,
+            token,
+            fencing: Some(f),
+            ttl,
+            acquired_at: Instant::now(),
+        }))
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, LockError> {
+        let mut conn = self.conn.clone();
+        let done: i64 = timed("redis", "renew", self.timeout, async {
+            self.renew
+                .key(&lease.key)
+                .arg(&lease.token)
+                .arg(ttl.as_millis() as u64)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| LockError::server("redis", "renew", e))
+        })
+        .await?;
+        Ok(done == 1)
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        let mut conn = self.conn.clone();
+        let done: i64 = timed("redis", "release", self.timeout, async {
+            self.release
+                .key(&lease.key)
+                .arg(&lease.token)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| LockError::server("redis", "release", e))
+        })
+        .await?;
+        Ok(done == 1)
+    }
+
+    async fn cleanup(&self, key: &str) -> Result<(), LockError> {
+        let mut conn = self.conn.clone();
+        let keys = [self.key(key), self.fencing_key(key)];
+        timed("redis", "cleanup", self.timeout, async {
+            redis::cmd("DEL")
+                .arg(&keys)
+                .query_async::<i64>(&mut conn)
+                .await
+                .map(|_| ())
+                .map_err(|e| LockError::server("redis", "cleanup", e))
+        })
+        .await
+    }
+}

@@ -1,0 +1,202 @@
+//! Redlock over N independent Redis servers (default five): a lock is granted when a majority
+//! accepted `SET NX PX` and the validity left after the acquisition (TTL - elapsed - drift) is
+//! positive; otherwise every node is released.
+//!
+//! Written on the `redis` crate rather than `rslock`: the benchmark needs each node's latency and
+//! outcome per acquisition, which `rslock` does not expose, and `rslock` retries internally where
+//! the harness must control retries itself. Redlock declares no fencing token: independent
+//! counters on independent nodes can disagree after a node restart, which is the algorithm's
+//! documented weakness.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use redis::Script;
+use redis::aio::MultiplexedConnection;
+
+use super::redis::{RELEASE, RENEW, connect_node};
+use crate::error::timed;
+use crate::{
+    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, new_token,
+};
+
+/// Redlock across independent Redis nodes.
+pub struct Redlock {
+    nodes: Vec<MultiplexedConnection>,
+    namespace: String,
+    /// Per-node timeout: small next to the TTL, so that a dead node costs little validity.
+    node_timeout: Duration,
+    renew: Script,
+    release: Script,
+}
+
+/// Clock drift allowance: 1 % of the TTL plus 2 ms, as the Redlock description suggests.
+pub fn drift(ttl: Duration) -> Duration {
+    ttl / 100 + Duration::from_millis(2)
+}
+
+impl Redlock {
+    /// Connects every configured node; all must answer at start (a node lost later only costs
+    /// its vote).
+    pub async fn connect(config: &BackendConfig) -> Result<Self, LockError> {
+        if config.urls.len() < 3 {
+            return Err(LockError::Unreachable {
+                backend: "redlock",
+                url: config.display_url(),
+                reason: format!(
+                    "Redlock needs at least 3 independent nodes, {} configured",
+                    config.urls.len()
+                ),
+            });
+        }
+        let mut nodes = Vec::with_capacity(config.urls.len());
+        for url in &config.urls {
+            nodes.push(connect_node("redlock", url, config).await?);
+        }
+        Ok(Redlock {
+            nodes,
+            namespace: config.namespace.clone(),
+            node_timeout: config.operation_timeout.min(Duration::from_millis(250)),
+            renew: Script::new(RENEW),
+            release: Script::new(RELEASE),
+        })
+    }
+
+    fn quorum(&self) -> usize {
+        self.nodes.len() / 2 + 1
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}:redlock:{key}", self.namespace)
+    }
+
+    /// Runs one script (or SET) on every node in parallel; counts the nodes that said yes.
+    async fn on_all<F, Fut>(&self, operation: &'static str, f: F) -> usize
+    where
+        F: Fn(MultiplexedConnection) -> Fut,
+        Fut: std::future::Future<Output = Result<bool, LockError>>,
+    {
+        let calls = self
+            .nodes
+            .iter()
+            .map(|node| timed("redlock", operation, self.node_timeout, f(node.clone())));
+        let results = futures::future::join_all(calls).await;
+        results
+            .into_iter()
+            .filter(|r| matches!(r, Ok(true)))
+            .count()
+    }
+
+    async fn release_all(&self, key: &str, token: &str) -> usize {
+        self.on_all("release", |mut conn| {
+            let script = &self.release;
+            async move {
+                script
+                    .key(key)
+                    .arg(token)
+                    .invoke_async::<i64>(&mut conn)
+                    .await
+                    .map(|n| n == 1)
+                    .map_err(|e| LockError::server("redlock", "release", e))
+            }
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl LockBackend for Redlock {
+    fn name(&self) -> &'static str {
+        "redlock"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            fencing: FencingSource::None,
+            native_ttl: true,
+            wait_queue: false,
+            scope: LockScope::Majority,
+        }
+    }
+
+    async fn try_acquire(&self, key: &str, ttl: Duration) -> Result<Option<Lease>, LockError> {
+        let lock_key = self.key(key);
+        let token = new_token();
+        let started = Instant::now();
+        let ttl_ms = ttl.as_millis() as u64;
+        let granted = self
+            .on_all("acquire", |mut conn| {
+                let (k, t) = (&lock_key, &token);
+                async move {
+                    redis::cmd("SET")
+                        .arg(k)
+                        .arg(t)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl_ms)
+                        .query_async::<Option<String>>(&mut conn)
+                        .await
+                        .map(|ok| ok.is_some())
+                        .map_err(|e| LockError::server("redlock", "acquire", e))
+                }
+            })
+            .await;
+        let elapsed = started.elapsed();
+        let validity = ttl.checked_sub(elapsed + drift(ttl));
+        match validity {
+            Some(validity) if granted >= self.quorum() && !validity.is_zero() => Ok(Some(Lease {
+                key: lock_key,
+                token,
+                fencing: None,
+                ttl: validity,
+                acquired_at: Instant::now(),
+            })),
+            _ => {
+                // A minority (or a late majority) must not linger and block the next attempt.
+                self.release_all(&lock_key, &token).await;
+                Ok(None)
+            }
+        }
+    }
+
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, LockError> {
+        let ttl_ms = ttl.as_millis() as u64;
+        let renewed = self
+            .on_all("renew", |mut conn| {
+                let script = &self.renew;
+                async move {
+                    script
+                        .key(&lease.key)
+                        .arg(&lease.token)
+                        .arg(ttl_ms)
+                        .invoke_async::<i64>(&mut conn)
+                        .await
+                        .map(|n| n == 1)
+                        .map_err(|e| LockError::server("redlock", "renew", e))
+                }
+            })
+            .await;
+        Ok(renewed >= self.quorum())
+    }
+
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        Ok(self.release_all(&lease.key, &lease.token).await >= self.quorum())
+    }
+
+    async fn cleanup(&self, key: &str) -> Result<(), LockError> {
+        let lock_key = self.key(key);
+        self.on_all("cleanup", |mut conn| {
+            let k = &lock_key;
+            async move {
+                redis::cmd("DEL")
+                    .arg(k)
+                    .query_async::<i64>(&mut conn)
+                    .await
+                    .map(|_| true)
+                    .map_err(|e| LockError::server("redlock", "cleanup", e))
+            }
+        })
+        .await;
+        Ok(())
+    }
+}

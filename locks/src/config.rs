@@ -1,0 +1,366 @@
+//! Backend configuration: where each server is, the key namespace and the timeouts, with
+//! `${ENV_VAR}` substitution for secrets and redaction for everything printed or stored.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The backends lockbench knows. A closed set on the command line; each is a [`crate::LockBackend`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendKind {
+    /// In-process baseline.
+    Memory,
+    /// One Redis server.
+    Redis,
+    /// Redlock over several independent Redis servers.
+    Redlock,
+    /// Postgres session-scoped advisory locks.
+    PgSession,
+    /// Postgres transaction-scoped advisory locks.
+    PgXact,
+    /// etcd leases.
+    Etcd,
+    /// ZooKeeper ephemeral-sequential nodes.
+    Zookeeper,
+}
+
+impl BackendKind {
+    /// Every backend, in the order reports list them.
+    pub const ALL: [BackendKind; 7] = [
+        BackendKind::Memory,
+        BackendKind::Redis,
+        BackendKind::Redlock,
+        BackendKind::PgSession,
+        BackendKind::PgXact,
+        BackendKind::Etcd,
+        BackendKind::Zookeeper,
+    ];
+
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Memory => "memory",
+            BackendKind::Redis => "redis",
+            BackendKind::Redlock => "redlock",
+            BackendKind::PgSession => "pg-session",
+            BackendKind::PgXact => "pg-xact",
+            BackendKind::Etcd => "etcd",
+            BackendKind::Zookeeper => "zookeeper",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// Errors in a backend configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `${NAME}` named a variable that is not set.
+    #[error("{field}: environment variable {name} is not set")]
+    MissingEnv {
+        /// The field that used it.
+        field: String,
+        /// The variable.
+        name: String,
+    },
+    /// A field has an unusable value.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The field.
+        field: String,
+        /// What was expected.
+        message: String,
+    },
+}
+
+/// Everything needed to connect one backend.
+#[derive(Clone, Debug)]
+pub struct BackendConfig {
+    /// Which backend.
+    pub kind: BackendKind,
+    /// Server URLs (several for Redlock, etcd and ZooKeeper ensembles); empty for memory.
+    pub urls: Vec<String>,
+    /// Prefix of every key, table, lease and znode the tool creates.
+    pub namespace: String,
+    /// Timeout of one network operation.
+    pub operation_timeout: Duration,
+    /// Timeout of connecting.
+    pub connect_timeout: Duration,
+    /// Session timeout (ZooKeeper: the TTL of every lock the session holds).
+    pub session_timeout: Duration,
+}
+
+impl BackendConfig {
+    /// A configuration with default timeouts.
+    pub fn new(kind: BackendKind, urls: Vec<String>, namespace: &str) -> Self {
+        BackendConfig {
+            kind,
+            urls,
+            namespace: namespace.to_string(),
+            operation_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(3),
+            session_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The first URL with any password removed, for messages.
+    pub fn display_url(&self) -> String {
+        self.urls
+            .iter()
+            .map(|u| Redacted(u).to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Displays a URL with its password replaced by `***`.
+pub struct Redacted<'a>(pub &'a str);
+
+impl std::fmt::Display for Redacted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self.0;
+        // scheme://user:password@host... -> scheme://user:***@host...
+        if let Some(scheme_end) = url.find("://") {
+            let rest = &url[scheme_end + 3..];
+            if let Some(at) = rest.find('@') {
+                let userinfo = &rest[..at];
+                if let Some(colon) = userinfo.find(':') {
+                    return write!(
+                        f,
+                        "{}{}:***{}",
+                        &url[..scheme_end + 3],
+                        &userinfo[..colon],
+                        &rest[at..]
+                    );
+                }
+            }
+        }
+        f.write_str(url)
+    }
+}
+
+/// The TOML shape of a config file such as `lockbench.toml`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default = "default_namespace")]
+    namespace: String,
+    #[serde(default)]
+    operation_timeout: Option<String>,
+    #[serde(default)]
+    connect_timeout: Option<String>,
+    #[serde(default)]
+    backends: std::collections::BTreeMap<String, FileBackend>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileBackend {
+    #[serde(default)]
+    urls: Vec<String>,
+    #[serde(default)]
+    session_timeout: Option<String>,
+}
+
+fn default_namespace() -> String {
+    "lockbench".to_string()
+}
+
+fn duration_field(
+    field: &str,
+    text: &Option<String>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    match text {
+        None => Ok(default),
+        Some(t) => {
+            let d = humantime::parse_duration(t.trim()).map_err(|e| ConfigError::Invalid {
+                field: field.to_string(),
+                message: format!("expected a duration with a unit, like \"5s\", got \"{t}\" ({e})"),
+            })?;
+            if d.is_zero() {
+                return Err(ConfigError::Invalid {
+                    field: field.to_string(),
+                    message: "expected a duration above zero".to_string(),
+                });
+            }
+            Ok(d)
+        }
+    }
+}
+
+/// Parses a configuration file's text into one [`BackendConfig`] per configured backend, in the
+/// order of [`BackendKind::ALL`]. `${NAME}` in URLs is replaced from the environment.
+pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
+    let file: FileConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+        field: e
+            .span()
+            .map(|s| {
+                format!(
+                    "line {}",
+                    text[..s.start.min(text.len())].matches('\n').count() + 1
+                )
+            })
+            .unwrap_or_else(|| "config".to_string()),
+        message: e.message().split_whitespace().collect::<Vec<_>>().join(" "),
+    })?;
+    let namespace = file.namespace.trim().to_string();
+    if namespace.is_empty()
+        || !namespace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(ConfigError::Invalid {
+            field: "namespace".to_string(),
+            message: format!("expected letters, digits, '-' or '_', got \"{namespace}\""),
+        });
+    }
+    let operation_timeout = duration_field(
+        "operation_timeout",
+        &file.operation_timeout,
+        Duration::from_secs(5),
+    )?;
+    let connect_timeout = duration_field(
+        "connect_timeout",
+        &file.connect_timeout,
+        Duration::from_secs(3),
+    )?;
+    let mut configs = Vec::new();
+    for (name, backend) in &file.backends {
+        let kind = BackendKind::parse(name).ok_or_else(|| ConfigError::Invalid {
+            field: format!("backends.{name}"),
+            message: format!(
+                "unknown backend; expected one of: {}",
+                BackendKind::ALL
+                    .iter()
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })?;
+        let urls = backend
+            .urls
+            .iter()
+            .map(|u| substitute_env(&format!("backends.{name}.urls"), u))
+            .collect::<Result<Vec<_>, _>>()?;
+        if kind != BackendKind::Memory && urls.is_empty() {
+            return Err(ConfigError::Invalid {
+                field: format!("backends.{name}.urls"),
+                message: "expected at least one server URL".to_string(),
+            });
+        }
+        let mut config = BackendConfig::new(kind, urls, &namespace);
+        config.operation_timeout = operation_timeout;
+        config.connect_timeout = connect_timeout;
+        config.session_timeout = duration_field(
+            &format!("backends.{name}.session_timeout"),
+            &backend.session_timeout,
+            config.session_timeout,
+        )?;
+        configs.push(config);
+    }
+    configs.sort_by_key(|c| BackendKind::ALL.iter().position(|k| *k == c.kind));
+    Ok(configs)
+}
+
+/// Replaces every `${NAME}` in `value` with the environment variable's value.
+pub fn substitute_env(field: &str, value: &str) -> Result<String, ConfigError> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or_else(|| ConfigError::Invalid {
+            field: field.to_string(),
+            message: "unterminated ${ in value".to_string(),
+        })?;
+        let name = &after[..end];
+        let resolved = std::env::var(name).map_err(|_| ConfigError::MissingEnv {
+            field: field.to_string(),
+            name: name.to_string(),
+        })?;
+        out.push_str(&resolved);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_print() {
+        assert_eq!(
+            Redacted("postgres://app:s3cret@db.staging:5432/app").to_string(),
+            "postgres://app:***@db.staging:5432/app"
+        );
+        assert_eq!(
+            Redacted("redis://127.0.0.1:6390").to_string(),
+            "redis://127.0.0.1:6390"
+        );
+        assert_eq!(
+            Redacted("redis://:pw@host:6379").to_string(),
+            "redis://:***@host:6379"
+        );
+    }
+
+    #[test]
+    fn env_substitution() {
+        // SAFETY: tests in this module do not read this variable concurrently.
+        unsafe { std::env::set_var("LOCKBENCH_TEST_PW", "pw") };
+        assert_eq!(
+            substitute_env("url", "redis://:${LOCKBENCH_TEST_PW}@h").unwrap(),
+            "redis://:pw@h"
+        );
+        assert!(
+            substitute_env("url", "${LOCKBENCH_NO_SUCH_VAR}")
+                .unwrap_err()
+                .to_string()
+                .contains("LOCKBENCH_NO_SUCH_VAR")
+        );
+    }
+
+    #[test]
+    fn the_shipped_config_parses() {
+        let text = include_str!("../../lockbench.toml");
+        let configs = parse_config(text).unwrap();
+        let kinds: Vec<_> = configs.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, BackendKind::ALL.to_vec());
+        let redlock = configs
+            .iter()
+            .find(|c| c.kind == BackendKind::Redlock)
+            .unwrap();
+        assert_eq!(redlock.urls.len(), 5);
+        assert!(configs.iter().all(|c| c.namespace == "lockbench"));
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let e = parse_config("[backends.mysql]\nurls = [\"x\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("backends.mysql") && e.contains("unknown backend"),
+            "{e}"
+        );
+        let e = parse_config("operation_timeout = \"-1s\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("operation_timeout"), "{e}");
+        let e = parse_config("[backends.redis]").unwrap_err().to_string();
+        assert!(e.contains("backends.redis.urls"), "{e}");
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for kind in BackendKind::ALL {
+            assert_eq!(BackendKind::parse(kind.name()), Some(kind));
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Lock backends: one [`LockBackend`] trait, one module per backend, every one a real server
+//! except [`backends::memory`], the in-process floor against which the others are read.
+//!
+//! A backend is built from a [`BackendConfig`] (URLs, namespace, timeouts) by [`connect`]. Its
+//! operations take a logical key and return a [`Lease`]: the namespaced key, a token unique to
+//! this acquisition, a fencing token where the backend can give one, the TTL and when it was
+//! acquired. Renew and release are token-checked, so a stale lease can never extend or free the
+//! next holder's lock. Every network operation has a timeout; every key, row, lease and znode lives
+//! under the namespace and [`LockBackend::cleanup`] removes what a key left behind.
+
+pub mod backends;
+mod config;
+mod error;
+mod lease;
+
+pub use config::{BackendConfig, BackendKind, ConfigError, Redacted, parse_config, substitute_env};
+pub use error::LockError;
+pub use lease::{Capabilities, FencingSource, Lease, LockScope, new_token};
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+/// A distributed lock, measured by lockbench.
+#[async_trait]
+pub trait LockBackend: Send + Sync {
+    /// The backend's name as used on the command line (`redis`, `pg-session`, ...).
+    fn name(&self) -> &'static str;
+
+    /// What the backend can and cannot do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// One attempt: the lease if the lock was free, `None` if someone holds it.
+    async fn try_acquire(&self, key: &str, ttl: Duration) -> Result<Option<Lease>, LockError>;
+
+    /// Attempts until the lock is granted or `wait` has passed (bounded; `None` then). The default
+    /// polls [`LockBackend::try_acquire`] with jittered backoff from 1 ms up to 20 ms.
+    async fn acquire(
+        &self,
+        key: &str,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<Option<Lease>, LockError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut backoff = Duration::from_millis(1);
+        loop {
+            if let Some(lease) = self.try_acquire(key, ttl).await? {
+                return Ok(Some(lease));
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let jitter = backoff.mul_f64(0.5 + rand::random_range(0.0..0.5));
+            tokio::time::sleep(jitter.min(deadline - now)).await;
+            backoff = (backoff * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// Extends the lease to `ttl` from now if it is still held by this token; `false` if it is not.
+    async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, LockError>;
+
+    /// Frees the lock if it is still held by this token; `false` if it was not.
+    async fn release(&self, lease: &Lease) -> Result<bool, LockError>;
+
+    /// Removes whatever `key` left on the server (fencing counters, parent znodes).
+    async fn cleanup(&self, key: &str) -> Result<(), LockError>;
+
+    /// Frees the leases this client still holds and closes its connections.
+    async fn close(&self) -> Result<(), LockError> {
+        Ok(())
+    }
+
+    /// Removes what the namespace itself left on the server (sequences, folders). Call once at the
+    /// end of a run, when no client uses the namespace any more.
+    async fn cleanup_namespace(&self) -> Result<(), LockError> {
+        Ok(())
+    }
+}
+
+/// Connects the backend described by `config`: one line of error naming the server and how to
+/// start it when it cannot be reached.
+pub async fn connect(config: &BackendConfig) -> Result<Box<dyn LockBackend>, LockError> {
+    use backends::*;
+    Ok(match config.kind {
+        BackendKind::Memory => Box::new(memory::MemoryLock::new(config)),
+        BackendKind::Redis => Box::new(redis::RedisLock::connect(config).await?),
+        BackendKind::Redlock => Box::new(redlock::Redlock::connect(config).await?),
+        BackendKind::PgSession => {
+            Box::new(postgres::PgLock::connect(config, postgres::Scope::Session).await?)
+        }
+        BackendKind::PgXact => {
+            Box::new(postgres::PgLock::connect(config, postgres::Scope::Transaction).await?)
+        }
+        BackendKind::Etcd => Box::new(etcd::EtcdLock::connect(config).await?),
+        BackendKind::Zookeeper => Box::new(zookeeper::ZkLock::connect(config).await?),
+    })
+}

@@ -1,0 +1,342 @@
+//! Every backend against its real server, as `scripts/services.sh up` starts them and
+//! `lockbench.toml` describes them. A server that is not running fails the test with the line that
+//! says how to start it; nothing here is skipped.
+
+use std::time::Duration;
+
+use lockbench_locks::backends::zookeeper::ZkLock;
+use lockbench_locks::{BackendConfig, BackendKind, LockBackend, LockError, connect, parse_config};
+
+fn config(kind: BackendKind, tag: &str) -> BackendConfig {
+    let text = include_str!("../../lockbench.toml");
+    let mut config = parse_config(text)
+        .expect("lockbench.toml parses")
+        .into_iter()
+        .find(|c| c.kind == kind)
+        .expect("every backend is configured");
+    // A namespace per test and process: tests never see each other's keys, and each removes its
+    // own namespace at its end.
+    config.namespace = format!("lbtest-{}-{tag}", std::process::id());
+    config
+}
+
+async fn client(kind: BackendKind, tag: &str) -> Box<dyn LockBackend> {
+    match connect(&config(kind, tag)).await {
+        Ok(b) => b,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Two clients (two connections or sessions), one key: only one holds it, and it passes on
+/// release.
+async fn mutual_exclusion(kind: BackendKind) {
+    let (a, b) = (
+        client(kind, "exclusion").await,
+        client(kind, "exclusion").await,
+    );
+    let key = format!("exclusion-{}", kind.name());
+    let ttl = Duration::from_secs(30);
+    let held = a
+        .try_acquire(&key, ttl)
+        .await
+        .unwrap()
+        .expect("free lock is granted");
+    assert!(
+        b.try_acquire(&key, ttl).await.unwrap().is_none(),
+        "{}: second client got a held lock",
+        kind.name()
+    );
+    assert!(
+        a.try_acquire(&key, ttl).await.unwrap().is_none(),
+        "{}: not reentrant",
+        kind.name()
+    );
+    assert!(a.release(&held).await.unwrap());
+    let next = b
+        .try_acquire(&key, ttl)
+        .await
+        .unwrap()
+        .expect("released lock is granted");
+    assert!(b.release(&next).await.unwrap());
+    finish(a, b, &key).await;
+}
+
+/// A lease that was released (or lost) can neither renew nor release the next holder's lock.
+async fn stale_leases_are_refused(kind: BackendKind) {
+    let (a, b) = (client(kind, "stale").await, client(kind, "stale").await);
+    let key = format!("stale-{}", kind.name());
+    let ttl = Duration::from_secs(30);
+    let old = a.try_acquire(&key, ttl).await.unwrap().unwrap();
+    assert!(a.release(&old).await.unwrap());
+    let new = b.try_acquire(&key, ttl).await.unwrap().unwrap();
+    assert!(
+        !a.renew(&old, ttl).await.unwrap(),
+        "{}: stale lease renewed",
+        kind.name()
+    );
+    assert!(
+        !a.release(&old).await.unwrap(),
+        "{}: stale lease released",
+        kind.name()
+    );
+    assert!(
+        !b.release(&old).await.unwrap(),
+        "{}: stale token released through the holder's client",
+        kind.name()
+    );
+    assert!(
+        b.renew(&new, ttl).await.unwrap(),
+        "{}: the holder lost its lock",
+        kind.name()
+    );
+    assert!(a.try_acquire(&key, ttl).await.unwrap().is_none());
+    assert!(b.release(&new).await.unwrap());
+    finish(a, b, &key).await;
+}
+
+/// Successive holders get strictly increasing fencing tokens.
+async fn fencing_increases(kind: BackendKind) {
+    let (a, b) = (client(kind, "fencing").await, client(kind, "fencing").await);
+    let key = format!("fencing-{}", kind.name());
+    let ttl = Duration::from_secs(30);
+    let mut last = None;
+    for i in 0..6 {
+        let holder = if i % 2 == 0 { &a } else { &b };
+        let lease = holder.try_acquire(&key, ttl).await.unwrap().unwrap();
+        let token = lease.fencing.expect("this backend declares fencing tokens");
+        if let Some(prev) = last {
+            assert!(
+                token > prev,
+                "{}: fencing {token} after {prev}",
+                kind.name()
+            );
+        }
+        last = Some(token);
+        assert!(holder.release(&lease).await.unwrap());
+    }
+    finish(a, b, &key).await;
+}
+
+/// A holder that stops renewing loses the lock after the TTL; one that renews keeps it.
+async fn ttl_expires_and_renew_extends(kind: BackendKind, ttl: Duration) {
+    let (a, b) = (client(kind, "ttl").await, client(kind, "ttl").await);
+    let key = format!("ttl-{}", kind.name());
+    // Renewed at half the TTL, the lock is still held at 1.25 TTL.
+    let lease = a.try_acquire(&key, ttl).await.unwrap().unwrap();
+    tokio::time::sleep(ttl / 2).await;
+    assert!(a.renew(&lease, ttl).await.unwrap());
+    tokio::time::sleep(ttl * 3 / 4).await;
+    assert!(
+        b.try_acquire(&key, ttl).await.unwrap().is_none(),
+        "{}: renewed lock was lost",
+        kind.name()
+    );
+    // Not renewed any more: free after the TTL (etcd's lease clock has one-second steps).
+    tokio::time::sleep(ttl + Duration::from_millis(1500)).await;
+    let taken = b
+        .try_acquire(&key, ttl)
+        .await
+        .unwrap()
+        .expect("expired lock is granted");
+    assert!(
+        !a.renew(&lease, ttl).await.unwrap(),
+        "{}: expired lease renewed",
+        kind.name()
+    );
+    assert!(b.release(&taken).await.unwrap());
+    finish(a, b, &key).await;
+}
+
+/// Removes what the test left and checks it could.
+async fn finish(a: Box<dyn LockBackend>, b: Box<dyn LockBackend>, key: &str) {
+    a.cleanup(key).await.unwrap();
+    b.close().await.unwrap();
+    a.cleanup_namespace().await.unwrap();
+    a.close().await.unwrap();
+}
+
+macro_rules! backend_tests {
+    ($module:ident, $kind:expr) => {
+        mod $module {
+            use super::*;
+
+            #[tokio::test]
+            async fn only_one_client_holds_a_key() {
+                mutual_exclusion($kind).await;
+            }
+
+            #[tokio::test]
+            async fn a_stale_lease_cannot_renew_or_release() {
+                stale_leases_are_refused($kind).await;
+            }
+        }
+    };
+}
+
+backend_tests!(memory, BackendKind::Memory);
+backend_tests!(redis, BackendKind::Redis);
+backend_tests!(redlock, BackendKind::Redlock);
+backend_tests!(pg_session, BackendKind::PgSession);
+backend_tests!(pg_xact, BackendKind::PgXact);
+backend_tests!(etcd, BackendKind::Etcd);
+backend_tests!(zookeeper, BackendKind::Zookeeper);
+
+#[tokio::test]
+async fn fencing_tokens_increase_redis() {
+    fencing_increases(BackendKind::Redis).await;
+}
+
+#[tokio::test]
+async fn fencing_tokens_increase_pg_session() {
+    fencing_increases(BackendKind::PgSession).await;
+}
+
+#[tokio::test]
+async fn fencing_tokens_increase_pg_xact() {
+    fencing_increases(BackendKind::PgXact).await;
+}
+
+#[tokio::test]
+async fn fencing_tokens_increase_etcd() {
+    fencing_increases(BackendKind::Etcd).await;
+}
+
+#[tokio::test]
+async fn fencing_tokens_increase_zookeeper() {
+    fencing_increases(BackendKind::Zookeeper).await;
+}
+
+#[tokio::test]
+async fn redlock_declares_no_fencing_token() {
+    let r = client(BackendKind::Redlock, "redlock-fencing").await;
+    assert_eq!(
+        r.capabilities().fencing,
+        lockbench_locks::FencingSource::None
+    );
+    let lease = r
+        .try_acquire("redlock-no-fencing", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lease.fencing, None);
+    assert!(
+        lease.ttl < Duration::from_secs(10),
+        "validity is the TTL minus elapsed and drift"
+    );
+    assert!(r.release(&lease).await.unwrap());
+    r.cleanup("redlock-no-fencing").await.unwrap();
+}
+
+#[tokio::test]
+async fn ttl_redis() {
+    ttl_expires_and_renew_extends(BackendKind::Redis, Duration::from_millis(1200)).await;
+}
+
+#[tokio::test]
+async fn ttl_redlock() {
+    ttl_expires_and_renew_extends(BackendKind::Redlock, Duration::from_millis(1200)).await;
+}
+
+#[tokio::test]
+async fn ttl_memory() {
+    ttl_expires_and_renew_extends(BackendKind::Memory, Duration::from_millis(600)).await;
+}
+
+#[tokio::test]
+async fn ttl_etcd() {
+    ttl_expires_and_renew_extends(BackendKind::Etcd, Duration::from_secs(2)).await;
+}
+
+/// Advisory locks have no TTL: the lock lives as long as the session. A session that ends (a
+/// crashed worker) frees it.
+#[tokio::test]
+async fn pg_session_lock_dies_with_its_session() {
+    let key = "session-end";
+    let (a, b) = (
+        client(BackendKind::PgSession, "session-end").await,
+        client(BackendKind::PgSession, "session-end").await,
+    );
+    let lease = a
+        .try_acquire(key, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        b.try_acquire(key, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    a.close().await.unwrap();
+    let taken = b
+        .try_acquire(key, Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("closed session freed the lock");
+    assert!(!a.release(&lease).await.unwrap());
+    assert!(b.release(&taken).await.unwrap());
+    b.cleanup_namespace().await.unwrap();
+    b.close().await.unwrap();
+}
+
+/// ZooKeeper's TTL is the session timeout: a holder whose session stops (a crashed process with a
+/// detached session) loses its ephemeral node when the session expires.
+#[tokio::test]
+async fn zookeeper_lock_expires_with_its_session() {
+    let key = "session-expiry";
+    let mut short = config(BackendKind::Zookeeper, "expiry");
+    short.session_timeout = Duration::from_secs(4);
+    let crashed = ZkLock::connect_with(&short, true).await.unwrap();
+    let survivor = client(BackendKind::Zookeeper, "expiry").await;
+    let lease = crashed
+        .try_acquire(key, Duration::ZERO)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        survivor
+            .try_acquire(key, Duration::ZERO)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    drop(crashed);
+    let mut granted = None;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        if let Some(l) = survivor.try_acquire(key, Duration::ZERO).await.unwrap() {
+            granted = Some(l);
+            break;
+        }
+    }
+    let taken = granted.expect("the lock is free within the session timeout plus a little");
+    assert!(taken.fencing > lease.fencing);
+    assert!(survivor.release(&taken).await.unwrap());
+    survivor.cleanup(key).await.unwrap();
+    survivor.cleanup_namespace().await.unwrap();
+    survivor.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unreachable_server_says_how_to_start_it() {
+    let mut dead = config(BackendKind::Redis, "dead");
+    dead.urls = vec!["redis://127.0.0.1:1".to_string()];
+    let error = connect(&dead)
+        .await
+        .err()
+        .expect("nothing listens on port 1");
+    assert!(matches!(error, LockError::Unreachable { .. }));
+    let text = error.to_string();
+    assert!(
+        text.contains("redis://127.0.0.1:1") && text.contains("scripts/services.sh up"),
+        "{text}"
+    );
+    let mut dead = config(BackendKind::PgSession, "dead");
+    dead.urls = vec!["postgres://postgres:secret@127.0.0.1:1/postgres".to_string()];
+    let text = connect(&dead)
+        .await
+        .err()
+        .expect("nothing listens on port 1")
+        .to_string();
+    assert!(!text.contains("secret"), "password leaked: {text}");
+}
