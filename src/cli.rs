@@ -23,6 +23,8 @@ pub enum Command {
     Ttl(TtlArgs),
     /// Check workload specs without running them.
     Validate(ValidateArgs),
+    /// Measure acquire, renew, release and handoff latency of each lock backend.
+    Bench(BenchArgs),
 }
 
 /// Flags shared by the commands that simulate.
@@ -113,4 +115,71 @@ pub struct ValidateArgs {
     /// Workload spec files (TOML).
     #[arg(required = true, value_name = "SPEC")]
     pub specs: Vec<PathBuf>,
+}
+
+/// `lockbench bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Backend configuration (server URLs, namespace, timeouts).
+    #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
+    pub config: PathBuf,
+    /// Backend to measure; repeat for several (default: every backend in the config).
+    #[arg(long = "backend", value_name = "NAME")]
+    pub backends: Vec<String>,
+    /// Contention levels: contenders on the key, comma-separated.
+    #[arg(long, value_name = "N,N,...", default_value = "1,4,16")]
+    pub contenders: String,
+    /// Stop each run after this many measured acquisitions.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub ops: Option<String>,
+    /// Measure each run this long (default 5s; 60s cap when --ops is given alone).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub duration: Option<String>,
+    /// Warm-up before each run, excluded from the figures.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1s",
+        allow_hyphen_values = true
+    )]
+    pub warmup: String,
+    /// Open loop: arrivals per second, latency from each arrival's intended start.
+    #[arg(long, value_name = "PER_SECOND", allow_hyphen_values = true)]
+    pub rate: Option<String>,
+    /// "one": every contender on one key; "many": a key each (no contention).
+    #[arg(long, value_name = "one|many", default_value = "one")]
+    pub keys: String,
+    /// How long each holder keeps the lock before releasing.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "0s",
+        allow_hyphen_values = true
+    )]
+    pub hold: String,
+    /// TTL of every lease.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        allow_hyphen_values = true
+    )]
+    pub ttl: String,
+    /// Give up one acquisition after this long.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5s",
+        allow_hyphen_values = true
+    )]
+    pub wait: String,
+    /// Do not renew while holding.
+    #[arg(long)]
+    pub no_renew: bool,
+    /// Print machine-readable JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a results directory (manifest, CSV, histograms); it must not exist or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }

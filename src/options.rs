@@ -7,7 +7,10 @@ use std::time::Duration;
 use lockbench_analysis::DEFAULT_SAFETY_FACTOR;
 use lockbench_workloads::MAX_REPLAYS;
 
-use crate::cli::{RunArgs, SimulateArgs, TtlArgs};
+use lockbench_bench::{BenchOptions, KeyMode, LoadMode};
+use lockbench_locks::{BackendConfig, BackendKind};
+
+use crate::cli::{BenchArgs, RunArgs, SimulateArgs, TtlArgs};
 
 /// Most worker threads accepted; more would only add contention on 2-64 core machines.
 const MAX_THREADS: usize = 1024;
@@ -196,4 +199,151 @@ fn random_seed() -> u64 {
             .map_or(0, |d| d.as_nanos()),
     );
     h.finish()
+}
+
+/// Options of `bench`.
+#[derive(Clone, Debug)]
+pub struct BenchCommand {
+    pub backends: Vec<BackendConfig>,
+    pub contenders: Vec<usize>,
+    pub bench: BenchOptions,
+    pub json: bool,
+    pub out: Option<PathBuf>,
+    pub config_path: PathBuf,
+}
+
+/// Most contenders in one run: each holds a connection or session of its own.
+const MAX_CONTENDERS: usize = 256;
+
+impl BenchCommand {
+    /// Checks `bench`'s flags and reads the config file.
+    pub fn resolve(args: &BenchArgs) -> Result<Self, UsageError> {
+        let text = std::fs::read_to_string(&args.config).map_err(|e| {
+            usage(
+                "--config",
+                format!("{}: cannot read it ({e}); the default lockbench.toml sits at the repository root", args.config.display()),
+            )
+        })?;
+        let configs = lockbench_locks::parse_config(&text)
+            .map_err(|e| usage("--config", format!("{}: {e}", args.config.display())))?;
+        let backends = if args.backends.is_empty() {
+            configs
+        } else {
+            let mut chosen = Vec::new();
+            for name in &args.backends {
+                let kind = BackendKind::parse(name).ok_or_else(|| {
+                    usage(
+                        "--backend",
+                        format!(
+                            "unknown backend \"{name}\"; expected one of: {}",
+                            BackendKind::ALL
+                                .iter()
+                                .map(|k| k.name())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                })?;
+                let config = configs.iter().find(|c| c.kind == kind).ok_or_else(|| {
+                    usage(
+                        "--backend",
+                        format!("{name} is not configured in {}", args.config.display()),
+                    )
+                })?;
+                chosen.push(config.clone());
+            }
+            chosen
+        };
+        let contenders = args
+            .contenders
+            .split(',')
+            .map(|part| {
+                let n: usize = parse_number(
+                    "--contenders",
+                    part,
+                    "comma-separated whole numbers such as 1,4,16",
+                )?;
+                if (1..=MAX_CONTENDERS).contains(&n) {
+                    Ok(n)
+                } else {
+                    Err(usage(
+                        "--contenders",
+                        format!("expected 1 to {MAX_CONTENDERS} contenders, got {n}"),
+                    ))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ops = match &args.ops {
+            Some(text) => {
+                let n: u64 = parse_number("--ops", text, "a whole number of acquisitions")?;
+                if n == 0 {
+                    return Err(usage("--ops", "expected at least 1"));
+                }
+                Some(n)
+            }
+            None => None,
+        };
+        let duration = match (&args.duration, ops) {
+            (Some(text), _) => positive_duration("--duration", text)?,
+            (None, Some(_)) => Duration::from_secs(60),
+            (None, None) => Duration::from_secs(5),
+        };
+        if duration > Duration::from_secs(3600) {
+            return Err(usage("--duration", "expected at most 1h per run"));
+        }
+        let mode = match &args.rate {
+            Some(text) => {
+                let rate: f64 = parse_number("--rate", text, "arrivals per second such as 1000")?;
+                if !(rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0) {
+                    return Err(usage(
+                        "--rate",
+                        format!("expected 0 < rate <= 1000000 per second, got {text}"),
+                    ));
+                }
+                LoadMode::Open { rate_per_s: rate }
+            }
+            None => LoadMode::Closed,
+        };
+        let keys = match args.keys.as_str() {
+            "one" => KeyMode::One,
+            "many" => KeyMode::Many,
+            other => {
+                return Err(usage(
+                    "--keys",
+                    format!("expected \"one\" or \"many\", got \"{other}\""),
+                ));
+            }
+        };
+        let parse = |flag: &str, text: &str| {
+            lockbench_workloads::duration::parse(text).map_err(|m| usage(flag, m))
+        };
+        let bench = BenchOptions {
+            mode,
+            keys,
+            ops,
+            duration,
+            warmup: parse("--warmup", &args.warmup)?,
+            hold: parse("--hold", &args.hold)?,
+            ttl: positive_duration("--ttl", &args.ttl)?,
+            wait: positive_duration("--wait", &args.wait)?,
+            renew: !args.no_renew,
+            max_in_flight: 1024,
+        };
+        Ok(BenchCommand {
+            backends,
+            contenders,
+            bench,
+            json: args.json,
+            out: args.out.clone(),
+            config_path: args.config.clone(),
+        })
+    }
+}
+
+fn positive_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
+    let d = lockbench_workloads::duration::parse(text).map_err(|m| usage(flag, m))?;
+    if d.is_zero() {
+        return Err(usage(flag, "expected a duration above zero"));
+    }
+    Ok(d)
 }

@@ -21,6 +21,24 @@ impl Progress {
         Progress { bar }
     }
 
+    /// A spinner counting operations of unknown total; hidden unless stderr is a terminal.
+    pub fn spinner(label: String) -> Self {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg:24} {human_pos} ops, {per_sec}")
+                .expect("static template is valid"),
+        );
+        bar.set_message(label);
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        Progress { bar }
+    }
+
+    /// A callback that counts operations, for code that runs on other threads.
+    pub fn counter(&self) -> std::sync::Arc<dyn Fn(u64) + Send + Sync> {
+        let bar = self.bar.clone();
+        std::sync::Arc::new(move |n| bar.inc(n))
+    }
+
     /// Says what is being simulated now.
     pub fn set_message(&self, message: String) {
         self.bar.set_message(message);

@@ -304,3 +304,98 @@ fn fmt_p(p: f64) -> String {
         format!("{p:.2e}")
     }
 }
+
+/// The `bench` table: one row per backend, mode and contention level, latencies in microseconds.
+pub fn bench_table(results: &[lockbench_bench::BenchResult]) -> String {
+    let header = [
+        "backend",
+        "mode",
+        "keys",
+        "C",
+        "ops",
+        "errors",
+        "acq P50",
+        "P90",
+        "P99",
+        "P99.9",
+        "max",
+        "renew P50",
+        "release P50",
+        "handoff P50",
+        "try fail",
+        "ops/s",
+    ];
+    let us = |v: f64| format!("{v:.1}");
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                r.backend.clone(),
+                match r.rate_per_s {
+                    Some(rate) => format!("open {rate}/s"),
+                    None => r.mode.to_string(),
+                },
+                r.keys.to_string(),
+                r.contenders.to_string(),
+                format_count(r.ops),
+                format_count(r.errors),
+                us(r.acquire_us.p50),
+                us(r.acquire_us.p90),
+                us(r.acquire_us.p99),
+                us(r.acquire_us.p999),
+                us(r.acquire_us.max),
+                us(r.renew_us.p50),
+                us(r.release_us.p50),
+                if r.handoff_us.count == 0 {
+                    "-".to_string()
+                } else {
+                    us(r.handoff_us.p50)
+                },
+                format!("{:.1} %", r.try_fail_rate * 100.0),
+                format!("{:.0}", r.throughput_per_s),
+            ]
+        })
+        .collect();
+    let mut out =
+        String::from("latencies in microseconds; acquire includes waiting for the lock\n\n");
+    out.push_str(&table(&header, &rows, 3));
+    out
+}
+
+/// The `bench` CSV: one row per result.
+pub fn bench_csv(results: &[lockbench_bench::BenchResult]) -> Vec<u8> {
+    let mut out = String::from(
+        "backend,mode,keys,contenders,rate_per_s,ops,errors,gave_up,try_fail_rate,throughput_per_s,\
+acquire_p50_us,acquire_p90_us,acquire_p99_us,acquire_p999_us,acquire_max_us,acquire_mean_us,\
+renew_p50_us,renew_p99_us,release_p50_us,release_p99_us,handoff_p50_us,handoff_p99_us\n",
+    );
+    for r in results {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{:.6},{:.1},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.backend,
+            r.mode,
+            r.keys,
+            r.contenders,
+            r.rate_per_s.map(|x| x.to_string()).unwrap_or_default(),
+            r.ops,
+            r.errors,
+            r.gave_up,
+            r.try_fail_rate,
+            r.throughput_per_s,
+            r.acquire_us.p50,
+            r.acquire_us.p90,
+            r.acquire_us.p99,
+            r.acquire_us.p999,
+            r.acquire_us.max,
+            r.acquire_us.mean,
+            r.renew_us.p50,
+            r.renew_us.p99,
+            r.release_us.p50,
+            r.release_us.p99,
+            r.handoff_us.p50,
+            r.handoff_us.p99
+        );
+    }
+    out.into_bytes()
+}

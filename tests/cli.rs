@@ -443,3 +443,141 @@ fn bad_flags_name_the_flag() {
         &["--target-scale"],
     );
 }
+
+const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml");
+
+#[test]
+fn bench_measures_backends_and_writes_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let v = json_of(&[
+        "bench",
+        "--config",
+        CONFIG,
+        "--backend",
+        "memory",
+        "--backend",
+        "redis",
+        "--contenders",
+        "1,2",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "2 backends x 2 contention levels");
+    for r in results {
+        for field in [
+            "backend",
+            "mode",
+            "contenders",
+            "ops",
+            "errors",
+            "throughput_per_s",
+        ] {
+            assert!(!r[field].is_null(), "missing {field}");
+        }
+        for metric in ["acquire_us", "release_us", "renew_us"] {
+            for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
+                assert!(r[metric][p].as_f64().is_some(), "missing {metric}.{p}");
+            }
+        }
+        assert!(r["ops"].as_u64().unwrap() > 0);
+        assert_eq!(r["errors"], 0);
+    }
+    assert!(v["failed"].as_array().unwrap().is_empty());
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["command"], "bench");
+    assert_eq!(manifest["backends"][1]["urls"], "redis://127.0.0.1:6390");
+    let csv = std::fs::read_to_string(out.join("bench.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5);
+    assert!(
+        std::fs::read_to_string(out.join("latency.hlog"))
+            .unwrap()
+            .contains("redis/closed/one/c=2/acquire")
+    );
+}
+
+#[test]
+fn bench_reports_an_unreachable_backend_in_one_line_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = spec_file(
+        dir.path(),
+        "down.toml",
+        b"[backends.memory]\n\n[backends.redis]\nurls = [\"redis://:hunter2@127.0.0.1:1\"]\n",
+    );
+    let out = lockbench()
+        .args([
+            "bench",
+            "--config",
+            config.to_str().unwrap(),
+            "--contenders",
+            "1",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "0s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "some backend failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<_> = stderr.lines().filter(|l| l.contains("redis")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("127.0.0.1:1") && lines[0].contains("scripts/services.sh up"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "password leaked: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("memory"),
+        "the reachable backend was still measured: {stdout}"
+    );
+}
+
+#[test]
+fn bench_flags_are_checked() {
+    rejects(
+        &["bench", "--config", CONFIG, "--backend", "mysql"],
+        &["--backend", "mysql", "redlock"],
+    );
+    rejects(
+        &["bench", "--config", CONFIG, "--contenders", "0"],
+        &["--contenders"],
+    );
+    rejects(
+        &["bench", "--config", CONFIG, "--contenders", "1,x"],
+        &["--contenders"],
+    );
+    rejects(&["bench", "--config", CONFIG, "--rate", "-5"], &["--rate"]);
+    rejects(
+        &["bench", "--config", CONFIG, "--ttl", "0s"],
+        &["--ttl", "above zero"],
+    );
+    rejects(&["bench", "--config", CONFIG, "--hold", "-1s"], &["--hold"]);
+    rejects(
+        &["bench", "--config", CONFIG, "--keys", "some"],
+        &["--keys"],
+    );
+    rejects(&["bench", "--config", CONFIG, "--ops", "0"], &["--ops"]);
+    rejects(
+        &["bench", "--config", "/no/such.toml"],
+        &["--config", "/no/such.toml"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bad = spec_file(
+        dir.path(),
+        "bad.toml",
+        b"[backends.redis]\nurls = [\"redis://${LOCKBENCH_UNSET_VAR}@h\"]\n",
+    );
+    rejects(
+        &["bench", "--config", bad.to_str().unwrap()],
+        &["LOCKBENCH_UNSET_VAR"],
+    );
+}

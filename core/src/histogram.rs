@@ -5,11 +5,13 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 
-/// Values are recorded in microseconds: a job runtime needs no finer grain, and a lock latency
-/// of one microsecond is below what loopback networking achieves.
-const NANOS_PER_UNIT: u64 = 1_000;
-/// Highest recordable value in microseconds: about 11.6 days. Larger values saturate and are
-/// counted, so a broken spec cannot hide.
+/// Runtimes are recorded in microseconds: a job runtime needs no finer grain.
+const RUNTIME_UNIT_NS: u64 = 1_000;
+/// Lock latencies are recorded in nanoseconds: a 20 us loopback round trip needs sub-microsecond
+/// buckets for 0.1 % precision.
+const LATENCY_UNIT_NS: u64 = 1;
+/// Highest recordable value in units: about 11.6 days of microseconds, 16.7 minutes of
+/// nanoseconds. Larger values saturate and are counted, so a broken spec cannot hide.
 const HIGHEST_UNITS: u64 = 1_000_000_000_000;
 /// Three significant digits: percentiles carry at most 0.1 % quantisation error.
 const SIGNIFICANT_DIGITS: u8 = 3;
@@ -30,6 +32,7 @@ pub enum HistogramError {
 #[derive(Clone, Debug)]
 pub struct RuntimeHistogram {
     histogram: Histogram<u64>,
+    unit_ns: u64,
     count: u64,
     sum_ns: u128,
     min_ns: u64,
@@ -51,11 +54,21 @@ impl Default for RuntimeHistogram {
 }
 
 impl RuntimeHistogram {
-    /// An empty histogram.
+    /// An empty histogram for job runtimes (microsecond buckets, up to 11.6 days).
     pub fn new() -> Self {
+        Self::with_unit(RUNTIME_UNIT_NS)
+    }
+
+    /// An empty histogram for operation latencies (nanosecond buckets, up to 16.7 minutes).
+    pub fn for_latency() -> Self {
+        Self::with_unit(LATENCY_UNIT_NS)
+    }
+
+    fn with_unit(unit_ns: u64) -> Self {
         Self {
             histogram: Histogram::new_with_bounds(1, HIGHEST_UNITS, SIGNIFICANT_DIGITS)
                 .expect("static histogram bounds are valid"),
+            unit_ns,
             count: 0,
             sum_ns: 0,
             min_ns: u64::MAX,
@@ -85,7 +98,7 @@ impl RuntimeHistogram {
         self.sum_ns += u128::from(ns);
         self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
-        let units = (ns / NANOS_PER_UNIT).max(1);
+        let units = (ns / self.unit_ns).max(1);
         if units > HIGHEST_UNITS {
             self.saturated += 1;
         }
@@ -106,6 +119,10 @@ impl RuntimeHistogram {
             self.thresholds.len(),
             other.thresholds.len(),
             "merging histograms with different thresholds"
+        );
+        assert_eq!(
+            self.unit_ns, other.unit_ns,
+            "merging histograms with different units"
         );
         self.histogram
             .add(&other.histogram)
@@ -163,7 +180,7 @@ impl RuntimeHistogram {
         let ns = self
             .histogram
             .median_equivalent(units)
-            .saturating_mul(NANOS_PER_UNIT);
+            .saturating_mul(self.unit_ns);
         Duration::from_nanos(ns.clamp(self.min_ns, self.max_ns))
     }
 
@@ -189,8 +206,8 @@ impl RuntimeHistogram {
             .map(|t| t.above)
     }
 
-    /// The histogram encoded as HdrHistogram V2 (uncompressed) in base64, in microseconds,
-    /// readable by every HdrHistogram implementation.
+    /// The histogram encoded as HdrHistogram V2 (uncompressed) in base64, in its unit
+    /// ([`Self::unit_name`]), readable by every HdrHistogram implementation.
     pub fn to_base64_v2(&self) -> String {
         use base64::Engine as _;
         let mut bytes = Vec::new();
@@ -200,9 +217,9 @@ impl RuntimeHistogram {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
-    /// Reads the percentile-bearing part of a histogram back from [`Self::to_base64_v2`]. The
-    /// exact figures (sum, min, max) are re-derived from the buckets, so they are as precise as
-    /// the histogram itself.
+    /// Reads the percentile-bearing part of a runtime histogram (microseconds) back from
+    /// [`Self::to_base64_v2`]. The exact figures (sum, min, max) are re-derived from the buckets,
+    /// so they are as precise as the histogram itself.
     pub fn from_base64_v2(text: &str) -> Result<Self, HistogramError> {
         use base64::Engine as _;
         let bytes = base64::engine::general_purpose::STANDARD
@@ -217,28 +234,42 @@ impl RuntimeHistogram {
             let n = v.count_at_value();
             h.histogram.saturating_record_n(units, n);
             h.count += n;
-            h.sum_ns += u128::from(units * NANOS_PER_UNIT) * u128::from(n);
-            h.min_ns = h.min_ns.min(units * NANOS_PER_UNIT);
-            h.max_ns = h.max_ns.max(units * NANOS_PER_UNIT);
+            h.sum_ns += u128::from(units * RUNTIME_UNIT_NS) * u128::from(n);
+            h.min_ns = h.min_ns.min(units * RUNTIME_UNIT_NS);
+            h.max_ns = h.max_ns.max(units * RUNTIME_UNIT_NS);
         }
         Ok(h)
     }
 
-    /// The underlying HdrHistogram, in microseconds, for writers of interval logs.
-    pub fn hdr_micros(&self) -> &Histogram<u64> {
+    /// The underlying HdrHistogram, in [`Self::unit_name`] units, for writers of interval logs.
+    pub fn hdr(&self) -> &Histogram<u64> {
         &self.histogram
+    }
+
+    /// The unit of the underlying HdrHistogram's values.
+    pub fn unit_name(&self) -> &'static str {
+        if self.unit_ns == LATENCY_UNIT_NS {
+            "nanoseconds"
+        } else {
+            "microseconds"
+        }
     }
 }
 
-/// An HdrHistogram interval log (values in microseconds) holding one tagged histogram per entry,
-/// readable by HdrHistogram's log tools. Tags must not contain commas or whitespace.
+/// An HdrHistogram interval log holding one tagged histogram per entry, readable by
+/// HdrHistogram's log tools; a comment names the unit. Commas and whitespace in tags become `_`.
 pub fn interval_log(comment: &str, entries: &[(String, &RuntimeHistogram)]) -> Vec<u8> {
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
     let mut bytes = Vec::new();
     let mut serializer = V2Serializer::new();
     let mut writer = IntervalLogWriterBuilder::new()
         .add_comment(comment)
-        .add_comment("values in microseconds")
+        .add_comment(&format!(
+            "values in {}",
+            entries
+                .first()
+                .map_or("microseconds", |(_, h)| h.unit_name())
+        ))
         .with_max_value_divisor(1.0)
         .begin_log_with(&mut bytes, &mut serializer)
         .expect("writing to memory cannot fail");
@@ -254,12 +285,7 @@ pub fn interval_log(comment: &str, entries: &[(String, &RuntimeHistogram)]) -> V
             })
             .collect();
         writer
-            .write_histogram(
-                h.hdr_micros(),
-                Duration::ZERO,
-                Duration::ZERO,
-                Tag::new(&clean),
-            )
+            .write_histogram(h.hdr(), Duration::ZERO, Duration::ZERO, Tag::new(&clean))
             .expect("writing to memory cannot fail");
     }
     drop(writer);
@@ -285,6 +311,17 @@ mod tests {
             assert_eq!(h.quantile(q), Duration::from_secs(198));
         }
         assert_eq!(h.mean(), Duration::from_secs(198));
+    }
+
+    #[test]
+    fn latency_histograms_resolve_nanoseconds() {
+        let mut h = RuntimeHistogram::for_latency();
+        for ns in [23_100u64, 23_400, 23_700] {
+            h.record_ns(ns);
+        }
+        let p50 = h.quantile(0.5).as_nanos() as f64;
+        assert!((p50 / 23_400.0 - 1.0).abs() < 1e-3, "p50 {p50}");
+        assert_eq!(h.unit_name(), "nanoseconds");
     }
 
     #[test]

@@ -15,8 +15,8 @@ pub struct Manifest {
     pub command: String,
     /// The command line as given.
     pub args: Vec<String>,
-    /// Seed of every random stream.
-    pub seed: u64,
+    /// Seed of every random stream (none for measurements of real servers).
+    pub seed: Option<u64>,
     /// Worker threads used (results do not depend on it).
     pub threads: usize,
     /// When the run finished, seconds since the Unix epoch.

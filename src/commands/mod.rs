@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod simulate;
 pub mod ttl;
 pub mod validate;

@@ -90,7 +90,7 @@ pub fn write_results(
         git_commit: Some(env!("LOCKBENCH_GIT_COMMIT").to_string()).filter(|c| !c.is_empty()),
         command: command.to_string(),
         args: std::env::args().collect(),
-        seed: run.seed,
+        seed: Some(run.seed),
         threads: run.threads,
         created_unix_s: unix_now_s(),
         machine: Machine::current(),

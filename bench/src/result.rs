@@ -1,0 +1,214 @@
+//! What a run measured: one HdrHistogram per metric, and their summaries in microseconds.
+
+use std::time::{Duration, Instant};
+
+use lockbench_core::RuntimeHistogram;
+use serde::Serialize;
+
+use crate::Cycle;
+
+/// Accumulated measurements of a run (or of one contender, merged later).
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    /// Acquire latency of successful acquisitions, waiting included.
+    pub acquire: RuntimeHistogram,
+    /// Renew latency.
+    pub renew: RuntimeHistogram,
+    /// Release latency.
+    pub release: RuntimeHistogram,
+    /// From one holder's release to the next holder's grant, for acquisitions that had to wait.
+    pub handoff: RuntimeHistogram,
+    /// Try-acquire attempts.
+    pub attempts: u64,
+    /// Attempts that found the lock held.
+    pub failed_attempts: u64,
+    /// Acquisitions that ran out of wait.
+    pub gave_up: u64,
+    /// Operations that failed (timeouts, server errors, in-flight limit).
+    pub errors: u64,
+    /// The first error message.
+    pub first_error: Option<String>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            acquire: RuntimeHistogram::for_latency(),
+            renew: RuntimeHistogram::for_latency(),
+            release: RuntimeHistogram::for_latency(),
+            handoff: RuntimeHistogram::for_latency(),
+            attempts: 0,
+            failed_attempts: 0,
+            gave_up: 0,
+            errors: 0,
+            first_error: None,
+        }
+    }
+}
+
+impl Metrics {
+    /// Adds one measured cycle; `last_release` is the most recent release by another contender.
+    pub fn add(&mut self, c: &Cycle, last_release: Option<Instant>) {
+        self.attempts += c.attempts;
+        self.failed_attempts += c.failed_attempts;
+        self.gave_up += u64::from(c.gave_up);
+        if let Some(d) = c.acquire {
+            self.acquire.record(d);
+        }
+        if let (Some(granted), Some(released), true) =
+            (c.acquired_at, last_release, c.failed_attempts > 0)
+            && granted > released
+        {
+            self.handoff.record(granted - released);
+        }
+        if let Some(d) = c.renew {
+            self.renew.record(d);
+        }
+        if let Some(d) = c.release {
+            self.release.record(d);
+        }
+        if let Some(e) = &c.error {
+            self.errors += 1;
+            self.first_error.get_or_insert_with(|| e.clone());
+        }
+    }
+
+    /// Adds another contender's measurements.
+    pub fn merge(&mut self, other: &Metrics) {
+        self.acquire.merge(&other.acquire);
+        self.renew.merge(&other.renew);
+        self.release.merge(&other.release);
+        self.handoff.merge(&other.handoff);
+        self.attempts += other.attempts;
+        self.failed_attempts += other.failed_attempts;
+        self.gave_up += other.gave_up;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&other.first_error);
+        }
+    }
+
+    /// Records an error that happened outside a cycle.
+    pub fn error(&mut self, message: String) {
+        self.errors += 1;
+        self.first_error.get_or_insert(message);
+    }
+}
+
+/// Percentiles of one latency metric, in microseconds.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LatencySummary {
+    /// Samples.
+    pub count: u64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+impl LatencySummary {
+    /// Summarises a latency histogram.
+    pub fn of(h: &RuntimeHistogram) -> Self {
+        let us = |d: Duration| (d.as_nanos() as f64 / 1e3 * 100.0).round() / 100.0;
+        LatencySummary {
+            count: h.count(),
+            p50: us(h.quantile(0.5)),
+            p90: us(h.quantile(0.9)),
+            p99: us(h.quantile(0.99)),
+            p999: us(h.quantile(0.999)),
+            max: us(h.max()),
+            mean: us(h.mean()),
+        }
+    }
+}
+
+/// The outcome of one backend at one contention level; the JSON field names are stable.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchResult {
+    /// Backend name.
+    pub backend: String,
+    /// "closed" or "open".
+    pub mode: &'static str,
+    /// "one" or "many".
+    pub keys: &'static str,
+    /// Contenders (closed loop) or clients (open loop).
+    pub contenders: usize,
+    /// Open loop: offered arrivals per second.
+    pub rate_per_s: Option<f64>,
+    /// Successful, measured acquisitions.
+    pub ops: u64,
+    /// Failed operations.
+    pub errors: u64,
+    /// Acquisitions that ran out of wait.
+    pub gave_up: u64,
+    /// Share of try-acquire attempts that found the lock held.
+    pub try_fail_rate: f64,
+    /// Acquire latency (waiting included; from the intended start in an open loop).
+    pub acquire_us: LatencySummary,
+    /// Release latency.
+    pub release_us: LatencySummary,
+    /// Renew latency.
+    pub renew_us: LatencySummary,
+    /// Release-to-next-grant latency under contention.
+    pub handoff_us: LatencySummary,
+    /// Measured acquisitions per second.
+    pub throughput_per_s: f64,
+    /// Length of the measured part.
+    pub measured_s: f64,
+    /// The first error, if any.
+    pub first_error: Option<String>,
+    /// The histograms behind the summaries.
+    #[serde(skip)]
+    pub metrics: Metrics,
+}
+
+impl BenchResult {
+    /// Builds the result of a run.
+    pub fn new(
+        backend: &str,
+        options: &crate::BenchOptions,
+        contenders: usize,
+        metrics: Metrics,
+        measured: Duration,
+    ) -> Self {
+        let (mode, rate_per_s) = match options.mode {
+            crate::LoadMode::Closed => ("closed", None),
+            crate::LoadMode::Open { rate_per_s } => ("open", Some(rate_per_s)),
+        };
+        let ops = metrics.acquire.count();
+        BenchResult {
+            backend: backend.to_string(),
+            mode,
+            keys: match options.keys {
+                crate::KeyMode::One => "one",
+                crate::KeyMode::Many => "many",
+            },
+            contenders,
+            rate_per_s,
+            ops,
+            errors: metrics.errors,
+            gave_up: metrics.gave_up,
+            try_fail_rate: if metrics.attempts == 0 {
+                0.0
+            } else {
+                metrics.failed_attempts as f64 / metrics.attempts as f64
+            },
+            acquire_us: LatencySummary::of(&metrics.acquire),
+            release_us: LatencySummary::of(&metrics.release),
+            renew_us: LatencySummary::of(&metrics.renew),
+            handoff_us: LatencySummary::of(&metrics.handoff),
+            throughput_per_s: ops as f64 / measured.as_secs_f64().max(1e-9),
+            measured_s: measured.as_secs_f64(),
+            first_error: metrics.first_error.clone(),
+            metrics,
+        }
+    }
+}
