@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The main job (README command 1): how long must the billing job's lock TTL be, and what does
-# today's 300 s TTL cost? Simulates the shipped workloads, derives the TTL for the month-end
-# incident at 10x today's customers, and writes a results directory. Safe to run again: every run
-# gets its own directory under results/.
+# The main job (README command 1): how long must the billing job's lock TTL be, what does today's
+# 300 s TTL cost, and what does each lock backend cost per acquisition? Simulates the shipped
+# workloads, derives the TTLs at 10x today's volume, benchmarks every local backend, and writes
+# results directories. Safe to run again: every run gets its own directory under results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
+say "== local lock servers"
+scripts/services.sh up
 require_toolchain
 say "== building lockbench (release; the first build takes a few minutes)"
 cargo build --release --quiet --bin lockbench
@@ -29,4 +31,7 @@ say "== TTL for the migration orchestrator at 10x today's rows"
 "$bin" ttl workloads/specs/migration.toml --target-scale 10 --current-ttl 15m \
     --replays 20000 --out "$out/ttl-migration"
 
-say "results: $out (manifest, summary.csv, runtimes.hlog, results.json in each folder)"
+say "== acquisition latency of every backend, alone and with 4 contenders on one key"
+"$bin" bench --contenders 1,4 --duration 3s --warmup 1s --out "$out/bench"
+
+say "results: $out (a manifest.json, CSV, HdrHistogram log and results.json in each folder)"

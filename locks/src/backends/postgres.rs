@@ -90,6 +90,9 @@ impl PgLock {
         let pool = PgPoolOptions::new()
             .max_connections(POOL_SIZE)
             .acquire_timeout(config.connect_timeout)
+            // sqlx pings a pooled connection before handing it out by default: a hidden round
+            // trip on every acquisition. A broken connection fails the acquire statement instead.
+            .test_before_acquire(false)
             .after_release(|conn, _| {
                 Box::pin(async move {
                     sqlx::raw_sql("ROLLBACK; SELECT pg_advisory_unlock_all()")

@@ -44,9 +44,11 @@ pub(crate) async fn connect_node(
         reason,
     };
     let client = redis::Client::open(url).map_err(|e| unreachable(e.to_string()))?;
+    // The operation timeout is enforced once, by `timed` around each operation; a second timer
+    // inside the connection would cost every operation another timer registration.
     let settings = AsyncConnectionConfig::new()
         .set_connection_timeout(Some(config.connect_timeout))
-        .set_response_timeout(Some(config.operation_timeout));
+        .set_response_timeout(None);
     let mut conn = tokio::time::timeout(
         config.connect_timeout,
         client.get_multiplexed_async_connection_with_config(&settings),
@@ -54,10 +56,18 @@ pub(crate) async fn connect_node(
     .await
     .map_err(|_| unreachable(format!("no answer within {:?}", config.connect_timeout)))?
     .map_err(|e| unreachable(e.to_string()))?;
-    redis::cmd("PING")
-        .query_async::<String>(&mut conn)
-        .await
-        .map_err(|e| unreachable(e.to_string()))?;
+    tokio::time::timeout(
+        config.connect_timeout,
+        redis::cmd("PING").query_async::<String>(&mut conn),
+    )
+    .await
+    .map_err(|_| {
+        unreachable(format!(
+            "no answer to PING within {:?}",
+            config.connect_timeout
+        ))
+    })?
+    .map_err(|e| unreachable(e.to_string()))?;
     Ok(conn)
 }
 
