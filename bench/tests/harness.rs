@@ -158,3 +158,61 @@ async fn measures_a_real_redis() {
     }
     clients[0].cleanup_namespace().await.unwrap();
 }
+
+/// A server that dies mid-run: every operation is bounded by its timeout, so the run still ends
+/// on time, with the failures counted rather than hung on.
+#[tokio::test]
+async fn a_server_that_dies_mid_run_does_not_hang_the_run() {
+    let port = 20_000 + std::process::id() % 10_000;
+    let dir = std::env::temp_dir().join(format!("lockbench-dying-redis-{port}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut server = std::process::Command::new("redis-server")
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server is missing: run scripts/services.sh up, which installs it");
+    let mut config = BackendConfig::new(
+        BackendKind::Redis,
+        vec![format!("redis://127.0.0.1:{port}")],
+        "dying",
+    );
+    config.operation_timeout = Duration::from_millis(300);
+    let mut connected = None;
+    for _ in 0..50 {
+        if let Ok(c) = connect(&config).await {
+            connected = Some(c);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let client: Arc<dyn LockBackend> = Arc::from(connected.expect("private redis-server started"));
+    let options = BenchOptions {
+        duration: Duration::from_secs(2),
+        warmup: Duration::ZERO,
+        ..BenchOptions::default()
+    };
+    let started = Instant::now();
+    let run =
+        tokio::spawn(async move { run("redis", vec![client], &options, Arc::new(|_| {})).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let (result, _) = run.await.unwrap();
+    let elapsed = started.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(elapsed < Duration::from_secs(4), "run took {elapsed:?}");
+    assert!(result.ops > 0, "measured before the server died");
+    assert!(result.errors > 0, "failures after it died are counted");
+    assert!(result.first_error.is_some());
+}

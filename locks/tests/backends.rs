@@ -340,3 +340,78 @@ async fn an_unreachable_server_says_how_to_start_it() {
         .to_string();
     assert!(!text.contains("secret"), "password leaked: {text}");
 }
+
+/// A short lease renewed on a heartbeat outlives its TTL many times over; once the heartbeat
+/// stops, the lock expires and passes on.
+async fn heartbeat_keeps_a_short_lease(kind: BackendKind, lease_ttl: Duration) {
+    use lockbench_locks::{Heartbeat, HeartbeatPolicy, HeartbeatState};
+    use std::sync::Arc;
+    let a: Arc<dyn LockBackend> = Arc::from(client(kind, "heartbeat").await);
+    let b = client(kind, "heartbeat").await;
+    let key = "heartbeat";
+    let lease = a.try_acquire(key, lease_ttl).await.unwrap().unwrap();
+    let beat = Heartbeat::spawn(
+        a.clone(),
+        lease.clone(),
+        HeartbeatPolicy::for_lease(lease_ttl),
+    );
+    tokio::time::sleep(lease_ttl * 3).await;
+    assert!(beat.may_continue(), "{}: {:?}", kind.name(), beat.state());
+    assert!(
+        b.try_acquire(key, lease_ttl).await.unwrap().is_none(),
+        "{}: lost while renewed",
+        kind.name()
+    );
+    beat.stop();
+    tokio::time::sleep(lease_ttl + Duration::from_millis(1500)).await;
+    let taken = b
+        .try_acquire(key, lease_ttl)
+        .await
+        .unwrap()
+        .expect("expired after the heartbeat stopped");
+    // A heartbeat restarted on the old lease must not let its holder go on.
+    let late = Heartbeat::spawn(a.clone(), lease, HeartbeatPolicy::for_lease(lease_ttl));
+    tokio::time::sleep(lease_ttl / 2).await;
+    assert!(!late.may_continue(), "{}", kind.name());
+    assert!(matches!(
+        late.state(),
+        HeartbeatState::Lost | HeartbeatState::GaveUp
+    ));
+    assert!(b.release(&taken).await.unwrap());
+    b.cleanup(key).await.unwrap();
+    b.cleanup_namespace().await.unwrap();
+}
+
+#[tokio::test]
+async fn heartbeat_redis() {
+    heartbeat_keeps_a_short_lease(BackendKind::Redis, Duration::from_millis(900)).await;
+}
+
+#[tokio::test]
+async fn heartbeat_etcd() {
+    heartbeat_keeps_a_short_lease(BackendKind::Etcd, Duration::from_secs(2)).await;
+}
+
+/// When the backend says the lease is gone (here: the key was deleted under the holder), the next
+/// beat reports it lost.
+#[tokio::test]
+async fn heartbeat_reports_a_lost_lease() {
+    use lockbench_locks::{Heartbeat, HeartbeatPolicy, HeartbeatState};
+    use std::sync::Arc;
+    let a: Arc<dyn LockBackend> = Arc::from(client(BackendKind::Redis, "heartbeat-lost").await);
+    let lease = a
+        .try_acquire("lost", Duration::from_secs(3))
+        .await
+        .unwrap()
+        .unwrap();
+    let beat = Heartbeat::spawn(
+        a.clone(),
+        lease,
+        HeartbeatPolicy::for_lease(Duration::from_secs(3)),
+    );
+    a.cleanup("lost").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(beat.state(), HeartbeatState::Lost);
+    assert!(!beat.may_continue());
+    a.cleanup_namespace().await.unwrap();
+}
