@@ -581,3 +581,136 @@ fn bench_flags_are_checked() {
         &["LOCKBENCH_UNSET_VAR"],
     );
 }
+
+/// Staging servers speak TLS: a `rediss://` URL reaches a Redis that only accepts TLS, trusting
+/// the CA named by SSL_CERT_FILE (certificates made here with openssl).
+#[test]
+fn bench_reaches_redis_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(d)
+            .output()
+            .expect("openssl is installed");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=lockbench test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(
+        d.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+    ]);
+    let port = 30_000 + std::process::id() % 10_000;
+    let mut server = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args([
+            "--tls-cert-file",
+            "server.pem",
+            "--tls-key-file",
+            "server.key",
+            "--tls-ca-cert-file",
+            "ca.pem",
+            "--tls-auth-clients",
+            "no",
+        ])
+        .current_dir(d)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server is missing: run scripts/services.sh up, which installs it");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port as u16)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let config = spec_file(
+        d,
+        "tls.toml",
+        format!("[backends.redis]\nurls = [\"rediss://127.0.0.1:{port}\"]\n").as_bytes(),
+    );
+    let out = lockbench()
+        .args([
+            "bench",
+            "--config",
+            config.to_str().unwrap(),
+            "--contenders",
+            "1",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--json",
+        ])
+        .env("SSL_CERT_FILE", d.join("ca.pem"))
+        .output()
+        .unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["results"][0]["ops"].as_u64().unwrap() > 0);
+}

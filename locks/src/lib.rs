@@ -84,6 +84,7 @@ pub trait LockBackend: Send + Sync {
 /// start it when it cannot be reached.
 pub async fn connect(config: &BackendConfig) -> Result<Box<dyn LockBackend>, LockError> {
     use backends::*;
+    install_tls_provider();
     Ok(match config.kind {
         BackendKind::Memory => Box::new(memory::MemoryLock::new(config)),
         BackendKind::Redis => Box::new(redis::RedisLock::connect(config).await?),
@@ -97,4 +98,15 @@ pub async fn connect(config: &BackendConfig) -> Result<Box<dyn LockBackend>, Loc
         BackendKind::Etcd => Box::new(etcd::EtcdLock::connect(config).await?),
         BackendKind::Zookeeper => Box::new(zookeeper::ZkLock::connect(config).await?),
     })
+}
+
+/// TLS for staging servers (`rediss://`, `sslmode=require`, `https://` etcd endpoints) goes through
+/// rustls with the ring provider and the system's root certificates (or `SSL_CERT_FILE`). rustls
+/// needs its provider chosen once per process.
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // Another part of the process may have chosen one already; either way one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }

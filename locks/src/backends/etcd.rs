@@ -48,9 +48,12 @@ impl EtcdLock {
             url: config.display_url(),
             reason,
         };
-        let options = ConnectOptions::new()
+        let mut options = ConnectOptions::new()
             .with_connect_timeout(config.connect_timeout)
             .with_timeout(config.operation_timeout);
+        if config.urls.iter().any(|u| u.starts_with("https://")) {
+            options = options.with_tls(etcd_client::TlsOptions::new().with_native_roots());
+        }
         let mut client = tokio::time::timeout(
             config.connect_timeout,
             Client::connect(&config.urls, Some(options)),
