@@ -236,11 +236,7 @@ impl BenchCommand {
                         "--backend",
                         format!(
                             "unknown backend \"{name}\"; expected one of: {}",
-                            BackendKind::ALL
-                                .iter()
-                                .map(|k| k.name())
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            BackendKind::names()
                         ),
                     )
                 })?;

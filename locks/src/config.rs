@@ -54,6 +54,11 @@ impl BackendKind {
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
+
+    /// Every name, comma-separated, for "expected one of" messages.
+    pub fn names() -> String {
+        Self::ALL.map(BackendKind::name).join(", ")
+    }
 }
 
 /// Errors in a backend configuration.
@@ -233,14 +238,7 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
     for (name, backend) in &file.backends {
         let kind = BackendKind::parse(name).ok_or_else(|| ConfigError::Invalid {
             field: format!("backends.{name}"),
-            message: format!(
-                "unknown backend; expected one of: {}",
-                BackendKind::ALL
-                    .iter()
-                    .map(|k| k.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            message: format!("unknown backend; expected one of: {}", BackendKind::names()),
         })?;
         let urls = backend
             .urls

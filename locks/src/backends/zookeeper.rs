@@ -139,6 +139,19 @@ impl ZkLock {
         }))
     }
 
+    /// Deletes a folder if it exists and is empty; one still in use by another client stays.
+    async fn delete_folder(&self, folder: &str) -> Result<(), LockError> {
+        timed("zookeeper", "cleanup", self.timeout, async {
+            match self.client.delete(folder, None).await {
+                Ok(())
+                | Err(zookeeper_client::Error::NoNode)
+                | Err(zookeeper_client::Error::NotEmpty) => Ok(()),
+                Err(e) => Err(err("cleanup")(e)),
+            }
+        })
+        .await
+    }
+
     /// True when `lease`'s node exists, belongs to this session and carries its token.
     async fn holds(&self, lease: &Lease) -> Result<bool, LockError> {
         match self.client.get_data(&lease.key).await {
@@ -196,21 +209,9 @@ impl LockBackend for ZkLock {
     }
 
     async fn cleanup_namespace(&self) -> Result<(), LockError> {
-        for folder in [
-            format!("/{}/locks", self.namespace),
-            format!("/{}", self.namespace),
-        ] {
-            timed("zookeeper", "cleanup", self.timeout, async {
-                match self.client.delete(&folder, None).await {
-                    Ok(())
-                    | Err(zookeeper_client::Error::NoNode)
-                    | Err(zookeeper_client::Error::NotEmpty) => Ok(()),
-                    Err(e) => Err(err("cleanup")(e)),
-                }
-            })
+        self.delete_folder(&format!("/{}/locks", self.namespace))
             .await?;
-        }
-        Ok(())
+        self.delete_folder(&format!("/{}", self.namespace)).await
     }
 
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
@@ -219,14 +220,6 @@ impl LockBackend for ZkLock {
             .lock()
             .expect("folder set poisoned")
             .remove(&folder);
-        timed("zookeeper", "cleanup", self.timeout, async {
-            match self.client.delete(&folder, None).await {
-                Ok(())
-                | Err(zookeeper_client::Error::NoNode)
-                | Err(zookeeper_client::Error::NotEmpty) => Ok(()),
-                Err(e) => Err(err("cleanup")(e)),
-            }
-        })
-        .await
+        self.delete_folder(&folder).await
     }
 }
