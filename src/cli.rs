@@ -126,7 +126,8 @@ pub struct BenchArgs {
     /// Backend to measure; repeat for several (default: every backend in the config).
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
-    /// Contention levels: contenders on the key, comma-separated.
+    /// Contention levels, comma-separated: contenders on the key (closed loop) or clients that
+    /// arrivals take in turn (open loop).
     #[arg(long, value_name = "N,N,...", default_value = "1,4,16")]
     pub contenders: String,
     /// Stop each run after this many measured acquisitions.
