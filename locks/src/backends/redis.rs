@@ -74,6 +74,8 @@ pub(crate) async fn connect_node(
 /// Redis single-node locks.
 pub struct RedisLock {
     conn: MultiplexedConnection,
+    /// When false, acquire is a plain `SET NX PX` and leases carry no fencing token.
+    fencing: bool,
     namespace: String,
     timeout: Duration,
     acquire: Script,
@@ -91,6 +93,7 @@ impl RedisLock {
         })?;
         Ok(RedisLock {
             conn: connect_node("redis", url, config).await?,
+            fencing: config.fencing,
             namespace: config.namespace.clone(),
             timeout: config.operation_timeout,
             acquire: Script::new(ACQUIRE),
@@ -116,7 +119,11 @@ impl LockBackend for RedisLock {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            fencing: FencingSource::Counter,
+            fencing: if self.fencing {
+                FencingSource::Counter
+            } else {
+                FencingSource::None
+            },
             native_ttl: true,
             wait_queue: false,
             scope: LockScope::Key,
@@ -127,21 +134,36 @@ impl LockBackend for RedisLock {
         let lock_key = self.key(key);
         let token = new_token();
         let mut conn = self.conn.clone();
-        let fencing: Option<u64> = timed("redis", "acquire", self.timeout, async {
-            self.acquire
-                .key(&lock_key)
-                .key(self.fencing_key(key))
-                .arg(&token)
-                .arg(ttl.as_millis() as u64)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(|e| LockError::server("redis", "acquire", e))
+        let ttl_ms = ttl.as_millis() as u64;
+        // Some(Some(n)): granted with fencing token n; Some(None): granted without; None: held.
+        let granted: Option<Option<u64>> = timed("redis", "acquire", self.timeout, async {
+            let outcome = if self.fencing {
+                self.acquire
+                    .key(&lock_key)
+                    .key(self.fencing_key(key))
+                    .arg(&token)
+                    .arg(ttl_ms)
+                    .invoke_async::<Option<u64>>(&mut conn)
+                    .await
+                    .map(|f| f.map(Some))
+            } else {
+                redis::cmd("SET")
+                    .arg(&lock_key)
+                    .arg(&token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl_ms)
+                    .query_async::<Option<String>>(&mut conn)
+                    .await
+                    .map(|ok| ok.map(|_| None))
+            };
+            outcome.map_err(|e| LockError::server("redis", "acquire", e))
         })
         .await?;
-        Ok(fencing.map(|f| Lease {
+        Ok(granted.map(|fencing| Lease {
             key: lock_key,
             token,
-            fencing: Some(f),
+            fencing,
             ttl,
             acquired_at: Instant::now(),
         }))
