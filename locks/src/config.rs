@@ -372,7 +372,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("backends.etcd.fencing"), "{e}");
-        let plain = parse_config("[backends.redis]\nurls = [\"redis://h\"]\nfencing = false").unwrap();
+        let plain =
+            parse_config("[backends.redis]\nurls = [\"redis://h\"]\nfencing = false").unwrap();
         assert!(!plain[0].fencing);
     }
 

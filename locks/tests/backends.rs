@@ -423,10 +423,22 @@ async fn redis_without_fencing_tokens() {
     let mut plain = config(BackendKind::Redis, "plain");
     plain.fencing = false;
     let r = connect(&plain).await.unwrap();
-    assert_eq!(r.capabilities().fencing, lockbench_locks::FencingSource::None);
-    let lease = r.try_acquire("plain", Duration::from_secs(10)).await.unwrap().unwrap();
+    assert_eq!(
+        r.capabilities().fencing,
+        lockbench_locks::FencingSource::None
+    );
+    let lease = r
+        .try_acquire("plain", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(lease.fencing, None);
-    assert!(r.try_acquire("plain", Duration::from_secs(10)).await.unwrap().is_none());
+    assert!(
+        r.try_acquire("plain", Duration::from_secs(10))
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert!(r.release(&lease).await.unwrap());
     r.cleanup("plain").await.unwrap();
 }
