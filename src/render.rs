@@ -60,14 +60,13 @@ fn format_runtime(d: Duration) -> String {
 
 fn table_row(r: &SimulationRow) -> Vec<String> {
     let t = &r.runtime;
-    let format_duration = format_runtime;
     let ci = if t.p999_ci_open {
-        format!("{} - unbounded", format_duration(t.p999_ci.0))
+        format!("{} - unbounded", format_runtime(t.p999_ci.0))
     } else {
         format!(
             "{} - {}",
-            format_duration(t.p999_ci.0),
-            format_duration(t.p999_ci.1)
+            format_runtime(t.p999_ci.0),
+            format_runtime(t.p999_ci.1)
         )
     };
     vec![
@@ -75,12 +74,12 @@ fn table_row(r: &SimulationRow) -> Vec<String> {
         r.profile.clone(),
         format!("{}", r.scale),
         format!("{} {}", format_count(r.volume), r.unit),
-        format_duration(t.p50),
-        format_duration(t.p90),
-        format_duration(t.p99),
-        format_duration(t.p999),
-        format_duration(t.max),
-        format_duration(t.mean),
+        format_runtime(t.p50),
+        format_runtime(t.p90),
+        format_runtime(t.p99),
+        format_runtime(t.p999),
+        format_runtime(t.max),
+        format_runtime(t.mean),
         ci,
     ]
 }

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use lockbench_bench::BenchResult;
-use lockbench_core::{Machine, Manifest, ResultsDir, RuntimeHistogram, TOOL_VERSION, unix_now_s};
+use lockbench_core::{ResultsDir, RuntimeHistogram};
 use lockbench_locks::{BackendConfig, LockBackend};
 
 use crate::cli::BenchArgs;
+use crate::commands::shared;
 use crate::options::BenchCommand;
 use crate::progress::Progress;
 use crate::render;
@@ -155,21 +156,7 @@ fn write_results(
             &entries,
         ),
     )?;
-    let files = out.file_names().map(str::to_string).collect();
-    let manifest = Manifest {
-        tool: "lockbench",
-        version: TOOL_VERSION,
-        git_commit: Some(env!("LOCKBENCH_GIT_COMMIT").to_string()).filter(|c| !c.is_empty()),
-        command: "bench".to_string(),
-        args: std::env::args().collect(),
-        seed: None,
-        threads: 0,
-        created_unix_s: unix_now_s(),
-        machine: Machine::current(),
-        specs: Vec::new(),
-        files,
-    };
-    let mut manifest = serde_json::to_value(&manifest)?;
+    let mut manifest = serde_json::to_value(shared::manifest(&out, "bench", None, 0, Vec::new()))?;
     // The servers measured, with passwords removed: the config's URLs never reach a file as given.
     manifest["backends"] = serde_json::json!(command
         .backends
@@ -177,8 +164,5 @@ fn write_results(
         .map(|c| serde_json::json!({ "backend": c.kind.name(), "urls": c.display_url(), "namespace": c.namespace }))
         .collect::<Vec<_>>());
     manifest["config"] = serde_json::json!(command.config_path.display().to_string());
-    out.add("manifest.json", serde_json::to_vec_pretty(&manifest)?)?;
-    let path = out.commit().context("writing the results directory")?;
-    eprintln!("results written to {}", path.display());
-    Ok(())
+    shared::commit(out, &manifest)
 }

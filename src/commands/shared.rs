@@ -83,27 +83,43 @@ pub fn write_results(
         ),
     )?;
     out.add("results.json", serde_json::to_vec_pretty(json)?)?;
-    let files = out.file_names().map(str::to_string).collect();
-    let manifest = Manifest {
+    let specs = specs
+        .iter()
+        .map(|s| SpecRecord {
+            path: s.path.display().to_string(),
+            text: s.text.clone(),
+        })
+        .collect();
+    let manifest = manifest(&out, command, Some(run.seed), run.threads, specs);
+    commit(out, &manifest)
+}
+
+/// The manifest of a results directory whose other files are staged already.
+pub fn manifest(
+    out: &ResultsDir,
+    command: &str,
+    seed: Option<u64>,
+    threads: usize,
+    specs: Vec<SpecRecord>,
+) -> Manifest {
+    Manifest {
         tool: "lockbench",
         version: TOOL_VERSION,
         git_commit: Some(env!("LOCKBENCH_GIT_COMMIT").to_string()).filter(|c| !c.is_empty()),
         command: command.to_string(),
         args: std::env::args().collect(),
-        seed: Some(run.seed),
-        threads: run.threads,
+        seed,
+        threads,
         created_unix_s: unix_now_s(),
         machine: Machine::current(),
-        specs: specs
-            .iter()
-            .map(|s| SpecRecord {
-                path: s.path.display().to_string(),
-                text: s.text.clone(),
-            })
-            .collect(),
-        files,
-    };
-    out.add("manifest.json", serde_json::to_vec_pretty(&manifest)?)?;
+        specs,
+        files: out.file_names().map(str::to_string).collect(),
+    }
+}
+
+/// Adds the manifest last and moves the directory into place.
+pub fn commit(mut out: ResultsDir, manifest: &impl serde::Serialize) -> Result<()> {
+    out.add("manifest.json", serde_json::to_vec_pretty(manifest)?)?;
     let path = out.commit().context("writing the results directory")?;
     eprintln!("results written to {}", path.display());
     Ok(())
