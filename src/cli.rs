@@ -25,6 +25,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Measure acquire, renew, release and handoff latency of each lock backend.
     Bench(BenchArgs),
+    /// Run a workload for real (Postgres, a payment-API stub, a lock backend, racing workers)
+    /// and count double executions.
+    Replay(ReplayArgs),
 }
 
 /// Flags shared by the commands that simulate.
@@ -181,6 +184,92 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// Also write a results directory (manifest, CSV, histograms); it must not exist or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `lockbench replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Workload spec file (TOML).
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// Lock backend the workers race for.
+    #[arg(long, value_name = "NAME")]
+    pub backend: String,
+    /// Backend configuration; `[replay] database` (else the pg-session URL) holds the job's
+    /// tables.
+    #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
+    pub config: PathBuf,
+    /// Profile to replay (default: baseline, or the spec's first profile).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Volume multiplier.
+    #[arg(
+        long,
+        value_name = "X",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
+    pub scale: String,
+    /// Multiplier on every injected latency, episode, pause and TTL: at 0.05 a 300 s TTL lasts
+    /// 15 s. Results are shown in real-equivalent seconds.
+    #[arg(
+        long,
+        value_name = "F",
+        default_value = "0.05",
+        allow_hyphen_values = true
+    )]
+    pub time_scale: String,
+    /// Workers: the first runs the job, the others keep trying the lock, as a retry worker does.
+    #[arg(
+        long,
+        value_name = "W",
+        default_value = "2",
+        allow_hyphen_values = true
+    )]
+    pub workers: String,
+    /// Job runs.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "5",
+        allow_hyphen_values = true
+    )]
+    pub runs: String,
+    /// Seed: run i gets the episodes the simulator draws for replay i (random when omitted).
+    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
+    pub seed: Option<String>,
+    /// Hold the lock with this fixed TTL (real-equivalent), never renewed.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        conflicts_with = "heartbeat"
+    )]
+    pub ttl: Option<String>,
+    /// Hold a short lease renewed on a heartbeat, sized as `lockbench ttl` recommends (the
+    /// default when --ttl is not given).
+    #[arg(long)]
+    pub heartbeat: bool,
+    /// Writes carry the fencing token; Postgres refuses a stale one and the stale worker stops.
+    #[arg(long)]
+    pub fencing: bool,
+    /// Charges carry an idempotency key (period and customer); the stub refuses a second charge.
+    #[arg(long)]
+    pub idempotency_keys: bool,
+    /// Simulated replays to compare the live runtimes with (0: no comparison).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "20000",
+        allow_hyphen_values = true
+    )]
+    pub compare_replays: String,
+    /// Print machine-readable JSON instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a results directory; it must not exist or be empty.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Ttl(args) => commands::ttl::run(&args),
         Command::Validate(args) => commands::validate::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
+        Command::Replay(args) => commands::replay::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -31,8 +32,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// 2 for anything the user can fix in their input (flags, specs, output directory), 1 otherwise.
+/// 2 for anything the user can fix in their input (flags, specs, output directory), 130 for an
+/// interrupted run (after its cleanup), 1 otherwise.
 fn exit_code(error: &anyhow::Error) -> u8 {
+    if error.is::<commands::Interrupted>() {
+        return 130;
+    }
     let bad_input = error.chain().any(|cause| {
         cause.is::<options::UsageError>()
             || cause.is::<lockbench_workloads::SpecError>()

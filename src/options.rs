@@ -10,7 +10,7 @@ use lockbench_workloads::MAX_REPLAYS;
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode};
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use crate::cli::{BenchArgs, RunArgs, SimulateArgs, TtlArgs};
+use crate::cli::{BenchArgs, ReplayArgs, RunArgs, SimulateArgs, TtlArgs};
 
 /// Most worker threads accepted; more would only add contention on 2-64 core machines.
 const MAX_THREADS: usize = 1024;
@@ -25,7 +25,7 @@ pub struct UsageError {
     message: String,
 }
 
-fn usage(flag: &str, message: impl Into<String>) -> UsageError {
+pub fn usage(flag: &str, message: impl Into<String>) -> UsageError {
     UsageError {
         flag: flag.to_string(),
         message: message.into(),
@@ -342,4 +342,167 @@ fn positive_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
         return Err(usage(flag, "expected a duration above zero"));
     }
     Ok(d)
+}
+
+/// Most workers in one live replay.
+const MAX_WORKERS: usize = 16;
+/// Most live runs in one replay.
+const MAX_RUNS: u32 = 10_000;
+
+/// Options of `replay`.
+#[derive(Clone, Debug)]
+pub struct ReplayCommand {
+    pub spec: lockbench_workloads::WorkloadSpec,
+    pub profile: String,
+    pub scale: f64,
+    pub live: lockbench_workloads::live::LiveOptions,
+    pub heartbeat: Option<lockbench_analysis::Heartbeat>,
+    pub compare_replays: u64,
+    pub json: bool,
+    pub out: Option<PathBuf>,
+}
+
+impl ReplayCommand {
+    /// Checks `replay`'s flags, reads the spec and the config. The run timeout is filled in later,
+    /// from the simulated runtimes.
+    pub fn resolve(args: &ReplayArgs) -> Result<Self, anyhow::Error> {
+        use lockbench_workloads::live::{LiveOptions, LockMode};
+        let spec = lockbench_workloads::WorkloadSpec::load(&args.spec)?;
+        let profile = match &args.profile {
+            Some(p) => {
+                spec.profile(p)?;
+                p.clone()
+            }
+            None => spec
+                .profiles
+                .iter()
+                .find(|p| p.name == lockbench_workloads::IMPLICIT_PROFILE)
+                .or(spec.profiles.first())
+                .map_or(lockbench_workloads::IMPLICIT_PROFILE.to_string(), |p| {
+                    p.name.clone()
+                }),
+        };
+        let text = std::fs::read_to_string(&args.config).map_err(|e| {
+            usage(
+                "--config",
+                format!("{}: cannot read it ({e}); the default lockbench.toml sits at the repository root", args.config.display()),
+            )
+        })?;
+        let config_error = |e: lockbench_locks::ConfigError| {
+            usage("--config", format!("{}: {e}", args.config.display()))
+        };
+        let configs = lockbench_locks::parse_config(&text).map_err(config_error)?;
+        let kind = BackendKind::parse(&args.backend).ok_or_else(|| {
+            usage(
+                "--backend",
+                format!(
+                    "unknown backend \"{}\"; expected one of: {}",
+                    args.backend,
+                    BackendKind::names()
+                ),
+            )
+        })?;
+        let backend = configs
+            .into_iter()
+            .find(|c| c.kind == kind)
+            .ok_or_else(|| {
+                usage(
+                    "--backend",
+                    format!(
+                        "{} is not configured in {}",
+                        args.backend,
+                        args.config.display()
+                    ),
+                )
+            })?;
+        let database = lockbench_locks::replay_database(&text)
+            .map_err(config_error)?
+            .ok_or_else(|| {
+                usage(
+                    "--config",
+                    format!(
+                        "{} names no Postgres for the replay's tables; add [replay] database = \"postgres://...\"",
+                        args.config.display()
+                    ),
+                )
+            })?;
+        let scale = parse_scale("--scale", &args.scale)?;
+        let time_scale: f64 = parse_number(
+            "--time-scale",
+            &args.time_scale,
+            "a factor such as 0.05 (1 s of the job takes 50 ms)",
+        )?;
+        if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= 1.0) {
+            return Err(usage(
+                "--time-scale",
+                format!(
+                    "expected a factor above 0 and at most 1, got {}",
+                    args.time_scale
+                ),
+            )
+            .into());
+        }
+        let workers: usize = parse_number("--workers", &args.workers, "a whole number of workers")?;
+        if !(1..=MAX_WORKERS).contains(&workers) {
+            return Err(usage(
+                "--workers",
+                format!("expected 1 to {MAX_WORKERS}, got {workers}"),
+            )
+            .into());
+        }
+        let runs: u32 = parse_number("--runs", &args.runs, "a whole number of job runs")?;
+        if !(1..=MAX_RUNS).contains(&runs) {
+            return Err(usage("--runs", format!("expected 1 to {MAX_RUNS}, got {runs}")).into());
+        }
+        let seed = match &args.seed {
+            Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1")?,
+            None => random_seed(),
+        };
+        let compare_replays: u64 = parse_number(
+            "--compare-replays",
+            &args.compare_replays,
+            "a whole number of simulated replays",
+        )?;
+        if compare_replays > MAX_REPLAYS {
+            return Err(usage(
+                "--compare-replays",
+                format!("expected at most {MAX_REPLAYS}, got {compare_replays}"),
+            )
+            .into());
+        }
+        let (mode, heartbeat) = match &args.ttl {
+            Some(text) => (LockMode::FixedTtl(positive_duration("--ttl", text)?), None),
+            None => {
+                let pause_p999 = spec.profile(&profile).ok().and_then(|p| p.pause_p999());
+                let h = lockbench_analysis::heartbeat(pause_p999);
+                let policy = lockbench_locks::HeartbeatPolicy {
+                    lease_ttl: h.lease_ttl,
+                    renewal_interval: h.renewal_interval,
+                    give_up_after: h.give_up_after,
+                };
+                (LockMode::Heartbeat(policy), Some(h))
+            }
+        };
+        Ok(ReplayCommand {
+            spec,
+            profile,
+            scale,
+            live: LiveOptions {
+                runs,
+                workers,
+                time_scale,
+                seed,
+                mode,
+                fencing: args.fencing,
+                idempotency_keys: args.idempotency_keys,
+                database_url: database,
+                backend,
+                run_timeout: Duration::from_secs(60),
+            },
+            heartbeat,
+            compare_replays,
+            json: args.json,
+            out: args.out.clone(),
+        })
+    }
 }

@@ -10,14 +10,21 @@ pub struct Progress {
 impl Progress {
     /// A bar for `total` replays; hidden unless stderr is a terminal.
     pub fn new(total: u64) -> Self {
+        Self::bar(total, "replays")
+    }
+
+    /// A bar for `total` things called `unit`, ticking on its own so that slow steps still show
+    /// life; hidden unless stderr is a terminal.
+    pub fn bar(total: u64, unit: &str) -> Self {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {msg:32} [{bar:30}] {human_pos}/{human_len} replays, {eta} left",
-            )
-            .expect("static template is valid")
+            ProgressStyle::with_template(&format!(
+                "{{spinner}} {{msg:32}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit}, {{eta}} left"
+            ))
+            .expect("template is valid")
             .progress_chars("=> "),
         );
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
         Progress { bar }
     }
 

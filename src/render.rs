@@ -398,3 +398,149 @@ renew_p50_us,renew_p99_us,release_p50_us,release_p99_us,handoff_p50_us,handoff_p
     }
     out.into_bytes()
 }
+
+/// The summary `replay` prints: what ran, runtimes beside the simulator's, what went twice, and
+/// how faithful the injected latency was.
+pub fn replay_summary(j: &serde_json::Value) -> String {
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let u = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let secs = |v: &serde_json::Value| format_seconds(Duration::from_secs_f64(f(v).max(0.0)));
+    let mut out = String::new();
+    let time_scale = f(&j["time_scale"]);
+    let _ = writeln!(
+        out,
+        "replay {} / {} x{} ({} {}) on {}: {} runs, {} workers, time scale {} (1 s of the job took {})",
+        j["workload"].as_str().unwrap_or(""),
+        j["profile"].as_str().unwrap_or(""),
+        f(&j["scale"]),
+        u(&j["volume"]),
+        j["unit"].as_str().unwrap_or(""),
+        j["backend"].as_str().unwrap_or(""),
+        u(&j["runs"]),
+        u(&j["workers"]),
+        time_scale,
+        format_duration(Duration::from_secs_f64(time_scale)),
+    );
+    let mode = match j["mode"].as_str() {
+        Some("ttl") => format!("fixed TTL {}", secs(&j["ttl_s"])),
+        _ => format!(
+            "heartbeat: lease {}, renew every {}, give up after {}",
+            secs(&j["heartbeat"]["lease_ttl_s"]),
+            secs(&j["heartbeat"]["renewal_interval_s"]),
+            secs(&j["heartbeat"]["give_up_after_s"])
+        ),
+    };
+    let mut extras = Vec::new();
+    if j["fencing"].as_bool() == Some(true) {
+        extras.push("fencing");
+    }
+    if j["idempotency_keys"].as_bool() == Some(true) {
+        extras.push("idempotency keys");
+    }
+    let _ = writeln!(
+        out,
+        "lock: {mode}{}",
+        if extras.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", extras.join(", "))
+        }
+    );
+    let r = &j["runtime_s"];
+    let _ = writeln!(
+        out,
+        "\nruntime (real-equivalent)   P50 {:>10}  P99 {:>10}  max {:>10}  mean {:>10}",
+        secs(&r["p50"]),
+        secs(&r["p99"]),
+        secs(&r["max"]),
+        secs(&r["mean"])
+    );
+    if let Some(sim) = j["simulated"].as_object() {
+        let s = &sim["runtime_s"];
+        let _ = writeln!(
+            out,
+            "simulated ({:>7} replays)  P50 {:>10}  P99 {:>10}  max {:>10}  mean {:>10}",
+            format_count(u(&sim["replays"])),
+            secs(&s["p50"]),
+            secs(&s["p99"]),
+            secs(&s["max"]),
+            secs(&s["mean"])
+        );
+        let _ = writeln!(
+            out,
+            "live / simulated            P50 {:>10.3}  {:>25}  mean {:>10.3}",
+            f(&sim["p50_ratio"]),
+            "",
+            f(&sim["mean_ratio"])
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\ndouble executions: {} items, in {} of {} runs",
+        u(&j["double_executions"]),
+        u(&j["runs_with_double_execution"]),
+        u(&j["runs"])
+    );
+    if !j["duplicate_charges_accepted"].is_null() {
+        let _ = writeln!(
+            out,
+            "duplicate charges accepted by the payment API: {}",
+            u(&j["duplicate_charges_accepted"])
+        );
+    }
+    if !j["out_of_order"].is_null() {
+        let _ = writeln!(
+            out,
+            "migrations applied at or behind the pointer: {}",
+            u(&j["out_of_order"])
+        );
+    }
+    let _ = writeln!(
+        out,
+        "stale writes refused by fencing: {}; retry-worker takeovers: {}; job runs stopped early: {}; releases refused (lease gone): {}",
+        u(&j["stale_writes_rejected"]),
+        u(&j["takeovers"]),
+        u(&j["aborted_job_runs"]),
+        u(&j["releases_refused"])
+    );
+    let rows = j["injected_latency"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(
+            j["injected_latency_per_step"]
+                .as_array()
+                .into_iter()
+                .flatten(),
+        )
+        .collect::<Vec<_>>();
+    if !rows.is_empty() {
+        let targets = rows;
+        let _ = writeln!(
+            out,
+            "\ninjected latency (real-equivalent ms)    requested P50  achieved P50  requested P99  achieved P99  real cost"
+        );
+        for t in targets {
+            let _ = writeln!(
+                out,
+                "  {:<22} {:>9} calls {:>10.3} {:>13.3} {:>14.3} {:>13.3} {:>8.0} us{}",
+                match t["step"].as_str() {
+                    Some(step) => format!("  {step}"),
+                    None => t["target"].as_str().unwrap_or("").to_string(),
+                },
+                format_count(u(&t["calls"])),
+                f(&t["requested_p50_ms"]),
+                f(&t["achieved_p50_ms"]),
+                f(&t["requested_p99_ms"]),
+                f(&t["achieved_p99_ms"]),
+                f(&t["real_cost_us"]),
+                if t["within_tolerance"].as_bool() == Some(true) {
+                    ""
+                } else {
+                    "  (outside 5 % / 100 us)"
+                }
+            );
+        }
+    }
+    out
+}

@@ -15,7 +15,7 @@ pub use growth::{GrowthFit, fit_growth};
 pub use summary::{RuntimeSummary, tail_samples_needed};
 pub use ttl::{
     ALERT_SHARE, CurrentTtlRisk, DEFAULT_SAFETY_FACTOR, Heartbeat, MIN_LEASE, ProfileP999,
-    TtlInputs, TtlRecommendation, VolumePoint, exceedance, recommend, review_scales,
+    TtlInputs, TtlRecommendation, VolumePoint, exceedance, heartbeat, recommend, review_scales,
 };
 
 /// Serialises a `Duration` as seconds (f64), for JSON fields whose name ends in `_s`.

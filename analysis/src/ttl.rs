@@ -220,7 +220,7 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
 /// that begins just before a renewal is due must end before the give-up deadline:
 /// lease/3 + stall <= 2 lease/3, so lease >= 3 x stall. The last third of the lease is the margin
 /// for the renewal round trip and clock drift before the backend frees the lock.
-fn heartbeat(stall: Option<Duration>) -> Heartbeat {
+pub fn heartbeat(stall: Option<Duration>) -> Heartbeat {
     let needed = stall.map_or(Duration::ZERO, |s| s * 3);
     // Whole seconds: a lease of 31.27 s reads as false precision.
     let lease = needed.max(MIN_LEASE).as_secs_f64().ceil();

@@ -164,6 +164,14 @@ struct FileConfig {
     connect_timeout: Option<String>,
     #[serde(default)]
     backends: std::collections::BTreeMap<String, FileBackend>,
+    #[serde(default)]
+    replay: Option<FileReplay>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileReplay {
+    database: String,
 }
 
 #[derive(Deserialize)]
@@ -204,10 +212,8 @@ fn duration_field(
     }
 }
 
-/// Parses a configuration file's text into one [`BackendConfig`] per configured backend, in the
-/// order of [`BackendKind::ALL`]. `${NAME}` in URLs is replaced from the environment.
-pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
-    let file: FileConfig = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+fn parse_file(text: &str) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Invalid {
         field: e
             .span()
             .map(|s| {
@@ -218,7 +224,29 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
             })
             .unwrap_or_else(|| "config".to_string()),
         message: e.message().split_whitespace().collect::<Vec<_>>().join(" "),
-    })?;
+    })
+}
+
+/// The Postgres the live replay keeps its tables in: `[replay] database`, or else the first URL of
+/// `pg-session` or `pg-xact`; `None` when the config names none. `${NAME}` is replaced from the
+/// environment.
+pub fn replay_database(text: &str) -> Result<Option<String>, ConfigError> {
+    let file = parse_file(text)?;
+    if let Some(replay) = file.replay {
+        return substitute_env("replay.database", &replay.database).map(Some);
+    }
+    for name in ["pg-session", "pg-xact"] {
+        if let Some(url) = file.backends.get(name).and_then(|b| b.urls.first()) {
+            return substitute_env(&format!("backends.{name}.urls"), url).map(Some);
+        }
+    }
+    Ok(None)
+}
+
+/// Parses a configuration file's text into one [`BackendConfig`] per configured backend, in the
+/// order of [`BackendKind::ALL`]. `${NAME}` in URLs is replaced from the environment.
+pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
+    let file = parse_file(text)?;
     let namespace = file.namespace.trim().to_string();
     if namespace.is_empty()
         || !namespace

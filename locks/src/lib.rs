@@ -14,7 +14,10 @@ mod error;
 mod heartbeat;
 mod lease;
 
-pub use config::{BackendConfig, BackendKind, ConfigError, Redacted, parse_config, substitute_env};
+pub use config::{
+    BackendConfig, BackendKind, ConfigError, Redacted, parse_config, replay_database,
+    substitute_env,
+};
 pub use error::LockError;
 pub use heartbeat::{Heartbeat, HeartbeatPolicy, HeartbeatState};
 pub use lease::{Capabilities, FencingSource, Lease, LockScope, new_token};

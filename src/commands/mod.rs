@@ -1,8 +1,14 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod replay;
 pub mod simulate;
 pub mod ttl;
 pub mod validate;
 
 pub mod shared;
+
+/// A run stopped by Ctrl-C after cleaning up: exit code 130.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted; {0}")]
+pub struct Interrupted(pub String);

@@ -9,6 +9,7 @@
 pub mod duration;
 mod error;
 pub mod latency;
+pub mod live;
 mod model;
 pub mod sampler;
 mod sim;

@@ -4,7 +4,7 @@
 use crate::error::SpecError;
 use crate::latency::Latency;
 use crate::sampler::Sampler;
-use crate::spec::{Profile, WorkloadSpec};
+use crate::spec::{Profile, Target, WorkloadSpec};
 
 /// Largest number of items one job run may have, to bound a simulation's work.
 pub const MAX_ITEMS: u64 = 1_000_000_000;
@@ -12,6 +12,8 @@ pub const MAX_ITEMS: u64 = 1_000_000_000;
 /// One step, ready to sample.
 #[derive(Clone, Debug)]
 pub(crate) struct CompiledStep {
+    pub name: String,
+    pub target: Target,
     pub base: Sampler,
     pub per_unit: Option<Sampler>,
     pub mask: u64,
@@ -54,6 +56,8 @@ pub struct ReplayModel {
     pub volume: u64,
     pub(crate) items: u64,
     pub(crate) units_per_item: f64,
+    /// True when the spec fixes the item count (migrations, each on the whole volume).
+    pub(crate) fixed_items: bool,
     pub(crate) concurrency: usize,
     pub(crate) steps: Vec<CompiledStep>,
     pub(crate) episodes: Vec<CompiledEpisode>,
@@ -86,6 +90,8 @@ impl ReplayModel {
             .map(|(i, step)| {
                 let (latency, factor) = effective_latency(spec, profile, i);
                 CompiledStep {
+                    name: step.name.clone(),
+                    target: step.target,
                     base: Sampler::new(latency, factor),
                     per_unit: step.per_unit.as_ref().map(|l| Sampler::new(l, factor)),
                     mask: 1 << i,
@@ -140,6 +146,7 @@ impl ReplayModel {
             } else {
                 1.0
             },
+            fixed_items: spec.workload.items.is_some(),
             concurrency: spec.workload.concurrency as usize,
             steps,
             episodes,

@@ -128,9 +128,8 @@ impl PauseTimeline<'_> {
     fn get(&mut self, i: usize) -> (f64, f64) {
         while self.pauses.len() <= i {
             let previous_end = self.pauses.last().map_or(0.0, |(p, d)| p + d);
-            let gap = -self.spec.mean_interval_s * (-unit_f64(self.rng.next_u64())).ln_1p();
-            let length = self.spec.duration.sample(&mut self.rng);
-            self.pauses.push((previous_end + gap, length));
+            let next = next_pause(self.spec, &mut self.rng, previous_end);
+            self.pauses.push(next);
         }
         self.pauses[i]
     }
@@ -150,6 +149,101 @@ impl PauseTimeline<'_> {
             }
             i += 1;
         }
+    }
+}
+
+/// The pause after one that ended at `previous_end`: (start, length), exponential gaps.
+fn next_pause(spec: &CompiledPauses, rng: &mut SmallRng, previous_end: f64) -> (f64, f64) {
+    let gap = -spec.mean_interval_s * (-unit_f64(rng.next_u64())).ln_1p();
+    let length = spec.duration.sample(rng);
+    (previous_end + gap, length)
+}
+
+/// The environment of one live job run: the episodes that happen in it, drawn exactly as the
+/// simulator draws replay `index`'s, and how long each call must take under them. Every worker of
+/// the run shares it (a slow database is slow for everybody); per-call noise comes from each
+/// worker's own stream.
+#[derive(Clone, Debug)]
+pub(crate) struct LiveScenario {
+    windows: Vec<Window>,
+}
+
+impl LiveScenario {
+    pub(crate) fn draw(model: &ReplayModel, rng: &mut SmallRng) -> Self {
+        LiveScenario {
+            windows: model
+                .episodes
+                .iter()
+                .filter_map(|ep| realise(ep, rng))
+                .collect(),
+        }
+    }
+
+    /// Seconds from `t` (seconds since the run began) until a call of step `step` begun then
+    /// completes: blocks waited out first, then the call's work under the slowdowns active at its
+    /// start, as the simulator's engines do.
+    pub(crate) fn call_seconds(
+        &self,
+        model: &ReplayModel,
+        step: usize,
+        t: f64,
+        rng: &mut SmallRng,
+    ) -> f64 {
+        let compiled = &model.steps[step];
+        let mut start = t;
+        for _ in 0..=self.windows.len() {
+            let blocker = self.windows.iter().find(|w| {
+                w.factor.is_none()
+                    && w.mask & compiled.mask != 0
+                    && start >= w.start
+                    && start < w.end
+            });
+            match blocker {
+                Some(w) => start = w.end,
+                None => break,
+            }
+        }
+        let factor: f64 = self
+            .windows
+            .iter()
+            .filter(|w| w.mask & compiled.mask != 0 && start >= w.start && start < w.end)
+            .filter_map(|w| w.factor)
+            .product();
+        let mut work = compiled.base.sample(rng);
+        if let Some(per_unit) = &compiled.per_unit {
+            work += per_unit.sample(rng) * model.units_per_item;
+        }
+        (start - t) + work * factor
+    }
+}
+
+/// One live worker's stop-the-world pauses, generated as the simulator generates them.
+pub(crate) struct LivePauses {
+    spec: Option<CompiledPauses>,
+    rng: SmallRng,
+    next: (f64, f64),
+}
+
+impl LivePauses {
+    pub(crate) fn new(model: &ReplayModel, mut rng: SmallRng) -> Self {
+        let spec = model.pauses.clone();
+        let next = spec
+            .as_ref()
+            .map_or((f64::INFINITY, 0.0), |s| next_pause(s, &mut rng, 0.0));
+        LivePauses { spec, rng, next }
+    }
+
+    /// Total length of the pauses due by `t` (seconds since the run began) and not yet taken.
+    pub(crate) fn due(&mut self, t: f64) -> f64 {
+        let mut total = 0.0;
+        // Bounded: each pass consumes one pause that starts no later than t.
+        while self.next.0 <= t {
+            let Some(spec) = &self.spec else { break };
+            total += self.next.1;
+            let end = self.next.0 + self.next.1;
+            self.next = next_pause(spec, &mut self.rng, end);
+        }
+        total
     }
 }
 
@@ -406,6 +500,56 @@ fn unit_f64(word: u64) -> f64 {
 mod tests {
     use super::*;
     use crate::WorkloadSpec;
+
+    /// A live call waits out a block window, then takes its work under the slowdowns active when
+    /// it starts, as the simulator's engines do.
+    #[test]
+    fn live_calls_wait_out_blocks_and_take_slowdowns() {
+        let text = r#"
+            [workload]
+            name = "w"
+            volume = 10
+            [[steps]]
+            name = "q"
+            target = "db"
+            latency = { dist = "constant", value = "1s" }
+            [[profiles]]
+            name = "p"
+            [[profiles.episodes]]
+            name = "block"
+            target = "db"
+            start = "10s"
+            duration = "5s"
+            block = true
+            [[profiles.episodes]]
+            name = "slow"
+            target = "db"
+            start = "12s"
+            duration = "10s"
+            slowdown = 3.0
+        "#;
+        let spec = WorkloadSpec::parse(text, std::path::Path::new("w.toml")).unwrap();
+        let model = ReplayModel::new(&spec, "p", 1.0).unwrap();
+        let mut rng = replay_rng(1, 0);
+        let scenario = LiveScenario::draw(&model, &mut rng);
+        assert_eq!(scenario.call_seconds(&model, 0, 0.0, &mut rng), 1.0);
+        // Blocked from 11 s to 15 s, then 3 x 1 s under the slowdown active at 15 s.
+        assert_eq!(scenario.call_seconds(&model, 0, 11.0, &mut rng), 4.0 + 3.0);
+        assert_eq!(scenario.call_seconds(&model, 0, 30.0, &mut rng), 1.0);
+    }
+
+    #[test]
+    fn live_pauses_come_due_once() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/billing.toml");
+        let spec = WorkloadSpec::load(&path).unwrap();
+        let model = ReplayModel::new(&spec, "gc-pressure", 1.0).unwrap();
+        let mut pauses = LivePauses::new(&model, replay_rng(3, 0));
+        let first = pauses.due(10_000.0);
+        assert!(first > 0.0, "about 110 pauses are due in 10,000 s");
+        assert_eq!(pauses.due(10_000.0), 0.0, "a pause is taken once");
+        let none = ReplayModel::new(&spec, "baseline", 1.0).unwrap();
+        assert_eq!(LivePauses::new(&none, replay_rng(3, 0)).due(1e9), 0.0);
+    }
 
     /// The one-lane fast path must give exactly what the general lane engine gives.
     #[test]

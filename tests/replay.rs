@@ -1,0 +1,350 @@
+//! `lockbench replay` against the real Postgres and Redis that scripts/services.sh starts: the
+//! billing incident reproduced and each defence shown, migrations applied twice, nothing left
+//! behind (also after Ctrl-C), and bad input refused in one line.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const BILLING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
+const MIGRATION: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/workloads/specs/migration.toml"
+);
+const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml");
+const PG_PORT: &str = "5442";
+const REDIS_PORT: &str = "6390";
+const START: &str = "start them with scripts/services.sh up";
+
+fn lockbench() -> Command {
+    Command::cargo_bin("lockbench").unwrap()
+}
+
+/// The default config under a namespace of the test's own, so that leftovers can be looked for.
+fn config(dir: &Path, tag: &str) -> (PathBuf, String) {
+    let namespace = format!("lbtest_{}_{tag}", std::process::id());
+    let text = std::fs::read_to_string(CONFIG).unwrap().replace(
+        "namespace = \"lockbench\"",
+        &format!("namespace = \"{namespace}\""),
+    );
+    let path = dir.join(format!("{tag}.toml"));
+    std::fs::write(&path, text).unwrap();
+    (path, namespace)
+}
+
+fn replay(config: &Path, args: &[&str]) -> Value {
+    let out = lockbench()
+        .args(["replay", "--config", config.to_str().unwrap(), "--json"])
+        .args(["--compare-replays", "0", "--seed", "11"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "replay {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+fn tool_output(program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} is needed ({e}); {START}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}; is the server up? {START}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Schemas, lock keys and fencing counters the namespace still has on the servers.
+fn leftovers(namespace: &str) -> (String, String) {
+    let schemas = tool_output(
+        "psql",
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            PG_PORT,
+            "-U",
+            "postgres",
+            "-At",
+            "-c",
+            &format!(
+                "SELECT string_agg(nspname, ',') FROM pg_namespace WHERE nspname LIKE '{namespace}%'"
+            ),
+        ],
+    );
+    let keys = tool_output(
+        "redis-cli",
+        &[
+            "-p",
+            REDIS_PORT,
+            "--scan",
+            "--pattern",
+            &format!("{namespace}*"),
+        ],
+    );
+    (schemas, keys)
+}
+
+fn assert_clean(namespace: &str) {
+    let (schemas, keys) = leftovers(namespace);
+    assert!(schemas.is_empty(), "schemas left behind: {schemas}");
+    assert!(keys.is_empty(), "redis keys left behind: {keys}");
+}
+
+fn per_run(v: &Value, field: &str) -> Vec<u64> {
+    v["per_run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[field].as_u64().unwrap())
+        .collect()
+}
+
+/// The seed's story at a tenth of its volume and a fiftieth of its time: a TTL well under the
+/// incident's runtime, a retry worker, and what each defence changes.
+#[test]
+fn billing_incident_double_charges_and_each_defence() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, namespace) = config(dir.path(), "billing");
+    let common = [
+        BILLING,
+        "--backend",
+        "redis",
+        "--profile",
+        "month-end-incident",
+        "--scale",
+        "0.05",
+        "--time-scale",
+        "0.02",
+        "--runs",
+        "2",
+    ];
+    let with = |extra: &[&str]| {
+        let args: Vec<&str> = common.iter().chain(extra).copied().collect();
+        replay(&config, &args)
+    };
+
+    let ttl = with(&["--ttl", "5s"]);
+    assert_eq!(ttl["mode"], "ttl");
+    assert!(
+        per_run(&ttl, "double_executions").iter().all(|&d| d > 0),
+        "a TTL under the runtime double-charges in every run: {ttl}"
+    );
+    assert!(ttl["duplicate_charges_accepted"].as_u64().unwrap() > 0);
+    assert!(ttl["takeovers"].as_u64().unwrap() >= 2);
+    assert!(ttl["runtime_s"]["p50"].as_f64().unwrap() > 5.0);
+    for field in ["p50", "p99", "p999", "max", "mean"] {
+        assert!(ttl["runtime_s"][field].as_f64().is_some(), "{field}");
+    }
+    let targets: Vec<&str> = ttl["injected_latency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["db", "api"]);
+    for t in ttl["injected_latency"].as_array().unwrap() {
+        for f in [
+            "requested_p50_ms",
+            "achieved_p50_ms",
+            "requested_p99_ms",
+            "achieved_p99_ms",
+        ] {
+            assert!(t[f].as_f64().unwrap() > 0.0, "{f}");
+        }
+    }
+
+    let heartbeat = with(&["--heartbeat"]);
+    assert_eq!(heartbeat["mode"], "heartbeat");
+    assert_eq!(heartbeat["heartbeat"]["lease_ttl_s"], 30.0);
+    assert_eq!(heartbeat["double_executions"], 0, "{heartbeat}");
+    assert_eq!(heartbeat["duplicate_charges_accepted"], 0);
+
+    let keys = with(&["--ttl", "5s", "--idempotency-keys"]);
+    assert!(
+        keys["double_executions"].as_u64().unwrap() > 0,
+        "both workers still run: {keys}"
+    );
+    assert_eq!(keys["duplicate_charges_accepted"], 0, "{keys}");
+
+    let fenced = with(&["--ttl", "5s", "--fencing"]);
+    assert!(
+        per_run(&fenced, "stale_writes_rejected")
+            .iter()
+            .all(|&s| s > 0),
+        "fencing refuses the stale worker's writes in every run: {fenced}"
+    );
+    assert!(
+        per_run(&fenced, "aborted").iter().all(|&a| a > 0),
+        "the stale worker stops"
+    );
+    assert_clean(&namespace);
+}
+
+#[test]
+fn migrations_apply_twice_under_a_short_ttl_and_results_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, namespace) = config(dir.path(), "migration");
+    let out = dir.path().join("replay");
+    let v = replay(
+        &config,
+        &[
+            MIGRATION,
+            "--backend",
+            "redis",
+            "--scale",
+            "0.05",
+            "--time-scale",
+            "0.05",
+            "--runs",
+            "2",
+            "--ttl",
+            "2s",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        per_run(&v, "double_executions").iter().all(|&d| d > 0),
+        "{v}"
+    );
+    assert!(v["out_of_order"].as_u64().unwrap() > 0);
+    assert!(v["duplicate_charges_accepted"].is_null());
+    assert!(v["real_rows"].as_u64().unwrap() >= 100);
+    for file in ["manifest.json", "results.json", "replay.csv", "replay.hlog"] {
+        assert!(out.join(file).is_file(), "{file} missing");
+    }
+    let csv = std::fs::read_to_string(out.join("replay.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "header and two runs");
+    assert_clean(&namespace);
+}
+
+#[test]
+fn ctrl_c_leaves_no_tables_keys_or_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config, namespace) = config(dir.path(), "interrupt");
+    let out = dir.path().join("never");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("lockbench"))
+        .args([
+            "replay",
+            BILLING,
+            "--backend",
+            "redis",
+            "--config",
+            config.to_str().unwrap(),
+            "--runs",
+            "1000",
+            "--scale",
+            "0.1",
+            "--time-scale",
+            "0.05",
+            "--compare-replays",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the replay's schema exists, then interrupt it mid-run.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while leftovers(&namespace).0.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the replay never created its schema"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    tool_output("kill", &["-INT", &child.id().to_string()]);
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(!out.exists(), "no half-written results");
+    assert_clean(&namespace);
+}
+
+#[test]
+fn replay_refuses_bad_input_in_one_line() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--backend", "mongo"],
+            &["--backend", "unknown backend \"mongo\""],
+        ),
+        (
+            &["--backend", "redis", "--time-scale", "0"],
+            &["--time-scale"],
+        ),
+        (
+            &["--backend", "redis", "--time-scale", "2"],
+            &["--time-scale", "at most 1"],
+        ),
+        (&["--backend", "redis", "--ttl", "-5s"], &["--ttl"]),
+        (&["--backend", "redis", "--workers", "0"], &["--workers"]),
+        (&["--backend", "redis", "--runs", "x"], &["--runs"]),
+        (
+            &["--backend", "redlock", "--fencing"],
+            &["--fencing", "redlock"],
+        ),
+    ];
+    for (args, fragments) in cases {
+        let out = lockbench()
+            .args([
+                "replay",
+                BILLING,
+                "--config",
+                CONFIG,
+                "--compare-replays",
+                "0",
+            ])
+            .args(*args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        for f in *fragments {
+            assert!(stderr.contains(f), "{args:?}: {stderr} lacks {f}");
+        }
+    }
+}
+
+#[test]
+fn an_unreachable_database_is_named_with_how_to_start_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("down.toml");
+    std::fs::write(
+        &config,
+        "[backends.redis]\nurls = [\"redis://127.0.0.1:6390\"]\n\n[replay]\ndatabase = \"postgres://postgres:hunter2@127.0.0.1:1/x\"\n",
+    )
+    .unwrap();
+    let out = lockbench()
+        .args([
+            "replay",
+            BILLING,
+            "--backend",
+            "redis",
+            "--compare-replays",
+            "0",
+        ])
+        .args(["--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("127.0.0.1:1") && stderr.contains("scripts/services.sh up"));
+    assert!(!stderr.contains("hunter2"), "password leaked: {stderr}");
+}

@@ -1,0 +1,1310 @@
+//! The job the workers run, the tables it runs on, and the bookkeeping of one live run.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use lockbench_core::RuntimeHistogram;
+use lockbench_locks::{FencingSource, Heartbeat, HeartbeatPolicy, Lease, LockBackend, Redacted};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use sqlx::postgres::{PgConnectOptions, PgSslMode};
+use sqlx::{AssertSqlSafe, Connection, PgConnection, Row};
+use tokio::sync::watch;
+
+use super::hold::hold_until;
+use super::proxy::{HOLD_TAG, PgProxy};
+use super::stub::{Ledger, PaymentStub, StubClient};
+use super::{InjectedLatency, LiveError, LiveOptions, LiveReplay, LiveReport, LockMode, RunRecord};
+use crate::model::ReplayModel;
+use crate::sim::{LivePauses, LiveScenario, replay_rng};
+use crate::spec::Target;
+
+/// Most items (customers) one live run may have: each is several real round trips.
+pub const MAX_LIVE_ITEMS: u64 = 200_000;
+/// Rows of a migration's real table at most: the injected latency carries the rest of the volume.
+const MAX_REAL_ROWS: u64 = 20_000;
+const MIN_REAL_ROWS: u64 = 100;
+/// Calls per worker and target measured before the first run, to learn what a call costs on top
+/// of its hold, and the hold they ask for (long enough to hide the server's own work).
+const CALIBRATION_CALLS: u32 = 20;
+const CALIBRATION_HOLD: Duration = Duration::from_millis(2);
+/// A retry worker tries the lock this often (real-equivalent), and never more than every 2 ms.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+const MIN_RETRY: Duration = Duration::from_millis(2);
+/// What one call may give to repaying earlier overruns: a share of its request, and at most an
+/// absolute amount, so that long calls (the tail) stay as long as asked.
+const MAX_REPAYMENT_SHARE: f64 = 0.25;
+const MAX_REPAYMENT_NS: f64 = 200_000.0;
+/// Overrun a step keeps to repay itself; beyond it, calls of every step share the repayment.
+const SPILL_NS: f64 = 2_000_000.0;
+/// The fidelity target: within 5 % or 100 us (compressed) of the request.
+const TOLERANCE_SHARE: f64 = 0.05;
+const TOLERANCE_ABS_NS: f64 = 100_000.0;
+/// The message of the exception the fencing function raises.
+const STALE: &str = "stale fencing token";
+
+/// What kind of job a spec becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// One item per unit of volume: customers.
+    Billing,
+    /// A fixed number of items on the whole volume: migrations.
+    Migration,
+}
+
+/// What one step does for real.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Read the customer's subscription.
+    Read,
+    /// Charge the customer through the stub.
+    Charge,
+    /// Another API call (no charge).
+    Call,
+    /// Write the customer's status (fenced on request).
+    Write,
+    /// Local work: a wait.
+    Local,
+    /// Part of a migration: which statements this step sends.
+    Migrate {
+        open: bool,
+        backfill: bool,
+        verify: bool,
+        advance: bool,
+    },
+}
+
+/// Everything the workers share for the whole replay.
+pub(crate) struct Shared {
+    pub model: ReplayModel,
+    pub options: LiveOptions,
+    pub schema: String,
+    pub key: String,
+    pub kind: Kind,
+    pub actions: Vec<Action>,
+    pub real_rows: Option<u64>,
+    pub worker_db: PgConnectOptions,
+    pub admin_db: PgConnectOptions,
+    pub database: String,
+    pub ledger: Arc<Mutex<Ledger>>,
+}
+
+impl Shared {
+    fn f(&self) -> f64 {
+        self.options.time_scale
+    }
+
+    /// The TTL each acquisition asks for, compressed.
+    fn lease_ttl(&self) -> Duration {
+        match self.options.mode {
+            LockMode::FixedTtl(ttl) => ttl.mul_f64(self.f()),
+            LockMode::Heartbeat(p) => p.lease_ttl.mul_f64(self.f()),
+        }
+    }
+
+    fn heartbeat(&self) -> Option<HeartbeatPolicy> {
+        match self.options.mode {
+            LockMode::FixedTtl(_) => None,
+            LockMode::Heartbeat(p) => Some(HeartbeatPolicy {
+                lease_ttl: p.lease_ttl.mul_f64(self.f()),
+                renewal_interval: p.renewal_interval.mul_f64(self.f()),
+                give_up_after: p.give_up_after.mul_f64(self.f()),
+            }),
+        }
+    }
+}
+
+/// Keeps a worker's calls at the length the model asks for: each hold is the request less the
+/// measured cost of a call around its hold (per target), less part of what earlier calls overran.
+/// A call whose real work is longer than its request (a 44 us compressed query that Postgres
+/// answers in 120 us) cannot be shortened: its overrun is repaid by later calls of the same step,
+/// a little at a time so that no call is shortened by much, and what a step cannot repay itself
+/// (every one of its calls is too short) by calls of any step. The run's total, the runtime,
+/// stays what the model asks for, and each step's own distribution as close as it can be.
+#[derive(Clone, Debug, Default)]
+struct Clock {
+    cost_ns: [f64; 3],
+    debt_ns: Vec<f64>,
+    shared_debt_ns: f64,
+}
+
+impl Clock {
+    /// The hold to ask for so that a call of step `step` to `target` takes `requested_ns`.
+    fn hold_for(&mut self, step: usize, target: Target, requested_ns: f64) -> f64 {
+        let budget = (MAX_REPAYMENT_SHARE * requested_ns).min(MAX_REPAYMENT_NS);
+        // Signed: a step whose calls came in short (the cost was overestimated) gets longer holds.
+        let own = self.debt_ns[step].clamp(-budget, budget);
+        let shared = self.shared_debt_ns.min(budget - own.max(0.0)).max(0.0);
+        self.debt_ns[step] -= own;
+        self.shared_debt_ns -= shared;
+        (requested_ns - self.cost_ns[target_index(target)] - own - shared).max(0.0)
+    }
+
+    /// Books a call's overrun (or, negative, what it came in under) against its step.
+    fn observe(&mut self, step: usize, requested_ns: f64, achieved_ns: f64) {
+        let debt = &mut self.debt_ns[step];
+        *debt = (*debt + achieved_ns - requested_ns).max(-SPILL_NS);
+        if *debt > SPILL_NS {
+            self.shared_debt_ns += *debt - SPILL_NS;
+            *debt = SPILL_NS;
+        }
+    }
+}
+
+/// Requested and achieved latency of one target, from one worker.
+#[derive(Clone, Debug)]
+struct TargetStats {
+    requested: RuntimeHistogram,
+    achieved: RuntimeHistogram,
+    hold_ns: f64,
+    achieved_ns: f64,
+}
+
+impl Default for TargetStats {
+    fn default() -> Self {
+        TargetStats {
+            requested: RuntimeHistogram::for_latency(),
+            achieved: RuntimeHistogram::for_latency(),
+            hold_ns: 0.0,
+            achieved_ns: 0.0,
+        }
+    }
+}
+
+const TARGETS: [Target; 3] = [Target::Db, Target::Api, Target::Cpu];
+
+fn target_index(t: Target) -> usize {
+    TARGETS
+        .iter()
+        .position(|x| *x == t)
+        .expect("every target listed")
+}
+
+fn target_name(t: Target) -> &'static str {
+    match t {
+        Target::Db => "db",
+        Target::Api => "api",
+        Target::Cpu => "cpu",
+    }
+}
+
+/// One worker: its own lock client, database connection (through the proxy) and API connection.
+pub(crate) struct Worker {
+    index: u64,
+    backend: Arc<dyn LockBackend>,
+    db: PgConnection,
+    api: StubClient,
+    clock: Clock,
+    stats: Vec<TargetStats>,
+}
+
+/// What a worker did in one run.
+#[derive(Debug, Default)]
+struct Outcome {
+    runtime: Option<Duration>,
+    takeover: bool,
+    aborted: bool,
+    stale: u64,
+    release_refused: bool,
+    granted_ttl: Option<Duration>,
+}
+
+/// Where the run stands, as the retry workers see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    Waiting,
+    Started(Instant),
+    Failed,
+}
+
+/// One run's shared state.
+struct RunContext {
+    run: u64,
+    scenario: LiveScenario,
+    start: watch::Sender<Start>,
+}
+
+/// What the replay accumulates over its runs.
+pub(crate) struct Accumulator {
+    pub runs: Vec<RunRecord>,
+    warnings: Vec<String>,
+}
+
+impl Accumulator {
+    fn warn(&mut self, message: String) {
+        if !self.warnings.contains(&message) {
+            self.warnings.push(message);
+        }
+    }
+}
+
+/// Builds everything; removes what it made if a later step fails.
+pub(crate) async fn prepare(
+    model: &ReplayModel,
+    options: &LiveOptions,
+) -> Result<LiveReplay, LiveError> {
+    if model.concurrency > 1 {
+        return Err(LiveError::Unsupported(format!(
+            "live replay runs one lane per worker; the spec has concurrency {}",
+            model.concurrency
+        )));
+    }
+    if model.items > MAX_LIVE_ITEMS {
+        return Err(LiveError::Unsupported(format!(
+            "{} items per run is more than a live replay runs ({MAX_LIVE_ITEMS}); lower --scale",
+            model.items
+        )));
+    }
+    let (kind, actions) = classify(model)?;
+    let database = Redacted(&options.database_url).to_string();
+    let admin_db = PgConnectOptions::from_str(&options.database_url)
+        .map_err(|e| LiveError::Database(format!("replay database {database}: {e}")))?;
+    let mut admin = connect_db(&admin_db, &database, options).await?;
+    let upstream = tokio::net::lookup_host((admin_db.get_host(), admin_db.get_port()))
+        .await
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            LiveError::Database(format!(
+                "replay database {database}: cannot resolve {}",
+                admin_db.get_host()
+            ))
+        })?;
+    if options.fencing {
+        let probe = lockbench_locks::connect(&options.backend).await?;
+        let source = probe.capabilities().fencing;
+        let _ = probe.close().await;
+        if source == FencingSource::None || !options.backend.fencing {
+            return Err(LiveError::Unsupported(format!(
+                "--fencing: {} gives no fencing token",
+                options.backend.kind.name()
+            )));
+        }
+    }
+    let schema = schema_name(&options.backend.namespace);
+    let real_rows = (kind == Kind::Migration).then(|| {
+        ((model.volume as f64 * options.time_scale).round() as u64)
+            .clamp(MIN_REAL_ROWS, MAX_REAL_ROWS)
+    });
+    let key = format!("replay:{}:{}", model.workload, schema);
+    let result = async {
+        create_tables(&mut admin, &schema, kind, model.items).await?;
+        let proxy = PgProxy::start(upstream)
+            .await
+            .map_err(|e| LiveError::Run(format!("starting the latency proxy: {e}")))?;
+        let stub = PaymentStub::start()
+            .await
+            .map_err(|e| LiveError::Run(format!("starting the payment-API stub: {e}")))?;
+        // A commit's fsync is real cost the model does not ask for (the spec's latency stands for
+        // the database's whole answer): without it a write's real cost stays well under a
+        // compressed call.
+        let worker_db = admin_db
+            .clone()
+            .host("127.0.0.1")
+            .port(proxy.addr.port())
+            .ssl_mode(PgSslMode::Disable)
+            .options([("synchronous_commit", "off")]);
+        let shared = Shared {
+            model: model.clone(),
+            options: options.clone(),
+            schema: schema.clone(),
+            key: key.clone(),
+            kind,
+            actions,
+            real_rows,
+            worker_db,
+            admin_db: admin_db.clone(),
+            database: database.clone(),
+            ledger: stub.ledger.clone(),
+        };
+        let mut workers = Vec::new();
+        let mut backends = Vec::new();
+        for index in 1..=options.workers as u64 {
+            let backend: Arc<dyn LockBackend> =
+                Arc::from(lockbench_locks::connect(&options.backend).await?);
+            backends.push(backend.clone());
+            let worker = connect_worker(&shared, index, backend, stub.addr).await;
+            match worker {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    close_all(&backends).await;
+                    return Err(e);
+                }
+            }
+        }
+        let mut warnings = Vec::new();
+        if matches!(options.mode, LockMode::Heartbeat(_)) && model.pauses.is_some() {
+            warnings.push(
+                "pauses stop the job's calls but not its heartbeat, which runs on a task of its own: \
+                 live runs do not show a lease lost to a long pause"
+                    .to_string(),
+            );
+        }
+        Ok(LiveReplay {
+            shared,
+            workers,
+            backends,
+            admin: Some(admin),
+            report: Accumulator {
+                runs: Vec::new(),
+                warnings,
+            },
+            _proxy: proxy,
+            _stub: stub,
+        })
+    }
+    .await;
+    if result.is_err() {
+        let _ = drop_schema(&admin_db, &schema).await;
+    }
+    result
+}
+
+async fn close_all(backends: &[Arc<dyn LockBackend>]) {
+    for b in backends {
+        let _ = b.close().await;
+    }
+}
+
+/// A schema name no other replay uses: namespace, process, counter.
+fn schema_name(namespace: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let clean: String = namespace
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!(
+        "{clean}_replay_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Turns the spec's steps into real work (see the module documentation of `live`).
+fn classify(model: &ReplayModel) -> Result<(Kind, Vec<Action>), LiveError> {
+    let steps = &model.steps;
+    let db: Vec<usize> = (0..steps.len())
+        .filter(|&i| steps[i].target == Target::Db)
+        .collect();
+    if model.fixed_items {
+        let (Some(&first), Some(&last)) = (db.first(), db.last()) else {
+            return Err(LiveError::Unsupported(
+                "a spec with a fixed item count runs live as migrations, which need a db step"
+                    .to_string(),
+            ));
+        };
+        let actions = steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match s.target {
+                Target::Db => {
+                    let backfill = s.per_unit.is_some();
+                    Action::Migrate {
+                        open: i == first,
+                        backfill,
+                        advance: i == last,
+                        verify: i != first && i != last && !backfill,
+                    }
+                }
+                Target::Api => Action::Call,
+                Target::Cpu => Action::Local,
+            })
+            .collect();
+        return Ok((Kind::Migration, actions));
+    }
+    let first_api = steps.iter().position(|s| s.target == Target::Api);
+    let last_db = db.last().copied();
+    let actions = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match s.target {
+            Target::Db => {
+                let writes = match first_api {
+                    Some(a) => i > a,
+                    None => Some(i) == last_db,
+                };
+                if writes { Action::Write } else { Action::Read }
+            }
+            Target::Api if Some(i) == first_api => Action::Charge,
+            Target::Api => Action::Call,
+            Target::Cpu => Action::Local,
+        })
+        .collect();
+    Ok((Kind::Billing, actions))
+}
+
+async fn connect_db(
+    options: &PgConnectOptions,
+    shown: &str,
+    live: &LiveOptions,
+) -> Result<PgConnection, LiveError> {
+    match tokio::time::timeout(
+        live.backend.connect_timeout,
+        PgConnection::connect_with(options),
+    )
+    .await
+    {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(unreachable_db(shown, &e.to_string())),
+        Err(_) => Err(unreachable_db(
+            shown,
+            &format!("no answer within {:?}", live.backend.connect_timeout),
+        )),
+    }
+}
+
+fn unreachable_db(shown: &str, reason: &str) -> LiveError {
+    LiveError::Database(format!(
+        "postgres: cannot reach the replay database {shown}: {reason}; start the local servers with scripts/services.sh up, or set [replay] database in the config"
+    ))
+}
+
+async fn exec(conn: &mut PgConnection, sql: String) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(AssertSqlSafe(sql))
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+fn db_error(what: &str, e: sqlx::Error) -> LiveError {
+    LiveError::Database(format!("postgres: {what}: {e}"))
+}
+
+async fn create_tables(
+    admin: &mut PgConnection,
+    s: &str,
+    kind: Kind,
+    items: u64,
+) -> Result<(), LiveError> {
+    let common = format!(
+        "CREATE SCHEMA {s};
+         CREATE TABLE {s}.fence_token (token bigint NOT NULL);
+         INSERT INTO {s}.fence_token VALUES (0);
+         CREATE FUNCTION {s}.fence(t bigint) RETURNS void LANGUAGE plpgsql AS $f$
+         BEGIN
+             UPDATE {s}.fence_token SET token = t WHERE token <= t;
+             IF NOT FOUND THEN RAISE EXCEPTION '{STALE} %', t; END IF;
+         END $f$;
+         CREATE TABLE {s}.job_done (run bigint PRIMARY KEY, worker bigint NOT NULL);"
+    );
+    let specific = match kind {
+        Kind::Billing => format!(
+            "CREATE TABLE {s}.customers (id bigint PRIMARY KEY, amount_cents bigint NOT NULL,
+                 status text NOT NULL DEFAULT 'due', charged_by bigint)
+                 WITH (fillfactor = 50);
+             INSERT INTO {s}.customers (id, amount_cents)
+                 SELECT g, 900 + (g * 7919) % 29000 FROM generate_series(1, {items}) g;"
+        ),
+        Kind::Migration => format!(
+            "CREATE TABLE {s}.pointer (applied bigint NOT NULL);
+             INSERT INTO {s}.pointer VALUES (0);
+             CREATE TABLE {s}.migration_log (run bigint NOT NULL, migration bigint NOT NULL,
+                 worker bigint NOT NULL, pointer_before bigint NOT NULL);"
+        ),
+    };
+    exec(admin, format!("{common}\n{specific}"))
+        .await
+        .map_err(|e| db_error("creating the replay tables", e))
+}
+
+/// Drops the replay's schema and everything in it, waiting at most 10 s for the locks of an
+/// interrupted worker's session to go.
+pub(crate) async fn drop_schema(
+    admin_db: &PgConnectOptions,
+    schema: &str,
+) -> Result<(), LiveError> {
+    let mut conn = PgConnection::connect_with(admin_db)
+        .await
+        .map_err(|e| db_error("dropping the replay schema", e))?;
+    let result = exec(
+        &mut conn,
+        format!("SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {schema} CASCADE"),
+    )
+    .await
+    .map_err(|e| db_error(&format!("dropping schema {schema}"), e));
+    let _ = conn.close().await;
+    result
+}
+
+async fn connect_worker(
+    shared: &Shared,
+    index: u64,
+    backend: Arc<dyn LockBackend>,
+    stub: SocketAddr,
+) -> Result<Worker, LiveError> {
+    let mut db = connect_db(&shared.worker_db, &shared.database, &shared.options).await?;
+    let mut api = StubClient::connect(stub)
+        .await
+        .map_err(|e| LiveError::Run(format!("connecting to the payment-API stub: {e}")))?;
+    // What a call costs on top of its hold: the hops between the job and the proxy or the stub and
+    // the hold's own lateness. Measured with a hold long enough to hide the server's work (the
+    // hold runs from the request's arrival), as a median: a fresh connection's first answers
+    // are slow.
+    let mut costs: [Vec<f64>; 3] = Default::default();
+    let hold = CALIBRATION_HOLD;
+    let tag = format!("{HOLD_TAG}{}*/ SELECT 1", hold.as_nanos());
+    for _ in 0..CALIBRATION_CALLS {
+        let started = Instant::now();
+        exec(&mut db, tag.clone())
+            .await
+            .map_err(|e| db_error("calibrating", e))?;
+        costs[0].push(started.elapsed().as_nanos() as f64);
+        let started = Instant::now();
+        api.post("/ping", "", hold, None)
+            .await
+            .map_err(|e| LiveError::Run(format!("calibrating the payment-API stub: {e}")))?;
+        costs[1].push(started.elapsed().as_nanos() as f64);
+        let started = Instant::now();
+        hold_until(started + hold).await;
+        costs[2].push(started.elapsed().as_nanos() as f64);
+    }
+    let cost = costs.map(|mut c| (median(&mut c) - hold.as_nanos() as f64).max(0.0));
+    let clock = Clock {
+        cost_ns: cost,
+        debt_ns: vec![0.0; shared.model.steps.len()],
+        shared_debt_ns: 0.0,
+    };
+    Ok(Worker {
+        index,
+        backend,
+        db,
+        api,
+        clock,
+        stats: vec![TargetStats::default(); shared.model.steps.len()],
+    })
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Resets the tables for run `run`.
+async fn reset(shared: &Shared, admin: &mut PgConnection) -> Result<(), LiveError> {
+    let s = &shared.schema;
+    let sql = match shared.kind {
+        Kind::Billing => format!(
+            "UPDATE {s}.customers SET status = 'due', charged_by = NULL;
+             UPDATE {s}.fence_token SET token = 0;"
+        ),
+        Kind::Migration => format!(
+            "DROP TABLE IF EXISTS {s}.accounts;
+             CREATE TABLE {s}.accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
+             INSERT INTO {s}.accounts SELECT g, g % 1000 FROM generate_series(1, {}) g;
+             UPDATE {s}.pointer SET applied = 0;
+             UPDATE {s}.fence_token SET token = 0;",
+            shared.real_rows.unwrap_or(MIN_REAL_ROWS)
+        ),
+    };
+    exec(admin, sql)
+        .await
+        .map_err(|e| db_error("resetting the replay tables", e))
+}
+
+/// One job run with every worker; returns its record.
+pub(crate) async fn run_once(
+    shared: &Shared,
+    workers: &mut [Worker],
+    admin: &mut PgConnection,
+    run: u64,
+    acc: &mut Accumulator,
+) -> Result<RunRecord, LiveError> {
+    reset(shared, admin).await?;
+    let mut rng = replay_rng(shared.options.seed, run);
+    let context = RunContext {
+        run,
+        scenario: LiveScenario::draw(&shared.model, &mut rng),
+        start: watch::channel(Start::Waiting).0,
+    };
+    let work = join_all(
+        workers
+            .iter_mut()
+            .enumerate()
+            .map(|(i, w)| work(shared, &context, w, i == 0)),
+    );
+    let outcomes = tokio::time::timeout(shared.options.run_timeout, work)
+        .await
+        .map_err(|_| {
+            LiveError::Run(format!(
+                "run {run} did not finish within {:?} of wall time",
+                shared.options.run_timeout
+            ))
+        })?;
+    let outcomes = outcomes.into_iter().collect::<Result<Vec<_>, _>>()?;
+    // Fencing counters and the like start again at the next run, as the fence table does.
+    workers[0].backend.cleanup(&shared.key).await?;
+    let first = &outcomes[0];
+    if let Some(granted) = first.granted_ttl {
+        let asked = shared.lease_ttl();
+        if granted > asked.mul_f64(1.1) {
+            acc.warn(format!(
+                "{} granted a {:?} lease for a requested {:?}: it rounds leases up, so the compressed TTL is longer than asked; raise --time-scale",
+                shared.options.backend.kind.name(),
+                granted,
+                asked
+            ));
+        }
+    }
+    let runtime = first.runtime.unwrap_or_default();
+    let (double, duplicates, out_of_order) = count(shared, admin, run).await?;
+    Ok(RunRecord {
+        run,
+        runtime_s: runtime.as_secs_f64() / shared.f(),
+        double_executions: double,
+        duplicate_charges_accepted: duplicates,
+        stale_writes_rejected: outcomes.iter().map(|o| o.stale).sum(),
+        out_of_order,
+        takeovers: outcomes.iter().filter(|o| o.takeover).count() as u64,
+        aborted: outcomes.iter().filter(|o| o.aborted).count() as u64,
+        releases_refused: outcomes.iter().filter(|o| o.release_refused).count() as u64,
+    })
+}
+
+/// Counts what went twice in run `run`: (double executions, duplicate charges accepted, out of
+/// order migrations).
+async fn count(
+    shared: &Shared,
+    admin: &mut PgConnection,
+    run: u64,
+) -> Result<(u64, Option<u64>, Option<u64>), LiveError> {
+    match shared.kind {
+        Kind::Billing => {
+            let charges: Vec<_> = {
+                let mut ledger = shared.ledger.lock().expect("ledger poisoned");
+                let (this, rest): (Vec<_>, Vec<_>) =
+                    ledger.charges.drain(..).partition(|c| c.period == run);
+                ledger.charges = rest;
+                this
+            };
+            let mut by_customer: HashMap<u64, (Vec<u64>, u64)> = HashMap::new();
+            for c in charges {
+                let entry = by_customer.entry(c.customer).or_default();
+                if !entry.0.contains(&c.worker) {
+                    entry.0.push(c.worker);
+                }
+                entry.1 += u64::from(c.accepted);
+            }
+            let double = by_customer.values().filter(|(w, _)| w.len() > 1).count() as u64;
+            let duplicates = by_customer
+                .values()
+                .map(|(_, accepted)| accepted.saturating_sub(1))
+                .sum();
+            Ok((double, Some(duplicates), None))
+        }
+        Kind::Migration => {
+            let s = &shared.schema;
+            let row = sqlx::raw_sql(AssertSqlSafe(format!(
+                "SELECT
+                   (SELECT count(*) FROM (SELECT migration FROM {s}.migration_log WHERE run = {run}
+                        GROUP BY migration HAVING count(*) > 1) twice),
+                   (SELECT count(*) FROM {s}.migration_log
+                        WHERE run = {run} AND pointer_before >= migration)"
+            )))
+            .fetch_one(admin)
+            .await
+            .map_err(|e| db_error("counting migrations applied twice", e))?;
+            let twice: i64 = row.try_get(0).map_err(|e| db_error("reading a count", e))?;
+            let out_of_order: i64 = row.try_get(1).map_err(|e| db_error("reading a count", e))?;
+            Ok((twice as u64, None, Some(out_of_order as u64)))
+        }
+    }
+}
+
+/// One worker's part of a run: take the lock (first) or keep trying it (retry), run the job
+/// unless it is finished, release.
+async fn work(
+    shared: &Shared,
+    context: &RunContext,
+    worker: &mut Worker,
+    first: bool,
+) -> Result<Outcome, LiveError> {
+    let result = work_inner(shared, context, worker, first).await;
+    if first && result.is_err() {
+        context.start.send_replace(Start::Failed);
+    }
+    result
+}
+
+async fn work_inner(
+    shared: &Shared,
+    context: &RunContext,
+    worker: &mut Worker,
+    first: bool,
+) -> Result<Outcome, LiveError> {
+    let ttl = shared.lease_ttl();
+    let mut outcome = Outcome::default();
+    let lease = if first {
+        let lease = worker
+            .backend
+            .try_acquire(&shared.key, ttl)
+            .await?
+            .ok_or_else(|| {
+                LiveError::Run(format!(
+                    "the lock was already held when run {} began",
+                    context.run
+                ))
+            })?;
+        context.start.send_replace(Start::Started(Instant::now()));
+        outcome.granted_ttl = Some(lease.ttl);
+        lease
+    } else {
+        let mut started = context.start.subscribe();
+        let state = *started
+            .wait_for(|s| *s != Start::Waiting)
+            .await
+            .map_err(|_| LiveError::Run("the first worker vanished".to_string()))?;
+        if state == Start::Failed {
+            return Ok(outcome);
+        }
+        let every = RETRY_EVERY.mul_f64(shared.f()).max(MIN_RETRY);
+        // Bounded by the run's timeout around every worker.
+        loop {
+            if let Some(lease) = worker.backend.try_acquire(&shared.key, ttl).await? {
+                break lease;
+            }
+            if *context.start.borrow() == Start::Failed {
+                return Ok(outcome);
+            }
+            tokio::time::sleep(every).await;
+        }
+    };
+    let acquired = Instant::now();
+    let heartbeat = shared
+        .heartbeat()
+        .map(|policy| Heartbeat::spawn(worker.backend.clone(), lease.clone(), policy));
+    let next = next_item(shared, context, worker).await?;
+    if let Some(next) = next {
+        outcome.takeover = !first;
+        let finished = run_job(
+            shared,
+            context,
+            worker,
+            &lease,
+            heartbeat.as_ref(),
+            next,
+            &mut outcome,
+        )
+        .await?;
+        if finished {
+            mark_done(shared, context, worker, &lease, &mut outcome).await?;
+        }
+    }
+    if let Some(h) = heartbeat {
+        h.stop();
+    }
+    outcome.release_refused = !worker.backend.release(&lease).await?;
+    if first {
+        outcome.runtime = Some(acquired.elapsed());
+    }
+    Ok(outcome)
+}
+
+/// The first item still to do, or `None` when the job is finished for this run.
+async fn next_item(
+    shared: &Shared,
+    context: &RunContext,
+    worker: &mut Worker,
+) -> Result<Option<u64>, LiveError> {
+    let s = &shared.schema;
+    match shared.kind {
+        Kind::Billing => {
+            let row = sqlx::raw_sql(AssertSqlSafe(format!(
+                "SELECT count(*) FROM {s}.job_done WHERE run = {}",
+                context.run
+            )))
+            .fetch_one(&mut worker.db)
+            .await
+            .map_err(|e| db_error("checking whether the job ran", e))?;
+            let done: i64 = row.try_get(0).map_err(|e| db_error("reading", e))?;
+            Ok((done == 0).then_some(1))
+        }
+        Kind::Migration => {
+            let row = sqlx::raw_sql(AssertSqlSafe(format!("SELECT applied FROM {s}.pointer")))
+                .fetch_one(&mut worker.db)
+                .await
+                .map_err(|e| db_error("reading the migration pointer", e))?;
+            let applied: i64 = row.try_get(0).map_err(|e| db_error("reading", e))?;
+            let next = applied as u64 + 1;
+            Ok((next <= shared.model.items).then_some(next))
+        }
+    }
+}
+
+/// The statement that checks a fencing token, when fencing is on.
+fn fence(shared: &Shared, lease: &Lease) -> String {
+    match (shared.options.fencing, lease.fencing) {
+        (true, Some(token)) => format!("SELECT {}.fence({token}); ", shared.schema),
+        _ => String::new(),
+    }
+}
+
+fn is_stale(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.message().contains(STALE))
+}
+
+async fn mark_done(
+    shared: &Shared,
+    context: &RunContext,
+    worker: &mut Worker,
+    lease: &Lease,
+    outcome: &mut Outcome,
+) -> Result<(), LiveError> {
+    if shared.kind != Kind::Billing {
+        return Ok(());
+    }
+    let sql = format!(
+        "{}INSERT INTO {}.job_done (run, worker) VALUES ({}, {}) ON CONFLICT DO NOTHING",
+        fence(shared, lease),
+        shared.schema,
+        context.run,
+        worker.index
+    );
+    match exec(&mut worker.db, sql).await {
+        Ok(()) => Ok(()),
+        Err(e) if is_stale(&e) => {
+            outcome.stale += 1;
+            outcome.aborted = true;
+            Ok(())
+        }
+        Err(e) => Err(db_error("marking the job done", e)),
+    }
+}
+
+/// What a step's real work came to.
+enum Done {
+    Ok,
+    /// A fenced write was refused: this worker no longer holds the lock.
+    Stale,
+}
+
+/// Runs items from `next` on; true when every item was done, false when the job stopped early.
+async fn run_job(
+    shared: &Shared,
+    context: &RunContext,
+    worker: &mut Worker,
+    lease: &Lease,
+    heartbeat: Option<&Heartbeat>,
+    next: u64,
+    outcome: &mut Outcome,
+) -> Result<bool, LiveError> {
+    let f = shared.f();
+    let started = Instant::now();
+    let stream = shared.options.seed ^ worker.index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut rng = replay_rng(stream, context.run);
+    let mut pauses = LivePauses::new(
+        &shared.model,
+        SmallRng::seed_from_u64(stream ^ context.run.rotate_left(32) ^ 0x7061_7573_6573),
+    );
+    let run_start = match *context.start.borrow() {
+        Start::Started(at) => at,
+        _ => started,
+    };
+    for item in next..=shared.model.items {
+        if heartbeat.is_some_and(|h| !h.may_continue()) {
+            outcome.aborted = true;
+            return Ok(false);
+        }
+        let pause = pauses.due(started.elapsed().as_secs_f64() / f);
+        if pause > 0.0 {
+            hold_until(Instant::now() + Duration::from_secs_f64(pause * f)).await;
+        }
+        let mut amount = 0i64;
+        for (i, action) in shared.actions.iter().enumerate() {
+            // Episodes are the environment's: their clock is the run's, not this worker's.
+            let t = run_start.elapsed().as_secs_f64() / f;
+            let requested = context.scenario.call_seconds(&shared.model, i, t, &mut rng) * f * 1e9;
+            let target = shared.model.steps[i].target;
+            let hold = worker.clock.hold_for(i, target, requested);
+            let call_started = Instant::now();
+            let done = step(
+                shared,
+                context,
+                worker,
+                lease,
+                *action,
+                item,
+                hold,
+                &mut amount,
+            )
+            .await?;
+            let achieved = call_started.elapsed().as_nanos() as f64;
+            worker.clock.observe(i, requested, achieved);
+            let stats = &mut worker.stats[i];
+            stats.requested.record_ns(requested as u64);
+            stats.achieved.record_ns(achieved as u64);
+            stats.hold_ns += hold;
+            stats.achieved_ns += achieved;
+            if let Done::Stale = done {
+                outcome.stale += 1;
+                outcome.aborted = true;
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Does one step's real work, asking the proxy or the stub to hold it for `hold_ns`.
+#[allow(clippy::too_many_arguments)]
+async fn step(
+    shared: &Shared,
+    context: &RunContext,
+    worker: &mut Worker,
+    lease: &Lease,
+    action: Action,
+    item: u64,
+    hold_ns: f64,
+    amount: &mut i64,
+) -> Result<Done, LiveError> {
+    let s = &shared.schema;
+    let w = worker.index;
+    let hold = Duration::from_nanos(hold_ns as u64);
+    let tag = format!("{HOLD_TAG}{}*/ ", hold.as_nanos());
+    match action {
+        Action::Read => {
+            let row = sqlx::raw_sql(AssertSqlSafe(format!(
+                "{tag}SELECT amount_cents FROM {s}.customers WHERE id = {item}"
+            )))
+            .fetch_one(&mut worker.db)
+            .await
+            .map_err(|e| db_error("reading a subscription", e))?;
+            *amount = row.try_get(0).map_err(|e| db_error("reading", e))?;
+            Ok(Done::Ok)
+        }
+        Action::Charge => {
+            // A refused duplicate means the customer is charged already: the job moves on.
+            worker
+                .api
+                .charge(
+                    context.run,
+                    item,
+                    *amount,
+                    w,
+                    hold,
+                    shared.options.idempotency_keys,
+                )
+                .await
+                .map_err(|e| LiveError::Run(format!("payment-API stub: {e}")))?;
+            Ok(Done::Ok)
+        }
+        Action::Call => {
+            worker
+                .api
+                .post("/ping", "", hold, None)
+                .await
+                .map_err(|e| LiveError::Run(format!("payment-API stub: {e}")))?;
+            Ok(Done::Ok)
+        }
+        Action::Local => {
+            hold_until(Instant::now() + hold).await;
+            Ok(Done::Ok)
+        }
+        Action::Write => {
+            let sql = format!(
+                "{tag}{}UPDATE {s}.customers SET status = 'charged', charged_by = {w} WHERE id = {item}",
+                fence(shared, lease)
+            );
+            match exec(&mut worker.db, sql).await {
+                Ok(()) => Ok(Done::Ok),
+                Err(e) if is_stale(&e) => Ok(Done::Stale),
+                Err(e) => Err(db_error("updating a subscription", e)),
+            }
+        }
+        Action::Migrate {
+            open,
+            backfill,
+            verify,
+            advance,
+        } => {
+            let k = item;
+            let mut sql = tag;
+            if open {
+                sql += &format!("BEGIN; LOCK TABLE {s}.accounts IN SHARE ROW EXCLUSIVE MODE; ");
+            }
+            if backfill {
+                sql += &format!(
+                    "ALTER TABLE {s}.accounts ADD COLUMN IF NOT EXISTS m{k} bigint; \
+                     UPDATE {s}.accounts SET m{k} = balance * {k}; "
+                );
+            }
+            if verify {
+                sql += &format!(
+                    "SELECT count(*) FROM pg_attribute WHERE attrelid = '{s}.accounts'::regclass \
+                     AND attname = 'm{k}' AND NOT attisdropped; "
+                );
+            }
+            if advance {
+                sql += &format!(
+                    "{}INSERT INTO {s}.migration_log (run, migration, worker, pointer_before) \
+                     SELECT {run}, {k}, {w}, applied FROM {s}.pointer; \
+                     UPDATE {s}.pointer SET applied = {k}; COMMIT",
+                    fence(shared, lease),
+                    run = context.run
+                );
+            }
+            let result = sqlx::raw_sql(AssertSqlSafe(sql))
+                .fetch_all(&mut worker.db)
+                .await;
+            match result {
+                Ok(rows) => {
+                    if verify && backfill_anywhere(shared) {
+                        let found: i64 = rows
+                            .last()
+                            .map(|r| r.try_get(0))
+                            .transpose()
+                            .map_err(|e| db_error("reading", e))?
+                            .unwrap_or(0);
+                        if found != 1 {
+                            let _ = exec(&mut worker.db, "ROLLBACK".to_string()).await;
+                            return Err(LiveError::Run(format!(
+                                "migration {k}: schema verification found no column m{k}"
+                            )));
+                        }
+                    }
+                    Ok(Done::Ok)
+                }
+                Err(e) => {
+                    let _ = exec(&mut worker.db, "ROLLBACK".to_string()).await;
+                    if is_stale(&e) {
+                        Ok(Done::Stale)
+                    } else {
+                        Err(db_error(&format!("applying migration {k}"), e))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn backfill_anywhere(shared: &Shared) -> bool {
+    shared
+        .actions
+        .iter()
+        .any(|a| matches!(a, Action::Migrate { backfill: true, .. }))
+}
+
+impl Accumulator {
+    /// The report, from the runs and every worker's measurements.
+    pub(crate) fn finish(&self, shared: &Shared, workers: &[Worker]) -> LiveReport {
+        let f = shared.f();
+        let mut runtimes = RuntimeHistogram::new();
+        for r in &self.runs {
+            runtimes.record_ns((r.runtime_s * 1e9).round() as u64);
+        }
+        let mut warnings = self.warnings.clone();
+        let steps = &shared.model.steps;
+        let merged = |chosen: &dyn Fn(usize) -> bool| {
+            let mut total = TargetStats::default();
+            for w in workers {
+                for (_, st) in w.stats.iter().enumerate().filter(|(i, _)| chosen(*i)) {
+                    total.requested.merge(&st.requested);
+                    total.achieved.merge(&st.achieved);
+                    total.hold_ns += st.hold_ns;
+                    total.achieved_ns += st.achieved_ns;
+                }
+            }
+            total
+        };
+        let injected: Vec<InjectedLatency> = TARGETS
+            .iter()
+            .filter_map(|t| fidelity(target_name(*t), None, merged(&|i| steps[i].target == *t), f))
+            .collect();
+        let per_step: Vec<InjectedLatency> = steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, st)| {
+                fidelity(
+                    target_name(st.target),
+                    Some(st.name.clone()),
+                    merged(&|j| j == i),
+                    f,
+                )
+            })
+            .collect();
+        for row in &per_step {
+            if !row.within_tolerance {
+                warnings.push(format!(
+                    "step {} ({}): achieved P50 {:.3} ms / P99 {:.3} ms against requested {:.3} / {:.3} ms (compressed), outside 5 % or 100 us: its real cost ({:.0} us) is large next to this --time-scale",
+                    row.step.as_deref().unwrap_or(""),
+                    row.target,
+                    row.achieved_p50_ms * f,
+                    row.achieved_p99_ms * f,
+                    row.requested_p50_ms * f,
+                    row.requested_p99_ms * f,
+                    row.real_cost_us
+                ));
+            }
+        }
+        LiveReport {
+            runs: self.runs.clone(),
+            runtimes,
+            injected,
+            per_step,
+            real_rows: shared.real_rows,
+            warnings,
+        }
+    }
+}
+
+/// Requested against achieved for one group of calls; `None` when it has none.
+fn fidelity(
+    target: &str,
+    step: Option<String>,
+    total: TargetStats,
+    f: f64,
+) -> Option<InjectedLatency> {
+    let calls = total.achieved.count();
+    if calls == 0 {
+        return None;
+    }
+    let ns = |h: &RuntimeHistogram, q: f64| h.quantile(q).as_nanos() as f64;
+    let ms = |ns: f64| ns / f / 1e6;
+    let close = |r: f64, a: f64| (a - r).abs() <= (TOLERANCE_SHARE * r).max(TOLERANCE_ABS_NS);
+    let (r50, a50) = (ns(&total.requested, 0.5), ns(&total.achieved, 0.5));
+    let (r99, a99) = (ns(&total.requested, 0.99), ns(&total.achieved, 0.99));
+    Some(InjectedLatency {
+        target: target.to_string(),
+        step,
+        calls,
+        requested_p50_ms: ms(r50),
+        achieved_p50_ms: ms(a50),
+        requested_p99_ms: ms(r99),
+        achieved_p99_ms: ms(a99),
+        requested_mean_ms: ms(total.requested.mean().as_nanos() as f64),
+        achieved_mean_ms: ms(total.achieved.mean().as_nanos() as f64),
+        real_cost_us: (total.achieved_ns - total.hold_ns) / calls as f64 / 1e3,
+        within_tolerance: close(r50, a50) && close(r99, a99),
+        requested: total.requested,
+        achieved: total.achieved,
+    })
+}
+
+/// Closes every lock client (revoking leases an interrupted worker held), removes the lock key and
+/// the namespace's leftovers with a fresh client, and drops the schema.
+pub(crate) async fn cleanup(
+    shared: &Shared,
+    backends: &[Arc<dyn LockBackend>],
+) -> Result<(), LiveError> {
+    close_all(backends).await;
+    let mut first_error = None;
+    match lockbench_locks::connect(&shared.options.backend).await {
+        Ok(client) => {
+            if let Err(e) = client.cleanup(&shared.key).await {
+                first_error.get_or_insert(LiveError::from(e));
+            }
+            if let Err(e) = client.cleanup_namespace().await {
+                first_error.get_or_insert(LiveError::from(e));
+            }
+            let _ = client.close().await;
+        }
+        Err(e) => {
+            first_error.get_or_insert(LiveError::from(e));
+        }
+    }
+    if let Err(e) = drop_schema(&shared.admin_db, &shared.schema).await {
+        first_error.get_or_insert(e);
+    }
+    match first_error {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::WorkloadSpec;
+
+    fn model(file: &str, profile: &str) -> ReplayModel {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("specs")
+            .join(file);
+        ReplayModel::new(&WorkloadSpec::load(&path).unwrap(), profile, 0.1).unwrap()
+    }
+
+    #[test]
+    fn shipped_specs_become_billing_and_migration_jobs() {
+        let (kind, actions) = classify(&model("billing.toml", "baseline")).unwrap();
+        assert_eq!(kind, Kind::Billing);
+        assert_eq!(actions, [Action::Read, Action::Charge, Action::Write]);
+        let (kind, actions) = classify(&model("migration.toml", "baseline")).unwrap();
+        assert_eq!(kind, Kind::Migration);
+        let flags: Vec<(bool, bool, bool, bool)> = actions
+            .iter()
+            .map(|a| match a {
+                Action::Migrate {
+                    open,
+                    backfill,
+                    verify,
+                    advance,
+                } => (*open, *backfill, *verify, *advance),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                (true, false, false, false),
+                (false, true, false, false),
+                (false, false, true, false),
+                (false, false, false, true)
+            ]
+        );
+    }
+
+    fn clock() -> Clock {
+        Clock {
+            cost_ns: [50_000.0, 0.0, 0.0],
+            debt_ns: vec![0.0; 2],
+            shared_debt_ns: 0.0,
+        }
+    }
+
+    #[test]
+    fn holds_subtract_the_measured_cost_of_a_call() {
+        let mut c = clock();
+        assert_eq!(c.hold_for(0, Target::Db, 300_000.0), 250_000.0);
+        assert_eq!(c.hold_for(0, Target::Db, 30_000.0), 0.0);
+        assert_eq!(c.hold_for(1, Target::Api, 300_000.0), 300_000.0);
+    }
+
+    #[test]
+    fn overruns_are_repaid_by_later_calls_a_little_at_a_time() {
+        let mut c = clock();
+        // A call asked for 100 us took 400 us: 300 us to repay.
+        c.observe(0, 100_000.0, 400_000.0);
+        // The next 1 ms call gives at most a quarter of itself and at most 200 us.
+        assert_eq!(c.hold_for(0, Target::Db, 1_000_000.0), 750_000.0);
+        assert_eq!(c.hold_for(0, Target::Db, 1_000_000.0), 850_000.0);
+        assert_eq!(c.hold_for(0, Target::Db, 1_000_000.0), 950_000.0);
+    }
+
+    #[test]
+    fn calls_that_came_in_short_lengthen_the_next_ones() {
+        let mut c = clock();
+        c.observe(1, 1_000_000.0, 900_000.0);
+        assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 1_100_000.0);
+    }
+
+    #[test]
+    fn what_a_step_cannot_repay_itself_spills_to_every_step() {
+        let mut c = clock();
+        c.observe(0, 0.0, SPILL_NS + 100_000.0);
+        assert_eq!(c.debt_ns[0], SPILL_NS);
+        assert_eq!(c.shared_debt_ns, 100_000.0);
+        // Step 1 (another step) repays the spilled part.
+        assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 900_000.0);
+        assert_eq!(c.shared_debt_ns, 0.0);
+    }
+}
