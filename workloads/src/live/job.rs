@@ -649,7 +649,7 @@ pub(crate) async fn run_once(
         let asked = shared.lease_ttl();
         if granted > asked.mul_f64(1.1) {
             acc.warn(format!(
-                "{} granted a {:?} lease for a requested {:?}: it rounds leases up, so the compressed TTL is longer than asked; raise --time-scale",
+                "{} granted a {:?} lease for a requested {:?} (etcd rounds leases up to whole seconds, a ZooKeeper lease is its session timeout): the lock lasts longer than the compressed TTL, so double executions are undercounted; raise --time-scale",
                 shared.options.backend.kind.name(),
                 granted,
                 asked
@@ -1135,7 +1135,7 @@ impl Accumulator {
         for row in &per_step {
             if !row.within_tolerance {
                 warnings.push(format!(
-                    "step {} ({}): achieved P50 {:.3} ms / P99 {:.3} ms against requested {:.3} / {:.3} ms (compressed), outside 5 % or 100 us: its real cost ({:.0} us) is large next to this --time-scale",
+                    "step {} ({}): achieved P50 {:.3} ms / P99 {:.3} ms against requested {:.3} / {:.3} ms (compressed), outside 5 % or 100 us: a call's real cost ({:.0} us) is large next to what this --time-scale asks for",
                     row.step.as_deref().unwrap_or(""),
                     row.target,
                     row.achieved_p50_ms * f,
