@@ -28,6 +28,11 @@ pub enum Command {
     /// Run a workload for real (Postgres, a payment-API stub, a lock backend, racing workers)
     /// and count double executions.
     Replay(ReplayArgs),
+    /// Write a locking decision record (Markdown, HTML, charts) from results directories.
+    Report(ReportArgs),
+    /// The main job: simulate and derive TTLs for the shipped workloads, benchmark every reachable
+    /// backend, replay live when Postgres is reachable, and write the report.
+    Run(RunAllArgs),
 }
 
 /// Flags shared by the commands that simulate.
@@ -272,4 +277,36 @@ pub struct ReplayArgs {
     /// Also write a results directory; it must not exist or be empty.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// `lockbench report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results directories written with --out (or folders holding them, as `run` writes).
+    #[arg(required = true, value_name = "RESULTS_DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write report.md, report.html and charts/ (default: report/ inside the first
+    /// results directory); it must not exist or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `lockbench run`.
+#[derive(Debug, Args)]
+pub struct RunAllArgs {
+    /// Backend configuration (server URLs, namespace, timeouts).
+    #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
+    pub config: PathBuf,
+    /// Fewer replays, shorter benchmarks and fewer live runs: about a minute in all.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where everything goes (default results/run-TIMESTAMP); it must not exist or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Folder of the workload specs to run.
+    #[arg(long, value_name = "DIR", default_value = "workloads/specs")]
+    pub specs: PathBuf,
+    /// Seed of every simulation and replay (random when omitted).
+    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
+    pub seed: Option<String>,
 }

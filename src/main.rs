@@ -21,6 +21,8 @@ fn main() -> ExitCode {
         Command::Validate(args) => commands::validate::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Replay(args) => commands::replay::run(&args),
+        Command::Report(args) => commands::report::run(&args),
+        Command::Run(args) => commands::run::run(&args),
     };
     match result {
         Ok(code) => code,
@@ -41,6 +43,10 @@ fn exit_code(error: &anyhow::Error) -> u8 {
     let bad_input = error.chain().any(|cause| {
         cause.is::<options::UsageError>()
             || cause.is::<lockbench_workloads::SpecError>()
+            || matches!(
+                cause.downcast_ref::<lockbench_analysis::report::ReportError>(),
+                Some(lockbench_analysis::report::ReportError::Input { .. })
+            )
             || matches!(
                 cause.downcast_ref::<lockbench_core::ResultsError>(),
                 Some(

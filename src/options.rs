@@ -190,7 +190,7 @@ fn parse_scale(flag: &str, text: &str) -> Result<f64, UsageError> {
 
 /// A seed from the standard library's per-process random hasher keys: no extra dependency, and
 /// different on every invocation.
-fn random_seed() -> u64 {
+pub fn random_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
@@ -199,6 +199,11 @@ fn random_seed() -> u64 {
             .map_or(0, |d| d.as_nanos()),
     );
     h.finish()
+}
+
+/// `--seed`: a whole number.
+pub fn parse_seed(text: &str) -> Result<u64, UsageError> {
+    parse_number("--seed", text, "a whole number from 0 to 2^64-1")
 }
 
 /// Options of `bench`.

@@ -8,6 +8,7 @@
 
 pub mod export;
 mod growth;
+pub mod report;
 mod summary;
 mod ttl;
 

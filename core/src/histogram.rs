@@ -221,6 +221,10 @@ impl RuntimeHistogram {
     /// [`Self::to_base64_v2`]. The exact figures (sum, min, max) are re-derived from the buckets,
     /// so they are as precise as the histogram itself.
     pub fn from_base64_v2(text: &str) -> Result<Self, HistogramError> {
+        Self::decode_v2(text, RUNTIME_UNIT_NS)
+    }
+
+    fn decode_v2(text: &str, unit_ns: u64) -> Result<Self, HistogramError> {
         use base64::Engine as _;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
@@ -228,15 +232,15 @@ impl RuntimeHistogram {
         let decoded: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
-        let mut h = Self::new();
+        let mut h = Self::with_unit(unit_ns);
         for v in decoded.iter_recorded() {
             let units = v.value_iterated_to();
             let n = v.count_at_value();
             h.histogram.saturating_record_n(units, n);
             h.count += n;
-            h.sum_ns += u128::from(units * RUNTIME_UNIT_NS) * u128::from(n);
-            h.min_ns = h.min_ns.min(units * RUNTIME_UNIT_NS);
-            h.max_ns = h.max_ns.max(units * RUNTIME_UNIT_NS);
+            h.sum_ns += u128::from(units * unit_ns) * u128::from(n);
+            h.min_ns = h.min_ns.min(units * unit_ns);
+            h.max_ns = h.max_ns.max(units * unit_ns);
         }
         Ok(h)
     }
@@ -292,8 +296,60 @@ pub fn interval_log(comment: &str, entries: &[(String, &RuntimeHistogram)]) -> V
     bytes
 }
 
+/// Reads an interval log written by [`interval_log`] back: each tagged histogram, in the unit the
+/// log's comment names (microseconds unless it says nanoseconds).
+pub fn read_interval_log(text: &str) -> Result<Vec<(String, RuntimeHistogram)>, HistogramError> {
+    let unit_ns = if text.contains("#values in nanoseconds") {
+        LATENCY_UNIT_NS
+    } else {
+        RUNTIME_UNIT_NS
+    };
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some(rest) = line.strip_prefix("Tag=") else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split(',').collect();
+        let [tag, _, _, _, payload] = fields[..] else {
+            return Err(HistogramError::Decode(format!(
+                "line {}: expected Tag=TAG,start,interval,max,histogram",
+                n + 1
+            )));
+        };
+        let h = RuntimeHistogram::decode_v2(payload, unit_ns)
+            .map_err(|e| HistogramError::Decode(format!("line {}: {e}", n + 1)))?;
+        out.push((tag.to_string(), h));
+    }
+    Ok(out)
+}
+
 fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+
+    #[test]
+    fn interval_logs_read_back_with_their_unit() {
+        let mut runtimes = RuntimeHistogram::new();
+        runtimes.record(Duration::from_secs(240));
+        let mut latency = RuntimeHistogram::for_latency();
+        latency.record(Duration::from_micros(93));
+        for (h, expected) in [
+            (&runtimes, Duration::from_secs(240)),
+            (&latency, Duration::from_micros(93)),
+        ] {
+            let log = interval_log("test", &[("a/b, c".to_string(), h)]);
+            let read = read_interval_log(std::str::from_utf8(&log).unwrap()).unwrap();
+            assert_eq!(read.len(), 1);
+            assert_eq!(read[0].0, "a/b__c");
+            let q = read[0].1.quantile(0.5).as_secs_f64();
+            assert!((q / expected.as_secs_f64() - 1.0).abs() < 0.002, "{q}");
+        }
+        assert!(read_interval_log("Tag=x,1,2\n").is_err());
+    }
 }
 
 #[cfg(test)]

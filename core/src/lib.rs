@@ -12,7 +12,7 @@ mod manifest;
 mod results;
 
 pub use format::{format_count, format_duration, format_hms, format_seconds};
-pub use histogram::{HistogramError, RuntimeHistogram, interval_log};
+pub use histogram::{HistogramError, RuntimeHistogram, interval_log, read_interval_log};
 pub use manifest::{Machine, Manifest, SpecRecord, unix_now_s};
 pub use results::{ResultsDir, ResultsError};
 

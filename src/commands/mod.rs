@@ -2,6 +2,8 @@
 
 pub mod bench;
 pub mod replay;
+pub mod report;
+pub mod run;
 pub mod simulate;
 pub mod ttl;
 pub mod validate;

@@ -1,0 +1,536 @@
+//! The report's charts, each drawn once as PNG and once as SVG with plotters. Text is drawn with
+//! an embedded DejaVu Sans (ab_glyph), so charts render on a server with no fonts installed.
+
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::prelude::*;
+
+/// Pixels.
+pub const WIDTH: u32 = 960;
+/// Pixels.
+pub const HEIGHT: u32 = 540;
+const FONT: &str = "sans-serif";
+static FONT_BYTES: &[u8] = include_bytes!("../../fonts/DejaVuSans.ttf");
+
+/// Colours of the series, in order; reference lines are red (TTL) and orange (alert).
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(23, 190, 207),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(227, 119, 194),
+];
+/// The TTL line.
+pub const TTL_COLOUR: RGBColor = RGBColor(214, 39, 40);
+/// The alert line.
+pub const ALERT_COLOUR: RGBColor = RGBColor(255, 127, 14);
+
+fn colour(i: usize) -> RGBColor {
+    COLOURS[i % COLOURS.len()]
+}
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The bytes are a valid TrueType font compiled into the binary; registration of the same
+        // name twice only replaces it.
+        let _ = plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES);
+    });
+}
+
+/// A chart that can draw itself on any backend.
+pub trait Chart {
+    /// Draws on `root`, already filled white.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// One chart in both formats.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    /// PNG bytes.
+    pub png: Vec<u8>,
+    /// SVG text.
+    pub svg: String,
+}
+
+fn err(e: impl std::fmt::Debug) -> String {
+    format!("drawing a chart: {e:?}")
+}
+
+/// Draws `chart` as PNG and SVG.
+pub fn render(chart: &impl Chart) -> Result<Rendered, String> {
+    register_font();
+    let mut pixels = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut pixels, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        chart.draw(&root)?;
+        root.present().map_err(err)?;
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        chart.draw(&root)?;
+        root.present().map_err(err)?;
+    }
+    Ok(Rendered {
+        png: encode_png(&pixels)?,
+        svg,
+    })
+}
+
+fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, WIDTH, HEIGHT);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder
+        .write_header()
+        .map_err(|e| format!("encoding a PNG: {e}"))?;
+    writer
+        .write_image_data(rgb)
+        .map_err(|e| format!("encoding a PNG: {e}"))?;
+    writer
+        .finish()
+        .map_err(|e| format!("encoding a PNG: {e}"))?;
+    Ok(bytes)
+}
+
+/// The percentile axis of HdrHistogram plots: x = -log10(1 - q), so 90 %, 99 %, 99.9 % are evenly
+/// spaced.
+pub fn nines(q: f64) -> f64 {
+    -(1.0 - q).max(1e-12).log10()
+}
+
+fn nines_label(x: &f64) -> String {
+    match x.round() as i64 {
+        _ if (x - x.round()).abs() > 1e-9 => String::new(),
+        0 => "P0".to_string(),
+        1 => "P90".to_string(),
+        2 => "P99".to_string(),
+        3 => "P99.9".to_string(),
+        4 => "P99.99".to_string(),
+        n => format!("{n} nines"),
+    }
+}
+
+/// An axis tick: whole numbers with thousands separators, small values with the digits they need.
+fn tick(v: &f64) -> String {
+    let v = *v;
+    if v.abs() >= 10.0 || (v - v.round()).abs() < 1e-9 {
+        lockbench_core::format_count(v.round().max(0.0) as u64)
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A named curve of (nines, value) points.
+pub type Curve = (String, Vec<(f64, f64)>);
+
+/// Percentile curves with horizontal reference lines, linear or log value axis.
+pub struct PercentileCurves {
+    /// Chart title.
+    pub title: String,
+    /// Value axis label.
+    pub y_label: String,
+    /// Logarithmic value axis (latency spans decades).
+    pub log_y: bool,
+    /// The curves.
+    pub curves: Vec<Curve>,
+    /// Horizontal lines: label, value, colour.
+    pub lines: Vec<(String, f64, RGBColor)>,
+}
+
+impl Chart for PercentileCurves {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let x_max = self
+            .curves
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
+            .fold(1.0f64, f64::max)
+            .ceil();
+        let values = self
+            .curves
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|(_, y)| *y))
+            .chain(self.lines.iter().map(|(_, v, _)| *v))
+            .filter(|v| v.is_finite() && *v > 0.0);
+        let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+        let hi = if hi > 0.0 { hi } else { 1.0 };
+        let x_range = 0.0..x_max;
+        let x_labels = x_max as usize + 1;
+        let mut builder = ChartBuilder::on(root);
+        builder
+            .caption(&self.title, (FONT, 22))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(72);
+        if self.log_y {
+            let lo = if lo.is_finite() {
+                lo / 1.5
+            } else {
+                hi / 1000.0
+            };
+            let mut chart = builder
+                .build_cartesian_2d(x_range, (lo..hi * 1.5).log_scale())
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_labels(x_labels)
+                .x_label_formatter(&nines_label)
+                .y_label_formatter(&tick)
+                .x_desc("percentile")
+                .y_desc(&self.y_label)
+                .label_style((FONT, 14))
+                .draw()
+                .map_err(err)?;
+            draw_curves(&mut chart, &self.curves, &self.lines, x_max)
+        } else {
+            let mut chart = builder
+                .build_cartesian_2d(x_range, 0.0..hi * 1.1)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_labels(x_labels)
+                .x_label_formatter(&nines_label)
+                .y_label_formatter(&tick)
+                .x_desc("percentile")
+                .y_desc(&self.y_label)
+                .label_style((FONT, 14))
+                .draw()
+                .map_err(err)?;
+            draw_curves(&mut chart, &self.curves, &self.lines, x_max)
+        }
+    }
+}
+
+fn draw_curves<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    curves: &[Curve],
+    lines: &[(String, f64, RGBColor)],
+    x_max: f64,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    for (i, (label, points)) in curves.iter().enumerate() {
+        let c = colour(i);
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    for (label, value, c) in lines {
+        let c = *c;
+        chart
+            .draw_series(LineSeries::new(
+                vec![(0.0, *value), (x_max, *value)],
+                c.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(err)
+}
+
+/// P99.9 runtime against volume, the fitted growth, the TTL, the alert line and the review
+/// trigger.
+pub struct RuntimeVsVolume {
+    /// Chart title.
+    pub title: String,
+    /// What a unit of volume is.
+    pub unit: String,
+    /// (volume, P99.9 seconds).
+    pub points: Vec<(f64, f64)>,
+    /// runtime = coefficient x volume ^ exponent.
+    pub fit: Option<(f64, f64)>,
+    /// TTL seconds.
+    pub ttl_s: f64,
+    /// Alert threshold seconds.
+    pub alert_s: f64,
+    /// Volume at which P99.9 reaches the alert threshold.
+    pub review_volume: Option<f64>,
+}
+
+impl Chart for RuntimeVsVolume {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let max_volume = self
+            .points
+            .iter()
+            .map(|(v, _)| *v)
+            .chain(self.review_volume)
+            .fold(1.0f64, f64::max)
+            * 1.1;
+        let max_y = self
+            .points
+            .iter()
+            .map(|(_, y)| *y)
+            .fold(self.ttl_s, f64::max)
+            * 1.15;
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, (FONT, 22))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0.0..max_volume, 0.0..max_y)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .x_desc(&self.unit)
+            .y_desc("P99.9 runtime (s)")
+            .label_style((FONT, 14))
+            .draw()
+            .map_err(err)?;
+        if let Some((coefficient, exponent)) = self.fit {
+            let c = colour(0).mix(0.6);
+            let curve = (1..=100).map(|i| {
+                let v = max_volume * f64::from(i) / 100.0;
+                (v, coefficient * v.powf(exponent))
+            });
+            chart
+                .draw_series(LineSeries::new(
+                    curve.filter(|(_, y)| *y <= max_y),
+                    c.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label("growth fit")
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+        }
+        let c = colour(0);
+        chart
+            .draw_series(
+                self.points
+                    .iter()
+                    .map(|(x, y)| Circle::new((*x, *y), 5, c.filled())),
+            )
+            .map_err(err)?
+            .label("simulated P99.9")
+            .legend(move |(x, y)| Circle::new((x + 9, y), 5, c.filled()));
+        for (label, value, colour) in [
+            ("TTL", self.ttl_s, TTL_COLOUR),
+            ("alert (80 % of TTL)", self.alert_s, ALERT_COLOUR),
+        ] {
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(0.0, value), (max_volume, value)],
+                    colour.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+                });
+        }
+        if let Some(v) = self.review_volume {
+            let dark = BLACK.mix(0.75);
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(v, 0.0), (v, max_y)],
+                    dark.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(format!("review trigger: {}", tick(&v)))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], dark.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(err)
+    }
+}
+
+/// Horizontal grouped bars: one row per label, one bar per series.
+pub struct HBars {
+    /// Chart title.
+    pub title: String,
+    /// Value axis label.
+    pub x_label: String,
+    /// Logarithmic value axis.
+    pub log_x: bool,
+    /// Names of the bars in a row.
+    pub series: Vec<String>,
+    /// (row label, one value per series).
+    pub rows: Vec<(String, Vec<f64>)>,
+}
+
+impl Chart for HBars {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let n = self.rows.len().max(1) as f64;
+        let values = self.rows.iter().flat_map(|(_, v)| v.iter().copied());
+        let (lo, hi) = values
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+        let hi = if hi > 0.0 { hi } else { 1.0 };
+        let labels: Vec<String> = self.rows.iter().map(|(l, _)| l.clone()).collect();
+        // Row i is centred on y = i; labels only at whole numbers.
+        let y_label = move |y: &f64| -> String {
+            let i = y.round();
+            if (y - i).abs() < 1e-6 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        let y_range = -0.5..n - 0.5;
+        let y_labels = self.rows.len().max(1);
+        let mut builder = ChartBuilder::on(root);
+        builder
+            .caption(&self.title, (FONT, 22))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(170);
+        if self.log_x {
+            let lo = if lo.is_finite() { lo / 2.0 } else { hi / 100.0 };
+            let mut chart = builder
+                .build_cartesian_2d((lo..hi * 2.0).log_scale(), y_range)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(y_labels)
+                .y_label_formatter(&y_label)
+                .x_label_formatter(&tick)
+                .x_desc(&self.x_label)
+                .label_style((FONT, 13))
+                .draw()
+                .map_err(err)?;
+            draw_bars(&mut chart, &self.series, &self.rows, lo)
+        } else {
+            let mut chart = builder
+                .build_cartesian_2d(0.0..hi * 1.1, y_range)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(y_labels)
+                .y_label_formatter(&y_label)
+                .x_label_formatter(&tick)
+                .x_desc(&self.x_label)
+                .label_style((FONT, 13))
+                .draw()
+                .map_err(err)?;
+            draw_bars(&mut chart, &self.series, &self.rows, 0.0)
+        }
+    }
+}
+
+fn draw_bars<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    series: &[String],
+    rows: &[(String, Vec<f64>)],
+    floor: f64,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let height = 0.8 / series.len().max(1) as f64;
+    for (j, name) in series.iter().enumerate() {
+        let c = colour(j);
+        let bars = rows.iter().enumerate().filter_map(|(i, (_, values))| {
+            let v = *values.get(j)?;
+            let top = i as f64 + 0.4 - j as f64 * height;
+            (v.is_finite() && v > floor)
+                .then(|| Rectangle::new([(floor, top - height), (v, top)], c.filled()))
+        });
+        chart
+            .draw_series(bars)
+            .map_err(err)?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(png: &[u8]) -> Vec<u8> {
+        let decoder = png::Decoder::new(png);
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        assert_eq!((info.width, info.height), (WIDTH, HEIGHT));
+        buf
+    }
+
+    #[test]
+    fn charts_decode_and_are_not_blank() {
+        let curves = PercentileCurves {
+            title: "runtime".into(),
+            y_label: "s".into(),
+            log_y: false,
+            curves: vec![("a".into(), vec![(0.0, 100.0), (1.0, 150.0), (3.0, 200.0)])],
+            lines: vec![("TTL".into(), 600.0, TTL_COLOUR)],
+        };
+        let bars = HBars {
+            title: "bars".into(),
+            x_label: "us".into(),
+            log_x: true,
+            series: vec!["P50".into(), "P99".into()],
+            rows: vec![
+                ("redis".into(), vec![90.0, 300.0]),
+                ("etcd".into(), vec![1200.0, 4000.0]),
+            ],
+        };
+        for rendered in [render(&curves).unwrap(), render(&bars).unwrap()] {
+            let pixels = decoded(&rendered.png);
+            let non_white = pixels.chunks(3).filter(|p| *p != [255, 255, 255]).count();
+            assert!(non_white > 5_000, "only {non_white} drawn pixels");
+            let blue = pixels.chunks(3).any(|p| p == [31, 119, 180]);
+            assert!(blue, "series drawn");
+            assert!(rendered.svg.starts_with("<svg"));
+            assert!(
+                rendered.svg.contains("<text"),
+                "text drawn with the embedded font"
+            );
+        }
+    }
+
+    #[test]
+    fn the_percentile_axis_spaces_nines_evenly() {
+        assert_eq!(nines(0.0), 0.0);
+        assert!((nines(0.99) - 2.0).abs() < 1e-9);
+        assert!((nines(0.999) - 3.0).abs() < 1e-9);
+        assert_eq!(nines_label(&3.0), "P99.9");
+        assert_eq!(nines_label(&2.5), "");
+    }
+}
