@@ -175,7 +175,8 @@ fn summary(evidence: &Evidence, blocks: &mut Vec<Block>) {
     }
     for r in &evidence.replays {
         let j = &r.json;
-        if j["mode"] == "ttl" && j["double_executions"].as_u64().unwrap_or(0) > 0 {
+        let plain = j["fencing"] != true && j["idempotency_keys"] != true;
+        if plain && j["mode"] == "ttl" && j["double_executions"].as_u64().unwrap_or(0) > 0 {
             items.push(format!(
                 "Live replay: a fixed TTL of {} under a runtime of {} (P50) double-executed {} items in {} of {} runs on {}.",
                 secs(&j["ttl_s"]),
@@ -444,15 +445,28 @@ fn ttl(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<ChartSpec>
                 ),
             ],
         ];
+        let largest = j["volume_points"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["volume"].as_f64())
+            .fold(0.0f64, f64::max);
+        let review = j["review_trigger_volume"].as_f64();
+        let far = review.is_some_and(|v| largest > 0.0 && v > 10.0 * largest);
         rows.push(vec![
             "review trigger".to_string(),
             j["review_trigger_volume"]
                 .as_u64()
                 .map_or("-".to_string(), |v| format!("{} {unit}", format_count(v))),
             format!(
-                "volume at which P99.9 reaches the alert threshold, from runtime = {:.3} s x volume^{:.3} fitted at half, once and twice the target volume",
+                "volume at which P99.9 reaches the alert threshold, from runtime = {:.3} s x volume^{:.3} fitted at half, once and twice the target volume{}",
                 growth["coefficient_s"].as_f64().unwrap_or(f64::NAN),
-                growth["exponent"].as_f64().unwrap_or(f64::NAN)
+                growth["exponent"].as_f64().unwrap_or(f64::NAN),
+                if far {
+                    "; far beyond the volumes simulated, so an extrapolation: the runtime barely grows with volume (a fixed wait dominates it), so review when the workload changes rather than at a volume"
+                } else {
+                    ""
+                }
             ),
         ]);
         if let Some(current) = j["current_ttl"].as_object() {
@@ -669,7 +683,20 @@ fn idempotency(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<Ch
     ));
     let mut rows = Vec::new();
     let mut bars = Vec::new();
-    for r in &evidence.replays {
+    // The story first (a fixed TTL, no defence), then each defence.
+    let rank = |j: &Value| match (
+        j["mode"] == "heartbeat",
+        j["fencing"] == true,
+        j["idempotency_keys"] == true,
+    ) {
+        (false, false, false) => 0,
+        (true, false, false) => 1,
+        (_, true, _) => 2,
+        _ => 3,
+    };
+    let mut replays: Vec<&super::load::Replay> = evidence.replays.iter().collect();
+    replays.sort_by_key(|r| rank(&r.json));
+    for r in replays {
         let j = &r.json;
         let label = mode_label(j);
         rows.push(vec![
@@ -873,7 +900,7 @@ fn sources(evidence: &Evidence, blocks: &mut Vec<Block>) {
         .iter()
         .map(|s| {
             vec![
-                format!("`{}`", s.path.display()),
+                format!("`{}`", s.label),
                 format!("`{}`", s.command),
                 s.seed.map_or("-".to_string(), |v| v.to_string()),
                 s.git_commit.clone().unwrap_or_else(|| "-".to_string()),

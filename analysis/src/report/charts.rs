@@ -90,6 +90,8 @@ fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, String> {
     let mut encoder = png::Encoder::new(&mut bytes, WIDTH, HEIGHT);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Best);
+    encoder.set_filter(png::FilterType::Paeth);
     let mut writer = encoder
         .write_header()
         .map_err(|e| format!("encoding a PNG: {e}"))?;

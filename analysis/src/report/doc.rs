@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use base64::Engine as _;
-
 /// One block of the report. Text may use `code` and **bold**, nothing else.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Block {
@@ -86,9 +84,9 @@ pub fn markdown(blocks: &[Block]) -> String {
     out
 }
 
-/// The HTML form: one file with every chart inside it as a `data:` PNG, its own styles, and no
+/// The HTML form: one file with every chart inside it as inline SVG, its own styles, and no
 /// reference to anything outside it.
-pub fn html(title: &str, blocks: &[Block], charts: &BTreeMap<String, Vec<u8>>) -> String {
+pub fn html(title: &str, blocks: &[Block], charts: &BTreeMap<String, String>) -> String {
     let mut body = String::new();
     for block in blocks {
         match block {
@@ -121,15 +119,12 @@ pub fn html(title: &str, blocks: &[Block], charts: &BTreeMap<String, Vec<u8>>) -
                 body.push_str("</tbody>\n</table>\n");
             }
             Block::Chart { name, caption } => {
-                let src = charts.get(name).map_or(String::new(), |png| {
-                    format!(
-                        "data:image/png;base64,{}",
-                        base64::engine::general_purpose::STANDARD.encode(png)
-                    )
-                });
+                let svg = charts
+                    .get(name)
+                    .map_or("", |svg| strip_xml_declaration(svg));
                 let _ = writeln!(
                     body,
-                    "<figure><img alt=\"{}\" src=\"{src}\"><figcaption>{}</figcaption></figure>",
+                    "<figure role=\"img\" aria-label=\"{}\">{svg}<figcaption>{}</figcaption></figure>",
                     escape(caption),
                     inline(caption)
                 );
@@ -152,9 +147,17 @@ th { background: #f2f2f2; }
 code, pre { font-family: monospace; background: #f6f6f6; }
 pre { padding: 0.75rem; overflow-x: auto; }
 figure { margin: 1.5rem 0; }
-figure img { max-width: 100%; border: 1px solid #ddd; }
+figure svg { max-width: 100%; height: auto; border: 1px solid #ddd; }
 figcaption { font-size: 0.9rem; color: #555; }
 ";
+
+/// An SVG document as an element to inline: without an XML declaration, if it has one.
+fn strip_xml_declaration(svg: &str) -> &str {
+    match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    }
+}
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -206,11 +209,11 @@ mod tests {
         assert!(md.contains("| a | b\\|c |"));
         assert!(md.contains("![X](charts/x.png)"));
         let mut charts = BTreeMap::new();
-        charts.insert("x".to_string(), vec![1u8, 2, 3]);
+        charts.insert("x".to_string(), "<svg width=\"1\"></svg>".to_string());
         let page = html("T", &blocks, &charts);
         assert!(page.contains("<strong>900 s</strong>"));
         assert!(page.contains("<code>ttl</code>"));
         assert!(page.contains("&lt;2&gt;"));
-        assert!(page.contains("src=\"data:image/png;base64,AQID\""));
+        assert!(page.contains("<figure role=\"img\" aria-label=\"X\"><svg width=\"1\"></svg>"));
     }
 }

@@ -13,6 +13,9 @@ use super::ReportError;
 pub struct Source {
     /// The results directory.
     pub path: PathBuf,
+    /// How the report names it: the path as given, or the folder's own name when it was found
+    /// inside a directory given (as `lockbench run` nests them).
+    pub label: String,
     /// The command that wrote it (`simulate`, `ttl`, `bench`, `replay`).
     pub command: String,
     /// Its seed, when it has one.
@@ -105,7 +108,7 @@ pub fn load(dirs: &[PathBuf]) -> Result<Evidence, ReportError> {
             });
         }
         if dir.join("manifest.json").is_file() {
-            load_one(dir, &mut evidence)?;
+            load_one(dir, dir.display().to_string(), &mut evidence)?;
             continue;
         }
         let mut children: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -121,7 +124,11 @@ pub fn load(dirs: &[PathBuf]) -> Result<Evidence, ReportError> {
             });
         }
         for child in children {
-            load_one(&child, &mut evidence)?;
+            let label = child.file_name().map_or_else(
+                || child.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            load_one(&child, label, &mut evidence)?;
         }
     }
     Ok(evidence)
@@ -153,11 +160,12 @@ fn read_log(path: &Path) -> Result<Vec<(String, RuntimeHistogram)>, ReportError>
     })
 }
 
-fn load_one(dir: &Path, evidence: &mut Evidence) -> Result<(), ReportError> {
+fn load_one(dir: &Path, label: String, evidence: &mut Evidence) -> Result<(), ReportError> {
     let manifest = read_json(&dir.join("manifest.json"))?;
     let command = manifest["command"].as_str().unwrap_or("").to_string();
     let source = Source {
         path: dir.to_path_buf(),
+        label,
         command: command.clone(),
         seed: manifest["seed"].as_u64(),
         git_commit: manifest["git_commit"].as_str().map(str::to_string),

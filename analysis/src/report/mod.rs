@@ -55,16 +55,16 @@ pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
         };
         rendered.push((name.clone(), result.map_err(ReportError::Chart)?));
     }
-    let pngs: BTreeMap<String, Vec<u8>> = rendered
+    let svgs: BTreeMap<String, String> = rendered
         .iter()
-        .map(|(n, r)| (n.clone(), r.png.clone()))
+        .map(|(n, r)| (n.clone(), r.svg.clone()))
         .collect();
     Ok(Report {
         markdown: markdown(&content.blocks),
         html: html(
             "Locking decision record: the evidence",
             &content.blocks,
-            &pngs,
+            &svgs,
         ),
         charts: rendered,
     })

@@ -1,0 +1,146 @@
+//! The report built from a committed `lockbench run --quick` output (tests/fixtures/run): the
+//! Markdown against its snapshot, every chart a real, non-blank PNG and an SVG, and an HTML page
+//! that refers to nothing outside itself.
+//!
+//! After an intended change to the report's text: `UPDATE_SNAPSHOTS=1 cargo test -p
+//! lockbench-analysis --test report`, then read the diff of tests/snapshots/report.md.
+
+use std::path::{Path, PathBuf};
+
+use lockbench_analysis::report::{self, ReportError};
+
+fn fixture() -> PathBuf {
+    // Relative, so that the Sources table reads the same on every machine.
+    PathBuf::from("tests/fixtures/run")
+}
+
+fn built() -> report::Report {
+    let evidence = report::load(&[fixture()]).unwrap();
+    assert_eq!(evidence.simulations.len(), 1);
+    assert_eq!(evidence.ttls.len(), 2);
+    assert_eq!(evidence.benches.len(), 1);
+    assert_eq!(evidence.replays.len(), 4);
+    report::build(&evidence).unwrap()
+}
+
+#[test]
+fn markdown_matches_its_snapshot() {
+    let md = built().markdown;
+    let snapshot = Path::new("tests/snapshots/report.md");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(snapshot, &md).unwrap();
+    }
+    let expected = std::fs::read_to_string(snapshot).expect("snapshot exists");
+    if md != expected {
+        let first = md
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "report.md differs from tests/snapshots/report.md from line {}:\n got: {}\nwant: {}\n(UPDATE_SNAPSHOTS=1 to accept)",
+            first + 1,
+            md.lines().nth(first).unwrap_or(""),
+            expected.lines().nth(first).unwrap_or("")
+        );
+    }
+}
+
+#[test]
+fn the_report_follows_the_decision_record() {
+    let md = built().markdown;
+    for heading in [
+        "## 1. Lock backend and failure model",
+        "## 2. Lock TTL and heartbeat model",
+        "## 3. Lock acquisition and release protocol",
+        "## 4. Idempotency and the lock's role",
+        "## 5. Lock observability and monitoring",
+        "## Sources",
+    ] {
+        assert!(md.contains(heading), "missing {heading}");
+    }
+    assert!(md.contains("- alert: BillingLockHoldNearTtl"));
+    assert!(md.contains("expr: lock_hold_seconds{job=\"billing\"} >"));
+    assert!(md.contains("| `redis` | counter (INCR) |"));
+    assert!(md.contains("`etcd`: etcd: cannot reach http://127.0.0.1:1"));
+}
+
+fn decode(png_bytes: &[u8]) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(png_bytes);
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
+#[test]
+fn every_chart_is_a_real_png_and_svg() {
+    let r = built();
+    let names: Vec<&str> = r.charts.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "acquire-percentiles",
+            "acquire-bars",
+            "runtime-percentiles-billing",
+            "runtime-volume-billing",
+            "runtime-percentiles-migration",
+            "runtime-volume-migration",
+            "double-executions"
+        ]
+    );
+    for (name, chart) in &r.charts {
+        let (w, h, pixels) = decode(&chart.png);
+        assert_eq!((w, h), (960, 540), "{name}");
+        let drawn = pixels.chunks(3).filter(|p| *p != [255, 255, 255]).count();
+        assert!(drawn > 10_000, "{name}: only {drawn} pixels drawn");
+        let colours: std::collections::HashSet<&[u8]> = pixels.chunks(3).collect();
+        assert!(colours.len() > 10, "{name}: {} colours", colours.len());
+        assert!(
+            chart.svg.contains("<svg") && chart.svg.contains("<text"),
+            "{name}"
+        );
+        assert!(
+            r.markdown.contains(&format!("charts/{name}.png")),
+            "{name} unused"
+        );
+    }
+}
+
+#[test]
+fn the_html_page_refers_to_nothing_outside_itself() {
+    let html = built().html;
+    let lower = html.to_lowercase();
+    for external in [
+        "src=\"http",
+        "href=\"http",
+        "src='http",
+        "href='http",
+        "url(http",
+        "url(//",
+        "src=\"//",
+        "href=\"//",
+        "@import",
+        "<link",
+        "<script",
+        "<iframe",
+        "charts/",
+    ] {
+        assert!(
+            !lower.contains(external),
+            "the page refers outside: {external}"
+        );
+    }
+    assert_eq!(lower.matches("<svg").count(), 7, "every chart inline");
+}
+
+#[test]
+fn a_folder_without_results_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = report::load(&[dir.path().to_path_buf()]).unwrap_err();
+    assert!(matches!(err, ReportError::Input { .. }));
+    assert!(err.to_string().contains("no manifest.json"), "{err}");
+    let err = report::load(&[dir.path().join("absent")]).unwrap_err();
+    assert!(err.to_string().contains("not a directory"), "{err}");
+}

@@ -1,0 +1,101 @@
+//! `lockbench run` and `lockbench report` as a user meets them: the main job completes with
+//! nothing reachable but the in-process backend and says what it skipped; bad input is one line.
+
+use assert_cmd::Command;
+
+const SPECS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs");
+
+fn lockbench() -> Command {
+    Command::cargo_bin("lockbench").unwrap()
+}
+
+#[test]
+fn run_with_no_server_reachable_still_completes_and_says_what_it_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("down.toml");
+    std::fs::write(
+        &config,
+        "[backends.memory]\n\n[backends.redis]\nurls = [\"redis://127.0.0.1:1\"]\n\n[replay]\ndatabase = \"postgres://postgres@127.0.0.1:1/postgres\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let result = lockbench()
+        .args(["run", "--quick", "--seed", "3", "--specs", SPECS])
+        .args(["--config", config.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    let skipped: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("lockbench: run: skipped"))
+        .collect();
+    assert_eq!(skipped.len(), 2, "{stderr}");
+    assert!(skipped[0].contains("backend redis") && skipped[0].contains("127.0.0.1:1"));
+    assert!(
+        skipped[1].contains("live replay") && skipped[1].contains("scripts/services.sh up"),
+        "{stderr}"
+    );
+    for step in [
+        "simulate",
+        "ttl-billing",
+        "ttl-migration",
+        "bench",
+        "report",
+    ] {
+        assert!(out.join(step).join("manifest.json").is_file(), "{step}");
+    }
+    let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
+    assert!(md.contains("## 4. Idempotency and the lock's role"));
+    assert!(md.contains("No live replay in these results"));
+    assert!(md.contains("| `memory` |"));
+    assert!(out.join("report/report.html").is_file());
+    assert!(
+        out.join("report/charts/runtime-percentiles-billing.png")
+            .is_file()
+    );
+    // Nothing half-written is left beside it.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty());
+}
+
+fn rejects(args: &[&str], fragment: &str) {
+    let out = lockbench().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(fragment),
+        "{args:?}: {stderr} lacks {fragment}"
+    );
+}
+
+#[test]
+fn report_and_run_refuse_bad_input_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let e = empty.to_str().unwrap();
+    rejects(
+        &["report", e, "--out", &format!("{e}-report")],
+        "no manifest.json",
+    );
+    rejects(&["report", "/nonexistent/results"], "not a directory");
+    let occupied = dir.path().join("occupied");
+    std::fs::create_dir(&occupied).unwrap();
+    std::fs::write(occupied.join("x"), "x").unwrap();
+    rejects(
+        &["run", "--quick", "--out", occupied.to_str().unwrap()],
+        "occupied",
+    );
+    rejects(&["run", "--config", "/nonexistent.toml"], "--config");
+    rejects(
+        &["run", "--specs", e, "--out", &format!("{e}-run")],
+        "--specs",
+    );
+}
