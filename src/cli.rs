@@ -30,6 +30,8 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Write a locking decision record (Markdown, HTML, charts) from results directories.
     Report(ReportArgs),
+    /// Show what changed between two sets of results (staging before and after a change).
+    Compare(CompareArgs),
     /// The main job: simulate and derive TTLs for the shipped workloads, benchmark every reachable
     /// backend, replay live when Postgres is reachable, and write the report.
     Run(RunAllArgs),
@@ -309,4 +311,18 @@ pub struct RunAllArgs {
     /// Seed of every simulation and replay (random when omitted).
     #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
     pub seed: Option<String>,
+}
+
+/// `lockbench compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The results before (a results directory, or a folder of them as `run` writes).
+    #[arg(value_name = "BEFORE")]
+    pub before: PathBuf,
+    /// The results after.
+    #[arg(value_name = "AFTER")]
+    pub after: PathBuf,
+    /// Print machine-readable JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(&args),
         Command::Replay(args) => commands::replay::run(&args),
         Command::Report(args) => commands::report::run(&args),
+        Command::Compare(args) => commands::compare::run(&args),
         Command::Run(args) => commands::run::run(&args),
     };
     match result {

@@ -99,3 +99,36 @@ fn report_and_run_refuse_bad_input_in_one_line() {
         "--specs",
     );
 }
+
+#[test]
+fn compare_shows_no_change_between_a_run_and_itself() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/analysis/tests/fixtures/run");
+    let out = lockbench()
+        .args(["compare", fixture, fixture, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let changes = v["changes"].as_array().unwrap();
+    assert!(changes.len() > 40);
+    assert!(
+        changes
+            .iter()
+            .filter(|c| !c["change_pct"].is_null())
+            .all(|c| c["change_pct"] == 0.0)
+    );
+    let text = lockbench()
+        .args(["compare", fixture, fixture])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("runtime_p999_s") && stdout.contains("+0.0 %"),
+        "{stdout}"
+    );
+    rejects(&["compare", fixture, "/nonexistent"], "not a directory");
+}

@@ -7,6 +7,7 @@
 //! values in, values out, no I/O.
 
 pub mod export;
+pub mod frames;
 mod growth;
 pub mod report;
 mod summary;

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod compare;
 pub mod replay;
 pub mod report;
 pub mod run;

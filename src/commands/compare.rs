@@ -1,0 +1,77 @@
+//! `lockbench compare`: the change between two sets of results, metric by metric.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use lockbench_analysis::frames::{self, Change};
+
+use crate::cli::CompareArgs;
+
+pub fn run(args: &CompareArgs) -> Result<ExitCode> {
+    let before = frames::load_frames(std::slice::from_ref(&args.before))?;
+    let after = frames::load_frames(std::slice::from_ref(&args.after))?;
+    let changes = frames::compare(&before, &after)?;
+    if args.json {
+        let json = serde_json::json!({
+            "before": args.before.display().to_string(),
+            "after": args.after.display().to_string(),
+            "changes": changes,
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print!("{}", table(&changes));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn value(v: Option<f64>) -> String {
+    match v {
+        None => "-".to_string(),
+        Some(x) if x.abs() >= 1000.0 => format!("{x:.0}"),
+        Some(x) if x.abs() >= 10.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.3}"),
+    }
+}
+
+/// One line per metric, one block per table; rows found on one side only show `-` on the other.
+fn table(changes: &[Change]) -> String {
+    let mut out = String::new();
+    let mut tables: Vec<&str> = Vec::new();
+    for c in changes {
+        if !tables.contains(&c.table.as_str()) {
+            tables.push(&c.table);
+        }
+    }
+    for name in tables {
+        let rows: Vec<&Change> = changes.iter().filter(|c| c.table == name).collect();
+        let key_width = rows.iter().map(|c| c.key.len()).max().unwrap_or(3).max(3);
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "{:<9} {:<key_width$} {:<27} {:>12} {:>12} {:>9}",
+            "table", "key", "metric", "before", "after", "change"
+        );
+        for c in rows {
+            let change = c
+                .change_pct
+                .map_or("-".to_string(), |p| format!("{p:+.1} %"));
+            let _ = writeln!(
+                out,
+                "{:<9} {:<key_width$} {:<27} {:>12} {:>12} {:>9}",
+                c.table,
+                c.key,
+                c.metric,
+                value(c.before),
+                value(c.after),
+                change
+            );
+        }
+    }
+    if changes.is_empty() {
+        out.push_str("nothing in common to compare\n");
+    }
+    out
+}
