@@ -122,6 +122,46 @@ fn nines_label(x: &f64) -> String {
     }
 }
 
+/// A line with its legend entry drawn in the same style.
+fn line<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    points: Vec<(f64, f64)>,
+    style: ShapeStyle,
+    label: String,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(points, style))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+    Ok(())
+}
+
+/// The legend box every chart uses.
+fn legend<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .label_font((FONT, 13))
+        .draw()
+        .map_err(err)
+}
+
 /// An axis tick: whole numbers with thousands separators, small values with the digits they need.
 fn tick(v: &f64) -> String {
     let v = *v;
@@ -226,32 +266,18 @@ where
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     for (i, (label, points)) in curves.iter().enumerate() {
-        let c = colour(i);
-        chart
-            .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(2)))
-            .map_err(err)?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        line(
+            chart,
+            points.clone(),
+            colour(i).stroke_width(2),
+            label.clone(),
+        )?;
     }
     for (label, value, c) in lines {
-        let c = *c;
-        chart
-            .draw_series(LineSeries::new(
-                vec![(0.0, *value), (x_max, *value)],
-                c.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        let points = vec![(0.0, *value), (x_max, *value)];
+        line(chart, points, c.stroke_width(2), label.clone())?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font((FONT, 13))
-        .draw()
-        .map_err(err)
+    legend(chart, SeriesLabelPosition::UpperLeft)
 }
 
 /// P99.9 runtime against volume, the fitted growth, the TTL, the alert line and the review
@@ -305,21 +331,19 @@ impl Chart for RuntimeVsVolume {
             .draw()
             .map_err(err)?;
         if let Some((coefficient, exponent)) = self.fit {
-            let c = colour(0).mix(0.6);
-            let curve = (1..=100).map(|i| {
-                let v = max_volume * f64::from(i) / 100.0;
-                (v, coefficient * v.powf(exponent))
-            });
-            chart
-                .draw_series(LineSeries::new(
-                    curve.filter(|(_, y)| *y <= max_y),
-                    c.stroke_width(2),
-                ))
-                .map_err(err)?
-                .label("growth fit")
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+            let curve = (1..=100)
+                .map(|i| {
+                    let v = max_volume * f64::from(i) / 100.0;
+                    (v, coefficient * v.powf(exponent))
+                })
+                .filter(|(_, y)| *y <= max_y)
+                .collect();
+            line(
+                &mut chart,
+                curve,
+                colour(0).mix(0.6).stroke_width(2),
+                "growth fit".into(),
+            )?;
         }
         let c = colour(0);
         chart
@@ -335,38 +359,15 @@ impl Chart for RuntimeVsVolume {
             ("TTL", self.ttl_s, TTL_COLOUR),
             ("alert (80 % of TTL)", self.alert_s, ALERT_COLOUR),
         ] {
-            chart
-                .draw_series(LineSeries::new(
-                    vec![(0.0, value), (max_volume, value)],
-                    colour.stroke_width(2),
-                ))
-                .map_err(err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                });
+            let points = vec![(0.0, value), (max_volume, value)];
+            line(&mut chart, points, colour.stroke_width(2), label.into())?;
         }
         if let Some(v) = self.review_volume {
-            let dark = BLACK.mix(0.75);
-            chart
-                .draw_series(LineSeries::new(
-                    vec![(v, 0.0), (v, max_y)],
-                    dark.stroke_width(2),
-                ))
-                .map_err(err)?
-                .label(format!("review trigger: {}", tick(&v)))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], dark.stroke_width(2))
-                });
+            let label = format!("review trigger: {}", tick(&v));
+            let points = vec![(v, 0.0), (v, max_y)];
+            line(&mut chart, points, BLACK.mix(0.75).stroke_width(2), label)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)
     }
 }
 
@@ -471,14 +472,7 @@ where
             .label(name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .label_font((FONT, 13))
-        .draw()
-        .map_err(err)
+    legend(chart, SeriesLabelPosition::LowerRight)
 }
 
 #[cfg(test)]
