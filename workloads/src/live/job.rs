@@ -40,6 +40,9 @@ const MIN_RETRY: Duration = Duration::from_millis(2);
 /// absolute amount, so that long calls (the tail) stay as long as asked.
 const MAX_REPAYMENT_SHARE: f64 = 0.25;
 const MAX_REPAYMENT_NS: f64 = 200_000.0;
+/// What one call may give to another step's overruns: a small share, so that the long calls (the
+/// payment API) carry them and a short step's own distribution stays as asked.
+const MAX_SHARED_REPAYMENT_SHARE: f64 = 0.05;
 /// Overrun a step keeps to repay itself; beyond it, calls of every step share the repayment.
 const SPILL_NS: f64 = 2_000_000.0;
 /// The fidelity target: within 5 % or 100 us (compressed) of the request.
@@ -139,7 +142,8 @@ impl Clock {
         let budget = (MAX_REPAYMENT_SHARE * requested_ns).min(MAX_REPAYMENT_NS);
         // Signed: a step whose calls came in short (the cost was overestimated) gets longer holds.
         let own = self.debt_ns[step].clamp(-budget, budget);
-        let shared = self.shared_debt_ns.min(budget - own.max(0.0)).max(0.0);
+        let shared_budget = (MAX_SHARED_REPAYMENT_SHARE * requested_ns).min(budget - own.max(0.0));
+        let shared = self.shared_debt_ns.min(shared_budget).max(0.0);
         self.debt_ns[step] -= own;
         self.shared_debt_ns -= shared;
         (requested_ns - self.cost_ns[target_index(target)] - own - shared).max(0.0)
@@ -1303,8 +1307,9 @@ mod tests {
         c.observe(0, 0.0, SPILL_NS + 100_000.0);
         assert_eq!(c.debt_ns[0], SPILL_NS);
         assert_eq!(c.shared_debt_ns, 100_000.0);
-        // Step 1 (another step) repays the spilled part.
-        assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 900_000.0);
+        // Step 1 (another step) repays the spilled part, 5 % of its request at a time.
+        assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 950_000.0);
+        assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 950_000.0);
         assert_eq!(c.shared_debt_ns, 0.0);
     }
 }
