@@ -299,7 +299,7 @@ pub struct RunAllArgs {
     /// Backend configuration (server URLs, namespace, timeouts).
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,
-    /// Fewer replays, shorter benchmarks and fewer live runs: about a minute in all.
+    /// Fewer replays, shorter benchmarks and fewer live runs: about half a minute in all.
     #[arg(long)]
     pub quick: bool,
     /// Where everything goes (default results/run-TIMESTAMP); it must not exist or be empty.
