@@ -1,14 +1,11 @@
-//! The job the workers run, the tables it runs on, and the bookkeeping of one live run.
+//! The job the workers run, and the bookkeeping of one live run.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use lockbench_core::RuntimeHistogram;
 use lockbench_locks::{FencingSource, Heartbeat, HeartbeatPolicy, Lease, LockBackend, Redacted};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
@@ -16,10 +13,15 @@ use sqlx::postgres::{PgConnectOptions, PgSslMode};
 use sqlx::{AssertSqlSafe, Connection, PgConnection, Row};
 use tokio::sync::watch;
 
+use super::clock::Clock;
+use super::fidelity::TargetStats;
 use super::hold::hold_until;
 use super::proxy::{HOLD_TAG, PgProxy};
 use super::stub::{Ledger, PaymentStub, StubClient};
-use super::{InjectedLatency, LiveError, LiveOptions, LiveReplay, LiveReport, LockMode, RunRecord};
+use super::tables::{
+    count, create_tables, db_error, drop_schema, exec, fence, is_stale, reset, schema_name,
+};
+use super::{LiveError, LiveOptions, LiveReplay, LockMode, RunRecord};
 use crate::model::ReplayModel;
 use crate::sim::{LivePauses, LiveScenario, replay_rng};
 use crate::spec::Target;
@@ -28,7 +30,7 @@ use crate::spec::Target;
 pub const MAX_LIVE_ITEMS: u64 = 200_000;
 /// Rows of a migration's real table at most: the injected latency carries the rest of the volume.
 const MAX_REAL_ROWS: u64 = 20_000;
-const MIN_REAL_ROWS: u64 = 100;
+pub(super) const MIN_REAL_ROWS: u64 = 100;
 /// Calls per worker and target measured before the first run, to learn what a call costs on top
 /// of its hold, and the hold they ask for (long enough to hide the server's own work).
 const CALIBRATION_CALLS: u32 = 20;
@@ -36,20 +38,6 @@ const CALIBRATION_HOLD: Duration = Duration::from_millis(2);
 /// A retry worker tries the lock this often (real-equivalent), and never more than every 2 ms.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 const MIN_RETRY: Duration = Duration::from_millis(2);
-/// What one call may give to repaying earlier overruns: a share of its request, and at most an
-/// absolute amount, so that long calls (the tail) stay as long as asked.
-const MAX_REPAYMENT_SHARE: f64 = 0.25;
-const MAX_REPAYMENT_NS: f64 = 200_000.0;
-/// What one call may give to another step's overruns: a small share, so that the long calls (the
-/// payment API) carry them and a short step's own distribution stays as asked.
-const MAX_SHARED_REPAYMENT_SHARE: f64 = 0.05;
-/// Overrun a step keeps to repay itself; beyond it, calls of every step share the repayment.
-const SPILL_NS: f64 = 2_000_000.0;
-/// The fidelity target: within 5 % or 100 us (compressed) of the request.
-const TOLERANCE_SHARE: f64 = 0.05;
-const TOLERANCE_ABS_NS: f64 = 100_000.0;
-/// The message of the exception the fencing function raises.
-const STALE: &str = "stale fencing token";
 
 /// What kind of job a spec becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +86,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn f(&self) -> f64 {
+    pub(super) fn f(&self) -> f64 {
         self.options.time_scale
     }
 
@@ -122,81 +110,6 @@ impl Shared {
     }
 }
 
-/// Keeps a worker's calls at the length the model asks for: each hold is the request less the
-/// measured cost of a call around its hold (per target), less part of what earlier calls overran.
-/// A call whose real work is longer than its request (a 44 us compressed query that Postgres
-/// answers in 120 us) cannot be shortened: its overrun is repaid by later calls of the same step,
-/// a little at a time so that no call is shortened by much, and what a step cannot repay itself
-/// (every one of its calls is too short) by calls of any step. The run's total, the runtime,
-/// stays what the model asks for, and each step's own distribution as close as it can be.
-#[derive(Clone, Debug, Default)]
-struct Clock {
-    cost_ns: [f64; 3],
-    debt_ns: Vec<f64>,
-    shared_debt_ns: f64,
-}
-
-impl Clock {
-    /// The hold to ask for so that a call of step `step` to `target` takes `requested_ns`.
-    fn hold_for(&mut self, step: usize, target: Target, requested_ns: f64) -> f64 {
-        let budget = (MAX_REPAYMENT_SHARE * requested_ns).min(MAX_REPAYMENT_NS);
-        // Signed: a step whose calls came in short (the cost was overestimated) gets longer holds.
-        let own = self.debt_ns[step].clamp(-budget, budget);
-        let shared_budget = (MAX_SHARED_REPAYMENT_SHARE * requested_ns).min(budget - own.max(0.0));
-        let shared = self.shared_debt_ns.min(shared_budget).max(0.0);
-        self.debt_ns[step] -= own;
-        self.shared_debt_ns -= shared;
-        (requested_ns - self.cost_ns[target_index(target)] - own - shared).max(0.0)
-    }
-
-    /// Books a call's overrun (or, negative, what it came in under) against its step.
-    fn observe(&mut self, step: usize, requested_ns: f64, achieved_ns: f64) {
-        let debt = &mut self.debt_ns[step];
-        *debt = (*debt + achieved_ns - requested_ns).max(-SPILL_NS);
-        if *debt > SPILL_NS {
-            self.shared_debt_ns += *debt - SPILL_NS;
-            *debt = SPILL_NS;
-        }
-    }
-}
-
-/// Requested and achieved latency of one target, from one worker.
-#[derive(Clone, Debug)]
-struct TargetStats {
-    requested: RuntimeHistogram,
-    achieved: RuntimeHistogram,
-    hold_ns: f64,
-    achieved_ns: f64,
-}
-
-impl Default for TargetStats {
-    fn default() -> Self {
-        TargetStats {
-            requested: RuntimeHistogram::for_latency(),
-            achieved: RuntimeHistogram::for_latency(),
-            hold_ns: 0.0,
-            achieved_ns: 0.0,
-        }
-    }
-}
-
-const TARGETS: [Target; 3] = [Target::Db, Target::Api, Target::Cpu];
-
-fn target_index(t: Target) -> usize {
-    TARGETS
-        .iter()
-        .position(|x| *x == t)
-        .expect("every target listed")
-}
-
-fn target_name(t: Target) -> &'static str {
-    match t {
-        Target::Db => "db",
-        Target::Api => "api",
-        Target::Cpu => "cpu",
-    }
-}
-
 /// One worker: its own lock client, database connection (through the proxy) and API connection.
 pub(crate) struct Worker {
     index: u64,
@@ -204,7 +117,7 @@ pub(crate) struct Worker {
     db: PgConnection,
     api: StubClient,
     clock: Clock,
-    stats: Vec<TargetStats>,
+    pub(super) stats: Vec<TargetStats>,
 }
 
 /// What a worker did in one run.
@@ -236,7 +149,7 @@ struct RunContext {
 /// What the replay accumulates over its runs.
 pub(crate) struct Accumulator {
     pub runs: Vec<RunRecord>,
-    warnings: Vec<String>,
+    pub(super) warnings: Vec<String>,
 }
 
 impl Accumulator {
@@ -375,26 +288,6 @@ async fn close_all(backends: &[Arc<dyn LockBackend>]) {
     }
 }
 
-/// A schema name no other replay uses: namespace, process, counter.
-fn schema_name(namespace: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let clean: String = namespace
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!(
-        "{clean}_replay_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
 /// Turns the spec's steps into real work (see the module documentation of `live`).
 fn classify(model: &ReplayModel) -> Result<(Kind, Vec<Action>), LiveError> {
     let steps = &model.steps;
@@ -474,73 +367,6 @@ fn unreachable_db(shown: &str, reason: &str) -> LiveError {
     ))
 }
 
-async fn exec(conn: &mut PgConnection, sql: String) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql(AssertSqlSafe(sql))
-        .execute(conn)
-        .await
-        .map(|_| ())
-}
-
-fn db_error(what: &str, e: sqlx::Error) -> LiveError {
-    LiveError::Database(format!("postgres: {what}: {e}"))
-}
-
-async fn create_tables(
-    admin: &mut PgConnection,
-    s: &str,
-    kind: Kind,
-    items: u64,
-) -> Result<(), LiveError> {
-    let common = format!(
-        "CREATE SCHEMA {s};
-         CREATE TABLE {s}.fence_token (token bigint NOT NULL);
-         INSERT INTO {s}.fence_token VALUES (0);
-         CREATE FUNCTION {s}.fence(t bigint) RETURNS void LANGUAGE plpgsql AS $f$
-         BEGIN
-             UPDATE {s}.fence_token SET token = t WHERE token <= t;
-             IF NOT FOUND THEN RAISE EXCEPTION '{STALE} %', t; END IF;
-         END $f$;
-         CREATE TABLE {s}.job_done (run bigint PRIMARY KEY, worker bigint NOT NULL);"
-    );
-    let specific = match kind {
-        Kind::Billing => format!(
-            "CREATE TABLE {s}.customers (id bigint PRIMARY KEY, amount_cents bigint NOT NULL,
-                 status text NOT NULL DEFAULT 'due', charged_by bigint)
-                 WITH (fillfactor = 50);
-             INSERT INTO {s}.customers (id, amount_cents)
-                 SELECT g, 900 + (g * 7919) % 29000 FROM generate_series(1, {items}) g;"
-        ),
-        Kind::Migration => format!(
-            "CREATE TABLE {s}.pointer (applied bigint NOT NULL);
-             INSERT INTO {s}.pointer VALUES (0);
-             CREATE TABLE {s}.migration_log (run bigint NOT NULL, migration bigint NOT NULL,
-                 worker bigint NOT NULL, pointer_before bigint NOT NULL);"
-        ),
-    };
-    exec(admin, format!("{common}\n{specific}"))
-        .await
-        .map_err(|e| db_error("creating the replay tables", e))
-}
-
-/// Drops the replay's schema and everything in it, waiting at most 10 s for the locks of an
-/// interrupted worker's session to go.
-pub(crate) async fn drop_schema(
-    admin_db: &PgConnectOptions,
-    schema: &str,
-) -> Result<(), LiveError> {
-    let mut conn = PgConnection::connect_with(admin_db)
-        .await
-        .map_err(|e| db_error("dropping the replay schema", e))?;
-    let result = exec(
-        &mut conn,
-        format!("SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS {schema} CASCADE"),
-    )
-    .await
-    .map_err(|e| db_error(&format!("dropping schema {schema}"), e));
-    let _ = conn.close().await;
-    result
-}
-
 async fn connect_worker(
     shared: &Shared,
     index: u64,
@@ -592,28 +418,6 @@ async fn connect_worker(
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(0.0)
-}
-
-/// Resets the tables for run `run`.
-async fn reset(shared: &Shared, admin: &mut PgConnection) -> Result<(), LiveError> {
-    let s = &shared.schema;
-    let sql = match shared.kind {
-        Kind::Billing => format!(
-            "UPDATE {s}.customers SET status = 'due', charged_by = NULL;
-             UPDATE {s}.fence_token SET token = 0;"
-        ),
-        Kind::Migration => format!(
-            "DROP TABLE IF EXISTS {s}.accounts;
-             CREATE TABLE {s}.accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
-             INSERT INTO {s}.accounts SELECT g, g % 1000 FROM generate_series(1, {}) g;
-             UPDATE {s}.pointer SET applied = 0;
-             UPDATE {s}.fence_token SET token = 0;",
-            shared.real_rows.unwrap_or(MIN_REAL_ROWS)
-        ),
-    };
-    exec(admin, sql)
-        .await
-        .map_err(|e| db_error("resetting the replay tables", e))
 }
 
 /// One job run with every worker; returns its record.
@@ -673,56 +477,6 @@ pub(crate) async fn run_once(
         aborted: outcomes.iter().filter(|o| o.aborted).count() as u64,
         releases_refused: outcomes.iter().filter(|o| o.release_refused).count() as u64,
     })
-}
-
-/// Counts what went twice in run `run`: (double executions, duplicate charges accepted, out of
-/// order migrations).
-async fn count(
-    shared: &Shared,
-    admin: &mut PgConnection,
-    run: u64,
-) -> Result<(u64, Option<u64>, Option<u64>), LiveError> {
-    match shared.kind {
-        Kind::Billing => {
-            let charges: Vec<_> = {
-                let mut ledger = shared.ledger.lock().expect("ledger poisoned");
-                let (this, rest): (Vec<_>, Vec<_>) =
-                    ledger.charges.drain(..).partition(|c| c.period == run);
-                ledger.charges = rest;
-                this
-            };
-            let mut by_customer: HashMap<u64, (Vec<u64>, u64)> = HashMap::new();
-            for c in charges {
-                let entry = by_customer.entry(c.customer).or_default();
-                if !entry.0.contains(&c.worker) {
-                    entry.0.push(c.worker);
-                }
-                entry.1 += u64::from(c.accepted);
-            }
-            let double = by_customer.values().filter(|(w, _)| w.len() > 1).count() as u64;
-            let duplicates = by_customer
-                .values()
-                .map(|(_, accepted)| accepted.saturating_sub(1))
-                .sum();
-            Ok((double, Some(duplicates), None))
-        }
-        Kind::Migration => {
-            let s = &shared.schema;
-            let row = sqlx::raw_sql(AssertSqlSafe(format!(
-                "SELECT
-                   (SELECT count(*) FROM (SELECT migration FROM {s}.migration_log WHERE run = {run}
-                        GROUP BY migration HAVING count(*) > 1) twice),
-                   (SELECT count(*) FROM {s}.migration_log
-                        WHERE run = {run} AND pointer_before >= migration)"
-            )))
-            .fetch_one(admin)
-            .await
-            .map_err(|e| db_error("counting migrations applied twice", e))?;
-            let twice: i64 = row.try_get(0).map_err(|e| db_error("reading a count", e))?;
-            let out_of_order: i64 = row.try_get(1).map_err(|e| db_error("reading a count", e))?;
-            Ok((twice as u64, None, Some(out_of_order as u64)))
-        }
-    }
 }
 
 /// One worker's part of a run: take the lock (first) or keep trying it (retry), run the job
@@ -843,18 +597,6 @@ async fn next_item(
             Ok((next <= shared.model.items).then_some(next))
         }
     }
-}
-
-/// The statement that checks a fencing token, when fencing is on.
-fn fence(shared: &Shared, lease: &Lease) -> String {
-    match (shared.options.fencing, lease.fencing) {
-        (true, Some(token)) => format!("SELECT {}.fence({token}); ", shared.schema),
-        _ => String::new(),
-    }
-}
-
-fn is_stale(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(d) if d.message().contains(STALE))
 }
 
 async fn mark_done(
@@ -1098,102 +840,6 @@ fn backfill_anywhere(shared: &Shared) -> bool {
         .any(|a| matches!(a, Action::Migrate { backfill: true, .. }))
 }
 
-impl Accumulator {
-    /// The report, from the runs and every worker's measurements.
-    pub(crate) fn finish(&self, shared: &Shared, workers: &[Worker]) -> LiveReport {
-        let f = shared.f();
-        let mut runtimes = RuntimeHistogram::new();
-        for r in &self.runs {
-            runtimes.record_ns((r.runtime_s * 1e9).round() as u64);
-        }
-        let mut warnings = self.warnings.clone();
-        let steps = &shared.model.steps;
-        let merged = |chosen: &dyn Fn(usize) -> bool| {
-            let mut total = TargetStats::default();
-            for w in workers {
-                for (_, st) in w.stats.iter().enumerate().filter(|(i, _)| chosen(*i)) {
-                    total.requested.merge(&st.requested);
-                    total.achieved.merge(&st.achieved);
-                    total.hold_ns += st.hold_ns;
-                    total.achieved_ns += st.achieved_ns;
-                }
-            }
-            total
-        };
-        let injected: Vec<InjectedLatency> = TARGETS
-            .iter()
-            .filter_map(|t| fidelity(target_name(*t), None, merged(&|i| steps[i].target == *t), f))
-            .collect();
-        let per_step: Vec<InjectedLatency> = steps
-            .iter()
-            .enumerate()
-            .filter_map(|(i, st)| {
-                fidelity(
-                    target_name(st.target),
-                    Some(st.name.clone()),
-                    merged(&|j| j == i),
-                    f,
-                )
-            })
-            .collect();
-        for row in &per_step {
-            if !row.within_tolerance {
-                warnings.push(format!(
-                    "step {} ({}): achieved P50 {:.3} ms / P99 {:.3} ms against requested {:.3} / {:.3} ms (compressed), outside 5 % or 100 us: a call's real cost ({:.0} us) is large next to what this --time-scale asks for",
-                    row.step.as_deref().unwrap_or(""),
-                    row.target,
-                    row.achieved_p50_ms * f,
-                    row.achieved_p99_ms * f,
-                    row.requested_p50_ms * f,
-                    row.requested_p99_ms * f,
-                    row.real_cost_us
-                ));
-            }
-        }
-        LiveReport {
-            runs: self.runs.clone(),
-            runtimes,
-            injected,
-            per_step,
-            real_rows: shared.real_rows,
-            warnings,
-        }
-    }
-}
-
-/// Requested against achieved for one group of calls; `None` when it has none.
-fn fidelity(
-    target: &str,
-    step: Option<String>,
-    total: TargetStats,
-    f: f64,
-) -> Option<InjectedLatency> {
-    let calls = total.achieved.count();
-    if calls == 0 {
-        return None;
-    }
-    let ns = |h: &RuntimeHistogram, q: f64| h.quantile(q).as_nanos() as f64;
-    let ms = |ns: f64| ns / f / 1e6;
-    let close = |r: f64, a: f64| (a - r).abs() <= (TOLERANCE_SHARE * r).max(TOLERANCE_ABS_NS);
-    let (r50, a50) = (ns(&total.requested, 0.5), ns(&total.achieved, 0.5));
-    let (r99, a99) = (ns(&total.requested, 0.99), ns(&total.achieved, 0.99));
-    Some(InjectedLatency {
-        target: target.to_string(),
-        step,
-        calls,
-        requested_p50_ms: ms(r50),
-        achieved_p50_ms: ms(a50),
-        requested_p99_ms: ms(r99),
-        achieved_p99_ms: ms(a99),
-        requested_mean_ms: ms(total.requested.mean().as_nanos() as f64),
-        achieved_mean_ms: ms(total.achieved.mean().as_nanos() as f64),
-        real_cost_us: (total.achieved_ns - total.hold_ns) / calls as f64 / 1e3,
-        within_tolerance: close(r50, a50) && close(r99, a99),
-        requested: total.requested,
-        achieved: total.achieved,
-    })
-}
-
 /// Closes every lock client (revoking leases an interrupted worker held), removes the lock key and
 /// the namespace's leftovers with a fresh client, and drops the schema.
 pub(crate) async fn cleanup(
@@ -1265,51 +911,5 @@ mod tests {
                 (false, false, false, true)
             ]
         );
-    }
-
-    fn clock() -> Clock {
-        Clock {
-            cost_ns: [50_000.0, 0.0, 0.0],
-            debt_ns: vec![0.0; 2],
-            shared_debt_ns: 0.0,
-        }
-    }
-
-    #[test]
-    fn holds_subtract_the_measured_cost_of_a_call() {
-        let mut c = clock();
-        assert_eq!(c.hold_for(0, Target::Db, 300_000.0), 250_000.0);
-        assert_eq!(c.hold_for(0, Target::Db, 30_000.0), 0.0);
-        assert_eq!(c.hold_for(1, Target::Api, 300_000.0), 300_000.0);
-    }
-
-    #[test]
-    fn overruns_are_repaid_by_later_calls_a_little_at_a_time() {
-        let mut c = clock();
-        // A call asked for 100 us took 400 us: 300 us to repay.
-        c.observe(0, 100_000.0, 400_000.0);
-        // The next 1 ms call gives at most a quarter of itself and at most 200 us.
-        assert_eq!(c.hold_for(0, Target::Db, 1_000_000.0), 750_000.0);
-        assert_eq!(c.hold_for(0, Target::Db, 1_000_000.0), 850_000.0);
-        assert_eq!(c.hold_for(0, Target::Db, 1_000_000.0), 950_000.0);
-    }
-
-    #[test]
-    fn calls_that_came_in_short_lengthen_the_next_ones() {
-        let mut c = clock();
-        c.observe(1, 1_000_000.0, 900_000.0);
-        assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 1_100_000.0);
-    }
-
-    #[test]
-    fn what_a_step_cannot_repay_itself_spills_to_every_step() {
-        let mut c = clock();
-        c.observe(0, 0.0, SPILL_NS + 100_000.0);
-        assert_eq!(c.debt_ns[0], SPILL_NS);
-        assert_eq!(c.shared_debt_ns, 100_000.0);
-        // Step 1 (another step) repays the spilled part, 5 % of its request at a time.
-        assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 950_000.0);
-        assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 950_000.0);
-        assert_eq!(c.shared_debt_ns, 0.0);
     }
 }

@@ -20,10 +20,13 @@
 //!   every row, other `db` steps verify the schema, the last `db` step advances the migration
 //!   pointer (fenced with `--fencing`) and commits.
 
+mod clock;
+mod fidelity;
 mod hold;
 mod job;
 mod proxy;
 mod stub;
+mod tables;
 
 use std::sync::Arc;
 use std::time::Duration;
