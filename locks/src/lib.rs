@@ -26,6 +26,21 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+/// The namespace as the start of a Postgres identifier: lower-case letters, digits and `_`, so
+/// that a sequence, a schema or a table named after it needs no quoting.
+pub fn sql_identifier(namespace: &str) -> String {
+    namespace
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// A distributed lock, measured by lockbench.
 #[async_trait]
 pub trait LockBackend: Send + Sync {

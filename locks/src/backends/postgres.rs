@@ -88,17 +88,7 @@ pub fn lock_id(namespaced_key: &str) -> i64 {
 }
 
 fn identifier(namespace: &str) -> String {
-    let clean: String = namespace
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{clean}_fencing")
+    format!("{}_fencing", crate::sql_identifier(namespace))
 }
 
 impl PgLock {

@@ -17,16 +17,7 @@ const STALE: &str = "stale fencing token";
 /// A schema name no other replay uses: namespace, process, counter.
 pub(super) fn schema_name(namespace: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let clean: String = namespace
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let clean = lockbench_locks::sql_identifier(namespace);
     format!(
         "{clean}_replay_{}_{}",
         std::process::id(),
