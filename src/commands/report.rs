@@ -15,12 +15,13 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode> {
         None => args.dirs[0].join("report"),
     };
     let out = ResultsDir::new(&out)?;
-    write(&args.dirs, out)?;
+    write(&args.dirs, out, true)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads `dirs`, builds the report and writes it to `out` (complete or not at all).
-pub fn write(dirs: &[std::path::PathBuf], out: ResultsDir) -> Result<()> {
+/// Loads `dirs`, builds the report and writes it to `out` (complete or not at all), saying where
+/// when `announce` is true.
+pub fn write(dirs: &[std::path::PathBuf], out: ResultsDir, announce: bool) -> Result<()> {
     let evidence = report::load(dirs)?;
     if evidence.is_empty() {
         return Err(report::ReportError::Input {
@@ -41,5 +42,5 @@ pub fn write(dirs: &[std::path::PathBuf], out: ResultsDir) -> Result<()> {
         )?;
     }
     let manifest = shared::manifest(&out, "report", None, 1, Vec::new());
-    shared::commit(out, &manifest)
+    shared::commit_as(out, &manifest, announce)
 }

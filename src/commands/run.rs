@@ -100,6 +100,7 @@ pub fn run(args: &RunAllArgs) -> Result<ExitCode> {
             crate::commands::report::write(
                 std::slice::from_ref(&staging),
                 ResultsDir::new(&staging.join("report"))?,
+                false,
             )
             .inspect_err(|_| {
                 let _ = std::fs::remove_dir_all(&staging);
@@ -189,6 +190,7 @@ async fn step(title: &str, args: &[String]) -> Result<i32> {
     let exe = std::env::current_exe().context("finding the lockbench binary")?;
     let status = tokio::process::Command::new(exe)
         .args(args)
+        .env(crate::commands::shared::STAGED, "1")
         .kill_on_drop(false)
         .status()
         .await

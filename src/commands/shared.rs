@@ -118,12 +118,28 @@ pub fn manifest(
 }
 
 /// Adds the manifest last and moves the directory into place.
-pub fn commit(mut out: ResultsDir, manifest: &impl serde::Serialize) -> Result<()> {
+pub fn commit(out: ResultsDir, manifest: &impl serde::Serialize) -> Result<()> {
+    // `run` stages its steps in a hidden folder and names the final one itself.
+    commit_as(out, manifest, std::env::var_os(STAGED).is_none())
+}
+
+/// [`commit`], saying where the directory went only when `announce` is true.
+pub fn commit_as(
+    mut out: ResultsDir,
+    manifest: &impl serde::Serialize,
+    announce: bool,
+) -> Result<()> {
     out.add("manifest.json", serde_json::to_vec_pretty(manifest)?)?;
     let path = out.commit().context("writing the results directory")?;
-    eprintln!("results written to {}", path.display());
+    if announce {
+        eprintln!("results written to {}", path.display());
+    }
     Ok(())
 }
+
+/// Set by `run` for its steps: their results directories are staged, so their paths are not
+/// worth printing.
+pub const STAGED: &str = "LOCKBENCH_STAGED";
 
 /// Checks `--out` before any work, so a long run cannot fail at its end.
 pub fn prepare_out(run: &RunOptions) -> Result<Option<ResultsDir>> {
