@@ -65,28 +65,10 @@ pub struct TtlOptions {
 
 impl RunOptions {
     fn resolve(args: &RunArgs) -> Result<Self, UsageError> {
-        let replays: u64 = parse_number("--replays", &args.replays, "a whole number of replays")?;
-        if !(1..=MAX_REPLAYS).contains(&replays) {
-            return Err(usage(
-                "--replays",
-                format!("expected 1 to {MAX_REPLAYS}, got {replays}"),
-            ));
-        }
-        let seed = match &args.seed {
-            Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1")?,
-            None => random_seed(),
-        };
+        let replays = whole_in("--replays", &args.replays, "replays", 1..=MAX_REPLAYS)?;
+        let seed = resolve_seed(args.seed.as_deref())?;
         let threads = match &args.threads {
-            Some(text) => {
-                let n: usize = parse_number("--threads", text, "a whole number of threads")?;
-                if !(1..=MAX_THREADS).contains(&n) {
-                    return Err(usage(
-                        "--threads",
-                        format!("expected 1 to {MAX_THREADS}, got {n}"),
-                    ));
-                }
-                n
-            }
+            Some(text) => whole_in("--threads", text, "threads", 1..=MAX_THREADS)?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         Ok(RunOptions {
@@ -190,7 +172,7 @@ fn parse_scale(flag: &str, text: &str) -> Result<f64, UsageError> {
 
 /// A seed from the standard library's per-process random hasher keys: no extra dependency, and
 /// different on every invocation.
-pub fn random_seed() -> u64 {
+fn random_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
@@ -201,9 +183,79 @@ pub fn random_seed() -> u64 {
     h.finish()
 }
 
-/// `--seed`: a whole number.
-pub fn parse_seed(text: &str) -> Result<u64, UsageError> {
-    parse_number("--seed", text, "a whole number from 0 to 2^64-1")
+/// `--seed`: the number given, or a random one.
+pub fn resolve_seed(text: Option<&str>) -> Result<u64, UsageError> {
+    match text {
+        Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1"),
+        None => Ok(random_seed()),
+    }
+}
+
+/// A whole number of `what` in `range`.
+fn whole_in<T>(
+    flag: &str,
+    text: &str,
+    what: &str,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, UsageError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let n: T = parse_number(flag, text, &format!("a whole number of {what}"))?;
+    if range.contains(&n) {
+        Ok(n)
+    } else {
+        Err(usage(
+            flag,
+            format!("expected {} to {}, got {n}", range.start(), range.end()),
+        ))
+    }
+}
+
+/// `--config FILE`: its text and the backends it configures.
+fn read_config(path: &std::path::Path) -> Result<(String, Vec<BackendConfig>), UsageError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        usage(
+            "--config",
+            format!(
+                "{}: cannot read it ({e}); the default lockbench.toml sits at the repository root",
+                path.display()
+            ),
+        )
+    })?;
+    let configs = lockbench_locks::parse_config(&text).map_err(|e| config_error(path, e))?;
+    Ok((text, configs))
+}
+
+fn config_error(path: &std::path::Path, e: lockbench_locks::ConfigError) -> UsageError {
+    usage("--config", format!("{}: {e}", path.display()))
+}
+
+/// `--backend NAME`: the backend of that name in the config.
+fn configured_backend(
+    configs: &[BackendConfig],
+    name: &str,
+    path: &std::path::Path,
+) -> Result<BackendConfig, UsageError> {
+    let kind = BackendKind::parse(name).ok_or_else(|| {
+        usage(
+            "--backend",
+            format!(
+                "unknown backend \"{name}\"; expected one of: {}",
+                BackendKind::names()
+            ),
+        )
+    })?;
+    configs
+        .iter()
+        .find(|c| c.kind == kind)
+        .cloned()
+        .ok_or_else(|| {
+            usage(
+                "--backend",
+                format!("{name} is not configured in {}", path.display()),
+            )
+        })
 }
 
 /// Options of `bench`.
@@ -223,37 +275,14 @@ const MAX_CONTENDERS: usize = 256;
 impl BenchCommand {
     /// Checks `bench`'s flags and reads the config file.
     pub fn resolve(args: &BenchArgs) -> Result<Self, UsageError> {
-        let text = std::fs::read_to_string(&args.config).map_err(|e| {
-            usage(
-                "--config",
-                format!("{}: cannot read it ({e}); the default lockbench.toml sits at the repository root", args.config.display()),
-            )
-        })?;
-        let configs = lockbench_locks::parse_config(&text)
-            .map_err(|e| usage("--config", format!("{}: {e}", args.config.display())))?;
+        let (_, configs) = read_config(&args.config)?;
         let backends = if args.backends.is_empty() {
             configs
         } else {
-            let mut chosen = Vec::new();
-            for name in &args.backends {
-                let kind = BackendKind::parse(name).ok_or_else(|| {
-                    usage(
-                        "--backend",
-                        format!(
-                            "unknown backend \"{name}\"; expected one of: {}",
-                            BackendKind::names()
-                        ),
-                    )
-                })?;
-                let config = configs.iter().find(|c| c.kind == kind).ok_or_else(|| {
-                    usage(
-                        "--backend",
-                        format!("{name} is not configured in {}", args.config.display()),
-                    )
-                })?;
-                chosen.push(config.clone());
-            }
-            chosen
+            args.backends
+                .iter()
+                .map(|name| configured_backend(&configs, name, &args.config))
+                .collect::<Result<Vec<_>, _>>()?
         };
         let contenders = args
             .contenders
@@ -387,41 +416,10 @@ impl ReplayCommand {
                     p.name.clone()
                 }),
         };
-        let text = std::fs::read_to_string(&args.config).map_err(|e| {
-            usage(
-                "--config",
-                format!("{}: cannot read it ({e}); the default lockbench.toml sits at the repository root", args.config.display()),
-            )
-        })?;
-        let config_error = |e: lockbench_locks::ConfigError| {
-            usage("--config", format!("{}: {e}", args.config.display()))
-        };
-        let configs = lockbench_locks::parse_config(&text).map_err(config_error)?;
-        let kind = BackendKind::parse(&args.backend).ok_or_else(|| {
-            usage(
-                "--backend",
-                format!(
-                    "unknown backend \"{}\"; expected one of: {}",
-                    args.backend,
-                    BackendKind::names()
-                ),
-            )
-        })?;
-        let backend = configs
-            .into_iter()
-            .find(|c| c.kind == kind)
-            .ok_or_else(|| {
-                usage(
-                    "--backend",
-                    format!(
-                        "{} is not configured in {}",
-                        args.backend,
-                        args.config.display()
-                    ),
-                )
-            })?;
+        let (text, configs) = read_config(&args.config)?;
+        let backend = configured_backend(&configs, &args.backend, &args.config)?;
         let database = lockbench_locks::replay_database(&text)
-            .map_err(config_error)?
+            .map_err(|e| config_error(&args.config, e))?
             .ok_or_else(|| {
                 usage(
                     "--config",
@@ -447,22 +445,9 @@ impl ReplayCommand {
             )
             .into());
         }
-        let workers: usize = parse_number("--workers", &args.workers, "a whole number of workers")?;
-        if !(1..=MAX_WORKERS).contains(&workers) {
-            return Err(usage(
-                "--workers",
-                format!("expected 1 to {MAX_WORKERS}, got {workers}"),
-            )
-            .into());
-        }
-        let runs: u32 = parse_number("--runs", &args.runs, "a whole number of job runs")?;
-        if !(1..=MAX_RUNS).contains(&runs) {
-            return Err(usage("--runs", format!("expected 1 to {MAX_RUNS}, got {runs}")).into());
-        }
-        let seed = match &args.seed {
-            Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1")?,
-            None => random_seed(),
-        };
+        let workers = whole_in("--workers", &args.workers, "workers", 1..=MAX_WORKERS)?;
+        let runs = whole_in("--runs", &args.runs, "job runs", 1..=MAX_RUNS)?;
+        let seed = resolve_seed(args.seed.as_deref())?;
         let compare_replays: u64 = parse_number(
             "--compare-replays",
             &args.compare_replays,

@@ -109,32 +109,16 @@ async fn replay(model: &ReplayModel, command: &ReplayCommand) -> Result<LiveRepo
 /// What the user can fix is a usage error (exit 2); the rest names the server.
 fn live_error(e: LiveError, command: &ReplayCommand) -> anyhow::Error {
     match e {
-        LiveError::Unsupported(message) => {
-            let flag = if message.starts_with("--") {
-                message.split(':').next().unwrap_or("SPEC").to_string()
-            } else {
-                command.spec.path.display().to_string()
-            };
-            let message = message
-                .strip_prefix(&format!("{flag}: "))
-                .unwrap_or(&message)
-                .to_string();
-            usage(&flag, message).into()
+        LiveError::Unsupported { input, message } => {
+            let spec = command.spec.path.display().to_string();
+            usage(input.unwrap_or(&spec), message).into()
         }
         other => anyhow::Error::new(other),
     }
 }
 
 fn summary_json(h: &RuntimeHistogram) -> serde_json::Value {
-    let s = RuntimeSummary::from_histogram(h);
-    json!({
-        "p50": s.p50.as_secs_f64(),
-        "p90": s.p90.as_secs_f64(),
-        "p99": s.p99.as_secs_f64(),
-        "p999": s.p999.as_secs_f64(),
-        "max": s.max.as_secs_f64(),
-        "mean": s.mean.as_secs_f64(),
-    })
+    serde_json::to_value(RuntimeSummary::from_histogram(h)).expect("a summary serialises")
 }
 
 fn to_json(

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::cli::RunAllArgs;
 use crate::commands::Interrupted;
-use crate::options::{parse_seed, usage};
+use crate::options::{resolve_seed, usage};
 
 /// `bench` exit code when some backend could not be measured.
 const SOME_BACKENDS_FAILED: i32 = 3;
@@ -70,10 +70,7 @@ pub fn run(args: &RunAllArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    let seed = match &args.seed {
-        Some(text) => parse_seed(text)?,
-        None => crate::options::random_seed(),
-    };
+    let seed = resolve_seed(args.seed.as_deref())?;
     let staging = staging_dir(&out)?;
     let plan = Plan {
         quick: args.quick,

@@ -6,7 +6,9 @@ use std::time::Duration;
 use lockbench_core::{RuntimeHistogram, format_count, format_seconds};
 use serde_json::Value;
 
-use super::charts::{ALERT_COLOUR, Curve, HBars, PercentileCurves, RuntimeVsVolume, TTL_COLOUR};
+use super::charts::{
+    ALERT_COLOUR, Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume, TTL_COLOUR,
+};
 use super::doc::Block;
 use super::load::{Evidence, Runtimes};
 use crate::ALERT_SHARE;
@@ -19,6 +21,61 @@ pub enum ChartSpec {
     Volume(String, RuntimeVsVolume),
     /// Horizontal bars.
     Bars(String, HBars),
+}
+
+impl ChartSpec {
+    fn name(&self) -> &str {
+        match self {
+            ChartSpec::Curves(n, _) | ChartSpec::Volume(n, _) | ChartSpec::Bars(n, _) => n,
+        }
+    }
+}
+
+/// Puts a chart in the text where it is referred to, and in the list of charts to draw.
+fn add_chart(
+    blocks: &mut Vec<Block>,
+    charts: &mut Vec<ChartSpec>,
+    caption: String,
+    spec: ChartSpec,
+) {
+    blocks.push(Block::Chart {
+        name: spec.name().to_string(),
+        caption,
+    });
+    charts.push(spec);
+}
+
+/// The runtime-by-percentile chart of `workload`, with `lines` (TTL, alert) when it has a TTL;
+/// nothing when no histogram of it was recorded.
+fn runtime_chart(
+    evidence: &Evidence,
+    workload: &str,
+    lines: Vec<RefLine>,
+    blocks: &mut Vec<Block>,
+    charts: &mut Vec<ChartSpec>,
+) {
+    let curves = workload_curves(evidence, workload);
+    if curves.is_empty() {
+        return;
+    }
+    let caption = if lines.is_empty() {
+        format!("{workload}: job runtime by percentile, per profile and scale")
+    } else {
+        format!(
+            "{workload}: job runtime by percentile, per profile and scale, with the TTL and the 80 % alert line"
+        )
+    };
+    let spec = ChartSpec::Curves(
+        format!("runtime-percentiles-{workload}"),
+        PercentileCurves {
+            title: format!("{workload}: job runtime distribution"),
+            y_label: "runtime (s)".to_string(),
+            log_y: false,
+            curves,
+            lines,
+        },
+    );
+    add_chart(blocks, charts, caption, spec);
 }
 
 /// The blocks and the charts they refer to.
@@ -295,14 +352,8 @@ fn backends(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<Chart
         }
     }
     if !curves.is_empty() {
-        let name = "acquire-percentiles".to_string();
-        blocks.push(Block::Chart {
-            name: name.clone(),
-            caption: "Uncontended acquire latency by percentile, every backend (log scale)"
-                .to_string(),
-        });
-        charts.push(ChartSpec::Curves(
-            name,
+        let spec = ChartSpec::Curves(
+            "acquire-percentiles".to_string(),
             PercentileCurves {
                 title: "Acquire latency, one client".to_string(),
                 y_label: "acquire latency (us)".to_string(),
@@ -310,7 +361,9 @@ fn backends(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<Chart
                 curves,
                 lines: Vec::new(),
             },
-        ));
+        );
+        let caption = "Uncontended acquire latency by percentile, every backend (log scale)";
+        add_chart(blocks, charts, caption.to_string(), spec);
     }
     let bars: Vec<(String, Vec<f64>)> = rows
         .iter()
@@ -324,14 +377,8 @@ fn backends(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<Chart
             )
         })
         .collect();
-    let name = "acquire-bars".to_string();
-    blocks.push(Block::Chart {
-        name: name.clone(),
-        caption: "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale)"
-            .to_string(),
-    });
-    charts.push(ChartSpec::Bars(
-        name,
+    let spec = ChartSpec::Bars(
+        "acquire-bars".to_string(),
         HBars {
             title: "Acquire latency by backend and contenders".to_string(),
             x_label: "acquire latency (us)".to_string(),
@@ -339,20 +386,19 @@ fn backends(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<Chart
             series: vec!["P50".into(), "P99".into(), "P99.9".into()],
             rows: bars,
         },
-    ));
+    );
+    let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale)";
+    add_chart(blocks, charts, caption.to_string(), spec);
 }
 
 /// The runtime histograms of a workload, from every simulate and ttl directory.
-fn workload_curves(evidence: &Evidence, workload: &str, only: Option<&str>) -> Vec<Curve> {
+fn workload_curves(evidence: &Evidence, workload: &str) -> Vec<Curve> {
     let all: Vec<&Runtimes> = evidence.simulations.iter().chain(&evidence.ttls).collect();
     let mut curves: Vec<Curve> = Vec::new();
     for r in all {
         for (tag, h) in &r.histograms {
             let parts: Vec<&str> = tag.split('/').collect();
             if parts.len() != 3 || parts[0] != workload || h.count() == 0 {
-                continue;
-            }
-            if only.is_some_and(|p| parts[1] != p) {
                 continue;
             }
             let label = format!("{} {}", parts[1], parts[2].replace("scale=", "x"));
@@ -490,33 +536,15 @@ fn ttl(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<ChartSpec>
         });
         let ttl_s = j["ttl_s"].as_f64().unwrap_or(0.0);
         let alert_s = j["alert_hold_s"].as_f64().unwrap_or(0.0);
-        let curves = workload_curves(evidence, &workload, None);
-        if !curves.is_empty() {
-            let name = format!("runtime-percentiles-{workload}");
-            blocks.push(Block::Chart {
-                name: name.clone(),
-                caption: format!(
-                    "{workload}: job runtime by percentile, per profile and scale, with the TTL and the 80 % alert line"
-                ),
-            });
-            charts.push(ChartSpec::Curves(
-                name,
-                PercentileCurves {
-                    title: format!("{workload}: job runtime distribution"),
-                    y_label: "runtime (s)".to_string(),
-                    log_y: false,
-                    curves,
-                    lines: vec![
-                        (format!("TTL {}", secs(&j["ttl_s"])), ttl_s, TTL_COLOUR),
-                        (
-                            format!("alert {}", secs(&j["alert_hold_s"])),
-                            alert_s,
-                            ALERT_COLOUR,
-                        ),
-                    ],
-                },
-            ));
-        }
+        let lines = vec![
+            (format!("TTL {}", secs(&j["ttl_s"])), ttl_s, TTL_COLOUR),
+            (
+                format!("alert {}", secs(&j["alert_hold_s"])),
+                alert_s,
+                ALERT_COLOUR,
+            ),
+        ];
+        runtime_chart(evidence, &workload, lines, blocks, charts);
         let points: Vec<(f64, f64)> = j["volume_points"]
             .as_array()
             .into_iter()
@@ -524,15 +552,11 @@ fn ttl(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<ChartSpec>
             .filter_map(|p| Some((p["volume"].as_f64()?, p["p999_s"].as_f64()?)))
             .collect();
         if !points.is_empty() {
-            let name = format!("runtime-volume-{workload}");
-            blocks.push(Block::Chart {
-                name: name.clone(),
-                caption: format!(
-                    "{workload}: P99.9 runtime against volume, the fitted growth, the TTL, the alert line and the review trigger"
-                ),
-            });
-            charts.push(ChartSpec::Volume(
-                name,
+            let caption = format!(
+                "{workload}: P99.9 runtime against volume, the fitted growth, the TTL, the alert line and the review trigger"
+            );
+            let spec = ChartSpec::Volume(
+                format!("runtime-volume-{workload}"),
                 RuntimeVsVolume {
                     title: format!("{workload}: runtime against volume"),
                     unit,
@@ -544,7 +568,8 @@ fn ttl(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<ChartSpec>
                     alert_s,
                     review_volume: j["review_trigger_volume"].as_f64(),
                 },
-            ));
+            );
+            add_chart(blocks, charts, caption, spec);
         }
     }
     let covered: Vec<&str> = evidence
@@ -584,31 +609,15 @@ fn ttl(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<ChartSpec>
             .to_vec(),
             rows,
         });
+        // Workloads simulated without a TTL derivation still get their runtime chart.
+        let mut seen: Vec<&str> = covered;
         for s in &evidence.simulations {
             for r in s.json["results"].as_array().into_iter().flatten() {
                 let w = text(&r["workload"]);
-                if covered.contains(&w) || charts.iter().any(|c| matches!(c, ChartSpec::Curves(n, _) if *n == format!("runtime-percentiles-{w}"))) {
-                    continue;
+                if !seen.contains(&w) {
+                    seen.push(w);
+                    runtime_chart(evidence, w, Vec::new(), blocks, charts);
                 }
-                let curves = workload_curves(evidence, w, None);
-                if curves.is_empty() {
-                    continue;
-                }
-                let name = format!("runtime-percentiles-{w}");
-                blocks.push(Block::Chart {
-                    name: name.clone(),
-                    caption: format!("{w}: job runtime by percentile, per profile and scale"),
-                });
-                charts.push(ChartSpec::Curves(
-                    name,
-                    PercentileCurves {
-                        title: format!("{w}: job runtime distribution"),
-                        y_label: "runtime (s)".to_string(),
-                        log_y: false,
-                        curves,
-                        lines: Vec::new(),
-                    },
-                ));
             }
         }
     }
@@ -750,13 +759,8 @@ fn idempotency(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<Ch
         .to_vec(),
         rows,
     });
-    let name = "double-executions".to_string();
-    blocks.push(Block::Chart {
-        name: name.clone(),
-        caption: "Double executions, duplicate charges accepted and stale writes refused, by live-replay mode".to_string(),
-    });
-    charts.push(ChartSpec::Bars(
-        name,
+    let spec = ChartSpec::Bars(
+        "double-executions".to_string(),
         HBars {
             title: "Live replay: what went twice, by mode".to_string(),
             x_label: "items over all runs".to_string(),
@@ -768,7 +772,9 @@ fn idempotency(evidence: &Evidence, blocks: &mut Vec<Block>, charts: &mut Vec<Ch
             ],
             rows: bars,
         },
-    ));
+    );
+    let caption = "Double executions, duplicate charges accepted and stale writes refused, by live-replay mode";
+    add_chart(blocks, charts, caption.to_string(), spec);
     let mut findings = Vec::new();
     let keys = evidence
         .replays

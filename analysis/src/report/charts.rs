@@ -177,6 +177,9 @@ fn tick(v: &f64) -> String {
 /// A named curve of (nines, value) points.
 pub type Curve = (String, Vec<(f64, f64)>);
 
+/// A horizontal reference line: label, value, colour.
+pub type RefLine = (String, f64, RGBColor);
+
 /// Percentile curves with horizontal reference lines, linear or log value axis.
 pub struct PercentileCurves {
     /// Chart title.
@@ -187,8 +190,8 @@ pub struct PercentileCurves {
     pub log_y: bool,
     /// The curves.
     pub curves: Vec<Curve>,
-    /// Horizontal lines: label, value, colour.
-    pub lines: Vec<(String, f64, RGBColor)>,
+    /// Horizontal reference lines.
+    pub lines: Vec<RefLine>,
 }
 
 impl Chart for PercentileCurves {
@@ -257,7 +260,7 @@ impl Chart for PercentileCurves {
 fn draw_curves<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     curves: &[Curve],
-    lines: &[(String, f64, RGBColor)],
+    lines: &[RefLine],
     x_max: f64,
 ) -> Result<(), String>
 where

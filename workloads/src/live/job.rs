@@ -166,16 +166,22 @@ pub(crate) async fn prepare(
     options: &LiveOptions,
 ) -> Result<LiveReplay, LiveError> {
     if model.concurrency > 1 {
-        return Err(LiveError::Unsupported(format!(
-            "live replay runs one lane per worker; the spec has concurrency {}",
-            model.concurrency
-        )));
+        return Err(LiveError::Unsupported {
+            input: None,
+            message: format!(
+                "live replay runs one lane per worker; the spec has concurrency {}",
+                model.concurrency
+            ),
+        });
     }
     if model.items > MAX_LIVE_ITEMS {
-        return Err(LiveError::Unsupported(format!(
-            "{} items per run is more than a live replay runs ({MAX_LIVE_ITEMS}); lower --scale",
-            model.items
-        )));
+        return Err(LiveError::Unsupported {
+            input: Some("--scale"),
+            message: format!(
+                "{} items per run is more than a live replay runs ({MAX_LIVE_ITEMS}); expected a lower scale",
+                model.items
+            ),
+        });
     }
     let (kind, actions) = classify(model)?;
     let database = Redacted(&options.database_url).to_string();
@@ -197,10 +203,10 @@ pub(crate) async fn prepare(
         let source = probe.capabilities().fencing;
         let _ = probe.close().await;
         if source == FencingSource::None || !options.backend.fencing {
-            return Err(LiveError::Unsupported(format!(
-                "--fencing: {} gives no fencing token",
-                options.backend.kind.name()
-            )));
+            return Err(LiveError::Unsupported {
+                input: Some("--fencing"),
+                message: format!("{} gives no fencing token", options.backend.kind.name()),
+            });
         }
     }
     let schema = schema_name(&options.backend.namespace);
@@ -296,10 +302,12 @@ fn classify(model: &ReplayModel) -> Result<(Kind, Vec<Action>), LiveError> {
         .collect();
     if model.fixed_items {
         let (Some(&first), Some(&last)) = (db.first(), db.last()) else {
-            return Err(LiveError::Unsupported(
-                "a spec with a fixed item count runs live as migrations, which need a db step"
-                    .to_string(),
-            ));
+            return Err(LiveError::Unsupported {
+                input: None,
+                message:
+                    "a spec with a fixed item count runs live as migrations, which need a db step"
+                        .to_string(),
+            });
         };
         let actions = steps
             .iter()

@@ -83,9 +83,14 @@ pub enum LiveError {
     /// The lock backend failed.
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// The spec or the options cannot run live.
-    #[error("{0}")]
-    Unsupported(String),
+    /// The spec or an option cannot run live.
+    #[error("{}{message}", input.map_or(String::new(), |i| format!("{i}: ")))]
+    Unsupported {
+        /// What the user would change: a flag (`--fencing`), or `None` for the spec itself.
+        input: Option<&'static str>,
+        /// What is wrong and what was expected.
+        message: String,
+    },
     /// Something else (a run that did not finish, a socket).
     #[error("{0}")]
     Run(String),
