@@ -11,7 +11,7 @@ use lockbench_core::RuntimeHistogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::model::{CompiledEpisode, CompiledPauses, Effect, ReplayModel};
+use crate::model::{CompiledEpisode, CompiledPauses, CompiledStep, Effect, ReplayModel};
 
 /// Replays handed to a thread at a time: large enough to amortise the shared counter, small
 /// enough that both cores finish together.
@@ -190,30 +190,8 @@ impl LiveScenario {
         rng: &mut SmallRng,
     ) -> f64 {
         let compiled = &model.steps[step];
-        let mut start = t;
-        for _ in 0..=self.windows.len() {
-            let blocker = self.windows.iter().find(|w| {
-                w.factor.is_none()
-                    && w.mask & compiled.mask != 0
-                    && start >= w.start
-                    && start < w.end
-            });
-            match blocker {
-                Some(w) => start = w.end,
-                None => break,
-            }
-        }
-        let factor: f64 = self
-            .windows
-            .iter()
-            .filter(|w| w.mask & compiled.mask != 0 && start >= w.start && start < w.end)
-            .filter_map(|w| w.factor)
-            .product();
-        let mut work = compiled.base.sample(rng);
-        if let Some(per_unit) = &compiled.per_unit {
-            work += per_unit.sample(rng) * model.units_per_item;
-        }
-        (start - t) + work * factor
+        let (start, factor) = start_and_factor(&self.windows, compiled.mask, t);
+        (start - t) + call_work(compiled, model.units_per_item, rng) * factor
     }
 }
 
@@ -314,12 +292,7 @@ fn straight_sum(model: &ReplayModel, rng: &mut SmallRng) -> f64 {
     let units = model.units_per_item;
     for _ in 0..model.items {
         for step in &model.steps {
-            // Same association as the other engines, so that all three agree to the last bit.
-            let mut work = step.base.sample(rng);
-            if let Some(per_unit) = &step.per_unit {
-                work += per_unit.sample(rng) * units;
-            }
-            total += work;
+            total += call_work(step, units, rng);
         }
     }
     total
@@ -350,11 +323,7 @@ fn single_lane(
             if states[i].blocked_until > t {
                 (t, next_boundary) = wait_for_blocks(active, t, i, states);
             }
-            let mut work = step.base.sample(rng);
-            if let Some(per_unit) = &step.per_unit {
-                work += per_unit.sample(rng) * units;
-            }
-            work *= states[i].factor;
+            let work = call_work(step, units, rng) * states[i].factor;
             let end = t + work;
             // `next_pause` is infinite without pauses, so this test alone keeps the common path
             // free of the pause machinery.
@@ -455,32 +424,9 @@ fn lanes(
         for step in &model.steps {
             let mut factor = 1.0;
             if !active.is_empty() {
-                // A blocked call may be released into another block: repeat until none applies
-                // (bounded: each pass moves t to a later window end).
-                for _ in 0..=active.len() {
-                    let blocker = active.iter().find(|w| {
-                        w.factor.is_none() && w.mask & step.mask != 0 && t >= w.start && t < w.end
-                    });
-                    match blocker {
-                        Some(w) => t = w.end,
-                        None => break,
-                    }
-                }
-                for w in active {
-                    if let Some(f) = w.factor
-                        && w.mask & step.mask != 0
-                        && t >= w.start
-                        && t < w.end
-                    {
-                        factor *= f;
-                    }
-                }
+                (t, factor) = start_and_factor(active, step.mask, t);
             }
-            let mut work = step.base.sample(rng);
-            if let Some(per_unit) = &step.per_unit {
-                work += per_unit.sample(rng) * units;
-            }
-            work *= factor;
+            let work = call_work(step, units, rng) * factor;
             t = match pauses.as_mut() {
                 None => t + work,
                 Some(p) => p.stretch(t, work, pause_cursor).0,
@@ -489,6 +435,46 @@ fn lanes(
         lanes[lane] = t;
     }
     lanes.iter().copied().fold(0.0, f64::max)
+}
+
+/// One call's work before any episode: its latency plus, for a step with a per-unit part, that
+/// part times the item's units. Every engine draws it here, in the same order and association,
+/// so that they agree to the last bit.
+#[inline(always)]
+fn call_work(step: &CompiledStep, units: f64, rng: &mut SmallRng) -> f64 {
+    let mut work = step.base.sample(rng);
+    if let Some(per_unit) = &step.per_unit {
+        work += per_unit.sample(rng) * units;
+    }
+    work
+}
+
+/// When a call of the step with `mask`, arriving at `t`, starts (block windows waited out, one
+/// after another) and the slowdown factor of the windows active then.
+#[inline]
+fn start_and_factor(active: &[Window], mask: u64, mut t: f64) -> (f64, f64) {
+    // A blocked call may be released into another block: repeat until none applies (bounded:
+    // each pass moves t to a later window end).
+    for _ in 0..=active.len() {
+        let blocker = active
+            .iter()
+            .find(|w| w.factor.is_none() && w.mask & mask != 0 && t >= w.start && t < w.end);
+        match blocker {
+            Some(w) => t = w.end,
+            None => break,
+        }
+    }
+    let mut factor = 1.0;
+    for w in active {
+        if let Some(f) = w.factor
+            && w.mask & mask != 0
+            && t >= w.start
+            && t < w.end
+        {
+            factor *= f;
+        }
+    }
+    (t, factor)
 }
 
 /// A uniform value in [0, 1) from a random word.
