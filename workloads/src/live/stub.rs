@@ -81,10 +81,9 @@ async fn serve(mut stream: TcpStream, ledger: Arc<Mutex<Ledger>>) -> std::io::Re
     stream.set_nodelay(true)?;
     let mut buffer = Vec::with_capacity(4096);
     loop {
-        let Some((request, used, arrival)) = read_request(&mut stream, &mut buffer).await? else {
+        let Some((request, arrival)) = read_request(&mut stream, &mut buffer).await? else {
             return Ok(());
         };
-        buffer.drain(..used);
         let (status, body) = match request.path.as_str() {
             "/charges" => charge(&request, &ledger),
             "/ping" => ("200 OK", "{}".to_string()),
@@ -139,60 +138,88 @@ fn charge(request: &Request, ledger: &Mutex<Ledger>) -> (&'static str, String) {
     }
 }
 
-/// Reads one request; `None` at a clean end of stream.
-async fn read_request(
+/// One HTTP/1.1 message: its first line, its headers (names in lower case) and its body.
+struct Message {
+    start_line: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Message {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads one message from `stream` (what `buffer` holds first); `None` at a clean end of stream.
+async fn read_message(
     stream: &mut TcpStream,
     buffer: &mut Vec<u8>,
-) -> std::io::Result<Option<(Request, usize, Instant)>> {
+) -> std::io::Result<Option<Message>> {
     loop {
         if let Some(head_end) = find(buffer, b"\r\n\r\n") {
             let head = std::str::from_utf8(&buffer[..head_end])
-                .map_err(|_| std::io::Error::other("request head is not UTF-8"))?;
+                .map_err(|_| std::io::Error::other("message head is not UTF-8"))?;
             let mut lines = head.split("\r\n");
-            let path = lines
-                .next()
-                .and_then(|l| l.split(' ').nth(1))
-                .unwrap_or("/")
-                .to_string();
-            let mut length = 0usize;
-            let mut hold = None;
-            let mut idempotency_key = None;
-            for line in lines {
-                let Some((name, value)) = line.split_once(':') else {
-                    continue;
-                };
-                let value = value.trim();
-                match name.trim().to_ascii_lowercase().as_str() {
-                    "content-length" => length = value.parse().unwrap_or(0),
-                    "x-lockbench-hold-ns" => hold = value.parse().ok().map(Duration::from_nanos),
-                    "idempotency-key" => idempotency_key = Some(value.to_string()),
-                    _ => {}
-                }
-            }
+            let start_line = lines.next().unwrap_or("").to_string();
+            let headers: Vec<(String, String)> = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+                .collect();
+            let length: usize = headers
+                .iter()
+                .find(|(n, _)| n == "content-length")
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(0);
             if length > MAX_REQUEST {
-                return Err(std::io::Error::other("request body too large"));
+                return Err(std::io::Error::other("message body too large"));
             }
             let total = head_end + 4 + length;
             if buffer.len() >= total {
                 let body = String::from_utf8_lossy(&buffer[head_end + 4..total]).into_owned();
-                return Ok(Some((
-                    Request {
-                        path,
-                        hold,
-                        idempotency_key,
-                        body,
-                    },
-                    total,
-                    Instant::now(),
-                )));
+                buffer.drain(..total);
+                return Ok(Some(Message {
+                    start_line,
+                    headers,
+                    body,
+                }));
             }
         } else if buffer.len() > MAX_REQUEST {
-            return Err(std::io::Error::other("request head too large"));
+            return Err(std::io::Error::other("message head too large"));
         }
         if stream.read_buf(buffer).await? == 0 {
             return Ok(None);
         }
     }
+}
+
+/// Reads one request, and the instant its last byte was in.
+async fn read_request(
+    stream: &mut TcpStream,
+    buffer: &mut Vec<u8>,
+) -> std::io::Result<Option<(Request, Instant)>> {
+    let Some(message) = read_message(stream, buffer).await? else {
+        return Ok(None);
+    };
+    let arrival = Instant::now();
+    let request = Request {
+        path: message
+            .start_line
+            .split(' ')
+            .nth(1)
+            .unwrap_or("/")
+            .to_string(),
+        hold: message
+            .header("x-lockbench-hold-ns")
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_nanos),
+        idempotency_key: message.header("idempotency-key").map(str::to_string),
+        body: message.body,
+    };
+    Ok(Some((request, arrival)))
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -240,30 +267,15 @@ impl StubClient {
             body.len()
         );
         self.stream.write_all(request.as_bytes()).await?;
-        loop {
-            if let Some(head_end) = find(&self.buffer, b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&self.buffer[..head_end]).into_owned();
-                let status: u16 = head
-                    .split(' ')
-                    .nth(1)
-                    .and_then(|s| s.parse().ok())
-                    .ok_or_else(|| std::io::Error::other("malformed status line"))?;
-                let length: usize = head
-                    .split("\r\n")
-                    .filter_map(|l| l.split_once(':'))
-                    .find(|(n, _)| n.trim().eq_ignore_ascii_case("content-length"))
-                    .and_then(|(_, v)| v.trim().parse().ok())
-                    .unwrap_or(0);
-                let total = head_end + 4 + length;
-                if self.buffer.len() >= total {
-                    self.buffer.drain(..total);
-                    return Ok(status);
-                }
-            }
-            if self.stream.read_buf(&mut self.buffer).await? == 0 {
-                return Err(std::io::Error::other("payment stub closed the connection"));
-            }
-        }
+        let response = read_message(&mut self.stream, &mut self.buffer)
+            .await?
+            .ok_or_else(|| std::io::Error::other("payment stub closed the connection"))?;
+        response
+            .start_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| std::io::Error::other("malformed status line"))
     }
 
     /// Charges `customer` for `period` as `worker`.
