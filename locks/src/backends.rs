@@ -4,5 +4,6 @@ pub mod etcd;
 pub mod memory;
 pub mod postgres;
 pub mod redis;
+pub mod redis_connection;
 pub mod redlock;
 pub mod zookeeper;

@@ -73,9 +73,11 @@ pub struct Capabilities {
 /// random bits.
 pub fn new_token() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // Asked once: `getpid` is a system call on every call, on the acquisition's timed path.
+    static PID: std::sync::LazyLock<u32> = std::sync::LazyLock::new(std::process::id);
     format!(
         "{:x}-{:x}-{:016x}",
-        std::process::id(),
+        *PID,
         COUNTER.fetch_add(1, Ordering::Relaxed),
         rand::random::<u64>()
     )

@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Script};
+use redis::Script;
 
+use super::redis_connection::RedisConnection;
 use crate::error::timed;
 use crate::{
     BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Redacted,
@@ -32,30 +32,20 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0";
 
-/// Opens a multiplexed connection to one Redis server and checks it answers.
+/// Opens a connection to one Redis server and checks it answers.
 pub(crate) async fn connect_node(
     backend: &'static str,
     url: &str,
     config: &BackendConfig,
-) -> Result<MultiplexedConnection, LockError> {
+) -> Result<RedisConnection, LockError> {
     let unreachable = |reason: String| LockError::Unreachable {
         backend,
         url: Redacted(url).to_string(),
         reason,
     };
-    let client = redis::Client::open(url).map_err(|e| unreachable(e.to_string()))?;
-    // The operation timeout is enforced once, by `timed` around each operation; a second timer
-    // inside the connection would cost every operation another timer registration.
-    let settings = AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(config.connect_timeout))
-        .set_response_timeout(None);
-    let mut conn = tokio::time::timeout(
-        config.connect_timeout,
-        client.get_multiplexed_async_connection_with_config(&settings),
-    )
-    .await
-    .map_err(|_| unreachable(format!("no answer within {:?}", config.connect_timeout)))?
-    .map_err(|e| unreachable(e.to_string()))?;
+    let mut conn = RedisConnection::open(url, config.connect_timeout)
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
     tokio::time::timeout(
         config.connect_timeout,
         redis::cmd("PING").query_async::<String>(&mut conn),
@@ -73,7 +63,7 @@ pub(crate) async fn connect_node(
 
 /// Redis single-node locks.
 pub struct RedisLock {
-    conn: MultiplexedConnection,
+    conn: RedisConnection,
     /// When false, acquire is a plain `SET NX PX` and leases carry no fencing token.
     fencing: bool,
     namespace: String,

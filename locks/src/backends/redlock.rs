@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use redis::Script;
-use redis::aio::MultiplexedConnection;
 
 use super::redis::{RELEASE, RENEW, connect_node};
+use super::redis_connection::RedisConnection;
 use crate::error::timed;
 use crate::{
     BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, new_token,
@@ -22,7 +22,7 @@ use crate::{
 
 /// Redlock across independent Redis nodes.
 pub struct Redlock {
-    nodes: Vec<MultiplexedConnection>,
+    nodes: Vec<RedisConnection>,
     namespace: String,
     /// Per-node timeout: small next to the TTL, so that a dead node costs little validity.
     node_timeout: Duration,
@@ -73,7 +73,7 @@ impl Redlock {
     /// Runs one script (or SET) on every node in parallel; counts the nodes that said yes.
     async fn on_all<F, Fut>(&self, operation: &'static str, f: F) -> usize
     where
-        F: Fn(MultiplexedConnection) -> Fut,
+        F: Fn(RedisConnection) -> Fut,
         Fut: std::future::Future<Output = Result<bool, LockError>>,
     {
         let calls = self
