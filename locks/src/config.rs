@@ -98,7 +98,9 @@ pub struct BackendConfig {
     /// Session timeout (ZooKeeper: the TTL of every lock the session holds).
     pub session_timeout: Duration,
     /// Hand out fencing tokens (Redis: the INCR in the acquiring script, about 10 us of server
-    /// time per acquisition). Only Redis can turn them off.
+    /// time per acquisition; Postgres: `nextval` of a sequence, whose WAL record every 32 values
+    /// is flushed at the statement's commit). Redis and Postgres can turn them off; etcd,
+    /// ZooKeeper and the memory backend get them from the lock itself.
     pub fencing: bool,
 }
 
@@ -294,10 +296,14 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
             config.session_timeout,
         )?;
         if let Some(fencing) = backend.fencing {
-            if !fencing && kind != BackendKind::Redis {
+            let optional = matches!(
+                kind,
+                BackendKind::Redis | BackendKind::PgSession | BackendKind::PgXact
+            );
+            if !fencing && !optional {
                 return Err(ConfigError::Invalid {
                     field: format!("backends.{name}.fencing"),
-                    message: "only redis can run without fencing tokens; the others get them at no extra cost".to_string(),
+                    message: "only redis, pg-session and pg-xact can run without fencing tokens; the others get them from the lock itself at no extra cost".to_string(),
                 });
             }
             config.fencing = fencing;
@@ -402,6 +408,10 @@ mod tests {
         assert!(e.contains("backends.etcd.fencing"), "{e}");
         let plain =
             parse_config("[backends.redis]\nurls = [\"redis://h\"]\nfencing = false").unwrap();
+        assert!(!plain[0].fencing);
+        let plain =
+            parse_config("[backends.pg-session]\nurls = [\"postgres://h\"]\nfencing = false")
+                .unwrap();
         assert!(!plain[0].fencing);
     }
 
