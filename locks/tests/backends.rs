@@ -442,3 +442,184 @@ async fn redis_without_fencing_tokens() {
     assert!(r.release(&lease).await.unwrap());
     r.cleanup("plain").await.unwrap();
 }
+
+/// Postgres without fencing tokens: the lock function alone, declared as such, exclusive all
+/// the same.
+#[tokio::test]
+async fn postgres_without_fencing_tokens() {
+    for kind in [BackendKind::PgSession, BackendKind::PgXact] {
+        let mut plain = config(kind, "plain");
+        plain.fencing = false;
+        let (a, b) = (
+            connect(&plain).await.unwrap(),
+            connect(&plain).await.unwrap(),
+        );
+        assert_eq!(
+            a.capabilities().fencing,
+            lockbench_locks::FencingSource::None
+        );
+        let lease = a
+            .try_acquire("plain", Duration::from_secs(10))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(lease.fencing, None, "{}", kind.name());
+        assert!(
+            b.try_acquire("plain", Duration::from_secs(10))
+                .await
+                .unwrap()
+                .is_none(),
+            "{}",
+            kind.name()
+        );
+        assert!(a.release(&lease).await.unwrap());
+        finish(a, b, "plain").await;
+    }
+}
+
+/// A released connection is reused for the next lease and carries nothing of the last one: the
+/// key it held is free for another client while it holds a new key.
+#[tokio::test]
+async fn pg_connections_come_back_empty() {
+    for kind in [BackendKind::PgSession, BackendKind::PgXact] {
+        let (a, b) = (client(kind, "reuse").await, client(kind, "reuse").await);
+        let ttl = Duration::from_secs(10);
+        let first = a.try_acquire("first", ttl).await.unwrap().unwrap();
+        assert!(a.release(&first).await.unwrap());
+        let second = a.try_acquire("second", ttl).await.unwrap().unwrap();
+        let taken = b
+            .try_acquire("first", ttl)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: a released lock went back with its connection",
+                    kind.name()
+                )
+            });
+        assert!(
+            b.try_acquire("second", ttl).await.unwrap().is_none(),
+            "{}",
+            kind.name()
+        );
+        assert!(a.release(&second).await.unwrap());
+        assert!(b.release(&taken).await.unwrap());
+        finish(a, b, "reuse").await;
+    }
+}
+
+mod redis_connection {
+    use std::time::Duration;
+
+    use lockbench_locks::backends::redis_connection::RedisConnection;
+
+    const URL: &str = "redis://127.0.0.1:6390";
+
+    async fn open(url: &str) -> RedisConnection {
+        RedisConnection::open(url, Duration::from_secs(3))
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}; start it with scripts/services.sh up"))
+    }
+
+    async fn ping(conn: &mut RedisConnection) -> redis::RedisResult<String> {
+        redis::cmd("PING").query_async(conn).await
+    }
+
+    /// A request whose timeout fired leaves its reply unread; the next request must not take it
+    /// for its own.
+    #[tokio::test]
+    async fn an_abandoned_request_never_answers_the_next() {
+        let mut conn = open(URL).await;
+        let key = format!("lbtest-{}-abandoned", std::process::id());
+        let blocked = tokio::time::timeout(
+            Duration::from_millis(100),
+            redis::cmd("BLPOP")
+                .arg(&key)
+                .arg(1)
+                .query_async::<Option<(String, String)>>(&mut conn),
+        )
+        .await;
+        assert!(blocked.is_err(), "BLPOP on an empty list waits a second");
+        assert_eq!(ping(&mut conn).await.unwrap(), "PONG");
+    }
+
+    /// A connection the server dropped fails its next request with a reason, and the request
+    /// after that connects again.
+    #[tokio::test]
+    async fn a_dropped_connection_fails_once_then_reconnects() {
+        let mut conn = open(URL).await;
+        let id: i64 = redis::cmd("CLIENT")
+            .arg("ID")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let mut admin = open(URL).await;
+        let killed: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("ID")
+            .arg(id)
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        assert_eq!(killed, 1);
+        let failed = ping(&mut conn).await.unwrap_err().to_string();
+        assert!(
+            failed.contains("closed") || failed.contains("reset"),
+            "{failed}"
+        );
+        assert_eq!(ping(&mut conn).await.unwrap(), "PONG");
+    }
+
+    /// Password and database from the URL, against a server of its own that requires one; a
+    /// wrong password is refused without being repeated.
+    #[tokio::test]
+    async fn authenticates_and_selects_the_database() {
+        let port = 20_000 + std::process::id() % 10_000;
+        let mut server = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--requirepass",
+                "s3cret",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is missing: run scripts/services.sh up, which installs it");
+        let mut up = false;
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port as u16)).is_ok() {
+                up = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let result = async {
+            assert!(up, "redis-server on {port} did not start");
+            let mut conn = open(&format!("redis://:s3cret@127.0.0.1:{port}/3")).await;
+            let info: String = redis::cmd("CLIENT")
+                .arg("INFO")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert!(info.contains(" db=3 "), "{info}");
+            let refused = RedisConnection::open(
+                &format!("redis://:wrong-pw@127.0.0.1:{port}"),
+                Duration::from_secs(3),
+            )
+            .await
+            .err()
+            .expect("a wrong password is refused")
+            .to_string();
+            assert!(!refused.contains("wrong-pw"), "{refused}");
+        };
+        let outcome = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(result)).await;
+        server.kill().unwrap();
+        server.wait().unwrap();
+        if let Err(panic) = outcome {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
