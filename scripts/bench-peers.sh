@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Harness overhead against the peers, same servers, same run, one client:
 #   redis:      lockbench's uncontended `redis` acquire P50 vs redis-benchmark's P50 for
-#               SET k v NX PX 30000, and with fencing on, vs EVAL of lockbench's acquire script
+#               SET k v NX PX, and with fencing on, vs EVAL of lockbench's acquire script
 #   pg-session: lockbench's uncontended acquire mean vs pgbench's mean latency for
-#               SELECT pg_try_advisory_lock(k)
-# Every lockbench acquisition is granted (the key is released after each), so the peers get a new
-# key per request (__rand_int__, random(...)): redis-benchmark's SET NX repeated on one key is
-# refused after the first and never writes, and pgbench re-locking one key only bumps a counter.
-# Both same-key figures are printed too.
-# Rounds alternate peer and lockbench so that machine noise hits both. Figures go to
-# docs/PERFORMANCE.md.
+#               SELECT pg_try_advisory_lock(k), and with fencing on, vs pgbench running
+#               lockbench's acquire statement (the lock, then nextval of the fencing sequence)
+# Every lockbench acquisition is granted (the key is released after each), so the peers get a
+# new key per request (__rand_int__, random(...)): redis-benchmark's SET NX repeated on one key
+# is refused after the first and never writes, and pgbench re-locking one key only bumps a
+# counter.
+#
+# Where the client runs against the server decides most of a loopback round trip on a VM: on
+# the server's vCPU it is a few microseconds of software, on the other vCPU the hypervisor's
+# wake-up of an idle vCPU adds some 65 us. Left to the scheduler, the two programs are placed
+# differently and the comparison measures placement, not clients. So each round measures
+# peer and lockbench in three placements: `same` (servers and client on the last CPU),
+# `apart` (servers on the last CPU, client on the first) and `free` (nobody pinned). Servers'
+# CPU affinity is restored on exit. Figures go to docs/PERFORMANCE.md.
 #
 #   scripts/bench-peers.sh [ROUNDS]      default 3
 set -euo pipefail
@@ -19,39 +26,74 @@ rounds="${1:-3}"
 
 scripts/services.sh up >/dev/null
 require_toolchain
+ensure_packages iproute2 util-linux
 cargo build --release --quiet --bin lockbench
 bin=target/release/lockbench
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+cpus=$(nproc)
+[ "$cpus" -ge 2 ] || die "the placements need two CPUs, this machine has $cpus"
+server_cpu=$((cpus - 1))
 script="if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end return false"
 pgfile=$(mktemp)
+pgfence=$(mktemp)
 plain=$(mktemp --suffix .toml)
-trap 'rm -f "$pgfile" "$plain"' EXIT
 # Lock a new key and unlock it; `pgbench -r` reports the lock statement's own mean latency.
 printf '\\set k random(1, 1000000000)\nSELECT pg_try_advisory_lock(:k);\nSELECT pg_advisory_unlock(:k);\n' >"$pgfile"
-# The same command as redis-benchmark's: SET NX PX without the fencing INCR.
-printf '[backends.redis]\nurls = ["redis://127.0.0.1:6390"]\nfencing = false\n' >"$plain"
+printf '\\set k random(1, 1000000000)\nSELECT CASE WHEN pg_try_advisory_lock(:k) THEN nextval(%s::regclass) END;\nSELECT pg_advisory_unlock(:k);\n' "'lockbench_peer_fencing'" >"$pgfence"
+# The peers' commands: SET NX PX without the fencing INCR, the lock function without nextval.
+printf '[backends.redis]\nurls = ["redis://127.0.0.1:6390"]\nfencing = false\n[backends.pg-session]\nurls = ["postgres://postgres@127.0.0.1:5442/postgres"]\nfencing = false\n' >"$plain"
+psql_() { "$pg_bin/psql" -q -h 127.0.0.1 -p 5442 -U postgres -d postgres -c "$1" >/dev/null; }
+psql_ "CREATE SEQUENCE IF NOT EXISTS lockbench_peer_fencing"
+
+listener() { ss -Hltnp "sport = :$1" | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2; }
+redis_pid=$(listener 6390)
+pg_pid=$(listener 5442)
+[ -n "$redis_pid" ] && [ -n "$pg_pid" ] || die "cannot find the redis (6390) and postgres (5442) processes"
+# The postmaster and its children; backends forked later inherit the postmaster's affinity.
+server_pids() { echo "$redis_pid" "$pg_pid" $(pgrep -P "$pg_pid" || true); }
+pin_servers() { for pid in $(server_pids); do taskset -a -p -c "$1" "$pid" >/dev/null 2>&1 || true; done; }
+restore() {
+    pin_servers "0-$((cpus - 1))"
+    psql_ "DROP SEQUENCE IF EXISTS lockbench_peer_fencing" || true
+    rm -f "$pgfile" "$pgfence" "$plain"
+}
+trap restore EXIT
 
 # p50 in microseconds from redis-benchmark's "latency summary (msec)" block.
 redis_p50() { awk '/latency summary/ { getline; getline; print $3 * 1000; exit }'; }
 ours() { python3 -c "import json,sys; r=json.load(sys.stdin)['results'][0]['acquire_us']; print(r['$1'])"; }
 
+pgbench_mean() { # script file -> mean latency of the lock statement in us
+    "${on[@]}" "$pg_bin/pgbench" -n -r -h 127.0.0.1 -p 5442 -U postgres -c 1 -T 6 -f "$1" postgres 2>/dev/null \
+        | awk '/SELECT .*pg_try_advisory_lock/ { print $1 * 1000 }'
+}
+echo "| round | placement | redis-benchmark SET NX PX P50 | lockbench redis, fencing off, P50 | ratio | redis-benchmark EVAL of our script P50 | lockbench redis P50 | ratio | pgbench lock mean | lockbench pg-session, fencing off, mean | ratio | pgbench lock + nextval mean | lockbench pg-session mean | ratio |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for ((round = 1; round <= rounds; round++)); do
-    same_p50=$(redis-benchmark -p 6390 -c 1 -n 50000 SET lockbench:peer v NX PX 30000 | redis_p50)
-    # New keys expire by themselves after the 1 s PX.
-    set_p50=$(redis-benchmark -p 6390 -c 1 -n 50000 -r 1000000000 SET lockbench:peer:__rand_int__ v NX PX 1000 | redis_p50)
-    eval_p50=$(redis-benchmark -p 6390 -c 1 -n 50000 -r 1000000000 EVAL "$script" 2 lockbench:peer:__rand_int__ lockbench:peer-fence v 1000 | redis_p50)
-    redis-cli -p 6390 del lockbench:peer lockbench:peer-fence >/dev/null
-    our_plain=$("$bin" bench --config "$plain" --backend redis --contenders 1 --ops 50000 --warmup 1s --json | ours p50)
-    our_redis=$("$bin" bench --backend redis --contenders 1 --ops 50000 --warmup 1s --json | ours p50)
-    pgbench_ms=$("$pg_bin/pgbench" -n -r -h 127.0.0.1 -p 5442 -U postgres -c 1 -T 8 -f "$pgfile" postgres 2>/dev/null \
-        | awk '/SELECT pg_try_advisory_lock/ { print $1 + 0 }')
-    our_pg=$("$bin" bench --backend pg-session --contenders 1 --duration 8s --warmup 1s --json | ours mean)
-    python3 - "$round" "$set_p50" "$eval_p50" "$our_plain" "$our_redis" "$pgbench_ms" "$our_pg" "$same_p50" <<'PY'
+    for placement in same apart free; do
+        case $placement in
+            same) pin_servers "$server_cpu"; on=(taskset -c "$server_cpu") ;;
+            apart) pin_servers "$server_cpu"; on=(taskset -c 0) ;;
+            free) pin_servers "0-$((cpus - 1))"; on=() ;;
+        esac
+        # New keys expire by themselves after the 1 s PX.
+        set_p50=$("${on[@]}" redis-benchmark -p 6390 -c 1 -n 50000 -r 1000000000 SET lockbench:peer:__rand_int__ v NX PX 1000 | redis_p50)
+        our_plain=$("${on[@]}" "$bin" bench --config "$plain" --backend redis --contenders 1 --ops 50000 --warmup 1s --json | ours p50)
+        eval_p50=$("${on[@]}" redis-benchmark -p 6390 -c 1 -n 50000 -r 1000000000 EVAL "$script" 2 lockbench:peer:__rand_int__ lockbench:peer-fence v 1000 | redis_p50)
+        redis-cli -p 6390 del lockbench:peer-fence >/dev/null
+        our_redis=$("${on[@]}" "$bin" bench --backend redis --contenders 1 --ops 50000 --warmup 1s --json | ours p50)
+        pg_us=$(pgbench_mean "$pgfile")
+        our_pg_plain=$("${on[@]}" "$bin" bench --config "$plain" --backend pg-session --contenders 1 --duration 6s --warmup 1s --json | ours mean)
+        pg_fence_us=$(pgbench_mean "$pgfence")
+        our_pg=$("${on[@]}" "$bin" bench --backend pg-session --contenders 1 --duration 6s --warmup 1s --json | ours mean)
+        python3 - "$round" "$placement" "$set_p50" "$our_plain" "$eval_p50" "$our_redis" "$pg_us" "$our_pg_plain" "$pg_fence_us" "$our_pg" <<'PY'
 import sys
-r, set_p50, eval_p50, plain, ours, pg_ms, our_pg, same = sys.argv[1], *map(float, sys.argv[2:])
-pg_us = pg_ms * 1000
-print(f"round {r}: redis P50: lockbench SET NX PX (fencing = false) {plain:.1f} us / redis-benchmark SET on new keys {set_p50:.1f} us = {plain/set_p50:.2f}x (same key: {same:.1f} us); "
-      f"lockbench with fencing script {ours:.1f} us / redis-benchmark EVAL of that script {eval_p50:.1f} us = {ours/eval_p50:.2f}x; "
-      f"pg-session mean lockbench {our_pg:.1f} us / pgbench {pg_us:.1f} us = {our_pg/pg_us:.2f}x")
+r, placement = sys.argv[1:3]
+v = list(map(float, sys.argv[3:]))
+cells = []
+for peer, ours in zip(v[0::2], v[1::2]):
+    cells += [f"{peer:.0f} us", f"{ours:.1f} us", f"{ours / peer:.2f}x"]
+print(f"| {r} | {placement} | " + " | ".join(cells) + " |")
 PY
+    done
 done
