@@ -211,7 +211,6 @@ impl Chart for PercentileCurves {
         let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
         let hi = if hi > 0.0 { hi } else { 1.0 };
         let x_range = 0.0..x_max;
-        let x_labels = x_max as usize + 1;
         let mut builder = ChartBuilder::on(root);
         builder
             .caption(&self.title, (FONT, 22))
@@ -227,60 +226,52 @@ impl Chart for PercentileCurves {
             let mut chart = builder
                 .build_cartesian_2d(x_range, (lo..hi * 1.5).log_scale())
                 .map_err(err)?;
-            chart
-                .configure_mesh()
-                .x_labels(x_labels)
-                .x_label_formatter(&nines_label)
-                .y_label_formatter(&tick)
-                .x_desc("percentile")
-                .y_desc(&self.y_label)
-                .label_style((FONT, 14))
-                .draw()
-                .map_err(err)?;
-            draw_curves(&mut chart, &self.curves, &self.lines, x_max)
+            self.draw_on(&mut chart, x_max)
         } else {
             let mut chart = builder
                 .build_cartesian_2d(x_range, 0.0..hi * 1.1)
                 .map_err(err)?;
-            chart
-                .configure_mesh()
-                .x_labels(x_labels)
-                .x_label_formatter(&nines_label)
-                .y_label_formatter(&tick)
-                .x_desc("percentile")
-                .y_desc(&self.y_label)
-                .label_style((FONT, 14))
-                .draw()
-                .map_err(err)?;
-            draw_curves(&mut chart, &self.curves, &self.lines, x_max)
+            self.draw_on(&mut chart, x_max)
         }
     }
 }
 
-fn draw_curves<'a, DB, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    curves: &[Curve],
-    lines: &[RefLine],
-    x_max: f64,
-) -> Result<(), String>
-where
-    DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
-{
-    for (i, (label, points)) in curves.iter().enumerate() {
-        line(
-            chart,
-            points.clone(),
-            colour(i).stroke_width(2),
-            label.clone(),
-        )?;
+impl PercentileCurves {
+    /// The mesh, the curves, the reference lines and the legend, on either value axis.
+    fn draw_on<'a, DB, X, Y>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+        x_max: f64,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        chart
+            .configure_mesh()
+            .x_labels(x_max as usize + 1)
+            .x_label_formatter(&nines_label)
+            .y_label_formatter(&tick)
+            .x_desc("percentile")
+            .y_desc(&self.y_label)
+            .label_style((FONT, 14))
+            .draw()
+            .map_err(err)?;
+        for (i, (label, points)) in self.curves.iter().enumerate() {
+            line(
+                chart,
+                points.clone(),
+                colour(i).stroke_width(2),
+                label.clone(),
+            )?;
+        }
+        for (label, value, c) in &self.lines {
+            let points = vec![(0.0, *value), (x_max, *value)];
+            line(chart, points, c.stroke_width(2), label.clone())?;
+        }
+        legend(chart, SeriesLabelPosition::UpperLeft)
     }
-    for (label, value, c) in lines {
-        let points = vec![(0.0, *value), (x_max, *value)];
-        line(chart, points, c.stroke_width(2), label.clone())?;
-    }
-    legend(chart, SeriesLabelPosition::UpperLeft)
 }
 
 /// P99.9 runtime against volume, the fitted growth, the TTL, the alert line and the review
@@ -407,7 +398,6 @@ impl Chart for HBars {
             }
         };
         let y_range = -0.5..n - 0.5;
-        let y_labels = self.rows.len().max(1);
         let mut builder = ChartBuilder::on(root);
         builder
             .caption(&self.title, (FONT, 22))
@@ -419,63 +409,57 @@ impl Chart for HBars {
             let mut chart = builder
                 .build_cartesian_2d((lo..hi * 2.0).log_scale(), y_range)
                 .map_err(err)?;
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .y_labels(y_labels)
-                .y_label_formatter(&y_label)
-                .x_label_formatter(&tick)
-                .x_desc(&self.x_label)
-                .label_style((FONT, 13))
-                .draw()
-                .map_err(err)?;
-            draw_bars(&mut chart, &self.series, &self.rows, lo)
+            self.draw_on(&mut chart, &y_label, lo)
         } else {
             let mut chart = builder
                 .build_cartesian_2d(0.0..hi * 1.1, y_range)
                 .map_err(err)?;
-            chart
-                .configure_mesh()
-                .disable_y_mesh()
-                .y_labels(y_labels)
-                .y_label_formatter(&y_label)
-                .x_label_formatter(&tick)
-                .x_desc(&self.x_label)
-                .label_style((FONT, 13))
-                .draw()
-                .map_err(err)?;
-            draw_bars(&mut chart, &self.series, &self.rows, 0.0)
+            self.draw_on(&mut chart, &y_label, 0.0)
         }
     }
 }
 
-fn draw_bars<'a, DB, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    series: &[String],
-    rows: &[(String, Vec<f64>)],
-    floor: f64,
-) -> Result<(), String>
-where
-    DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
-{
-    let height = 0.8 / series.len().max(1) as f64;
-    for (j, name) in series.iter().enumerate() {
-        let c = colour(j);
-        let bars = rows.iter().enumerate().filter_map(|(i, (_, values))| {
-            let v = *values.get(j)?;
-            let top = i as f64 + 0.4 - j as f64 * height;
-            (v.is_finite() && v > floor)
-                .then(|| Rectangle::new([(floor, top - height), (v, top)], c.filled()))
-        });
+impl HBars {
+    /// The mesh with a label per row, the bars from `floor` and the legend, on either value axis.
+    fn draw_on<'a, DB, X, Y>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+        row_label: &dyn Fn(&f64) -> String,
+        floor: f64,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
         chart
-            .draw_series(bars)
-            .map_err(err)?
-            .label(name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(self.rows.len().max(1))
+            .y_label_formatter(row_label)
+            .x_label_formatter(&tick)
+            .x_desc(&self.x_label)
+            .label_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        let (series, rows) = (&self.series, &self.rows);
+        let height = 0.8 / series.len().max(1) as f64;
+        for (j, name) in series.iter().enumerate() {
+            let c = colour(j);
+            let bars = rows.iter().enumerate().filter_map(|(i, (_, values))| {
+                let v = *values.get(j)?;
+                let top = i as f64 + 0.4 - j as f64 * height;
+                (v.is_finite() && v > floor)
+                    .then(|| Rectangle::new([(floor, top - height), (v, top)], c.filled()))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(err)?
+                .label(name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+        }
+        legend(chart, SeriesLabelPosition::LowerRight)
     }
-    legend(chart, SeriesLabelPosition::LowerRight)
 }
 
 #[cfg(test)]
