@@ -127,20 +127,19 @@ async fn connect(info: &ConnectionInfo, timeout: Duration) -> RedisResult<Box<dy
     let opening = async {
         let mut stream = open_stream(info.addr()).await?;
         let settings = info.redis_settings();
-        let mut buf = Vec::new();
+        let mut handshake = Vec::new();
         if let Some(password) = settings.password() {
             let mut auth = redis::cmd("AUTH");
             if let Some(user) = settings.username() {
                 auth.arg(user);
             }
-            auth.arg(password);
-            let packed = auth.get_packed_command();
-            for reply in round_trip(&mut stream, &mut buf, &packed, 0, 1).await? {
-                reply.extract_error()?;
-            }
+            handshake.push(auth.arg(password).get_packed_command());
         }
         if settings.db() != 0 {
-            let packed = redis::cmd("SELECT").arg(settings.db()).get_packed_command();
+            handshake.push(redis::cmd("SELECT").arg(settings.db()).get_packed_command());
+        }
+        let mut buf = Vec::new();
+        for packed in handshake {
             for reply in round_trip(&mut stream, &mut buf, &packed, 0, 1).await? {
                 reply.extract_error()?;
             }
