@@ -7,11 +7,13 @@
 //! omission), and returns a [`BenchResult`] holding an HdrHistogram per metric. Warm-up is
 //! excluded; every run is bounded by an operation count and a duration.
 
+mod armed_timer;
 mod cycle;
 mod options;
 mod result;
 mod run;
 
+pub use armed_timer::ArmedTimer;
 pub use cycle::{Cycle, cycle};
 pub use options::{BenchOptions, KeyMode, LoadMode};
 pub use result::{BenchResult, LatencySummary, Metrics};

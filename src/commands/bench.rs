@@ -88,6 +88,7 @@ async fn measure_backend(
     for _ in 0..most {
         clients.push(Arc::from(lockbench_locks::connect(config).await?));
     }
+    let _armed = lockbench_bench::ArmedTimer::spawn(config.operation_timeout);
     let mut results = Vec::new();
     let mut keys = Vec::new();
     for &contenders in &command.contenders {
