@@ -16,7 +16,8 @@
 # differently and the comparison measures placement, not clients. So each round measures
 # peer and lockbench in three placements: `same` (servers and client on the last CPU),
 # `apart` (servers on the last CPU, client on the first) and `free` (nobody pinned). Servers'
-# CPU affinity is restored on exit. Figures go to docs/PERFORMANCE.md.
+# CPU affinity is restored on exit. With more than one round, the medians of each column over the
+# rounds follow the rounds' table. Figures go to docs/PERFORMANCE.md.
 #
 #   scripts/bench-peers.sh [ROUNDS]      default 3
 set -euo pipefail
@@ -34,6 +35,7 @@ cpus=$(nproc)
 [ "$cpus" -ge 2 ] || die "the placements need two CPUs, this machine has $cpus"
 server_cpu=$((cpus - 1))
 script="if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end return false"
+rows=$(mktemp)
 pgfile=$(mktemp)
 pgfence=$(mktemp)
 plain=$(mktemp --suffix .toml)
@@ -55,7 +57,7 @@ pin_servers() { for pid in $(server_pids); do taskset -a -p -c "$1" "$pid" >/dev
 restore() {
     pin_servers "0-$((cpus - 1))"
     psql_ "DROP SEQUENCE IF EXISTS lockbench_peer_fencing" || true
-    rm -f "$pgfile" "$pgfence" "$plain"
+    rm -f "$rows" "$pgfile" "$pgfence" "$plain"
 }
 trap restore EXIT
 
@@ -86,6 +88,7 @@ for ((round = 1; round <= rounds; round++)); do
         our_pg_plain=$("${on[@]}" "$bin" bench --config "$plain" --backend pg-session --contenders 1 --duration 6s --warmup 1s --json | ours mean)
         pg_fence_us=$(pgbench_mean "$pgfence")
         our_pg=$("${on[@]}" "$bin" bench --backend pg-session --contenders 1 --duration 6s --warmup 1s --json | ours mean)
+        echo "$round $placement $set_p50 $our_plain $eval_p50 $our_redis $pg_us $our_pg_plain $pg_fence_us $our_pg" >>"$rows"
         python3 - "$round" "$placement" "$set_p50" "$our_plain" "$eval_p50" "$our_redis" "$pg_us" "$our_pg_plain" "$pg_fence_us" "$our_pg" <<'PY'
 import sys
 r, placement = sys.argv[1:3]
@@ -97,3 +100,24 @@ print(f"| {r} | {placement} | " + " | ".join(cells) + " |")
 PY
     done
 done
+# One round's pair moves by a peer bucket (redis-benchmark's are 8 us wide) from one run to the
+# next; the median of each column over the rounds is the figure to quote.
+if [ "$rounds" -gt 1 ]; then
+    echo
+    python3 - "$rows" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+print("| placement | " + " | ".join(
+    f"{c}: peer / lockbench medians, ratio" for c in
+    ["redis fencing off", "redis fencing on", "pg-session fencing off", "pg-session fencing on"]) + " |")
+print("|---|---|---|---|---|")
+for placement in ["same", "apart", "free"]:
+    values = [list(map(float, r[2:])) for r in rows if r[1] == placement]
+    cells = []
+    for i in range(0, 8, 2):
+        peer = statistics.median(v[i] for v in values)
+        ours = statistics.median(v[i + 1] for v in values)
+        cells.append(f"{peer:.1f} / {ours:.1f} us, {ours / peer:.2f}x")
+    print(f"| {placement} (median of {len(values)}) | " + " | ".join(cells) + " |")
+PY
+fi
