@@ -17,9 +17,10 @@ use tokio::task::JoinHandle;
 pub struct ArmedTimer(JoinHandle<()>);
 
 impl ArmedTimer {
-    /// Arms a timer that is due at most `shortest_timeout / 2` from now at any moment (at least
-    /// every millisecond, at most every second), so it is always due before the timeout of an
-    /// operation started now.
+    /// Arms a timer that fires every `shortest_timeout / 2`, clamped to 1 ms - 1 s, so at any
+    /// moment it is due before the timeout of an operation started then. With a timeout under
+    /// 1 ms that no longer holds, and arming such a timeout costs the wake-up this avoids; it is
+    /// never wrong, only slower.
     pub fn spawn(shortest_timeout: Duration) -> Self {
         let period = (shortest_timeout / 2).clamp(Duration::from_millis(1), Duration::from_secs(1));
         ArmedTimer(tokio::spawn(async move {
