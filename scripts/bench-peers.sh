@@ -24,6 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 rounds="${1:-3}"
+[[ "$rounds" =~ ^[1-9][0-9]{0,2}$ ]] || bad_input "ROUNDS: expected a whole number of rounds from 1 to 999, got '$rounds'"
 
 scripts/services.sh up >/dev/null
 require_toolchain

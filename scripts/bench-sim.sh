@@ -6,7 +6,9 @@
 #   scripts/bench-sim.sh [REPLAYS]      default 100000
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 replays="${1:-100000}"
+[[ "$replays" =~ ^[1-9][0-9]*$ ]] || bad_input "REPLAYS: expected a whole number of replays, 1 or more, got '$replays'"
 spec=bench/peers/three-step-lognormal.toml
 
 if ! python3 -c 'import numpy' 2>/dev/null; then

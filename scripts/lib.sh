@@ -2,6 +2,8 @@
 
 say() { printf '%s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+# bad_input MESSAGE: a wrong argument; exit code 2, as lockbench's own.
+bad_input() { printf 'error: %s\n' "$*" >&2; exit 2; }
 
 # require_toolchain: cargo must be on PATH (rustup's ~/.cargo/bin included).
 require_toolchain() {

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 require_toolchain
 runs="${1:-30}"
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || bad_input "RUNS: expected a whole number of live runs, 1 or more, got '$runs'"
 scripts/services.sh up >/dev/null
 cargo build --release --quiet
 for time_scale in 0.05 0.02; do

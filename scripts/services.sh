@@ -166,5 +166,5 @@ case "${1:-}" in
     up) up ;;
     down) down ;;
     status) status ;;
-    *) die "usage: scripts/services.sh up | down | status" ;;
+    *) bad_input "usage: scripts/services.sh up | down | status" ;;
 esac
