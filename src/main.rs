@@ -44,15 +44,20 @@ fn exit_code(error: &anyhow::Error) -> u8 {
     let bad_input = error.chain().any(|cause| {
         cause.is::<options::UsageError>()
             || cause.is::<lockbench_workloads::SpecError>()
+            || cause.is::<lockbench_core::records::RecordError>()
             || matches!(
                 cause.downcast_ref::<lockbench_analysis::report::ReportError>(),
-                Some(lockbench_analysis::report::ReportError::Input { .. })
+                Some(
+                    lockbench_analysis::report::ReportError::Input { .. }
+                        | lockbench_analysis::report::ReportError::Record(_)
+                )
             )
             || matches!(
                 cause.downcast_ref::<lockbench_core::ResultsError>(),
                 Some(
                     lockbench_core::ResultsError::NotEmpty(_)
                         | lockbench_core::ResultsError::NotADirectory(_)
+                        | lockbench_core::ResultsError::Unwritable { .. }
                 )
             )
     });

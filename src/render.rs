@@ -1,25 +1,27 @@
-//! Terminal output: the tables and the recommendation as people read them.
+//! Terminal output: the tables and the recommendation as people read them, from the typed records
+//! alone.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use lockbench_analysis::export::SimulationRow;
-use lockbench_analysis::{ALERT_SHARE, MIN_LEASE, TtlRecommendation, tail_samples_needed};
+use lockbench_analysis::{ALERT_SHARE, TtlRecommendation, heartbeat_derivation};
+use lockbench_core::records::bench::BenchRow;
+use lockbench_core::records::replay::{HoldMode, ReplayRecord};
+use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
+use lockbench_core::records::tail_samples_needed;
 use lockbench_core::{format_count, format_duration, format_hms, format_seconds};
 
-use crate::commands::shared::Simulated;
-use crate::options::RunOptions;
-
 /// The `simulate` table, followed by any warnings about sample sizes.
-pub fn simulation_table(run: &RunOptions, simulated: &[Simulated]) -> String {
+pub fn simulation_table(record: &SimulationRecord) -> String {
     let mut out = String::new();
+    let replays = record.results.first().map_or(0, |r| r.replays);
     let _ = writeln!(
         out,
         "seed {} (rerun with --seed {} to reproduce), {} replays per row, {} threads\n",
-        run.seed,
-        run.seed,
-        format_count(run.replays),
-        run.threads
+        record.seed,
+        record.seed,
+        format_count(replays),
+        record.threads
     );
     let header = [
         "workload",
@@ -34,15 +36,14 @@ pub fn simulation_table(run: &RunOptions, simulated: &[Simulated]) -> String {
         "mean",
         "P99.9 95% CI",
     ];
-    let rows: Vec<Vec<String>> = simulated.iter().map(|s| table_row(&s.row)).collect();
+    let rows: Vec<Vec<String>> = record.results.iter().map(table_row).collect();
     out.push_str(&table(&header, &rows, 2));
-    let needed = tail_samples_needed(0.999);
-    if simulated.iter().any(|s| !s.row.p999_reliable) {
+    if record.results.iter().any(|r| !r.p999_reliable) {
         let _ = writeln!(
             out,
             "\nnote: {} replays leave fewer than 10 runs above P99.9, so P99.9 is an anecdote, not an estimate; use --replays {} or more.",
-            format_count(run.replays),
-            needed
+            format_count(replays),
+            tail_samples_needed(0.999)
         );
     }
     out
@@ -58,16 +59,17 @@ fn format_runtime(d: Duration) -> String {
     }
 }
 
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or_default()
+}
+
 fn table_row(r: &SimulationRow) -> Vec<String> {
     let t = &r.runtime;
-    let ci = if t.p999_ci_open {
-        format!("{} - unbounded", format_runtime(t.p999_ci.0))
+    let [lo, hi] = r.p999_ci_s.map(seconds);
+    let ci = if r.p999_ci_open {
+        format!("{} - unbounded", format_runtime(lo))
     } else {
-        format!(
-            "{} - {}",
-            format_runtime(t.p999_ci.0),
-            format_runtime(t.p999_ci.1)
-        )
+        format!("{} - {}", format_runtime(lo), format_runtime(hi))
     };
     vec![
         r.workload.clone(),
@@ -85,12 +87,12 @@ fn table_row(r: &SimulationRow) -> Vec<String> {
 }
 
 /// One line on simulator speed.
-pub fn throughput_line(t: &crate::commands::simulate::Throughput) -> String {
+pub fn throughput_line(record: &SimulationRecord) -> String {
     format!(
         "simulated {} latency samples in {:.2} s: {:.1} M samples/s",
-        format_count(t.samples),
-        t.elapsed.as_secs_f64(),
-        t.per_second() / 1e6
+        format_count(record.latency_samples),
+        record.elapsed_s,
+        record.samples_per_s / 1e6
     )
 }
 
@@ -124,7 +126,7 @@ fn table(header: &[&str], rows: &[Vec<String>], text_columns: usize) -> String {
 }
 
 /// The `ttl` recommendation, each figure with how it was derived.
-pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
+pub fn ttl_report(r: &TtlRecommendation) -> String {
     let mut o = String::new();
     let unit = &r.unit;
     let _ = writeln!(
@@ -152,9 +154,9 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
 
     let ci = format!(
         "95% CI {} - {}{}",
-        format_seconds(Duration::from_secs_f64(r.p999_ci_s[0])),
-        format_seconds(Duration::from_secs_f64(r.p999_ci_s[1])),
-        if target.runtime.p999_ci_open {
+        format_seconds(seconds(r.p999_ci_s[0])),
+        format_seconds(seconds(r.p999_ci_s[1])),
+        if r.p999_ci_open {
             " (upper end unbounded)"
         } else {
             ""
@@ -171,7 +173,7 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
         "  fixed TTL                {}   = measured P99.9 x safety factor",
         format_long(r.ttl)
     );
-    if !target.p999_reliable {
+    if r.replays < tail_samples_needed(0.999) {
         let _ = writeln!(
             o,
             "  warning: {} replays are too few for P99.9; use --replays {} or more",
@@ -185,36 +187,24 @@ pub fn ttl_report(r: &TtlRecommendation, target: &SimulationRow) -> String {
         o,
         "\n  heartbeat alternative (for jobs whose runtime has no safe bound)"
     );
-    let sized = match hb.sized_for_stall_s {
-        Some(stall) => format!(
-            "max({}, 3 x pause P99.9 {}): a stall must end before the give-up deadline",
-            format_duration(MIN_LEASE),
-            fmt_s(stall)
-        ),
-        None => format!(
-            "the minimum lease; this profile injects no stop-the-world pauses ({} floor)",
-            format_duration(MIN_LEASE)
-        ),
-    };
+    let derivation = heartbeat_derivation(hb);
     let _ = writeln!(
         o,
-        "    lease TTL              {}   = {sized}",
-        format_duration(hb.lease_ttl)
+        "    lease TTL              {}   = {}",
+        format_duration(hb.lease_ttl),
+        derivation.lease
     );
     let _ = writeln!(
         o,
-        "    renewal interval       {}   = lease / 3",
-        format_duration(hb.renewal_interval)
+        "    renewal interval       {}   = {}",
+        format_duration(hb.renewal_interval),
+        derivation.renewal
     );
     let _ = writeln!(
         o,
-        "    give up after          {}   = 2/3 of the lease without a successful renewal: stop working",
-        format_duration(hb.give_up_after)
-    );
-    let _ = writeln!(
-        o,
-        "    max failed renewals    {}     in a row before the give-up deadline",
-        hb.max_consecutive_failures
+        "    give up after          {}   = {}",
+        format_duration(hb.give_up_after),
+        derivation.give_up
     );
     let _ = writeln!(
         o,
@@ -290,10 +280,6 @@ fn format_long(d: Duration) -> String {
     }
 }
 
-fn fmt_s(seconds: f64) -> String {
-    format_duration(Duration::from_secs_f64(seconds.max(0.0)))
-}
-
 fn fmt_p(p: f64) -> String {
     if p == 0.0 {
         "0".to_string()
@@ -305,7 +291,7 @@ fn fmt_p(p: f64) -> String {
 }
 
 /// The `bench` table: one row per backend, mode and contention level, latencies in microseconds.
-pub fn bench_table(results: &[lockbench_bench::BenchResult]) -> String {
+pub fn bench_table(results: &[BenchRow]) -> String {
     let header = [
         "backend",
         "mode",
@@ -361,80 +347,39 @@ pub fn bench_table(results: &[lockbench_bench::BenchResult]) -> String {
     out
 }
 
-/// The `bench` CSV: one row per result.
-pub fn bench_csv(results: &[lockbench_bench::BenchResult]) -> Vec<u8> {
-    let mut out = String::from(
-        "backend,mode,keys,contenders,rate_per_s,ops,errors,gave_up,try_fail_rate,throughput_per_s,\
-acquire_p50_us,acquire_p90_us,acquire_p99_us,acquire_p999_us,acquire_max_us,acquire_mean_us,\
-renew_p50_us,renew_p99_us,release_p50_us,release_p99_us,handoff_p50_us,handoff_p99_us\n",
-    );
-    for r in results {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{:.6},{:.1},{},{},{},{},{},{},{},{},{},{},{},{}",
-            r.backend,
-            r.mode,
-            r.keys,
-            r.contenders,
-            r.rate_per_s.map(|x| x.to_string()).unwrap_or_default(),
-            r.ops,
-            r.errors,
-            r.gave_up,
-            r.try_fail_rate,
-            r.throughput_per_s,
-            r.acquire_us.p50,
-            r.acquire_us.p90,
-            r.acquire_us.p99,
-            r.acquire_us.p999,
-            r.acquire_us.max,
-            r.acquire_us.mean,
-            r.renew_us.p50,
-            r.renew_us.p99,
-            r.release_us.p50,
-            r.release_us.p99,
-            r.handoff_us.p50,
-            r.handoff_us.p99
-        );
-    }
-    out.into_bytes()
-}
-
 /// The summary `replay` prints: what ran, runtimes beside the simulator's, what went twice, and
 /// how faithful the injected latency was.
-pub fn replay_summary(j: &serde_json::Value) -> String {
-    let f = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
-    let u = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-    let secs = |v: &serde_json::Value| format_seconds(Duration::from_secs_f64(f(v).max(0.0)));
+pub fn replay_summary(r: &ReplayRecord) -> String {
+    let secs = |d: Duration| format_seconds(d);
     let mut out = String::new();
-    let time_scale = f(&j["time_scale"]);
     let _ = writeln!(
         out,
         "replay {} / {} x{} ({} {}) on {}: {} runs, {} workers, time scale {} (1 s of the job took {})",
-        j["workload"].as_str().unwrap_or(""),
-        j["profile"].as_str().unwrap_or(""),
-        f(&j["scale"]),
-        u(&j["volume"]),
-        j["unit"].as_str().unwrap_or(""),
-        j["backend"].as_str().unwrap_or(""),
-        u(&j["runs"]),
-        u(&j["workers"]),
-        time_scale,
-        format_duration(Duration::from_secs_f64(time_scale)),
+        r.workload,
+        r.profile,
+        r.scale,
+        r.volume,
+        r.unit,
+        r.backend,
+        r.runs,
+        r.workers,
+        r.time_scale,
+        format_duration(Duration::from_secs_f64(r.time_scale)),
     );
-    let mode = match j["mode"].as_str() {
-        Some("ttl") => format!("fixed TTL {}", secs(&j["ttl_s"])),
-        _ => format!(
+    let mode = match (&r.mode, &r.heartbeat) {
+        (HoldMode::Heartbeat, Some(h)) => format!(
             "heartbeat: lease {}, renew every {}, give up after {}",
-            secs(&j["heartbeat"]["lease_ttl_s"]),
-            secs(&j["heartbeat"]["renewal_interval_s"]),
-            secs(&j["heartbeat"]["give_up_after_s"])
+            secs(h.lease_ttl),
+            secs(h.renewal_interval),
+            secs(h.give_up_after)
         ),
+        _ => format!("fixed TTL {}", secs(seconds(r.ttl_s))),
     };
     let mut extras = Vec::new();
-    if j["fencing"].as_bool() == Some(true) {
+    if r.fencing {
         extras.push("fencing");
     }
-    if j["idempotency_keys"].as_bool() == Some(true) {
+    if r.idempotency_keys {
         extras.push("idempotency keys");
     }
     let _ = writeln!(
@@ -446,95 +391,73 @@ pub fn replay_summary(j: &serde_json::Value) -> String {
             format!(", {}", extras.join(", "))
         }
     );
-    let r = &j["runtime_s"];
+    let t = &r.runtime_s;
     let _ = writeln!(
         out,
         "\nruntime (real-equivalent)   P50 {:>10}  P99 {:>10}  max {:>10}  mean {:>10}",
-        secs(&r["p50"]),
-        secs(&r["p99"]),
-        secs(&r["max"]),
-        secs(&r["mean"])
+        secs(t.p50),
+        secs(t.p99),
+        secs(t.max),
+        secs(t.mean)
     );
-    if let Some(sim) = j["simulated"].as_object() {
-        let s = &sim["runtime_s"];
+    if let Some(sim) = &r.simulated {
+        let s = &sim.runtime_s;
         let _ = writeln!(
             out,
             "simulated ({:>7} replays)  P50 {:>10}  P99 {:>10}  max {:>10}  mean {:>10}",
-            format_count(u(&sim["replays"])),
-            secs(&s["p50"]),
-            secs(&s["p99"]),
-            secs(&s["max"]),
-            secs(&s["mean"])
+            format_count(sim.replays),
+            secs(s.p50),
+            secs(s.p99),
+            secs(s.max),
+            secs(s.mean)
         );
         let _ = writeln!(
             out,
             "live / simulated            P50 {:>10.3}  {:>25}  mean {:>10.3}",
-            f(&sim["p50_ratio"]),
-            "",
-            f(&sim["mean_ratio"])
+            sim.p50_ratio, "", sim.mean_ratio
         );
     }
     let _ = writeln!(
         out,
         "\ndouble executions: {} items, in {} of {} runs",
-        u(&j["double_executions"]),
-        u(&j["runs_with_double_execution"]),
-        u(&j["runs"])
+        r.double_executions, r.runs_with_double_execution, r.runs
     );
-    if !j["duplicate_charges_accepted"].is_null() {
-        let _ = writeln!(
-            out,
-            "duplicate charges accepted by the payment API: {}",
-            u(&j["duplicate_charges_accepted"])
-        );
+    if let Some(n) = r.duplicate_charges_accepted {
+        let _ = writeln!(out, "duplicate charges accepted by the payment API: {n}");
     }
-    if !j["out_of_order"].is_null() {
-        let _ = writeln!(
-            out,
-            "migrations applied at or behind the pointer: {}",
-            u(&j["out_of_order"])
-        );
+    if let Some(n) = r.out_of_order {
+        let _ = writeln!(out, "migrations applied at or behind the pointer: {n}");
     }
     let _ = writeln!(
         out,
         "stale writes refused by fencing: {}; retry-worker takeovers: {}; job runs stopped early: {}; releases refused (lease gone): {}",
-        u(&j["stale_writes_rejected"]),
-        u(&j["takeovers"]),
-        u(&j["aborted_job_runs"]),
-        u(&j["releases_refused"])
+        r.stale_writes_rejected, r.takeovers, r.aborted_job_runs, r.releases_refused
     );
-    let rows = j["injected_latency"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(
-            j["injected_latency_per_step"]
-                .as_array()
-                .into_iter()
-                .flatten(),
-        )
-        .collect::<Vec<_>>();
+    let rows: Vec<_> = r
+        .injected_latency
+        .iter()
+        .chain(&r.injected_latency_per_step)
+        .collect();
     if !rows.is_empty() {
-        let targets = rows;
         let _ = writeln!(
             out,
             "\ninjected latency (real-equivalent ms)    requested P50  achieved P50  requested P99  achieved P99  real cost"
         );
-        for t in targets {
+        for t in rows {
             let _ = writeln!(
                 out,
                 "  {:<22} {:>9} calls {:>10.3} {:>13.3} {:>14.3} {:>13.3} {:>8.0} us{}",
-                match t["step"].as_str() {
+                match &t.step {
                     Some(step) => format!("  {step}"),
-                    None => t["target"].as_str().unwrap_or("").to_string(),
+                    None => t.target.clone(),
                 },
-                format_count(u(&t["calls"])),
-                f(&t["requested_p50_ms"]),
-                f(&t["achieved_p50_ms"]),
-                f(&t["requested_p99_ms"]),
-                f(&t["achieved_p99_ms"]),
-                f(&t["real_cost_us"]),
-                if t["within_tolerance"].as_bool() == Some(true) {
+                format_count(t.calls),
+                t.requested_p50_ms,
+                t.achieved_p50_ms,
+                t.requested_p99_ms,
+                t.achieved_p99_ms,
+                t.real_cost_us,
+                if t.within_tolerance {
                     ""
                 } else {
                     "  (outside 5 % / 100 us)"

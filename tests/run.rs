@@ -132,3 +132,108 @@ fn compare_shows_no_change_between_a_run_and_itself() {
     );
     rejects(&["compare", fixture, "/nonexistent"], "not a directory");
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A copy of the committed run with `file` edited by `edit`.
+fn doctored(file: &str, edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/analysis/tests/fixtures/run");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(std::path::Path::new(fixture), &dir.path().join("run"));
+    let path = dir.path().join("run").join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let changed = edit(text.clone());
+    assert_ne!(text, changed, "the edit changed nothing");
+    std::fs::write(&path, changed).unwrap();
+    dir
+}
+
+#[test]
+fn report_and_compare_refuse_a_doctored_run_in_one_line() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/analysis/tests/fixtures/run");
+    let renamed = doctored("ttl-billing/results.json", |t| {
+        t.replace("\"measured_p999_s\"", "\"measured_p999_seconds\"")
+    });
+    let dropped = doctored("bench/bench.csv", |t| {
+        t.lines()
+            .map(|l| {
+                let mut cells: Vec<&str> = l.split(',').collect();
+                cells.remove(12); // acquire_p99_us
+                cells.join(",") + "\n"
+            })
+            .collect()
+    });
+    let bumped = doctored("replay-ttl/manifest.json", |t| {
+        t.replace("\"schema_version\": 1", "\"schema_version\": 2")
+    });
+    for (dir, fragments) in [
+        (
+            &renamed,
+            [
+                "ttl-billing/results.json",
+                "measured_p999_seconds",
+                "schema_version 1",
+            ],
+        ),
+        (
+            &dropped,
+            ["bench/bench.csv", "acquire_p99_us", "schema_version 1"],
+        ),
+        (
+            &bumped,
+            [
+                "replay-ttl/manifest.json",
+                "schema_version 2",
+                "reads schema_version 1",
+            ],
+        ),
+    ] {
+        let run = dir.path().join("run");
+        let run = run.to_str().unwrap();
+        let report_out = dir.path().join("report");
+        for args in [
+            vec!["report", run, "--out", report_out.to_str().unwrap()],
+            vec!["compare", fixture, run],
+            vec!["compare", run, fixture],
+        ] {
+            let out = lockbench().args(&args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+            for f in fragments {
+                assert!(stderr.contains(f), "{args:?}: {stderr} lacks {f}");
+            }
+            assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+        }
+        assert!(!report_out.exists(), "no report half written");
+    }
+}
+
+#[test]
+fn an_unwritable_out_is_refused_before_any_work() {
+    for command in [
+        vec![
+            "simulate",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml"),
+        ],
+        vec!["run", "--quick"],
+    ] {
+        let mut args = command.clone();
+        args.extend(["--out", "/proc/nope"]);
+        rejects(
+            &args,
+            "--out /proc/nope: cannot create a results directory in /proc",
+        );
+    }
+}

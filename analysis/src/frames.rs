@@ -1,17 +1,21 @@
 //! Results directories as polars data frames, and the change between two sets of them.
 //!
-//! Every `simulate` and `ttl` directory contributes its `summary.csv` to one runtimes frame, every
-//! `bench` directory its `bench.csv` to one backends frame, every `replay` directory one row of its
-//! `results.json` to one replays frame. [`compare`] joins two such sets on their keys (workload,
+//! Every `simulate` and `ttl` directory contributes its `summary.csv` rows to one runtimes frame,
+//! every `bench` directory its `bench.csv` rows to one backends frame, every `replay` directory
+//! its `results.json` to one replays frame; each file is read through its typed record
+//! (`lockbench_core::records`), so a column missing or renamed refuses the directory. [`compare`] joins two such sets on their keys (workload,
 //! profile, scale; backend, mode, keys, contenders; backend, workload, profile, scale, mode) and
 //! gives each metric before, after and the change.
 
 use std::path::{Path, PathBuf};
 
+use lockbench_core::records::bench::BenchCsvRow;
+use lockbench_core::records::replay::{HoldMode, ReplayRecord};
+use lockbench_core::records::simulate::SimulationCsvRow;
 use polars::prelude::*;
 use serde::Serialize;
 
-use crate::report::{Evidence, ReportError, Source};
+use crate::report::{Evidence, ReportError};
 
 /// The frames of one set of results directories.
 pub struct Frames {
@@ -59,119 +63,106 @@ const REPLAYS: Table = Table {
 fn polars_error(path: &Path, e: PolarsError) -> ReportError {
     ReportError::Input {
         path: path.to_path_buf(),
-        message: format!("cannot read it as a table ({e})"),
+        message: format!("cannot make a table of it ({e})"),
     }
 }
 
-fn read_csv(path: &Path) -> Result<DataFrame, ReportError> {
-    let mut df = CsvReadOptions::default()
-        .with_has_header(true)
-        .try_into_reader_with_file_path(Some(path.to_path_buf()))
-        .and_then(|r| r.finish())
-        .map_err(|e| polars_error(path, e))?;
-    // A file whose scales are all whole numbers reads them as integers: make every scale a float,
-    // so that keys from different files (and the two sides of a comparison) read alike.
-    if let Ok(scale) = df.column("scale") {
-        let scale = scale
-            .cast(&DataType::Float64)
-            .map_err(|e| polars_error(path, e))?;
-        df.with_column(scale).map_err(|e| polars_error(path, e))?;
+/// The runtimes frame: every `summary.csv` row, the first of each key kept (a ttl directory
+/// simulates the target scale again).
+fn runtime_frame(rows: &[&SimulationCsvRow]) -> PolarsResult<DataFrame> {
+    let mut kept: Vec<&SimulationCsvRow> = Vec::new();
+    for r in rows {
+        let same = |k: &&SimulationCsvRow| {
+            k.workload == r.workload && k.profile == r.profile && k.scale == r.scale
+        };
+        if !kept.iter().any(same) {
+            kept.push(r);
+        }
     }
-    Ok(df)
-}
-
-/// Stacks `frames` (same columns) into one; empty when there are none.
-fn stack(frames: Vec<DataFrame>, path: &Path) -> Result<DataFrame, ReportError> {
-    let mut frames = frames.into_iter();
-    let Some(mut first) = frames.next() else {
-        return Ok(DataFrame::empty());
+    let text = |f: fn(&SimulationCsvRow) -> &str| -> Vec<String> {
+        kept.iter().map(|r| f(r).to_string()).collect()
     };
-    for f in frames {
-        first.vstack_mut(&f).map_err(|e| polars_error(path, e))?;
-    }
-    Ok(first)
-}
-
-fn csvs(sources: &[&Source], file: &str) -> Result<Vec<DataFrame>, ReportError> {
-    sources
-        .iter()
-        .map(|s| s.path.join(file))
-        .filter(|p| p.is_file())
-        .map(|p| read_csv(&p))
-        .collect()
-}
-
-/// Loads the frames of `dirs` (results directories or folders of them).
-pub fn load_frames(dirs: &[PathBuf]) -> Result<Frames, ReportError> {
-    let evidence: Evidence = crate::report::load(dirs)?;
-    let first = dirs.first().cloned().unwrap_or_default();
-    let runtime_sources: Vec<&Source> = evidence
-        .simulations
-        .iter()
-        .chain(&evidence.ttls)
-        .map(|r| &r.source)
-        .collect();
-    let bench_sources: Vec<&Source> = evidence.benches.iter().map(|b| &b.source).collect();
-    let runtimes = stack(csvs(&runtime_sources, "summary.csv")?, &first)?;
-    // A ttl directory simulates the target scale again: keep the first row of each key.
-    let runtimes = if runtimes.height() > 0 {
-        runtimes
-            .unique_stable(
-                Some(
-                    &RUNTIMES
-                        .keys
-                        .iter()
-                        .map(|k| k.to_string())
-                        .collect::<Vec<_>>(),
-                ),
-                UniqueKeepStrategy::First,
-                None,
-            )
-            .map_err(|e| polars_error(&first, e))?
-    } else {
-        runtimes
-    };
-    let bench = stack(csvs(&bench_sources, "bench.csv")?, &first)?;
-    let replays = replay_frame(&evidence).map_err(|e| polars_error(&first, e))?;
-    Ok(Frames {
-        runtimes,
-        bench,
-        replays,
-    })
-}
-
-fn replay_frame(evidence: &Evidence) -> PolarsResult<DataFrame> {
-    let rows = &evidence.replays;
-    let text = |f: &dyn Fn(&serde_json::Value) -> String| -> Vec<String> {
-        rows.iter().map(|r| f(&r.json)).collect()
-    };
-    let number = |f: &dyn Fn(&serde_json::Value) -> Option<f64>| -> Vec<Option<f64>> {
-        rows.iter().map(|r| f(&r.json)).collect()
-    };
-    let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    let number =
+        |f: fn(&SimulationCsvRow) -> f64| -> Vec<f64> { kept.iter().map(|r| f(r)).collect() };
     df!(
-        "backend" => text(&|j| s(&j["backend"])),
-        "workload" => text(&|j| s(&j["workload"])),
-        "profile" => text(&|j| s(&j["profile"])),
-        "scale" => number(&|j| j["scale"].as_f64()),
-        "lock_mode" => text(&|j| {
-            let mut m = match j["mode"].as_str() {
-                Some("ttl") => format!("ttl {}s", j["ttl_s"].as_f64().unwrap_or(0.0)),
-                _ => "heartbeat".to_string(),
+        "workload" => text(|r| &r.workload),
+        "profile" => text(|r| &r.profile),
+        "scale" => number(|r| r.scale),
+        "runtime_p50_s" => number(|r| r.runtime_p50_s),
+        "runtime_p99_s" => number(|r| r.runtime_p99_s),
+        "runtime_p999_s" => number(|r| r.runtime_p999_s),
+    )
+}
+
+/// The backends frame: every `bench.csv` row.
+fn bench_frame(rows: &[&BenchCsvRow]) -> PolarsResult<DataFrame> {
+    let text =
+        |f: &dyn Fn(&BenchCsvRow) -> String| -> Vec<String> { rows.iter().map(|r| f(r)).collect() };
+    let number = |f: fn(&BenchCsvRow) -> f64| -> Vec<f64> { rows.iter().map(|r| f(r)).collect() };
+    df!(
+        "backend" => text(&|r| r.backend.clone()),
+        "mode" => text(&|r| r.mode.to_string()),
+        "keys" => text(&|r| r.keys.to_string()),
+        "contenders" => text(&|r| r.contenders.to_string()),
+        "acquire_p50_us" => number(|r| r.acquire_p50_us),
+        "acquire_p99_us" => number(|r| r.acquire_p99_us),
+        "acquire_p999_us" => number(|r| r.acquire_p999_us),
+        "throughput_per_s" => number(|r| r.throughput_per_s),
+    )
+}
+
+/// The replays frame: one row per `replay` directory.
+fn replay_frame(rows: &[&ReplayRecord]) -> PolarsResult<DataFrame> {
+    let text = |f: &dyn Fn(&ReplayRecord) -> String| -> Vec<String> {
+        rows.iter().map(|r| f(r)).collect()
+    };
+    let number = |f: &dyn Fn(&ReplayRecord) -> Option<f64>| -> Vec<Option<f64>> {
+        rows.iter().map(|r| f(r)).collect()
+    };
+    df!(
+        "backend" => text(&|r| r.backend.clone()),
+        "workload" => text(&|r| r.workload.clone()),
+        "profile" => text(&|r| r.profile.clone()),
+        "scale" => number(&|r| Some(r.scale)),
+        "lock_mode" => text(&|r| {
+            let mut m = match r.mode {
+                HoldMode::Ttl => format!("ttl {}s", r.ttl_s),
+                HoldMode::Heartbeat => "heartbeat".to_string(),
             };
-            if j["fencing"] == true {
+            if r.fencing {
                 m += " +fencing";
             }
-            if j["idempotency_keys"] == true {
+            if r.idempotency_keys {
                 m += " +keys";
             }
             m
         }),
-        "runtime_p50_s" => number(&|j| j["runtime_s"]["p50"].as_f64()),
-        "double_executions" => number(&|j| j["double_executions"].as_f64()),
-        "duplicate_charges_accepted" => number(&|j| j["duplicate_charges_accepted"].as_f64()),
-        "stale_writes_rejected" => number(&|j| j["stale_writes_rejected"].as_f64()),
+        "runtime_p50_s" => number(&|r| Some(r.runtime_s.p50.as_secs_f64())),
+        "double_executions" => number(&|r| Some(r.double_executions as f64)),
+        "duplicate_charges_accepted" => number(&|r| r.duplicate_charges_accepted.map(|v| v as f64)),
+        "stale_writes_rejected" => number(&|r| Some(r.stale_writes_rejected as f64)),
     )
+}
+
+/// Loads the frames of `dirs` (results directories or folders of them), every file read through
+/// its record.
+pub fn load_frames(dirs: &[PathBuf]) -> Result<Frames, ReportError> {
+    let evidence: Evidence = crate::report::load(dirs)?;
+    let first = dirs.first().cloned().unwrap_or_default();
+    let runtime_rows: Vec<&SimulationCsvRow> = evidence
+        .simulations
+        .iter()
+        .flat_map(|s| &s.rows)
+        .chain(evidence.ttls.iter().flat_map(|t| &t.rows))
+        .collect();
+    let bench_rows: Vec<&BenchCsvRow> = evidence.benches.iter().flat_map(|b| &b.rows).collect();
+    let replays: Vec<&ReplayRecord> = evidence.replays.iter().map(|r| &r.record).collect();
+    let frame = |f: PolarsResult<DataFrame>| f.map_err(|e| polars_error(&first, e));
+    Ok(Frames {
+        runtimes: frame(runtime_frame(&runtime_rows))?,
+        bench: frame(bench_frame(&bench_rows))?,
+        replays: frame(replay_frame(&replays))?,
+    })
 }
 
 /// One metric of one row, before and after.

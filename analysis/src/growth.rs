@@ -1,31 +1,6 @@
 //! How a job's runtime grows with its volume: a power law fitted on a log-log scale.
 
-use serde::Serialize;
-
-/// `runtime = coefficient x volume ^ exponent`, fitted by least squares on logarithms.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct GrowthFit {
-    /// Runtime in seconds of one unit of volume (the curve at volume 1).
-    pub coefficient_s: f64,
-    /// 1.0 means runtime doubles when volume doubles.
-    pub exponent: f64,
-}
-
-impl GrowthFit {
-    /// The fitted runtime in seconds at `volume`.
-    pub fn runtime_s_at(&self, volume: f64) -> f64 {
-        self.coefficient_s * volume.powf(self.exponent)
-    }
-
-    /// The volume at which the fitted runtime reaches `runtime_s`; `None` when runtime does not
-    /// grow with volume (exponent below 0.05), so no volume triggers it.
-    pub fn volume_reaching(&self, runtime_s: f64) -> Option<f64> {
-        if self.exponent < 0.05 || runtime_s <= 0.0 {
-            return None;
-        }
-        Some((runtime_s / self.coefficient_s).powf(1.0 / self.exponent))
-    }
-}
+use lockbench_core::records::ttl::GrowthFit;
 
 /// Fits the power law through `(volume, runtime seconds)` points; needs two distinct volumes.
 pub fn fit_growth(points: &[(f64, f64)]) -> Option<GrowthFit> {

@@ -1,34 +1,23 @@
 //! Analysis: from recorded runtimes to figures people act on.
 //!
-//! Runtimes enter as [`lockbench_core::RuntimeHistogram`]s (straight from the simulator, or read
-//! back from a results directory). [`RuntimeSummary`] turns one into percentiles with a confidence
-//! interval and says when the sample is too small; [`recommend`] turns summaries at a few volumes
-//! into a [`TtlRecommendation`]; [`export`] renders rows as CSV bytes. Everything here is pure:
-//! values in, values out, no I/O.
+//! Runtimes enter as [`lockbench_core::RuntimeHistogram`]s and the typed records of
+//! [`lockbench_core::records`] (straight from the simulator, or read back from a results
+//! directory). [`recommend`] turns runtimes at a few volumes into a [`TtlRecommendation`];
+//! [`report`] turns results directories into a locking decision record; [`frames`] compares two
+//! sets of them. Apart from [`report::load`] and [`frames::load_frames`], which read directories
+//! through the records, everything here is pure: values in, values out.
 
-pub mod export;
 pub mod frames;
 mod growth;
 pub mod report;
-mod summary;
 mod ttl;
 
-pub use growth::{GrowthFit, fit_growth};
-pub use summary::{RuntimeSummary, tail_samples_needed};
-pub use ttl::{
-    ALERT_SHARE, CurrentTtlRisk, DEFAULT_SAFETY_FACTOR, Heartbeat, MIN_LEASE, ProfileP999,
-    TtlInputs, TtlRecommendation, VolumePoint, exceedance, heartbeat, recommend, review_scales,
+pub use growth::fit_growth;
+pub use lockbench_core::records::ttl::{
+    CurrentTtlRisk, GrowthFit, Heartbeat, ProfileP999, TtlRecommendation, VolumePoint,
 };
-
-/// Serialises a `Duration` as seconds (f64), for JSON fields whose name ends in `_s`.
-pub fn serialize_seconds<S: serde::Serializer>(
-    d: &std::time::Duration,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(round_micro(d.as_secs_f64()))
-}
-
-/// Rounds seconds to the microsecond: finer digits are noise from the histogram's buckets.
-pub fn round_micro(seconds: f64) -> f64 {
-    (seconds * 1e6).round() / 1e6
-}
+pub use lockbench_core::records::{RuntimeSummary, round_micro, tail_samples_needed};
+pub use ttl::{
+    ALERT_SHARE, DEFAULT_SAFETY_FACTOR, MIN_LEASE, TtlInputs, exceedance, heartbeat,
+    heartbeat_derivation, recommend, review_scales,
+};

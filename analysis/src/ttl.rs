@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use lockbench_core::format_duration;
 use statrs::distribution::{Beta, ContinuousCDF};
 
-use crate::growth::{GrowthFit, fit_growth};
-use crate::serialize_seconds;
+use crate::growth::fit_growth;
+use crate::{CurrentTtlRisk, Heartbeat, ProfileP999, TtlRecommendation, VolumePoint, round_micro};
 
 /// Default safety factor: the seed's guidance is 2-3x the P99.9 at maximum load. We take the top
 /// of that range because the measured P99.9 comes from a model whose tail is only as good as its
@@ -41,8 +41,10 @@ pub struct TtlInputs {
     pub replays: u64,
     /// Measured P99.9 at the target scale and its 95 % interval.
     pub measured_p999: Duration,
-    /// Its 95 % confidence interval.
-    pub p999_ci: (Duration, Duration),
+    /// Its 95 % confidence interval in seconds.
+    pub p999_ci_s: [f64; 2],
+    /// True when the interval's upper end ran past the largest replay.
+    pub p999_ci_open: bool,
     /// Safety factor to apply.
     pub safety_factor: f64,
     /// P99.9 at every simulated volume, the target included, for the growth fit.
@@ -52,111 +54,6 @@ pub struct TtlInputs {
     /// The TTL in use today with the number of replays that exceeded it at the target scale.
     pub current_ttl: Option<(Duration, u64)>,
     /// Job runs per year, to turn a per-run chance into a yearly count.
-    pub runs_per_year: f64,
-}
-
-/// A profile and its P99.9 at the target scale.
-#[derive(Clone, Debug, Serialize)]
-pub struct ProfileP999 {
-    /// Profile name.
-    pub profile: String,
-    /// Its P99.9.
-    #[serde(rename = "p999_s", serialize_with = "serialize_seconds")]
-    pub p999: Duration,
-}
-
-/// One simulated volume and its P99.9 runtime.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct VolumePoint {
-    /// Volume multiplier.
-    pub scale: f64,
-    /// Units of volume.
-    pub volume: u64,
-    /// P99.9 runtime at that volume.
-    #[serde(rename = "p999_s", serialize_with = "serialize_seconds")]
-    pub p999: Duration,
-}
-
-/// The heartbeat alternative to a long fixed TTL.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Heartbeat {
-    /// Lease TTL: how long the lock outlives a crashed holder.
-    #[serde(rename = "lease_ttl_s", serialize_with = "serialize_seconds")]
-    pub lease_ttl: Duration,
-    /// Renew this often.
-    #[serde(rename = "renewal_interval_s", serialize_with = "serialize_seconds")]
-    pub renewal_interval: Duration,
-    /// Stop working when no renewal has succeeded for this long.
-    #[serde(rename = "give_up_after_s", serialize_with = "serialize_seconds")]
-    pub give_up_after: Duration,
-    /// Failed renewals in a row that are tolerated before the give-up deadline.
-    pub max_consecutive_failures: u32,
-    /// The stall the lease was sized for (pause P99.9), if the profile injects pauses.
-    #[serde(rename = "sized_for_stall_s")]
-    pub sized_for_stall_s: Option<f64>,
-}
-
-/// The risk of the TTL in use today.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CurrentTtlRisk {
-    /// The TTL in use.
-    #[serde(rename = "ttl_s", serialize_with = "serialize_seconds")]
-    pub ttl: Duration,
-    /// Replays that ran longer than it.
-    pub replays_exceeding: u64,
-    /// Estimated chance per run that the runtime exceeds it.
-    pub p_exceed: f64,
-    /// One-sided 95 % upper bound of that chance (rule of three when no replay exceeded it).
-    pub p_exceed_upper95: f64,
-    /// Expected double executions per year, assuming another worker waits for the lock.
-    pub expected_double_runs_per_year: f64,
-    /// The same at the upper bound.
-    pub expected_double_runs_per_year_upper95: f64,
-}
-
-/// Everything the `ttl` command reports; the JSON field names are stable.
-#[derive(Clone, Debug, Serialize)]
-pub struct TtlRecommendation {
-    /// Workload name.
-    pub workload: String,
-    /// Profile the recommendation comes from.
-    pub profile: String,
-    /// Every profile considered with its P99.9.
-    pub profiles_considered: Vec<ProfileP999>,
-    /// Target scale.
-    pub target_scale: f64,
-    /// Volume at the target scale.
-    pub target_volume: u64,
-    /// Unit of volume.
-    pub unit: String,
-    /// Seed of the simulation.
-    pub seed: u64,
-    /// Replays per simulated scale.
-    pub replays: u64,
-    /// Measured P99.9 at the target scale.
-    #[serde(rename = "measured_p999_s", serialize_with = "serialize_seconds")]
-    pub measured_p999: Duration,
-    /// Its 95 % confidence interval, seconds.
-    pub p999_ci_s: [f64; 2],
-    /// The safety factor, kept apart from the measured value.
-    pub safety_factor: f64,
-    /// Fixed TTL = measured P99.9 x safety factor.
-    #[serde(rename = "ttl_s", serialize_with = "serialize_seconds")]
-    pub ttl: Duration,
-    /// The heartbeat alternative.
-    pub heartbeat: Heartbeat,
-    /// Alert when a run holds the lock longer than this.
-    #[serde(rename = "alert_hold_s", serialize_with = "serialize_seconds")]
-    pub alert_hold: Duration,
-    /// Re-derive the TTL before the volume exceeds this; `None` when runtime does not grow.
-    pub review_trigger_volume: Option<u64>,
-    /// P99.9 at each simulated volume.
-    pub volume_points: Vec<VolumePoint>,
-    /// The fitted growth of P99.9 with volume.
-    pub growth: Option<GrowthFit>,
-    /// Risk of the TTL in use today.
-    pub current_ttl: Option<CurrentTtlRisk>,
-    /// Runs per year used for the yearly figures.
     pub runs_per_year: f64,
 }
 
@@ -199,10 +96,8 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         seed: inputs.seed,
         replays: inputs.replays,
         measured_p999: inputs.measured_p999,
-        p999_ci_s: [
-            crate::round_micro(inputs.p999_ci.0.as_secs_f64()),
-            crate::round_micro(inputs.p999_ci.1.as_secs_f64()),
-        ],
+        p999_ci_s: inputs.p999_ci_s,
+        p999_ci_open: inputs.p999_ci_open,
         safety_factor: inputs.safety_factor,
         ttl,
         heartbeat: heartbeat(inputs.pause_p999),
@@ -234,7 +129,46 @@ pub fn heartbeat(stall: Option<Duration>) -> Heartbeat {
         renewal_interval,
         give_up_after,
         max_consecutive_failures: renewals_before_give_up.saturating_sub(1),
-        sized_for_stall_s: stall.map(|s| crate::round_micro(s.as_secs_f64())),
+        sized_for_stall_s: stall.map(|s| round_micro(s.as_secs_f64())),
+    }
+}
+
+/// How each heartbeat figure was derived, in words: one text for the terminal and the report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeartbeatDerivation {
+    /// Why the lease is as long as it is.
+    pub lease: String,
+    /// Why the renewal interval.
+    pub renewal: String,
+    /// Why the give-up deadline, and the failed renewals it tolerates.
+    pub give_up: String,
+}
+
+/// The derivation of `h`, as [`heartbeat`] computed it.
+pub fn heartbeat_derivation(h: &Heartbeat) -> HeartbeatDerivation {
+    let lease = match h.sized_for_stall_s {
+        Some(stall) => format!(
+            "3 x the profile's pause P99.9 ({}), at least {}: a stall must end before the give-up deadline",
+            format_duration(Duration::from_secs_f64(stall.max(0.0))),
+            format_duration(MIN_LEASE)
+        ),
+        None => format!(
+            "the {} minimum: the profile injects no stop-the-world pauses",
+            format_duration(MIN_LEASE)
+        ),
+    };
+    HeartbeatDerivation {
+        lease,
+        renewal: "a third of the lease".to_string(),
+        give_up: format!(
+            "two thirds of the lease: stop work when no renewal succeeded for this long ({} failed renewal{} in a row tolerated)",
+            h.max_consecutive_failures,
+            if h.max_consecutive_failures == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ),
     }
 }
 
@@ -276,10 +210,8 @@ mod tests {
             seed: 1,
             replays: 20_000,
             measured_p999: Duration::from_secs_f64(p999_s),
-            p999_ci: (
-                Duration::from_secs_f64(p999_s * 0.98),
-                Duration::from_secs_f64(p999_s * 1.02),
-            ),
+            p999_ci_s: [p999_s * 0.98, p999_s * 1.02],
+            p999_ci_open: false,
             safety_factor: 3.0,
             volume_points: [900u64, 1800, 3600]
                 .iter()
@@ -309,6 +241,29 @@ mod tests {
         let current = r.current_ttl.unwrap();
         assert_eq!(current.p_exceed, 1.0);
         assert_eq!(current.expected_double_runs_per_year, 12.0);
+    }
+
+    #[test]
+    fn the_derivation_names_the_pause_it_was_sized_for() {
+        let sized = heartbeat_derivation(&heartbeat(Some(Duration::from_secs(20))));
+        assert!(
+            sized
+                .lease
+                .contains("3 x the profile's pause P99.9 (20.0 s)"),
+            "{}",
+            sized.lease
+        );
+        assert!(
+            sized.give_up.contains("1 failed renewal in a row"),
+            "{}",
+            sized.give_up
+        );
+        let floor = heartbeat_derivation(&heartbeat(None));
+        assert!(
+            floor.lease.contains("no stop-the-world pauses"),
+            "{}",
+            floor.lease
+        );
     }
 
     #[test]

@@ -61,7 +61,7 @@ fn the_report_follows_the_decision_record() {
     }
     assert!(md.contains("- alert: BillingLockHoldNearTtl"));
     assert!(md.contains("expr: lock_hold_seconds{job=\"billing\"} >"));
-    assert!(md.contains("| `redis` | counter (INCR) |"));
+    assert!(md.contains("| `redis` | counter |"));
     assert!(md.contains("`etcd`: etcd: cannot reach http://127.0.0.1:1"));
 }
 

@@ -16,5 +16,5 @@ mod run;
 pub use armed_timer::ArmedTimer;
 pub use cycle::{Cycle, cycle};
 pub use options::{BenchOptions, KeyMode, LoadMode};
-pub use result::{BenchResult, LatencySummary, Metrics};
+pub use result::{BenchResult, Metrics};
 pub use run::run;

@@ -1,9 +1,10 @@
-//! What a run measured: one HdrHistogram per metric, and their summaries in microseconds.
+//! What a run measured: one HdrHistogram per metric, and the record row that summarises them in
+//! microseconds (`lockbench_core::records::bench`).
 
 use std::time::{Duration, Instant};
 
 use lockbench_core::RuntimeHistogram;
-use serde::Serialize;
+use lockbench_core::records::bench::{BenchRow, KeySpread, LatencySummary, LoopKind};
 
 use crate::Cycle;
 
@@ -95,78 +96,13 @@ impl Metrics {
     }
 }
 
-/// Percentiles of one latency metric, in microseconds.
-#[derive(Clone, Debug, Serialize, PartialEq)]
-pub struct LatencySummary {
-    /// Samples.
-    pub count: u64,
-    /// Median.
-    pub p50: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-    /// Largest.
-    pub max: f64,
-    /// Mean.
-    pub mean: f64,
-}
-
-impl LatencySummary {
-    /// Summarises a latency histogram.
-    pub fn of(h: &RuntimeHistogram) -> Self {
-        let us = |d: Duration| (d.as_nanos() as f64 / 1e3 * 100.0).round() / 100.0;
-        LatencySummary {
-            count: h.count(),
-            p50: us(h.quantile(0.5)),
-            p90: us(h.quantile(0.9)),
-            p99: us(h.quantile(0.99)),
-            p999: us(h.quantile(0.999)),
-            max: us(h.max()),
-            mean: us(h.mean()),
-        }
-    }
-}
-
-/// The outcome of one backend at one contention level; the JSON field names are stable.
-#[derive(Clone, Debug, Serialize)]
+/// The outcome of one backend at one contention level: the record's row and the histograms
+/// behind it.
+#[derive(Clone, Debug)]
 pub struct BenchResult {
-    /// Backend name.
-    pub backend: String,
-    /// "closed" or "open".
-    pub mode: &'static str,
-    /// "one" or "many".
-    pub keys: &'static str,
-    /// Contenders (closed loop) or clients (open loop).
-    pub contenders: usize,
-    /// Open loop: offered arrivals per second.
-    pub rate_per_s: Option<f64>,
-    /// Successful, measured acquisitions.
-    pub ops: u64,
-    /// Failed operations.
-    pub errors: u64,
-    /// Acquisitions that ran out of wait.
-    pub gave_up: u64,
-    /// Share of try-acquire attempts that found the lock held.
-    pub try_fail_rate: f64,
-    /// Acquire latency (waiting included; from the intended start in an open loop).
-    pub acquire_us: LatencySummary,
-    /// Release latency.
-    pub release_us: LatencySummary,
-    /// Renew latency.
-    pub renew_us: LatencySummary,
-    /// Release-to-next-grant latency under contention.
-    pub handoff_us: LatencySummary,
-    /// Measured acquisitions per second.
-    pub throughput_per_s: f64,
-    /// Length of the measured part.
-    pub measured_s: f64,
-    /// The first error, if any.
-    pub first_error: Option<String>,
-    /// The histograms behind the summaries.
-    #[serde(skip)]
+    /// What `results.json` and `bench.csv` hold.
+    pub row: BenchRow,
+    /// The histograms behind the row's summaries.
     pub metrics: Metrics,
 }
 
@@ -180,16 +116,16 @@ impl BenchResult {
         measured: Duration,
     ) -> Self {
         let (mode, rate_per_s) = match options.mode {
-            crate::LoadMode::Closed => ("closed", None),
-            crate::LoadMode::Open { rate_per_s } => ("open", Some(rate_per_s)),
+            crate::LoadMode::Closed => (LoopKind::Closed, None),
+            crate::LoadMode::Open { rate_per_s } => (LoopKind::Open, Some(rate_per_s)),
         };
         let ops = metrics.acquire.count();
-        BenchResult {
+        let row = BenchRow {
             backend: backend.to_string(),
             mode,
             keys: match options.keys {
-                crate::KeyMode::One => "one",
-                crate::KeyMode::Many => "many",
+                crate::KeyMode::One => KeySpread::One,
+                crate::KeyMode::Many => KeySpread::Many,
             },
             contenders,
             rate_per_s,
@@ -208,7 +144,19 @@ impl BenchResult {
             throughput_per_s: ops as f64 / measured.as_secs_f64().max(1e-9),
             measured_s: measured.as_secs_f64(),
             first_error: metrics.first_error.clone(),
-            metrics,
-        }
+        };
+        BenchResult { row, metrics }
+    }
+
+    /// Every histogram with its tag in `latency.hlog` (`backend/mode/keys/c=N/metric`).
+    pub fn tagged_histograms(&self) -> [(String, &RuntimeHistogram); 4] {
+        let tag = self.row.tag();
+        let m = &self.metrics;
+        [
+            (format!("{tag}/acquire"), &m.acquire),
+            (format!("{tag}/renew"), &m.renew),
+            (format!("{tag}/release"), &m.release),
+            (format!("{tag}/handoff"), &m.handoff),
+        ]
     }
 }

@@ -47,12 +47,16 @@ async fn closed_loop_stops_at_the_operation_count() {
     )
     .await;
     // Contenders may finish the cycle they were in when the limit was reached.
-    assert!((5_000..5_010).contains(&result.ops), "ops {}", result.ops);
-    assert_eq!(progress.load(Ordering::Relaxed), result.ops);
-    assert_eq!(result.errors, 0);
-    assert_eq!(result.acquire_us.count, result.ops);
-    assert_eq!(result.release_us.count, result.ops);
-    assert_eq!(result.renew_us.count, result.ops);
+    assert!(
+        (5_000..5_010).contains(&result.row.ops),
+        "ops {}",
+        result.row.ops
+    );
+    assert_eq!(progress.load(Ordering::Relaxed), result.row.ops);
+    assert_eq!(result.row.errors, 0);
+    assert_eq!(result.row.acquire_us.count, result.row.ops);
+    assert_eq!(result.row.release_us.count, result.row.ops);
+    assert_eq!(result.row.renew_us.count, result.row.ops);
     assert_eq!(keys, vec!["bench".to_string()]);
 }
 
@@ -70,16 +74,16 @@ async fn contention_on_one_key_shows_failed_tries_and_handoffs() {
     )
     .await;
     assert!(
-        result.try_fail_rate > 0.1,
+        result.row.try_fail_rate > 0.1,
         "try fail rate {}",
-        result.try_fail_rate
+        result.row.try_fail_rate
     );
-    assert!(result.handoff_us.count > 0);
+    assert!(result.row.handoff_us.count > 0);
     // Waiting for a 2 ms hold shows in the acquire tail.
     assert!(
-        result.acquire_us.p99 > 1_000.0,
+        result.row.acquire_us.p99 > 1_000.0,
         "acquire p99 {} us",
-        result.acquire_us.p99
+        result.row.acquire_us.p99
     );
 }
 
@@ -96,7 +100,7 @@ async fn many_keys_do_not_contend() {
         Arc::new(|_| {}),
     )
     .await;
-    assert_eq!(result.try_fail_rate, 0.0);
+    assert_eq!(result.row.try_fail_rate, 0.0);
     assert_eq!(keys.len(), 4);
 }
 
@@ -127,12 +131,12 @@ async fn open_loop_counts_from_the_intended_start() {
     // 300 arrivals, each holding the one key for 5 ms: at most 200 per second get through, so
     // later arrivals wait longer and longer behind the schedule.
     assert!(
-        result.acquire_us.p99 > 100_000.0,
+        result.row.acquire_us.p99 > 100_000.0,
         "p99 {} us",
-        result.acquire_us.p99
+        result.row.acquire_us.p99
     );
     assert!(
-        result.ops + result.gave_up + result.errors >= 290,
+        result.row.ops + result.row.gave_up + result.row.errors >= 290,
         "{result:?}"
     );
 }
@@ -147,10 +151,10 @@ async fn measures_a_real_redis() {
         Arc::new(|_| {}),
     )
     .await;
-    assert!(result.ops >= 300);
-    assert_eq!(result.errors, 0);
+    assert!(result.row.ops >= 300);
+    assert_eq!(result.row.errors, 0);
     assert!(
-        result.acquire_us.p50 > 1.0,
+        result.row.acquire_us.p50 > 1.0,
         "a network round trip takes more than a microsecond"
     );
     for key in &keys {
@@ -212,7 +216,7 @@ async fn a_server_that_dies_mid_run_does_not_hang_the_run() {
     let elapsed = started.elapsed();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(elapsed < Duration::from_secs(4), "run took {elapsed:?}");
-    assert!(result.ops > 0, "measured before the server died");
-    assert!(result.errors > 0, "failures after it died are counted");
-    assert!(result.first_error.is_some());
+    assert!(result.row.ops > 0, "measured before the server died");
+    assert!(result.row.errors > 0, "failures after it died are counted");
+    assert!(result.row.first_error.is_some());
 }

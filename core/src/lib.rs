@@ -1,19 +1,23 @@
 //! The shared vocabulary of lockbench, cheap enough for every crate to depend on.
 //!
-//! It owns three things that more than one crate needs and that must mean the same everywhere:
-//! the [`RuntimeHistogram`] in which every runtime or latency is recorded (HdrHistogram plus exact
-//! count, sum, minimum, maximum and threshold counts), the way durations are printed, and the
+//! It owns what more than one crate needs and what must mean the same everywhere: the
+//! [`RuntimeHistogram`] in which every runtime or latency is recorded (HdrHistogram plus exact
+//! count, sum, minimum, maximum and threshold counts), the way durations are printed, the typed
+//! [`records`] of every kind of results directory with the [`Manifest`] and its schema version
+//! (the one definition of each `results.json` and CSV, for writers and readers alike), and the
 //! [`ResultsDir`] writer that makes a results directory appear complete or not at all. Data enters
-//! as nanosecond values and files to stage; it leaves as percentiles and as files on disk.
+//! as nanosecond values and records to stage; it leaves as percentiles, bytes and files on disk,
+//! and comes back through [`records::read_dir`].
 
 mod format;
 mod histogram;
 mod manifest;
+pub mod records;
 mod results;
 
 pub use format::{format_count, format_duration, format_hms, format_seconds};
 pub use histogram::{HistogramError, RuntimeHistogram, interval_log, read_interval_log};
-pub use manifest::{Machine, Manifest, SpecRecord, unix_now_s};
+pub use manifest::{Machine, Manifest, ServerRecord, SpecRecord, unix_now_s};
 pub use results::{ResultsDir, ResultsError};
 
 /// The version of lockbench that produced a result, stored in every manifest.

@@ -1,21 +1,29 @@
 //! The manifest that makes a results directory self-describing.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// What produced a results directory: enough to reproduce it (seed, flags, spec text, version).
-#[derive(Clone, Debug, Serialize)]
+use crate::records::present;
+
+/// What produced a results directory: enough to reproduce it (seed, flags, spec text, version),
+/// and the schema version of its records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// Always "lockbench".
-    pub tool: &'static str,
+    pub tool: String,
+    /// The layout of the records ([`crate::records::SCHEMA_VERSION`] when written).
+    pub schema_version: u32,
     /// Tool version.
-    pub version: &'static str,
-    /// Git commit the binary was built from, when known.
+    pub version: String,
+    /// Git commit the binary was built from; `None` when unknown.
+    #[serde(deserialize_with = "present")]
     pub git_commit: Option<String>,
-    /// The subcommand ("simulate", "ttl").
+    /// The subcommand ("simulate", "ttl", "bench", "replay", "report").
     pub command: String,
     /// The command line as given.
     pub args: Vec<String>,
-    /// Seed of every random stream (none for measurements of real servers).
+    /// Seed of every random stream; `None` for measurements of real servers.
+    #[serde(deserialize_with = "present")]
     pub seed: Option<u64>,
     /// Worker threads used (results do not depend on it).
     pub threads: usize,
@@ -25,19 +33,26 @@ pub struct Manifest {
     pub machine: Machine,
     /// Every spec used, with its full text.
     pub specs: Vec<SpecRecord>,
+    /// The servers measured (bench), passwords removed.
+    pub backends: Vec<ServerRecord>,
+    /// The backend config file used; `None` for commands that read none.
+    #[serde(deserialize_with = "present")]
+    pub config: Option<String>,
     /// Files in the directory besides the manifest.
     pub files: Vec<String>,
 }
 
 /// The machine a run happened on.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Machine {
-    /// Host name, when readable.
+    /// Host name; `None` when unreadable.
+    #[serde(deserialize_with = "present")]
     pub hostname: Option<String>,
     /// Operating system family.
-    pub os: &'static str,
+    pub os: String,
     /// CPU architecture.
-    pub arch: &'static str,
+    pub arch: String,
     /// Logical CPUs available to the process.
     pub cpus: usize,
 }
@@ -50,20 +65,33 @@ impl Machine {
                 .ok()
                 .map(|h| h.trim().to_string())
                 .filter(|h| !h.is_empty()),
-            os: std::env::consts::OS,
-            arch: std::env::consts::ARCH,
+            os: std::env::consts::OS.to_string(),
+            arch: std::env::consts::ARCH.to_string(),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
 
 /// A spec file as it was when the run used it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SpecRecord {
     /// Path as given on the command line.
     pub path: String,
     /// The file's text.
     pub text: String,
+}
+
+/// A lock server a run measured, as the config named it (passwords removed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerRecord {
+    /// Backend name.
+    pub backend: String,
+    /// Its URLs, comma-separated, passwords removed.
+    pub urls: String,
+    /// The namespace of every key it created.
+    pub namespace: String,
 }
 
 /// Seconds since the Unix epoch, now.

@@ -18,13 +18,23 @@ pub enum ResultsError {
     /// A file name that would escape the directory.
     #[error("results file name {0:?} must be a plain relative path")]
     BadName(String),
+    /// The directory cannot be created where it was asked for (checked before any work).
+    #[error("--out {}: cannot create a results directory in {} ({cause}); choose a writable place", path.display(), parent.display())]
+    Unwritable {
+        /// The directory asked for.
+        path: PathBuf,
+        /// The folder that refused it.
+        parent: PathBuf,
+        /// Why.
+        cause: io::Error,
+    },
     /// Writing failed.
-    #[error("--out {path}: {source}")]
+    #[error("--out {}: {cause}", path.display())]
     Io {
         /// Where writing failed.
         path: PathBuf,
-        /// Why.
-        source: io::Error,
+        /// Why (not a `source`: the message already says it, once).
+        cause: io::Error,
     },
 }
 
@@ -50,13 +60,33 @@ impl ResultsDir {
             Err(_) if target.exists() => {
                 return Err(ResultsError::NotADirectory(target.to_path_buf()));
             }
-            Err(source) => {
+            Err(cause) => {
                 return Err(ResultsError::Io {
                     path: target.to_path_buf(),
-                    source,
+                    cause,
                 });
             }
         }
+        // A place that refuses a folder refuses it now, not after an hour of work. The probe goes
+        // into the nearest folder that exists, so that checking creates nothing that stays.
+        let mut parent = parent_of(target);
+        while !parent.is_dir() {
+            match parent.parent() {
+                Some(p) if !p.as_os_str().is_empty() => parent = p.to_path_buf(),
+                _ => {
+                    parent = PathBuf::from(".");
+                    break;
+                }
+            }
+        }
+        let probe = parent.join(format!(".{}.probe-{}", name_of(target), std::process::id()));
+        fs::create_dir(&probe)
+            .and_then(|()| fs::remove_dir(&probe))
+            .map_err(|cause| ResultsError::Unwritable {
+                path: target.to_path_buf(),
+                parent,
+                cause,
+            })?;
         Ok(Self {
             target: target.to_path_buf(),
             files: Vec::new(),
@@ -86,20 +116,12 @@ impl ResultsDir {
     /// Writes every staged file, then moves the directory into place. On error nothing is left
     /// at the target.
     pub fn commit(self) -> Result<PathBuf, ResultsError> {
-        let io_err = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| ResultsError::Io { path, source }
-        };
-        let parent = match self.target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        fs::create_dir_all(&parent).map_err(io_err(&parent))?;
-        let name = self
-            .target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "results".to_string());
+        let parent = parent_of(&self.target);
+        fs::create_dir_all(&parent).map_err(|cause| ResultsError::Io {
+            path: parent.clone(),
+            cause,
+        })?;
+        let name = name_of(&self.target);
         let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
         let written = (|| {
             if staging.exists() {
@@ -119,15 +141,31 @@ impl ResultsDir {
             }
             fs::rename(&staging, &self.target)
         })();
-        if let Err(source) = written {
+        if let Err(cause) = written {
             let _ = fs::remove_dir_all(&staging);
             return Err(ResultsError::Io {
                 path: self.target,
-                source,
+                cause,
             });
         }
         Ok(self.target)
     }
+}
+
+/// The folder a results directory goes into (`.` for a bare name).
+fn parent_of(target: &Path) -> PathBuf {
+    match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The directory's own name, for its hidden staging sibling.
+fn name_of(target: &Path) -> String {
+    target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".to_string())
 }
 
 #[cfg(test)]
@@ -166,6 +204,34 @@ mod tests {
         out.add("a.txt", b"1".to_vec()).unwrap();
         out.commit().unwrap();
         assert!(target.join("a.txt").exists());
+    }
+
+    #[test]
+    fn refuses_an_unwritable_place_before_any_work() {
+        let err = ResultsDir::new(Path::new("/proc/nope")).unwrap_err();
+        assert!(matches!(err, ResultsError::Unwritable { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("--out /proc/nope: cannot create"),
+            "{text}"
+        );
+        assert!(
+            std::error::Error::source(&err).is_none(),
+            "the cause is said once"
+        );
+    }
+
+    #[test]
+    fn checking_a_deep_target_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a/b/c");
+        ResultsDir::new(&target).unwrap();
+        assert!(!dir.path().join("a").exists());
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "no probe left"
+        );
     }
 
     #[test]

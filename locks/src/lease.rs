@@ -36,6 +36,19 @@ pub enum FencingSource {
     NodeSequence,
 }
 
+impl FencingSource {
+    /// How a report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FencingSource::None => "none",
+            FencingSource::Counter => "counter",
+            FencingSource::Sequence => "sequence",
+            FencingSource::Revision => "create revision",
+            FencingSource::NodeSequence => "node sequence",
+        }
+    }
+}
+
 /// What the lock is tied to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -54,6 +67,49 @@ pub enum LockScope {
     ConsensusLease,
     /// A client session of a consensus store.
     ConsensusSession,
+}
+
+impl LockScope {
+    /// How a report names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LockScope::Process => "process",
+            LockScope::Key => "key",
+            LockScope::Majority => "majority",
+            LockScope::Session => "session",
+            LockScope::Transaction => "transaction",
+            LockScope::ConsensusLease => "consensus-lease",
+            LockScope::ConsensusSession => "consensus-session",
+        }
+    }
+
+    /// The failures a lock tied to this cannot prevent, from how it locks (docs/BACKENDS.md has
+    /// the reasoning; the fault lab measures them).
+    pub fn cannot_prevent(self) -> &'static str {
+        match self {
+            LockScope::Process => {
+                "anything across processes: it is the zero-network baseline, not a lock to deploy"
+            }
+            LockScope::Key => {
+                "a double holder after a failover or restart that lost the key (asynchronous replication, AOF/RDB gaps); a holder outliving its TTL"
+            }
+            LockScope::Majority => {
+                "clock drift or jumps between nodes, a node restarting without the key, a paused holder past its validity; it has no safe fencing token"
+            }
+            LockScope::Session => {
+                "a session lock leaking through a pooled connection that is not reset; a holder that lost its connection still running"
+            }
+            LockScope::Transaction => {
+                "work done outside the transaction (API calls) after the lock is gone; long transactions block vacuum"
+            }
+            LockScope::ConsensusLease => {
+                "a paused holder past its lease TTL (use the fencing revision); unavailability without quorum"
+            }
+            LockScope::ConsensusSession => {
+                "a paused holder past its session timeout (use the fencing sequence); unavailability without quorum"
+            }
+        }
+    }
 }
 
 /// What a backend declares about itself.

@@ -3,10 +3,14 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use std::io::Write as _;
+
 use anyhow::{Context, Result};
 use lockbench_bench::BenchResult;
-use lockbench_core::{ResultsDir, RuntimeHistogram};
-use lockbench_locks::{BackendConfig, LockBackend};
+use lockbench_core::records::bench::{self, BackendFacts, BenchFailure, BenchRecord};
+use lockbench_core::records::{RESULTS_JSON, to_json};
+use lockbench_core::{ResultsDir, RuntimeHistogram, ServerRecord};
+use lockbench_locks::{BackendConfig, Capabilities, LockBackend};
 
 use crate::cli::BenchArgs;
 use crate::commands::shared;
@@ -17,11 +21,23 @@ use crate::render;
 /// Exit code when some backend could not be measured (the others were).
 const SOME_FAILED: u8 = 3;
 
-/// A backend that could not be measured, and why.
-#[derive(serde::Serialize)]
-struct Failure {
-    backend: &'static str,
-    error: String,
+/// What a backend measured declared about itself, as the record keeps it.
+fn facts(backend: &str, c: Capabilities) -> BackendFacts {
+    BackendFacts {
+        backend: backend.to_string(),
+        fencing: c.fencing.describe().to_string(),
+        native_ttl: c.native_ttl,
+        wait_queue: c.wait_queue,
+        scope: c.scope.describe().to_string(),
+        cannot_prevent: c.scope.cannot_prevent().to_string(),
+    }
+}
+
+/// Everything measured: the results with their histograms, and the record's other parts.
+struct Measured {
+    results: Vec<BenchResult>,
+    failed: Vec<BenchFailure>,
+    backends: Vec<BackendFacts>,
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
@@ -33,54 +49,68 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let (results, failures) = runtime.block_on(measure_all(&command));
-    let json = serde_json::json!({ "results": &results, "failed": &failures });
+    let measured = runtime.block_on(measure_all(&command));
+    let record = BenchRecord {
+        results: measured.results.iter().map(|r| r.row.clone()).collect(),
+        failed: measured.failed,
+        backends: measured.backends,
+    };
     if command.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        std::io::stdout().write_all(&to_json(&record))?;
     } else {
-        print!("{}", render::bench_table(&results));
+        print!("{}", render::bench_table(&record.results));
     }
+    let failed = !record.failed.is_empty();
     if let Some(out) = out {
-        write_results(out, &command, &results, &json)?;
+        write_results(out, &command, &measured.results, &record)?;
     }
-    Ok(if failures.is_empty() {
+    Ok(if !failed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(SOME_FAILED)
     })
 }
 
-async fn measure_all(command: &BenchCommand) -> (Vec<BenchResult>, Vec<Failure>) {
-    let mut results = Vec::new();
-    let mut failures = Vec::new();
+async fn measure_all(command: &BenchCommand) -> Measured {
+    let mut measured = Measured {
+        results: Vec::new(),
+        failed: Vec::new(),
+        backends: Vec::new(),
+    };
     for config in &command.backends {
+        let name = config.kind.name();
         match measure_backend(config, command).await {
-            Ok(mut r) => {
-                if let Some(broken) = r.iter().find(|r| r.ops == 0 && r.errors > 0) {
-                    failures.push(Failure {
-                        backend: config.kind.name(),
-                        error: broken.first_error.clone().unwrap_or_default(),
+            Ok((mut r, capabilities)) => {
+                if let Some(broken) = r.iter().find(|r| r.row.ops == 0 && r.row.errors > 0) {
+                    measured.failed.push(BenchFailure {
+                        backend: name.to_string(),
+                        error: broken
+                            .row
+                            .first_error
+                            .clone()
+                            .unwrap_or_else(|| "every operation failed".to_string()),
                     });
                 }
-                results.append(&mut r);
+                measured.backends.push(facts(name, capabilities));
+                measured.results.append(&mut r);
             }
             Err(e) => {
                 // One line, and the other backends go on.
                 eprintln!("lockbench: bench: {e}");
-                failures.push(Failure {
-                    backend: config.kind.name(),
+                measured.failed.push(BenchFailure {
+                    backend: name.to_string(),
                     error: e.to_string(),
                 });
             }
         }
     }
-    (results, failures)
+    measured
 }
 
 async fn measure_backend(
     config: &BackendConfig,
     command: &BenchCommand,
-) -> Result<Vec<BenchResult>> {
+) -> Result<(Vec<BenchResult>, Capabilities)> {
     let most = command.contenders.iter().copied().max().unwrap_or(1);
     // A client per contender: contenders are separate workers, each with its own connection or
     // session, as in production.
@@ -88,6 +118,7 @@ async fn measure_backend(
     for _ in 0..most {
         clients.push(Arc::from(lockbench_locks::connect(config).await?));
     }
+    let capabilities = clients[0].capabilities();
     let _armed = lockbench_bench::ArmedTimer::spawn(config.operation_timeout);
     let mut results = Vec::new();
     let mut keys = Vec::new();
@@ -113,7 +144,7 @@ async fn measure_backend(
             config.kind.name()
         );
     }
-    Ok(results)
+    Ok((results, capabilities))
 }
 
 /// Leaves nothing behind: keys, counters, sequences, folders, then the connections and sessions.
@@ -133,37 +164,36 @@ fn write_results(
     mut out: ResultsDir,
     command: &BenchCommand,
     results: &[BenchResult],
-    json: &serde_json::Value,
+    record: &BenchRecord,
 ) -> Result<()> {
-    out.add("results.json", serde_json::to_vec_pretty(json)?)?;
-    out.add("bench.csv", render::bench_csv(results))?;
-    let mut entries: Vec<(String, &RuntimeHistogram)> = Vec::new();
-    for r in results {
-        let tag = format!("{}/{}/{}/c={}", r.backend, r.mode, r.keys, r.contenders);
-        let m = &r.metrics;
-        for (metric, h) in [
-            ("acquire", &m.acquire),
-            ("renew", &m.renew),
-            ("release", &m.release),
-            ("handoff", &m.handoff),
-        ] {
-            entries.push((format!("{tag}/{metric}"), h));
-        }
-    }
+    out.add(RESULTS_JSON, to_json(record))?;
+    out.add(bench::CSV, bench::bench_csv(&record.results))?;
+    let entries: Vec<(String, &RuntimeHistogram)> =
+        results.iter().flat_map(|r| r.tagged_histograms()).collect();
     out.add(
-        "latency.hlog",
+        bench::HISTOGRAMS,
         lockbench_core::interval_log(
             "lockbench bench: operation latency per backend/mode/keys/contenders/metric",
             &entries,
         ),
     )?;
-    let mut manifest = serde_json::to_value(shared::manifest(&out, "bench", None, 0, Vec::new()))?;
     // The servers measured, with passwords removed: the config's URLs never reach a file as given.
-    manifest["backends"] = serde_json::json!(command
+    let servers = command
         .backends
         .iter()
-        .map(|c| serde_json::json!({ "backend": c.kind.name(), "urls": c.display_url(), "namespace": c.namespace }))
-        .collect::<Vec<_>>());
-    manifest["config"] = serde_json::json!(command.config_path.display().to_string());
-    shared::commit(out, &manifest)
+        .map(|c| ServerRecord {
+            backend: c.kind.name().to_string(),
+            urls: c.display_url(),
+            namespace: c.namespace.clone(),
+        })
+        .collect();
+    let manifest = shared::manifest_with_servers(
+        &out,
+        "bench",
+        None,
+        Vec::new(),
+        servers,
+        &command.config_path,
+    );
+    shared::commit(out, manifest)
 }

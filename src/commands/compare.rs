@@ -1,6 +1,7 @@
 //! `lockbench compare`: the change between two sets of results, metric by metric.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -8,17 +9,28 @@ use lockbench_analysis::frames::{self, Change};
 
 use crate::cli::CompareArgs;
 
+/// What `compare --json` prints.
+#[derive(serde::Serialize)]
+struct Comparison {
+    /// The first set of results.
+    before: String,
+    /// The second.
+    after: String,
+    /// Every metric of every row, before and after.
+    changes: Vec<Change>,
+}
+
 pub fn run(args: &CompareArgs) -> Result<ExitCode> {
     let before = frames::load_frames(std::slice::from_ref(&args.before))?;
     let after = frames::load_frames(std::slice::from_ref(&args.after))?;
     let changes = frames::compare(&before, &after)?;
     if args.json {
-        let json = serde_json::json!({
-            "before": args.before.display().to_string(),
-            "after": args.after.display().to_string(),
-            "changes": changes,
-        });
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        let comparison = Comparison {
+            before: args.before.display().to_string(),
+            after: args.after.display().to_string(),
+            changes,
+        };
+        std::io::stdout().write_all(&lockbench_core::records::to_json(&comparison))?;
     } else {
         print!("{}", table(&changes));
     }

@@ -3,12 +3,14 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use std::io::Write as _;
+
 use anyhow::{Context, Result};
-use lockbench_analysis::RuntimeSummary;
+use lockbench_core::records::replay::{self, HoldMode, ReplayRecord, SimulatedComparison};
+use lockbench_core::records::{RESULTS_JSON, RuntimeSummary, to_csv, to_json};
 use lockbench_core::{ResultsDir, RuntimeHistogram, SpecRecord};
 use lockbench_workloads::live::{LiveError, LiveReplay, LiveReport, LockMode};
 use lockbench_workloads::{ReplayModel, SimOptions, simulate};
-use serde_json::json;
 
 use crate::cli::ReplayArgs;
 use crate::commands::{Interrupted, shared};
@@ -39,17 +41,17 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let report = runtime.block_on(replay(&model, &command))?;
-    let json = to_json(&command, &model, &report, &simulated);
+    let record = record(&command, &model, &report, &simulated);
     if command.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        std::io::stdout().write_all(&to_json(&record))?;
     } else {
-        print!("{}", render::replay_summary(&json));
+        print!("{}", render::replay_summary(&record));
     }
     for warning in &report.warnings {
         eprintln!("lockbench: replay: note: {warning}");
     }
     if let Some(out) = out {
-        write_results(out, &command, &report, &simulated, &json)?;
+        write_results(out, &command, &report, &simulated, &record)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -117,75 +119,64 @@ fn live_error(e: LiveError, command: &ReplayCommand) -> anyhow::Error {
     }
 }
 
-fn summary_json(h: &RuntimeHistogram) -> serde_json::Value {
-    serde_json::to_value(RuntimeSummary::from_histogram(h)).expect("a summary serialises")
-}
-
-fn to_json(
+fn record(
     command: &ReplayCommand,
     model: &ReplayModel,
     report: &LiveReport,
     simulated: &RuntimeHistogram,
-) -> serde_json::Value {
+) -> ReplayRecord {
     let live = &command.live;
-    let (mode, ttl_s) = match live.mode {
-        LockMode::FixedTtl(ttl) => ("ttl", Some(ttl.as_secs_f64())),
-        LockMode::Heartbeat(p) => ("heartbeat", Some(p.lease_ttl.as_secs_f64())),
+    let (mode, ttl) = match live.mode {
+        LockMode::FixedTtl(ttl) => (HoldMode::Ttl, ttl),
+        LockMode::Heartbeat(p) => (HoldMode::Heartbeat, p.lease_ttl),
     };
-    let sum = |f: fn(&lockbench_workloads::live::RunRecord) -> u64| -> u64 {
-        report.runs.iter().map(f).sum()
-    };
-    let optional_sum = |f: fn(&lockbench_workloads::live::RunRecord) -> Option<u64>| {
-        report
-            .runs
-            .iter()
+    let runs = &report.runs;
+    let sum = |f: fn(&replay::JobRunRecord) -> u64| -> u64 { runs.iter().map(f).sum() };
+    // A count the workload does not have (charges in a migration) stays absent, not 0.
+    let optional_sum = |f: fn(&replay::JobRunRecord) -> Option<u64>| {
+        runs.iter()
             .map(f)
             .try_fold(0u64, |acc, v| v.map(|v| acc + v))
     };
-    let comparison = (command.compare_replays > 0).then(|| {
-        let live_mean = report.runtimes.mean().as_secs_f64();
-        let live_p50 = report.runtimes.quantile(0.5).as_secs_f64();
-        let sim_mean = simulated.mean().as_secs_f64();
-        let sim_p50 = simulated.quantile(0.5).as_secs_f64();
-        json!({
-            "replays": simulated.count(),
-            "runtime_s": summary_json(simulated),
-            "p50_ratio": live_p50 / sim_p50,
-            "mean_ratio": live_mean / sim_mean,
-        })
+    let simulated_comparison = (command.compare_replays > 0).then(|| SimulatedComparison {
+        replays: simulated.count(),
+        runtime_s: RuntimeSummary::from_histogram(simulated),
+        p50_ratio: report.runtimes.quantile(0.5).as_secs_f64()
+            / simulated.quantile(0.5).as_secs_f64(),
+        mean_ratio: report.runtimes.mean().as_secs_f64() / simulated.mean().as_secs_f64(),
     });
-    json!({
-        "workload": model.workload,
-        "profile": model.profile,
-        "backend": live.backend.kind.name(),
-        "scale": model.scale,
-        "volume": model.volume,
-        "unit": command.spec.workload.unit,
-        "runs": report.runs.len(),
-        "workers": live.workers,
-        "time_scale": live.time_scale,
-        "seed": live.seed,
-        "mode": mode,
-        "ttl_s": ttl_s,
-        "heartbeat": command.heartbeat,
-        "fencing": live.fencing,
-        "idempotency_keys": live.idempotency_keys,
-        "runtime_s": summary_json(&report.runtimes),
-        "simulated": comparison,
-        "double_executions": report.double_executions(),
-        "runs_with_double_execution": report.runs.iter().filter(|r| r.double_executions > 0).count(),
-        "duplicate_charges_accepted": optional_sum(|r| r.duplicate_charges_accepted),
-        "stale_writes_rejected": sum(|r| r.stale_writes_rejected),
-        "out_of_order": optional_sum(|r| r.out_of_order),
-        "takeovers": sum(|r| r.takeovers),
-        "aborted_job_runs": sum(|r| r.aborted),
-        "releases_refused": sum(|r| r.releases_refused),
-        "injected_latency": report.injected,
-        "injected_latency_per_step": report.per_step,
-        "real_rows": report.real_rows,
-        "warnings": report.warnings,
-        "per_run": report.runs,
-    })
+    ReplayRecord {
+        workload: model.workload.clone(),
+        profile: model.profile.clone(),
+        backend: live.backend.kind.name().to_string(),
+        scale: model.scale,
+        volume: model.volume,
+        unit: command.spec.workload.unit.clone(),
+        runs: runs.len() as u64,
+        workers: live.workers,
+        time_scale: live.time_scale,
+        seed: live.seed,
+        mode,
+        ttl_s: ttl.as_secs_f64(),
+        heartbeat: command.heartbeat.clone(),
+        fencing: live.fencing,
+        idempotency_keys: live.idempotency_keys,
+        runtime_s: RuntimeSummary::from_histogram(&report.runtimes),
+        simulated: simulated_comparison,
+        double_executions: report.double_executions(),
+        runs_with_double_execution: runs.iter().filter(|r| r.double_executions > 0).count() as u64,
+        duplicate_charges_accepted: optional_sum(|r| r.duplicate_charges_accepted),
+        stale_writes_rejected: sum(|r| r.stale_writes_rejected),
+        out_of_order: optional_sum(|r| r.out_of_order),
+        takeovers: sum(|r| r.takeovers),
+        aborted_job_runs: sum(|r| r.aborted),
+        releases_refused: sum(|r| r.releases_refused),
+        injected_latency: report.injected.iter().map(|m| m.row.clone()).collect(),
+        injected_latency_per_step: report.per_step.iter().map(|m| m.row.clone()).collect(),
+        real_rows: report.real_rows,
+        warnings: report.warnings.clone(),
+        per_run: runs.clone(),
+    }
 }
 
 fn write_results(
@@ -193,48 +184,30 @@ fn write_results(
     command: &ReplayCommand,
     report: &LiveReport,
     simulated: &RuntimeHistogram,
-    json: &serde_json::Value,
+    record: &ReplayRecord,
 ) -> Result<()> {
     let mut out = out;
-    let mut csv = String::from(
-        "run,runtime_s,double_executions,duplicate_charges_accepted,stale_writes_rejected,out_of_order,takeovers,aborted,releases_refused\n",
-    );
-    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
-    for r in &report.runs {
-        csv += &format!(
-            "{},{:.6},{},{},{},{},{},{},{}\n",
-            r.run,
-            r.runtime_s,
-            r.double_executions,
-            opt(r.duplicate_charges_accepted),
-            r.stale_writes_rejected,
-            opt(r.out_of_order),
-            r.takeovers,
-            r.aborted,
-            r.releases_refused
-        );
-    }
-    out.add("replay.csv", csv.into_bytes())?;
+    out.add(replay::CSV, to_csv(&record.per_run))?;
     let mut entries: Vec<(String, &RuntimeHistogram)> = vec![
         ("live".to_string(), &report.runtimes),
         ("simulated".to_string(), simulated),
     ];
     for i in &report.injected {
-        entries.push((format!("requested/{}", i.target), &i.requested));
-        entries.push((format!("achieved/{}", i.target), &i.achieved));
+        entries.push((format!("requested/{}", i.row.target), &i.requested));
+        entries.push((format!("achieved/{}", i.row.target), &i.achieved));
     }
     out.add(
-        "replay.hlog",
+        replay::HISTOGRAMS,
         lockbench_core::interval_log(
             "lockbench replay: live and simulated runtimes (real-equivalent), requested and achieved call latency per target (compressed)",
             &entries,
         ),
     )?;
-    out.add("results.json", serde_json::to_vec_pretty(json)?)?;
+    out.add(RESULTS_JSON, to_json(record))?;
     let spec = SpecRecord {
         path: command.spec.path.display().to_string(),
         text: command.spec.text.clone(),
     };
     let manifest = shared::manifest(&out, "replay", Some(command.live.seed), 2, vec![spec]);
-    shared::commit(out, &manifest)
+    shared::commit(out, manifest)
 }

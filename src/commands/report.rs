@@ -42,5 +42,5 @@ pub fn write(dirs: &[std::path::PathBuf], out: ResultsDir, announce: bool) -> Re
         )?;
     }
     let manifest = shared::manifest(&out, "report", None, 1, Vec::new());
-    shared::commit_as(out, &manifest, announce)
+    shared::commit_as(out, manifest, announce)
 }

@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use lockbench_core::records::bench::BenchRecord;
+use lockbench_core::records::{Body, read_dir};
 use lockbench_core::{ResultsDir, ResultsError};
-use serde_json::Value;
 
 use crate::cli::RunAllArgs;
 use crate::commands::Interrupted;
@@ -161,9 +162,9 @@ fn staging_dir(out: &Path) -> Result<PathBuf> {
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent)
-        .map_err(|source| ResultsError::Io {
+        .map_err(|cause| ResultsError::Io {
             path: parent.clone(),
-            source,
+            cause,
         })
         .context("creating the results folder")?;
     let name = out
@@ -259,19 +260,18 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         &out("bench"),
     ]);
     let code = step("acquisition latency of every reachable backend", &args).await?;
-    let bench = std::fs::read_to_string(plan.staging.join("bench/results.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .unwrap_or(Value::Null);
     if code != 0 && code != SOME_BACKENDS_FAILED {
         anyhow::bail!("bench failed (exit code {code}); see above");
     }
-    for failed in bench["failed"].as_array().into_iter().flatten() {
-        skipped.push(format!(
-            "backend {}: {}",
-            failed["backend"].as_str().unwrap_or("?"),
-            failed["error"].as_str().unwrap_or("unreachable")
-        ));
+    let bench = match read_dir(&plan.staging.join("bench"))
+        .context("reading the benchmark's results back")?
+        .body
+    {
+        Body::Bench { record, .. } => record,
+        _ => anyhow::bail!("the bench step wrote no bench record"),
+    };
+    for failed in &bench.failed {
+        skipped.push(format!("backend {}: {}", failed.backend, failed.error));
     }
 
     let billing = plan.specs.iter().find(|p| spec_name(p) == "billing");
@@ -303,14 +303,13 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
 }
 
 /// The billing incident live with a TTL below its runtime, then each defence.
-async fn replays_of(plan: &Plan, spec: &Path, bench: &Value, seed: &str) -> Result<()> {
+async fn replays_of(plan: &Plan, spec: &Path, bench: &BenchRecord, seed: &str) -> Result<()> {
     // The first networked backend the benchmark measured, else the in-process one.
-    let measured: Vec<&str> = bench["results"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| r["ops"].as_u64().unwrap_or(0) > 0)
-        .filter_map(|r| r["backend"].as_str())
+    let measured: Vec<&str> = bench
+        .results
+        .iter()
+        .filter(|r| r.ops > 0)
+        .map(|r| r.backend.as_str())
         .collect();
     let backend = ["redis", "pg-session", "etcd", "zookeeper"]
         .into_iter()

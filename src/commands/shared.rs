@@ -4,10 +4,11 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use lockbench_analysis::RuntimeSummary;
-use lockbench_analysis::export::SimulationRow;
+use lockbench_core::records::simulate::{self, SimulationRow};
+use lockbench_core::records::{RESULTS_JSON, SCHEMA_VERSION};
 use lockbench_core::{
-    Machine, Manifest, ResultsDir, RuntimeHistogram, SpecRecord, TOOL_VERSION, unix_now_s,
+    Machine, Manifest, ResultsDir, RuntimeHistogram, ServerRecord, SpecRecord, TOOL_VERSION,
+    unix_now_s,
 };
 use lockbench_workloads::{ReplayModel, SimOptions, WorkloadSpec, simulate};
 
@@ -45,44 +46,37 @@ pub fn simulate_one(
         model.scale,
         model.volume,
         &spec.workload.unit,
-        RuntimeSummary::from_histogram(&histogram),
+        &histogram,
     );
     Simulated { row, histogram }
 }
 
 /// Stages the files every simulation result directory has: the summary CSV, the histograms and
-/// the JSON printed by `--json`, then the manifest, and commits the directory.
+/// the record (`results.json`, what `--json` prints), then the manifest, and commits the
+/// directory.
 pub fn write_results(
     out: ResultsDir,
     command: &str,
     run: &RunOptions,
     specs: &[&WorkloadSpec],
     simulated: &[Simulated],
-    json: &serde_json::Value,
+    record: Vec<u8>,
 ) -> Result<()> {
     let mut out = out;
     let rows: Vec<SimulationRow> = simulated.iter().map(|s| s.row.clone()).collect();
-    out.add(
-        "summary.csv",
-        lockbench_analysis::export::simulation_csv(&rows),
-    )?;
+    out.add(simulate::CSV, simulate::summary_csv(&rows))?;
     let entries: Vec<(String, &RuntimeHistogram)> = simulated
         .iter()
-        .map(|s| {
-            (
-                format!("{}/{}/scale={}", s.row.workload, s.row.profile, s.row.scale),
-                &s.histogram,
-            )
-        })
+        .map(|s| (s.row.tag(), &s.histogram))
         .collect();
     out.add(
-        "runtimes.hlog",
+        simulate::HISTOGRAMS,
         lockbench_core::interval_log(
             &format!("lockbench {command}: job runtimes, one histogram per workload/profile/scale"),
             &entries,
         ),
     )?;
-    out.add("results.json", serde_json::to_vec_pretty(json)?)?;
+    out.add(RESULTS_JSON, record)?;
     let specs = specs
         .iter()
         .map(|s| SpecRecord {
@@ -91,7 +85,7 @@ pub fn write_results(
         })
         .collect();
     let manifest = manifest(&out, command, Some(run.seed), run.threads, specs);
-    commit(out, &manifest)
+    commit(out, manifest)
 }
 
 /// The manifest of a results directory whose other files are staged already.
@@ -103,8 +97,9 @@ pub fn manifest(
     specs: Vec<SpecRecord>,
 ) -> Manifest {
     Manifest {
-        tool: "lockbench",
-        version: TOOL_VERSION,
+        tool: "lockbench".to_string(),
+        schema_version: SCHEMA_VERSION,
+        version: TOOL_VERSION.to_string(),
         git_commit: Some(env!("LOCKBENCH_GIT_COMMIT").to_string()).filter(|c| !c.is_empty()),
         command: command.to_string(),
         args: std::env::args().collect(),
@@ -113,23 +108,40 @@ pub fn manifest(
         created_unix_s: unix_now_s(),
         machine: Machine::current(),
         specs,
+        backends: Vec::new(),
+        config: None,
         files: out.file_names().map(str::to_string).collect(),
     }
 }
 
+/// [`manifest`] of a run against servers: which ones (passwords removed) and the config read.
+pub fn manifest_with_servers(
+    out: &ResultsDir,
+    command: &str,
+    seed: Option<u64>,
+    specs: Vec<SpecRecord>,
+    servers: Vec<ServerRecord>,
+    config: &Path,
+) -> Manifest {
+    Manifest {
+        backends: servers,
+        config: Some(config.display().to_string()),
+        ..manifest(out, command, seed, 0, specs)
+    }
+}
+
 /// Adds the manifest last and moves the directory into place.
-pub fn commit(out: ResultsDir, manifest: &impl serde::Serialize) -> Result<()> {
+pub fn commit(out: ResultsDir, manifest: Manifest) -> Result<()> {
     // `run` stages its steps in a hidden folder and names the final one itself.
     commit_as(out, manifest, std::env::var_os(STAGED).is_none())
 }
 
 /// [`commit`], saying where the directory went only when `announce` is true.
-pub fn commit_as(
-    mut out: ResultsDir,
-    manifest: &impl serde::Serialize,
-    announce: bool,
-) -> Result<()> {
-    out.add("manifest.json", serde_json::to_vec_pretty(manifest)?)?;
+pub fn commit_as(mut out: ResultsDir, manifest: Manifest, announce: bool) -> Result<()> {
+    out.add(
+        lockbench_core::records::MANIFEST,
+        lockbench_core::records::to_json(&manifest),
+    )?;
     let path = out.commit().context("writing the results directory")?;
     if announce {
         eprintln!("results written to {}", path.display());

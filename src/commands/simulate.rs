@@ -1,9 +1,12 @@
 //! `lockbench simulate`: runtime percentiles per workload, profile and scale.
 
+use std::io::Write as _;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
+use lockbench_core::records::simulate::SimulationRecord;
+use lockbench_core::records::to_json;
 use lockbench_workloads::{ReplayModel, WorkloadSpec};
 
 use crate::cli::SimulateArgs;
@@ -42,44 +45,30 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
         .collect();
     let elapsed = started.elapsed();
     progress.finish();
+    // Latency draws made (steps x items x replays, constants excluded): the end-to-end figure
+    // behind docs/PERFORMANCE.md, over the simulation's wall time alone.
     let samples: u64 = models
         .iter()
         .map(|(_, m)| m.samples_per_replay() * options.run.replays)
         .sum();
-    let throughput = Throughput { samples, elapsed };
-
-    let json = serde_json::json!({
-        "seed": options.run.seed,
-        "threads": options.run.threads,
-        "results": simulated.iter().map(|s| &s.row).collect::<Vec<_>>(),
-        "latency_samples": throughput.samples,
-        "elapsed_s": throughput.elapsed.as_secs_f64(),
-        "samples_per_s": throughput.per_second(),
-    });
+    let record = SimulationRecord {
+        seed: options.run.seed,
+        threads: options.run.threads,
+        results: simulated.iter().map(|s| s.row.clone()).collect(),
+        latency_samples: samples,
+        elapsed_s: elapsed.as_secs_f64(),
+        samples_per_s: samples as f64 / elapsed.as_secs_f64().max(1e-9),
+    };
     if options.run.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        std::io::stdout().write_all(&to_json(&record))?;
     } else {
-        print!("{}", render::simulation_table(&options.run, &simulated));
-        println!("\n{}", render::throughput_line(&throughput));
+        print!("{}", render::simulation_table(&record));
+        println!("\n{}", render::throughput_line(&record));
     }
     if let Some(out) = out {
         let spec_refs: Vec<&WorkloadSpec> = specs.iter().collect();
-        write_results(out, "simulate", &options.run, &spec_refs, &simulated, &json)?;
+        let bytes = to_json(&record);
+        write_results(out, "simulate", &options.run, &spec_refs, &simulated, bytes)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// How fast the simulator ran: the end-to-end figure behind docs/PERFORMANCE.md.
-pub struct Throughput {
-    /// Latency draws made (steps x items x replays, constants excluded).
-    pub samples: u64,
-    /// Wall time of the simulation alone (spec loading and output excluded).
-    pub elapsed: Duration,
-}
-
-impl Throughput {
-    /// Draws per second.
-    pub fn per_second(&self) -> f64 {
-        self.samples as f64 / self.elapsed.as_secs_f64().max(1e-9)
-    }
 }

@@ -1,9 +1,11 @@
 //! `lockbench ttl`: the TTL recommendation.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use lockbench_analysis::{ProfileP999, TtlInputs, VolumePoint, recommend, review_scales};
+use lockbench_core::records::to_json;
 use lockbench_workloads::{ReplayModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
@@ -80,7 +82,8 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
         seed: options.run.seed,
         replays: options.run.replays,
         measured_p999: target_row.runtime.p999,
-        p999_ci: target_row.runtime.p999_ci,
+        p999_ci_s: target_row.p999_ci_s,
+        p999_ci_open: target_row.p999_ci_open,
         safety_factor: options.safety_factor,
         volume_points,
         pause_p999: spec.profile(&chosen)?.pause_p999(),
@@ -88,14 +91,14 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
         runs_per_year: options.runs_per_year,
     });
 
-    let json = serde_json::to_value(&recommendation)?;
+    let record = to_json(&recommendation);
     if options.run.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        std::io::stdout().write_all(&record)?;
     } else {
-        print!("{}", render::ttl_report(&recommendation, target_row));
+        print!("{}", render::ttl_report(&recommendation));
     }
     if let Some(out) = out {
-        write_results(out, "ttl", &options.run, &[&spec], &simulated, &json)?;
+        write_results(out, "ttl", &options.run, &[&spec], &simulated, record)?;
     }
     Ok(ExitCode::SUCCESS)
 }

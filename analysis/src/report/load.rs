@@ -1,10 +1,16 @@
-//! Reading results directories back: the manifest says which command wrote a directory, its
-//! `results.json` and HdrHistogram logs carry the figures.
+//! Reading results directories back through the typed records of `lockbench_core::records`: the
+//! manifest says which command wrote a directory and in which schema version; every file that
+//! command writes is read through its type, so a missing or renamed field refuses the directory
+//! instead of reaching the report as a blank.
 
 use std::path::{Path, PathBuf};
 
-use lockbench_core::{RuntimeHistogram, read_interval_log};
-use serde_json::Value;
+use lockbench_core::RuntimeHistogram;
+use lockbench_core::records::bench::{BenchCsvRow, BenchRecord};
+use lockbench_core::records::replay::ReplayRecord;
+use lockbench_core::records::simulate::{SimulationCsvRow, SimulationRecord};
+use lockbench_core::records::ttl::TtlRecommendation;
+use lockbench_core::records::{Body, MANIFEST, read_dir};
 
 use super::ReportError;
 
@@ -20,34 +26,52 @@ pub struct Source {
     pub command: String,
     /// Its seed, when it has one.
     pub seed: Option<u64>,
-    /// The git commit of the lockbench that wrote it.
+    /// The git commit of the lockbench that wrote it, when known.
     pub git_commit: Option<String>,
     /// When it was written (Unix seconds).
-    pub created_unix_s: Option<u64>,
+    pub created_unix_s: u64,
 }
 
-/// A results directory of `simulate` or `ttl`: its JSON and its runtime histograms, tagged
-/// `workload/profile/scale=X`.
+/// Histograms of a results directory by tag.
+pub type Histograms = Vec<(String, RuntimeHistogram)>;
+
+/// A results directory of `simulate`.
 #[derive(Clone, Debug)]
-pub struct Runtimes {
+pub struct Simulation {
     /// Which directory.
     pub source: Source,
-    /// What `--json` printed.
-    pub json: Value,
-    /// Runtime histograms by tag.
-    pub histograms: Vec<(String, RuntimeHistogram)>,
+    /// Its `results.json`.
+    pub record: SimulationRecord,
+    /// Its `summary.csv`.
+    pub rows: Vec<SimulationCsvRow>,
+    /// Runtime histograms tagged `workload/profile/scale=X`.
+    pub histograms: Histograms,
 }
 
-/// A results directory of `bench`: its JSON and its latency histograms, tagged
-/// `backend/mode/keys/c=N/metric`.
+/// A results directory of `ttl`.
+#[derive(Clone, Debug)]
+pub struct Ttl {
+    /// Which directory.
+    pub source: Source,
+    /// Its `results.json`: the recommendation.
+    pub record: TtlRecommendation,
+    /// Its `summary.csv`: every profile and scale simulated for it.
+    pub rows: Vec<SimulationCsvRow>,
+    /// Runtime histograms tagged `workload/profile/scale=X`.
+    pub histograms: Histograms,
+}
+
+/// A results directory of `bench`.
 #[derive(Clone, Debug)]
 pub struct Bench {
     /// Which directory.
     pub source: Source,
-    /// What `--json` printed.
-    pub json: Value,
-    /// Latency histograms by tag.
-    pub histograms: Vec<(String, RuntimeHistogram)>,
+    /// Its `results.json`.
+    pub record: BenchRecord,
+    /// Its `bench.csv`.
+    pub rows: Vec<BenchCsvRow>,
+    /// Latency histograms tagged `backend/mode/keys/c=N/metric`.
+    pub histograms: Histograms,
 }
 
 /// A results directory of `replay`.
@@ -55,17 +79,17 @@ pub struct Bench {
 pub struct Replay {
     /// Which directory.
     pub source: Source,
-    /// What `--json` printed.
-    pub json: Value,
+    /// Its `results.json`.
+    pub record: ReplayRecord,
 }
 
 /// Everything the report draws on, in the order the directories were given.
 #[derive(Clone, Debug, Default)]
 pub struct Evidence {
     /// `simulate` directories.
-    pub simulations: Vec<Runtimes>,
+    pub simulations: Vec<Simulation>,
     /// `ttl` directories.
-    pub ttls: Vec<Runtimes>,
+    pub ttls: Vec<Ttl>,
     /// `bench` directories.
     pub benches: Vec<Bench>,
     /// `replay` directories.
@@ -93,6 +117,14 @@ impl Evidence {
             && self.benches.is_empty()
             && self.replays.is_empty()
     }
+
+    /// Every runtime histogram, simulations first, then TTL derivations.
+    pub fn runtime_histograms(&self) -> impl Iterator<Item = &(String, RuntimeHistogram)> {
+        self.simulations
+            .iter()
+            .flat_map(|s| &s.histograms)
+            .chain(self.ttls.iter().flat_map(|t| &t.histograms))
+    }
 }
 
 /// Loads every results directory in `dirs`; a directory without a manifest is searched one level
@@ -107,14 +139,17 @@ pub fn load(dirs: &[PathBuf]) -> Result<Evidence, ReportError> {
                     .to_string(),
             });
         }
-        if dir.join("manifest.json").is_file() {
+        if dir.join(MANIFEST).is_file() {
             load_one(dir, dir.display().to_string(), &mut evidence)?;
             continue;
         }
         let mut children: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| io_error(dir, e))?
+            .map_err(|e| ReportError::Input {
+                path: dir.clone(),
+                message: format!("cannot read it ({e})"),
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("manifest.json").is_file())
+            .filter(|p| p.join(MANIFEST).is_file())
             .collect();
         children.sort();
         if children.is_empty() {
@@ -134,69 +169,49 @@ pub fn load(dirs: &[PathBuf]) -> Result<Evidence, ReportError> {
     Ok(evidence)
 }
 
-fn io_error(path: &Path, e: std::io::Error) -> ReportError {
-    ReportError::Input {
-        path: path.to_path_buf(),
-        message: format!("cannot read it ({e})"),
-    }
-}
-
-fn read_json(path: &Path) -> Result<Value, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|e| io_error(path, e))?;
-    serde_json::from_str(&text).map_err(|e| ReportError::Input {
-        path: path.to_path_buf(),
-        message: format!("not valid JSON ({e})"),
-    })
-}
-
-fn read_log(path: &Path) -> Result<Vec<(String, RuntimeHistogram)>, ReportError> {
-    if !path.is_file() {
-        return Ok(Vec::new());
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| io_error(path, e))?;
-    read_interval_log(&text).map_err(|e| ReportError::Input {
-        path: path.to_path_buf(),
-        message: format!("not a readable HdrHistogram log ({e})"),
-    })
-}
-
 fn load_one(dir: &Path, label: String, evidence: &mut Evidence) -> Result<(), ReportError> {
-    let manifest = read_json(&dir.join("manifest.json"))?;
-    let command = manifest["command"].as_str().unwrap_or("").to_string();
+    let read = read_dir(dir)?;
+    let m = &read.manifest;
     let source = Source {
         path: dir.to_path_buf(),
         label,
-        command: command.clone(),
-        seed: manifest["seed"].as_u64(),
-        git_commit: manifest["git_commit"].as_str().map(str::to_string),
-        created_unix_s: manifest["created_unix_s"].as_u64(),
+        command: m.command.clone(),
+        seed: m.seed,
+        git_commit: m.git_commit.clone(),
+        created_unix_s: m.created_unix_s,
     };
-    let results = dir.join("results.json");
-    match command.as_str() {
-        "simulate" | "ttl" => {
-            let runtimes = Runtimes {
-                json: read_json(&results)?,
-                histograms: read_log(&dir.join("runtimes.hlog"))?,
-                source,
-            };
-            if command == "ttl" {
-                evidence.ttls.push(runtimes);
-            } else {
-                evidence.simulations.push(runtimes);
-            }
-        }
-        "bench" => evidence.benches.push(Bench {
-            json: read_json(&results)?,
-            histograms: read_log(&dir.join("latency.hlog"))?,
+    let histograms = read.histograms;
+    match read.body {
+        Body::Simulate { record, rows } => evidence.simulations.push(Simulation {
             source,
+            record,
+            rows,
+            histograms,
         }),
-        "replay" => evidence.replays.push(Replay {
-            json: read_json(&results)?,
+        Body::Ttl { record, rows } => evidence.ttls.push(Ttl {
             source,
+            record: *record,
+            rows,
+            histograms,
         }),
-        other => evidence.skipped.push((
+        Body::Bench { record, rows } => evidence.benches.push(Bench {
+            source,
+            record,
+            rows,
+            histograms,
+        }),
+        Body::Replay { record, .. } => evidence.replays.push(Replay {
+            source,
+            record: *record,
+        }),
+        // A report folder is this command's own output, not evidence.
+        Body::Other if source.command == "report" => {}
+        Body::Other => evidence.skipped.push((
             dir.to_path_buf(),
-            format!("written by `{other}`, which the report does not read"),
+            format!(
+                "written by `{}`, which the report does not read",
+                source.command
+            ),
         )),
     }
     Ok(())

@@ -6,16 +6,16 @@
 //! that [`Evidence`] into the document and its charts. Nothing here knows how the figures were
 //! produced: only what the results directories say.
 
-mod adr;
 pub mod charts;
 mod doc;
 mod load;
+mod sections;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use doc::{Block, html, markdown};
-pub use load::{Bench, Evidence, Replay, Runtimes, Source, load};
+pub use load::{Bench, Evidence, Histograms, Replay, Simulation, Source, Ttl, load};
 
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +28,9 @@ pub enum ReportError {
         /// What is wrong, and what was expected.
         message: String,
     },
+    /// A results directory does not read as the records of this schema version.
+    #[error(transparent)]
+    Record(#[from] lockbench_core::records::RecordError),
     /// A chart could not be drawn.
     #[error("{0}")]
     Chart(String),
@@ -45,13 +48,13 @@ pub struct Report {
 
 /// The report of `evidence`.
 pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
-    let content = adr::content(evidence);
+    let content = sections::content(evidence);
     let mut rendered = Vec::new();
     for spec in &content.charts {
         let (name, result) = match spec {
-            adr::ChartSpec::Curves(n, c) => (n, charts::render(c)),
-            adr::ChartSpec::Volume(n, c) => (n, charts::render(c)),
-            adr::ChartSpec::Bars(n, c) => (n, charts::render(c)),
+            sections::ChartSpec::Curves(n, c) => (n, charts::render(c)),
+            sections::ChartSpec::Volume(n, c) => (n, charts::render(c)),
+            sections::ChartSpec::Bars(n, c) => (n, charts::render(c)),
         };
         rendered.push((name.clone(), result.map_err(ReportError::Chart)?));
     }

@@ -4,7 +4,7 @@ use lockbench_core::RuntimeHistogram;
 
 use super::clock::{TARGETS, target_name};
 use super::job::{Accumulator, Shared, Worker};
-use super::{InjectedLatency, LiveReport};
+use super::{InjectedLatency, LiveReport, MeasuredLatency};
 
 /// The fidelity target: within 5 % or 100 us (compressed) of the request.
 const TOLERANCE_SHARE: f64 = 0.05;
@@ -52,11 +52,11 @@ impl Accumulator {
             }
             total
         };
-        let injected: Vec<InjectedLatency> = TARGETS
+        let injected: Vec<MeasuredLatency> = TARGETS
             .iter()
             .filter_map(|t| fidelity(target_name(*t), None, merged(&|i| steps[i].target == *t), f))
             .collect();
-        let per_step: Vec<InjectedLatency> = steps
+        let per_step: Vec<MeasuredLatency> = steps
             .iter()
             .enumerate()
             .filter_map(|(i, st)| {
@@ -68,7 +68,7 @@ impl Accumulator {
                 )
             })
             .collect();
-        for row in &per_step {
+        for row in per_step.iter().map(|m| &m.row) {
             if !row.within_tolerance {
                 warnings.push(format!(
                     "step {} ({}): achieved P50 {:.3} ms / P99 {:.3} ms against requested {:.3} / {:.3} ms (compressed), outside 5 % or 100 us: a call's real cost ({:.0} us) is large next to what this --time-scale asks for",
@@ -99,7 +99,7 @@ fn fidelity(
     step: Option<String>,
     total: TargetStats,
     f: f64,
-) -> Option<InjectedLatency> {
+) -> Option<MeasuredLatency> {
     let calls = total.achieved.count();
     if calls == 0 {
         return None;
@@ -109,7 +109,7 @@ fn fidelity(
     let close = |r: f64, a: f64| (a - r).abs() <= (TOLERANCE_SHARE * r).max(TOLERANCE_ABS_NS);
     let (r50, a50) = (ns(&total.requested, 0.5), ns(&total.achieved, 0.5));
     let (r99, a99) = (ns(&total.requested, 0.99), ns(&total.achieved, 0.99));
-    Some(InjectedLatency {
+    let row = InjectedLatency {
         target: target.to_string(),
         step,
         calls,
@@ -121,6 +121,9 @@ fn fidelity(
         achieved_mean_ms: ms(total.achieved.mean().as_nanos() as f64),
         real_cost_us: (total.achieved_ns - total.hold_ns) / calls as f64 / 1e3,
         within_tolerance: close(r50, a50) && close(r99, a99),
+    };
+    Some(MeasuredLatency {
+        row,
         requested: total.requested,
         achieved: total.achieved,
     })

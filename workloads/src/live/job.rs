@@ -21,7 +21,7 @@ use super::stub::{Ledger, PaymentStub, StubClient};
 use super::tables::{
     count, create_tables, db_error, drop_schema, exec, fence, is_stale, reset, schema_name,
 };
-use super::{LiveError, LiveOptions, LiveReplay, LockMode, RunRecord};
+use super::{JobRunRecord, LiveError, LiveOptions, LiveReplay, LockMode};
 use crate::model::ReplayModel;
 use crate::sim::{LivePauses, LiveScenario, replay_rng};
 use crate::spec::Target;
@@ -148,7 +148,7 @@ struct RunContext {
 
 /// What the replay accumulates over its runs.
 pub(crate) struct Accumulator {
-    pub runs: Vec<RunRecord>,
+    pub runs: Vec<JobRunRecord>,
     pub(super) warnings: Vec<String>,
 }
 
@@ -435,7 +435,7 @@ pub(crate) async fn run_once(
     admin: &mut PgConnection,
     run: u64,
     acc: &mut Accumulator,
-) -> Result<RunRecord, LiveError> {
+) -> Result<JobRunRecord, LiveError> {
     reset(shared, admin).await?;
     let mut rng = replay_rng(shared.options.seed, run);
     let context = RunContext {
@@ -474,7 +474,7 @@ pub(crate) async fn run_once(
     }
     let runtime = first.runtime.unwrap_or_default();
     let (double, duplicates, out_of_order) = count(shared, admin, run).await?;
-    Ok(RunRecord {
+    Ok(JobRunRecord {
         run,
         runtime_s: runtime.as_secs_f64() / shared.f(),
         double_executions: double,

@@ -32,8 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
+pub use lockbench_core::records::replay::{InjectedLatency, JobRunRecord};
 use lockbench_locks::{BackendConfig, HeartbeatPolicy, LockBackend, LockError};
-use serde::Serialize;
 
 use crate::model::ReplayModel;
 
@@ -96,76 +96,30 @@ pub enum LiveError {
     Run(String),
 }
 
-/// Requested against achieved latency for one target (`db`, `api`, `cpu`).
-#[derive(Clone, Debug, Serialize)]
-pub struct InjectedLatency {
-    /// What the calls went to.
-    pub target: String,
-    /// The step, for a per-step row.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub step: Option<String>,
-    /// Calls measured.
-    pub calls: u64,
-    /// Median of the latency the model asked for (real-equivalent ms).
-    pub requested_p50_ms: f64,
-    /// Median of what the job saw (real-equivalent ms).
-    pub achieved_p50_ms: f64,
-    /// 99th percentile asked for.
-    pub requested_p99_ms: f64,
-    /// 99th percentile seen.
-    pub achieved_p99_ms: f64,
-    /// Mean asked for.
-    pub requested_mean_ms: f64,
-    /// Mean seen.
-    pub achieved_mean_ms: f64,
-    /// Mean real cost of a call (the round trip and the server's work, not injected), in
-    /// compressed microseconds: what the injection subtracts from each request.
-    pub real_cost_us: f64,
-    /// Both percentiles within 5 % or 100 us (compressed) of the request.
-    pub within_tolerance: bool,
-    /// The request and the result as histograms (compressed nanoseconds).
-    #[serde(skip)]
+/// Requested against achieved latency for one target or step: the record's row and the
+/// histograms behind it (compressed nanoseconds).
+#[derive(Clone, Debug)]
+pub struct MeasuredLatency {
+    /// What `results.json` holds.
+    pub row: InjectedLatency,
+    /// The latency the model asked for.
     pub requested: RuntimeHistogram,
-    /// See `requested`.
-    #[serde(skip)]
+    /// The latency the job saw.
     pub achieved: RuntimeHistogram,
-}
-
-/// One job run's outcome.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunRecord {
-    /// Run index (its seed stream).
-    pub run: u64,
-    /// The first worker's job run, acquisition to release (real-equivalent seconds).
-    pub runtime_s: f64,
-    /// Items more than one worker executed.
-    pub double_executions: u64,
-    /// Charges accepted beyond the first per customer and period (billing).
-    pub duplicate_charges_accepted: Option<u64>,
-    /// Writes refused by fencing.
-    pub stale_writes_rejected: u64,
-    /// Migrations applied when the pointer was already at or past them.
-    pub out_of_order: Option<u64>,
-    /// Retry workers that got the lock while the job was unfinished and ran it.
-    pub takeovers: u64,
-    /// Job runs that stopped early (heartbeat lost or a fenced write refused).
-    pub aborted: u64,
-    /// Releases the backend refused because the lease was no longer the holder's.
-    pub releases_refused: u64,
 }
 
 /// What a live replay measured.
 #[derive(Clone, Debug)]
 pub struct LiveReport {
     /// Job runs.
-    pub runs: Vec<RunRecord>,
+    pub runs: Vec<JobRunRecord>,
     /// First workers' runtimes (real-equivalent nanoseconds).
     pub runtimes: RuntimeHistogram,
     /// Per target.
-    pub injected: Vec<InjectedLatency>,
+    pub injected: Vec<MeasuredLatency>,
     /// Per step: a target's calls can mix steps of very different lengths, whose median then
     /// falls in the gap between them.
-    pub per_step: Vec<InjectedLatency>,
+    pub per_step: Vec<MeasuredLatency>,
     /// Rows in the migration's real table (it carries the volume's injected latency).
     pub real_rows: Option<u64>,
     /// Things the user should know about the figures.

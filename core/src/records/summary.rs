@@ -1,59 +1,50 @@
-//! Percentiles of a runtime histogram, with the confidence interval of P99.9.
+//! Percentiles of one set of runtimes, as every record stores them.
 
 use std::time::Duration;
 
-use lockbench_core::RuntimeHistogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::serialize_seconds;
+use super::seconds;
+use crate::RuntimeHistogram;
 
 /// Samples wanted beyond a percentile before it is trusted: with 10 runs above it, a P99.9 is an
 /// estimate; with 1 it is an anecdote.
 const TAIL_SAMPLES: u64 = 10;
-/// Two-sided 95 % normal quantile.
-const Z95: f64 = 1.959_963_984_540_054;
 
 /// Replays needed for `TAIL_SAMPLES` runs above quantile `q` (10,000 for P99.9).
 pub fn tail_samples_needed(q: f64) -> u64 {
     (TAIL_SAMPLES as f64 / (1.0 - q)).round() as u64
 }
 
-/// Percentiles of one set of runtimes.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Percentiles of one set of runtimes, in seconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RuntimeSummary {
     /// Number of runtimes.
     pub replays: u64,
     /// Median.
-    #[serde(serialize_with = "serialize_seconds")]
+    #[serde(with = "seconds")]
     pub p50: Duration,
     /// 90th percentile.
-    #[serde(serialize_with = "serialize_seconds")]
+    #[serde(with = "seconds")]
     pub p90: Duration,
     /// 99th percentile.
-    #[serde(serialize_with = "serialize_seconds")]
+    #[serde(with = "seconds")]
     pub p99: Duration,
     /// 99.9th percentile.
-    #[serde(serialize_with = "serialize_seconds")]
+    #[serde(with = "seconds")]
     pub p999: Duration,
     /// Largest runtime seen.
-    #[serde(serialize_with = "serialize_seconds")]
+    #[serde(with = "seconds")]
     pub max: Duration,
     /// Exact mean.
-    #[serde(serialize_with = "serialize_seconds")]
+    #[serde(with = "seconds")]
     pub mean: Duration,
-    /// 95 % confidence interval of P99.9 (distribution-free, from order statistics).
-    #[serde(skip)]
-    pub p999_ci: (Duration, Duration),
-    /// True when the interval's upper end ran past the largest sample: the true P99.9 may be
-    /// higher than anything observed.
-    #[serde(skip)]
-    pub p999_ci_open: bool,
 }
 
 impl RuntimeSummary {
     /// Summarises a histogram.
     pub fn from_histogram(h: &RuntimeHistogram) -> Self {
-        let (lo, hi, open) = quantile_interval(h, 0.999);
         RuntimeSummary {
             replays: h.count(),
             p50: h.quantile(0.5),
@@ -62,8 +53,6 @@ impl RuntimeSummary {
             p999: h.quantile(0.999),
             max: h.max(),
             mean: h.mean(),
-            p999_ci: (lo, hi),
-            p999_ci_open: open,
         }
     }
 
@@ -73,9 +62,13 @@ impl RuntimeSummary {
     }
 }
 
-/// The 95 % confidence interval of quantile `q`: the order statistics whose ranks bracket `n q`
-/// by 1.96 binomial standard deviations. Needs no assumption about the runtime distribution.
-fn quantile_interval(h: &RuntimeHistogram, q: f64) -> (Duration, Duration, bool) {
+/// Two-sided 95 % normal quantile.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// The 95 % confidence interval of quantile `q` and whether its upper end ran past the largest
+/// sample: the order statistics whose ranks bracket `n q` by 1.96 binomial standard deviations.
+/// Needs no assumption about the runtime distribution.
+pub fn quantile_interval(h: &RuntimeHistogram, q: f64) -> (Duration, Duration, bool) {
     let n = h.count();
     if n == 0 {
         return (Duration::ZERO, Duration::ZERO, true);
@@ -102,15 +95,14 @@ mod tests {
         for i in 1..=100_000u64 {
             h.record(Duration::from_millis(i));
         }
-        let s = RuntimeSummary::from_histogram(&h);
-        assert!(s.p999_ci.0 <= s.p999 && s.p999 <= s.p999_ci.1);
+        let (lo, hi, open) = quantile_interval(&h, 0.999);
+        let p999 = h.quantile(0.999);
+        assert!(lo <= p999 && p999 <= hi);
         // ranks 99,900 ± 1.96 * sqrt(99.9) ≈ ± 20, i.e. 99.88 s to 99.92 s, seen through
         // buckets 0.1 % wide
-        let lo = s.p999_ci.0.as_secs_f64();
-        let hi = s.p999_ci.1.as_secs_f64();
-        assert!((99.78..=99.98).contains(&lo), "lo {lo}");
-        assert!((99.82..=100.0).contains(&hi), "hi {hi}");
-        assert!(!s.p999_ci_open && s.p999_is_reliable());
+        assert!((99.78..=99.98).contains(&lo.as_secs_f64()), "lo {lo:?}");
+        assert!((99.82..=100.0).contains(&hi.as_secs_f64()), "hi {hi:?}");
+        assert!(!open && RuntimeSummary::from_histogram(&h).p999_is_reliable());
     }
 
     #[test]
@@ -119,9 +111,11 @@ mod tests {
         for i in 1..=500u64 {
             h.record(Duration::from_secs(i));
         }
-        let s = RuntimeSummary::from_histogram(&h);
-        assert!(!s.p999_is_reliable());
-        assert!(s.p999_ci_open, "500 samples cannot bound P99.9 from above");
+        assert!(!RuntimeSummary::from_histogram(&h).p999_is_reliable());
+        assert!(
+            quantile_interval(&h, 0.999).2,
+            "500 samples cannot bound P99.9 from above"
+        );
         assert_eq!(tail_samples_needed(0.999), 10_000);
     }
 }

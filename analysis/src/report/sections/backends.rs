@@ -1,0 +1,153 @@
+//! Section 1: the lock backend and its failure model, from the benchmark rows and what each
+//! backend declared about itself.
+
+use lockbench_core::format_count;
+use lockbench_core::records::bench::{BackendFacts, BenchRow};
+
+use super::{ChartSpec, Doc, bench_rows, curve_points, us};
+use crate::report::charts::{Curve, HBars, PercentileCurves};
+use crate::report::doc::Block;
+use crate::report::load::Evidence;
+
+/// What the benchmark recorded about `backend`, from the first directory that measured it.
+fn facts<'a>(evidence: &'a Evidence, backend: &str) -> Option<&'a BackendFacts> {
+    evidence
+        .benches
+        .iter()
+        .flat_map(|b| &b.record.backends)
+        .find(|f| f.backend == backend)
+}
+
+pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+    doc.push(Block::Heading(
+        2,
+        "1. Lock backend and failure model".to_string(),
+    ));
+    let rows = bench_rows(evidence);
+    if rows.is_empty() {
+        doc.push(Block::Para(
+            "No backend benchmark in these results: run `lockbench bench` (or `lockbench run`) and report again.".to_string(),
+        ));
+        return;
+    }
+    doc.push(Block::Para(
+        "Acquire latency counts waiting for the lock; each contender has its own connection or session. Uncontended is one client; the highest contention level measured is shown beside it. What each backend cannot prevent comes from how it locks (docs/BACKENDS.md), not from this run.".to_string(),
+    ));
+    let mut names: Vec<&str> = Vec::new();
+    for r in &rows {
+        if !names.contains(&r.backend.as_str()) {
+            names.push(&r.backend);
+        }
+    }
+    let mut table = Vec::new();
+    for name in &names {
+        let mine: Vec<&BenchRow> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.backend == *name)
+            .collect();
+        let alone = mine.iter().find(|r| r.contenders == 1);
+        let most = mine.iter().max_by_key(|r| r.contenders);
+        let figures = |r: Option<&&BenchRow>| {
+            r.map_or("not measured".to_string(), |r| {
+                format!(
+                    "{} / {} / {}",
+                    us(r.acquire_us.p50),
+                    us(r.acquire_us.p99),
+                    us(r.acquire_us.p999)
+                )
+            })
+        };
+        let facts = facts(evidence, name);
+        table.push(vec![
+            format!("`{name}`"),
+            facts.map_or("not recorded".to_string(), |f| f.fencing.clone()),
+            figures(alone),
+            most.map_or("-".to_string(), |r| r.contenders.to_string()),
+            figures(most),
+            most.map_or("-".to_string(), |r| {
+                if r.handoff_us.count == 0 {
+                    "no handoff (never waited)".to_string()
+                } else {
+                    us(r.handoff_us.p50)
+                }
+            }),
+            most.map_or("-".to_string(), |r| {
+                format_count(r.throughput_per_s.round() as u64)
+            }),
+            facts.map_or("not recorded".to_string(), |f| f.cannot_prevent.clone()),
+        ]);
+    }
+    doc.push(Block::Table {
+        head: [
+            "backend",
+            "fencing token",
+            "acquire P50 / P99 / P99.9, 1 client (us)",
+            "contenders",
+            "acquire P50 / P99 / P99.9 contended (us)",
+            "handoff P50 (us)",
+            "acquisitions/s",
+            "cannot prevent",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: table,
+    });
+    let failed: Vec<String> = evidence
+        .benches
+        .iter()
+        .flat_map(|b| &b.record.failed)
+        .map(|f| format!("`{}`: {}", f.backend, f.error))
+        .collect();
+    if !failed.is_empty() {
+        doc.push(Block::Para("Not measured:".to_string()));
+        doc.push(Block::List(failed));
+    }
+    // Percentile curves of uncontended acquire latency, from the histograms.
+    let mut curves: Vec<Curve> = Vec::new();
+    for b in &evidence.benches {
+        for (tag, h) in &b.histograms {
+            let parts: Vec<&str> = tag.split('/').collect();
+            if let [backend, _, "one", "c=1", "acquire"] = parts[..]
+                && h.count() > 0
+            {
+                curves.push((backend.to_string(), curve_points(h, 1e6)));
+            }
+        }
+    }
+    if !curves.is_empty() {
+        let spec = ChartSpec::Curves(
+            "acquire-percentiles".to_string(),
+            PercentileCurves {
+                title: "Acquire latency, one client".to_string(),
+                y_label: "acquire latency (us)".to_string(),
+                log_y: true,
+                curves,
+                lines: Vec::new(),
+            },
+        );
+        let caption = "Uncontended acquire latency by percentile, every backend (log scale)";
+        doc.chart(caption.to_string(), spec);
+    }
+    let bars: Vec<(String, Vec<f64>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                format!("{} c={}", r.backend, r.contenders),
+                vec![r.acquire_us.p50, r.acquire_us.p99, r.acquire_us.p999],
+            )
+        })
+        .collect();
+    let spec = ChartSpec::Bars(
+        "acquire-bars".to_string(),
+        HBars {
+            title: "Acquire latency by backend and contenders".to_string(),
+            x_label: "acquire latency (us)".to_string(),
+            log_x: true,
+            series: vec!["P50".into(), "P99".into(), "P99.9".into()],
+            rows: bars,
+        },
+    );
+    let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale)";
+    doc.chart(caption.to_string(), spec);
+}

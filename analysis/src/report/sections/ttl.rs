@@ -1,0 +1,214 @@
+//! Section 2: the TTL and the heartbeat, each figure with its derivation, and the runtime charts.
+
+use lockbench_core::format_count;
+
+use super::{ChartSpec, Doc, number, runtime_chart, secs, secs_f};
+use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TTL_COLOUR};
+use crate::report::doc::Block;
+use crate::report::load::Evidence;
+use crate::{ALERT_SHARE, heartbeat_derivation};
+
+pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+    doc.push(Block::Heading(
+        2,
+        "2. Lock TTL and heartbeat model".to_string(),
+    ));
+    if evidence.ttls.is_empty() {
+        doc.push(Block::Para(
+            "No TTL derivation in these results: run `lockbench ttl SPEC` (or `lockbench run`) and report again.".to_string(),
+        ));
+    }
+    for t in &evidence.ttls {
+        let r = &t.record;
+        let workload = r.workload.clone();
+        let unit = r.unit.clone();
+        doc.push(Block::Heading(3, workload.clone()));
+        let considered: Vec<String> = r
+            .profiles_considered
+            .iter()
+            .map(|p| format!("{} {}", p.profile, secs(p.p999)))
+            .collect();
+        let hb = &r.heartbeat;
+        let derivation = heartbeat_derivation(hb);
+        let mut rows = vec![
+            vec![
+                "measured P99.9 runtime".to_string(),
+                secs(r.measured_p999),
+                format!(
+                    "worst profile `{}` of {} at {} {} (scale {}), {} simulated replays, seed {}; 95 % interval {} to {}{}",
+                    r.profile,
+                    considered.join(", "),
+                    format_count(r.target_volume),
+                    unit,
+                    number(r.target_scale),
+                    format_count(r.replays),
+                    r.seed,
+                    secs_f(r.p999_ci_s[0]),
+                    secs_f(r.p999_ci_s[1]),
+                    if r.p999_ci_open {
+                        " (upper end unbounded: too few replays above P99.9)"
+                    } else {
+                        ""
+                    }
+                ),
+            ],
+            vec![
+                "safety factor".to_string(),
+                number(r.safety_factor),
+                "kept apart from the measurement, so either can be revised alone".to_string(),
+            ],
+            vec![
+                "**TTL**".to_string(),
+                format!("**{}**", secs(r.ttl)),
+                "measured P99.9 x safety factor".to_string(),
+            ],
+            vec![
+                "alert threshold".to_string(),
+                secs(r.alert_hold),
+                format!("{:.0} % of the TTL", ALERT_SHARE * 100.0),
+            ],
+            vec![
+                "heartbeat lease".to_string(),
+                secs(hb.lease_ttl),
+                derivation.lease,
+            ],
+            vec![
+                "renewal interval".to_string(),
+                secs(hb.renewal_interval),
+                derivation.renewal,
+            ],
+            vec![
+                "give-up deadline".to_string(),
+                secs(hb.give_up_after),
+                derivation.give_up,
+            ],
+        ];
+        let largest = r
+            .volume_points
+            .iter()
+            .map(|p| p.volume as f64)
+            .fold(0.0f64, f64::max);
+        let far = r
+            .review_trigger_volume
+            .is_some_and(|v| largest > 0.0 && v as f64 > 10.0 * largest);
+        let growth = match r.growth {
+            Some(g) => format!(
+                "from runtime = {:.3} s x volume^{:.3} fitted at half, once and twice the target volume",
+                g.coefficient_s, g.exponent
+            ),
+            None => "no growth could be fitted (fewer than two distinct volumes)".to_string(),
+        };
+        rows.push(vec![
+            "review trigger".to_string(),
+            r.review_trigger_volume.map_or_else(
+                || "none: P99.9 does not grow with volume".to_string(),
+                |v| format!("{} {unit}", format_count(v)),
+            ),
+            format!(
+                "volume at which P99.9 reaches the alert threshold, {growth}{}",
+                if far {
+                    "; far beyond the volumes simulated, so an extrapolation: the runtime barely grows with volume (a fixed wait dominates it), so review when the workload changes rather than at a volume"
+                } else {
+                    ""
+                }
+            ),
+        ]);
+        if let Some(current) = &r.current_ttl {
+            rows.push(vec![
+                "today's TTL".to_string(),
+                secs(current.ttl),
+                format!(
+                    "outlived by {} of {} simulated runs: {:.2} % per run (95 % upper bound {:.2} %), about {:.1} double executions a year at {} runs a year",
+                    format_count(current.replays_exceeding),
+                    format_count(r.replays),
+                    current.p_exceed * 100.0,
+                    current.p_exceed_upper95 * 100.0,
+                    current.expected_double_runs_per_year,
+                    number(r.runs_per_year)
+                ),
+            ]);
+        }
+        doc.push(Block::Table {
+            head: vec!["figure".into(), "value".into(), "how it was derived".into()],
+            rows,
+        });
+        let ttl_s = r.ttl.as_secs_f64();
+        let alert_s = r.alert_hold.as_secs_f64();
+        let lines = vec![
+            (format!("TTL {}", secs(r.ttl)), ttl_s, TTL_COLOUR),
+            (
+                format!("alert {}", secs(r.alert_hold)),
+                alert_s,
+                ALERT_COLOUR,
+            ),
+        ];
+        runtime_chart(evidence, &workload, lines, doc);
+        let points: Vec<(f64, f64)> = r
+            .volume_points
+            .iter()
+            .map(|p| (p.volume as f64, p.p999.as_secs_f64()))
+            .collect();
+        if !points.is_empty() {
+            let caption = format!(
+                "{workload}: P99.9 runtime against volume, the fitted growth, the TTL, the alert line and the review trigger"
+            );
+            let spec = ChartSpec::Volume(
+                format!("runtime-volume-{workload}"),
+                RuntimeVsVolume {
+                    title: format!("{workload}: runtime against volume"),
+                    unit,
+                    points,
+                    fit: r.growth.map(|g| (g.coefficient_s, g.exponent)),
+                    ttl_s,
+                    alert_s,
+                    review_volume: r.review_trigger_volume.map(|v| v as f64),
+                },
+            );
+            doc.chart(caption, spec);
+        }
+    }
+    let covered: Vec<&str> = evidence
+        .ttls
+        .iter()
+        .map(|t| t.record.workload.as_str())
+        .collect();
+    let mut rows = Vec::new();
+    for s in &evidence.simulations {
+        for r in &s.record.results {
+            rows.push(vec![
+                r.workload.clone(),
+                r.profile.clone(),
+                number(r.scale),
+                format!("{} {}", format_count(r.volume), r.unit),
+                secs(r.runtime.p50),
+                secs(r.runtime.p99),
+                secs(r.runtime.p999),
+                format_count(r.replays),
+            ]);
+        }
+    }
+    if !rows.is_empty() {
+        doc.push(Block::Heading(
+            3,
+            "Every simulated profile and scale".to_string(),
+        ));
+        doc.push(Block::Table {
+            head: [
+                "workload", "profile", "scale", "volume", "P50", "P99", "P99.9", "replays",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        });
+        // Workloads simulated without a TTL derivation still get their runtime chart.
+        let mut seen: Vec<&str> = covered;
+        for s in &evidence.simulations {
+            for r in &s.record.results {
+                if !seen.contains(&r.workload.as_str()) {
+                    seen.push(&r.workload);
+                    runtime_chart(evidence, &r.workload, Vec::new(), doc);
+                }
+            }
+        }
+    }
+}

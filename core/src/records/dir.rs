@@ -1,0 +1,159 @@
+//! Reading a results directory back through the records that wrote it: the manifest first (its
+//! schema version and command), then every file that command writes, each through its type.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::bench::{self, BenchCsvRow, BenchRecord};
+use super::replay::{self, JobRunRecord, ReplayRecord};
+use super::simulate::{self, SimulationCsvRow, SimulationRecord};
+use super::ttl::TtlRecommendation;
+use super::{MANIFEST, RESULTS_JSON, RecordError, SCHEMA_VERSION, from_csv, from_json};
+use crate::{Manifest, RuntimeHistogram, read_interval_log};
+
+/// A results directory as read.
+#[derive(Clone, Debug)]
+pub struct ResultsRead {
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Its records, by the command that wrote it.
+    pub body: Body,
+    /// Its HdrHistogram log, by tag (empty for a command that writes none).
+    pub histograms: Vec<(String, RuntimeHistogram)>,
+}
+
+/// The records of one results directory.
+#[derive(Clone, Debug)]
+pub enum Body {
+    /// `simulate`.
+    Simulate {
+        /// `results.json`.
+        record: SimulationRecord,
+        /// `summary.csv`.
+        rows: Vec<SimulationCsvRow>,
+    },
+    /// `ttl`.
+    Ttl {
+        /// `results.json`.
+        record: Box<TtlRecommendation>,
+        /// `summary.csv`: every profile and scale it simulated.
+        rows: Vec<SimulationCsvRow>,
+    },
+    /// `bench`.
+    Bench {
+        /// `results.json`.
+        record: BenchRecord,
+        /// `bench.csv`.
+        rows: Vec<BenchCsvRow>,
+    },
+    /// `replay`.
+    Replay {
+        /// `results.json`.
+        record: Box<ReplayRecord>,
+        /// `replay.csv`.
+        rows: Vec<JobRunRecord>,
+    },
+    /// A command whose results carry no records to read (`report`).
+    Other,
+}
+
+/// Just enough of a manifest to know whether the rest can be read.
+#[derive(Deserialize)]
+struct Probe {
+    schema_version: Option<serde_json::Value>,
+}
+
+fn read(file: &Path) -> Result<Vec<u8>, RecordError> {
+    std::fs::read(file).map_err(|e| RecordError::Unreadable {
+        file: file.to_path_buf(),
+        message: format!(
+            "cannot read it ({e}); expected a results directory written by lockbench --out"
+        ),
+    })
+}
+
+fn histograms(file: &Path) -> Result<Vec<(String, RuntimeHistogram)>, RecordError> {
+    let bytes = read(file)?;
+    let text = String::from_utf8_lossy(&bytes);
+    read_interval_log(&text).map_err(|e| RecordError::Unreadable {
+        file: file.to_path_buf(),
+        message: format!("not a readable HdrHistogram log ({e})"),
+    })
+}
+
+/// Reads the manifest, checks its schema version, then reads every record of its command.
+pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
+    let manifest_file = dir.join(MANIFEST);
+    let bytes = read(&manifest_file)?;
+    let probe: Probe = from_json(&manifest_file, &bytes)?;
+    let found = probe.schema_version.as_ref().and_then(|v| v.as_u64());
+    if found != Some(u64::from(SCHEMA_VERSION)) {
+        let hint = match found {
+            Some(v) if v > u64::from(SCHEMA_VERSION) => {
+                "it was written by a newer lockbench: report it with that version"
+            }
+            _ => "it was written by an older lockbench: run the command again with this version",
+        };
+        return Err(RecordError::Version {
+            file: manifest_file,
+            found: probe
+                .schema_version
+                .map_or("missing".to_string(), |v| v.to_string()),
+            hint,
+        });
+    }
+    let manifest: Manifest = from_json(&manifest_file, &bytes)?;
+    let load = |name: &str| -> Result<(std::path::PathBuf, Vec<u8>), RecordError> {
+        let file = dir.join(name);
+        let bytes = read(&file)?;
+        Ok((file, bytes))
+    };
+    let (body, log) = match manifest.command.as_str() {
+        "simulate" | "ttl" => {
+            let (file, bytes) = load(RESULTS_JSON)?;
+            let (csv_file, csv_bytes) = load(simulate::CSV)?;
+            let rows = from_csv(&csv_file, &csv_bytes)?;
+            let body = if manifest.command == "ttl" {
+                Body::Ttl {
+                    record: Box::new(from_json(&file, &bytes)?),
+                    rows,
+                }
+            } else {
+                Body::Simulate {
+                    record: from_json(&file, &bytes)?,
+                    rows,
+                }
+            };
+            (body, Some(simulate::HISTOGRAMS))
+        }
+        "bench" => {
+            let (file, bytes) = load(RESULTS_JSON)?;
+            let (csv_file, csv_bytes) = load(bench::CSV)?;
+            let body = Body::Bench {
+                record: from_json(&file, &bytes)?,
+                rows: from_csv(&csv_file, &csv_bytes)?,
+            };
+            (body, Some(bench::HISTOGRAMS))
+        }
+        "replay" => {
+            let (file, bytes) = load(RESULTS_JSON)?;
+            let (csv_file, csv_bytes) = load(replay::CSV)?;
+            let body = Body::Replay {
+                record: Box::new(from_json(&file, &bytes)?),
+                rows: from_csv(&csv_file, &csv_bytes)?,
+            };
+            (body, Some(replay::HISTOGRAMS))
+        }
+        _ => (Body::Other, None),
+    };
+    let histograms = match log {
+        Some(name) => histograms(&dir.join(name))?,
+        None => Vec::new(),
+    };
+    Ok(ResultsRead {
+        manifest,
+        body,
+        histograms,
+    })
+}

@@ -1,0 +1,21 @@
+//! `Duration`s as seconds in JSON and CSV (`#[serde(with = "seconds")]`), for fields whose name
+//! ends in `_s`; rounded to the microsecond, refused when negative or not a number.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serializer};
+
+/// Writes a duration as seconds.
+pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(super::round_micro(d.as_secs_f64()))
+}
+
+/// Reads seconds back into a duration.
+pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let seconds = f64::deserialize(d)?;
+    Duration::try_from_secs_f64(seconds).map_err(|_| {
+        serde::de::Error::custom(format!(
+            "{seconds} is not a duration in seconds (expected a number of seconds, 0 or more)"
+        ))
+    })
+}

@@ -1,0 +1,150 @@
+//! The record of `ttl`: the recommendation in `results.json`, the runtime rows it simulated in
+//! `summary.csv` and `runtimes.hlog` (see [`super::simulate`]).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{present, seconds};
+
+/// `results.json` of `ttl`: everything the command reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TtlRecommendation {
+    /// Workload name.
+    pub workload: String,
+    /// Profile the recommendation comes from.
+    pub profile: String,
+    /// Every profile considered with its P99.9.
+    pub profiles_considered: Vec<ProfileP999>,
+    /// Target scale.
+    pub target_scale: f64,
+    /// Volume at the target scale.
+    pub target_volume: u64,
+    /// Unit of volume.
+    pub unit: String,
+    /// Seed of the simulation.
+    pub seed: u64,
+    /// Replays per simulated scale.
+    pub replays: u64,
+    /// Measured P99.9 at the target scale.
+    #[serde(rename = "measured_p999_s", with = "seconds")]
+    pub measured_p999: Duration,
+    /// Its 95 % confidence interval, seconds.
+    pub p999_ci_s: [f64; 2],
+    /// True when the interval's upper end ran past the largest sample.
+    pub p999_ci_open: bool,
+    /// The safety factor, kept apart from the measured value.
+    pub safety_factor: f64,
+    /// Fixed TTL = measured P99.9 x safety factor.
+    #[serde(rename = "ttl_s", with = "seconds")]
+    pub ttl: Duration,
+    /// The heartbeat alternative.
+    pub heartbeat: Heartbeat,
+    /// Alert when a run holds the lock longer than this.
+    #[serde(rename = "alert_hold_s", with = "seconds")]
+    pub alert_hold: Duration,
+    /// Re-derive the TTL before the volume exceeds this; `None` when runtime does not grow.
+    #[serde(deserialize_with = "present")]
+    pub review_trigger_volume: Option<u64>,
+    /// P99.9 at each simulated volume.
+    pub volume_points: Vec<VolumePoint>,
+    /// The fitted growth of P99.9 with volume; `None` with fewer than two distinct volumes.
+    #[serde(deserialize_with = "present")]
+    pub growth: Option<GrowthFit>,
+    /// Risk of the TTL in use today; `None` when no current TTL was given.
+    #[serde(deserialize_with = "present")]
+    pub current_ttl: Option<CurrentTtlRisk>,
+    /// Runs per year used for the yearly figures.
+    pub runs_per_year: f64,
+}
+
+/// A profile and its P99.9 at the target scale.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileP999 {
+    /// Profile name.
+    pub profile: String,
+    /// Its P99.9.
+    #[serde(rename = "p999_s", with = "seconds")]
+    pub p999: Duration,
+}
+
+/// One simulated volume and its P99.9 runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumePoint {
+    /// Volume multiplier.
+    pub scale: f64,
+    /// Units of volume.
+    pub volume: u64,
+    /// P99.9 runtime at that volume.
+    #[serde(rename = "p999_s", with = "seconds")]
+    pub p999: Duration,
+}
+
+/// The heartbeat alternative to a long fixed TTL.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Heartbeat {
+    /// Lease TTL: how long the lock outlives a crashed holder.
+    #[serde(rename = "lease_ttl_s", with = "seconds")]
+    pub lease_ttl: Duration,
+    /// Renew this often.
+    #[serde(rename = "renewal_interval_s", with = "seconds")]
+    pub renewal_interval: Duration,
+    /// Stop working when no renewal has succeeded for this long.
+    #[serde(rename = "give_up_after_s", with = "seconds")]
+    pub give_up_after: Duration,
+    /// Failed renewals in a row that are tolerated before the give-up deadline.
+    pub max_consecutive_failures: u32,
+    /// The stall the lease was sized for (pause P99.9); `None` when the profile injects no
+    /// pauses.
+    #[serde(deserialize_with = "present")]
+    pub sized_for_stall_s: Option<f64>,
+}
+
+/// The risk of the TTL in use today.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CurrentTtlRisk {
+    /// The TTL in use.
+    #[serde(rename = "ttl_s", with = "seconds")]
+    pub ttl: Duration,
+    /// Replays that ran longer than it.
+    pub replays_exceeding: u64,
+    /// Estimated chance per run that the runtime exceeds it.
+    pub p_exceed: f64,
+    /// One-sided 95 % upper bound of that chance (rule of three when no replay exceeded it).
+    pub p_exceed_upper95: f64,
+    /// Expected double executions per year, assuming another worker waits for the lock.
+    pub expected_double_runs_per_year: f64,
+    /// The same at the upper bound.
+    pub expected_double_runs_per_year_upper95: f64,
+}
+
+/// `runtime = coefficient x volume ^ exponent`, fitted by least squares on logarithms.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrowthFit {
+    /// Runtime in seconds of one unit of volume (the curve at volume 1).
+    pub coefficient_s: f64,
+    /// 1.0 means runtime doubles when volume doubles.
+    pub exponent: f64,
+}
+
+impl GrowthFit {
+    /// The fitted runtime in seconds at `volume`.
+    pub fn runtime_s_at(&self, volume: f64) -> f64 {
+        self.coefficient_s * volume.powf(self.exponent)
+    }
+
+    /// The volume at which the fitted runtime reaches `runtime_s`; `None` when runtime does not
+    /// grow with volume (exponent below 0.05), so no volume triggers it.
+    pub fn volume_reaching(&self, runtime_s: f64) -> Option<f64> {
+        if self.exponent < 0.05 || runtime_s <= 0.0 {
+            return None;
+        }
+        Some((runtime_s / self.coefficient_s).powf(1.0 / self.exponent))
+    }
+}
