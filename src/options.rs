@@ -389,7 +389,7 @@ pub struct ReplayCommand {
     pub spec: lockbench_workloads::WorkloadSpec,
     pub profile: String,
     pub scale: f64,
-    pub live: lockbench_workloads::live::LiveOptions,
+    pub live: lockbench_replay::LiveOptions,
     pub heartbeat: Option<lockbench_analysis::Heartbeat>,
     pub compare_replays: u64,
     pub json: bool,
@@ -400,7 +400,7 @@ impl ReplayCommand {
     /// Checks `replay`'s flags, reads the spec and the config. The run timeout is filled in later,
     /// from the simulated runtimes.
     pub fn resolve(args: &ReplayArgs) -> Result<Self, anyhow::Error> {
-        use lockbench_workloads::live::{LiveOptions, LockMode};
+        use lockbench_replay::{LiveOptions, LockMode};
         let spec = lockbench_workloads::WorkloadSpec::load(&args.spec)?;
         let profile = match &args.profile {
             Some(p) => {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use lockbench_core::records::replay::{self, HoldMode, ReplayRecord, SimulatedComparison};
 use lockbench_core::records::{RESULTS_JSON, RuntimeSummary, to_csv, to_json};
 use lockbench_core::{ResultsDir, RuntimeHistogram, SpecRecord};
-use lockbench_workloads::live::{LiveError, LiveReplay, LiveReport, LockMode};
+use lockbench_replay::{LiveError, LiveReplay, LiveReport, LockMode};
 use lockbench_workloads::{ReplayModel, SimOptions, simulate};
 
 use crate::cli::ReplayArgs;

@@ -4,20 +4,21 @@
 //! and reports the first problem with its file, field and line. [`ReplayModel::new`] compiles the
 //! spec for one profile and scale; [`simulate`] replays that model many times in virtual time and
 //! returns the runtimes as a [`lockbench_core::RuntimeHistogram`]. Latency distributions live in
-//! [`latency`], the sampling kernel in [`sampler`].
+//! [`latency`], the sampling kernel in [`sampler`]. [`LiveScenario`] and [`LivePauses`] give the
+//! live replay (lockbench-replay) the same episodes and pauses the simulator draws. No database,
+//! lock client or async runtime is compiled here.
 
 pub mod duration;
 mod error;
 pub mod latency;
-pub mod live;
 mod model;
 pub mod sampler;
 mod sim;
 mod spec;
 
 pub use error::SpecError;
-pub use model::{MAX_ITEMS, ReplayModel};
-pub use sim::{MAX_REPLAYS, SimOptions, replay_rng, simulate};
+pub use model::{CompiledStep, MAX_ITEMS, ReplayModel};
+pub use sim::{LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate};
 pub use spec::{
     Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step, Target,
     Workload, WorkloadSpec,

@@ -11,12 +11,21 @@ pub const MAX_ITEMS: u64 = 1_000_000_000;
 
 /// One step, ready to sample.
 #[derive(Clone, Debug)]
-pub(crate) struct CompiledStep {
+pub struct CompiledStep {
+    /// The step's name in the spec.
     pub name: String,
+    /// What its calls go to.
     pub target: Target,
-    pub base: Sampler,
-    pub per_unit: Option<Sampler>,
-    pub mask: u64,
+    pub(crate) base: Sampler,
+    pub(crate) per_unit: Option<Sampler>,
+    pub(crate) mask: u64,
+}
+
+impl CompiledStep {
+    /// True when a call's latency grows with the volume (a per-unit latency).
+    pub fn scales_with_volume(&self) -> bool {
+        self.per_unit.is_some()
+    }
 }
 
 /// What an episode does to the calls inside its window.
@@ -65,6 +74,31 @@ pub struct ReplayModel {
 }
 
 impl ReplayModel {
+    /// Items per job run (customers, or migrations).
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// True when the spec fixes the item count (migrations, each on the whole volume).
+    pub fn fixed_items(&self) -> bool {
+        self.fixed_items
+    }
+
+    /// Lanes a job run works in at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// True when the profile injects stop-the-world pauses.
+    pub fn has_pauses(&self) -> bool {
+        self.pauses.is_some()
+    }
+
+    /// The steps each item goes through, in order.
+    pub fn steps(&self) -> &[CompiledStep] {
+        &self.steps
+    }
+
     /// Compiles `spec` under the profile called `profile` at `scale`.
     pub fn new(spec: &WorkloadSpec, profile: &str, scale: f64) -> Result<Self, SpecError> {
         let profile = spec.profile(profile)?;

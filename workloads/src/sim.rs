@@ -164,12 +164,13 @@ fn next_pause(spec: &CompiledPauses, rng: &mut SmallRng, previous_end: f64) -> (
 /// the run shares it (a slow database is slow for everybody); per-call noise comes from each
 /// worker's own stream.
 #[derive(Clone, Debug)]
-pub(crate) struct LiveScenario {
+pub struct LiveScenario {
     windows: Vec<Window>,
 }
 
 impl LiveScenario {
-    pub(crate) fn draw(model: &ReplayModel, rng: &mut SmallRng) -> Self {
+    /// Draws the episodes of one run from `rng` (the stream of replay `index`).
+    pub fn draw(model: &ReplayModel, rng: &mut SmallRng) -> Self {
         LiveScenario {
             windows: model
                 .episodes
@@ -182,7 +183,7 @@ impl LiveScenario {
     /// Seconds from `t` (seconds since the run began) until a call of step `step` begun then
     /// completes: blocks waited out first, then the call's work under the slowdowns active at its
     /// start, as the simulator's engines do.
-    pub(crate) fn call_seconds(
+    pub fn call_seconds(
         &self,
         model: &ReplayModel,
         step: usize,
@@ -196,14 +197,15 @@ impl LiveScenario {
 }
 
 /// One live worker's stop-the-world pauses, generated as the simulator generates them.
-pub(crate) struct LivePauses {
+pub struct LivePauses {
     spec: Option<CompiledPauses>,
     rng: SmallRng,
     next: (f64, f64),
 }
 
 impl LivePauses {
-    pub(crate) fn new(model: &ReplayModel, mut rng: SmallRng) -> Self {
+    /// The pauses of one worker in one run, from its own stream.
+    pub fn new(model: &ReplayModel, mut rng: SmallRng) -> Self {
         let spec = model.pauses.clone();
         let next = spec
             .as_ref()
@@ -212,7 +214,7 @@ impl LivePauses {
     }
 
     /// Total length of the pauses due by `t` (seconds since the run began) and not yet taken.
-    pub(crate) fn due(&mut self, t: f64) -> f64 {
+    pub fn due(&mut self, t: f64) -> f64 {
         let mut total = 0.0;
         // Bounded: each pass consumes one pause that starts no later than t.
         while self.next.0 <= t {

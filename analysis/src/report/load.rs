@@ -12,7 +12,7 @@ use lockbench_core::records::simulate::{SimulationCsvRow, SimulationRecord};
 use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_core::records::{Body, MANIFEST, read_dir};
 
-use super::ReportError;
+use super::error::ReportError;
 
 /// Where a piece of evidence came from.
 #[derive(Clone, Debug)]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::present;
-use crate::RuntimeHistogram;
+use super::codec::present;
+use crate::histogram::RuntimeHistogram;
 
 /// The rows' CSV file.
 pub const CSV: &str = "bench.csv";
@@ -262,5 +262,5 @@ impl From<&BenchRow> for BenchCsvRow {
 /// `bench.csv` of `rows`.
 pub fn bench_csv(rows: &[BenchRow]) -> Vec<u8> {
     let rows: Vec<BenchCsvRow> = rows.iter().map(BenchCsvRow::from).collect();
-    super::to_csv(&rows)
+    super::codec::to_csv(&rows)
 }

@@ -6,11 +6,12 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::bench::{self, BenchCsvRow, BenchRecord};
+use super::codec::{MANIFEST, RESULTS_JSON, RecordError, SCHEMA_VERSION, from_csv, from_json};
 use super::replay::{self, JobRunRecord, ReplayRecord};
 use super::simulate::{self, SimulationCsvRow, SimulationRecord};
 use super::ttl::TtlRecommendation;
-use super::{MANIFEST, RESULTS_JSON, RecordError, SCHEMA_VERSION, from_csv, from_json};
-use crate::{Manifest, RuntimeHistogram, read_interval_log};
+use crate::histogram::{RuntimeHistogram, read_interval_log};
+use crate::manifest::Manifest;
 
 /// A results directory as read.
 #[derive(Clone, Debug)]

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::RuntimeSummary;
-use super::present;
+use super::codec::present;
+use super::summary::RuntimeSummary;
 use super::ttl::Heartbeat;
 
 /// The job runs' CSV file.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer, Serializer};
 
 /// Writes a duration as seconds.
 pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(super::round_micro(d.as_secs_f64()))
+    s.serialize_f64(super::codec::round_micro(d.as_secs_f64()))
 }
 
 /// Reads seconds back into a duration.

@@ -3,9 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::codec::round_micro;
+use super::summary::RuntimeSummary;
 use super::summary::quantile_interval;
-use super::{RuntimeSummary, round_micro};
-use crate::RuntimeHistogram;
+use crate::histogram::RuntimeHistogram;
 
 /// The runtime rows' CSV file.
 pub const CSV: &str = "summary.csv";
@@ -156,5 +157,5 @@ impl From<&SimulationRow> for SimulationCsvRow {
 /// `summary.csv` of `rows`.
 pub fn summary_csv(rows: &[SimulationRow]) -> Vec<u8> {
     let rows: Vec<SimulationCsvRow> = rows.iter().map(SimulationCsvRow::from).collect();
-    super::to_csv(&rows)
+    super::codec::to_csv(&rows)
 }

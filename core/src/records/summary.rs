@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::seconds;
-use crate::RuntimeHistogram;
+use crate::histogram::RuntimeHistogram;
 
 /// Samples wanted beyond a percentile before it is trusted: with 10 runs above it, a P99.9 is an
 /// estimate; with 1 it is an anecdote.

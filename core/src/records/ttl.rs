@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{present, seconds};
+use super::codec::present;
+use super::seconds;
 
 /// `results.json` of `ttl`: everything the command reports.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 use lockbench_core::format_count;
 use lockbench_core::records::bench::{BackendFacts, BenchRow};
 
-use super::{ChartSpec, Doc, bench_rows, curve_points, us};
+use super::common::{ChartSpec, Doc, bench_rows, curve_points, us};
 use crate::report::charts::{Curve, HBars, PercentileCurves};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;

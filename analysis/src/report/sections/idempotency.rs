@@ -4,7 +4,7 @@
 use lockbench_core::format_count;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 
-use super::{ChartSpec, Doc, number, secs, secs_f};
+use super::common::{ChartSpec, Doc, number, secs, secs_f};
 use crate::report::charts::HBars;
 use crate::report::doc::Block;
 use crate::report::load::Evidence;

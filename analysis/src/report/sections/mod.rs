@@ -1,8 +1,9 @@
 //! The report's text: the five sections of a locking decision record, with a summary before them
 //! and the sources after, one file each, filled with measured numbers from the evidence, each
-//! figure with how it was derived. The helpers here are what more than one section draws with.
+//! figure with how it was derived. What more than one section draws with is in `common`.
 
 mod backends;
+mod common;
 mod idempotency;
 mod observability;
 mod protocol;
@@ -10,32 +11,12 @@ mod sources;
 mod summary;
 mod ttl;
 
-use std::time::Duration;
+pub use common::ChartSpec;
 
-use lockbench_core::records::bench::BenchRow;
-use lockbench_core::{RuntimeHistogram, format_count, format_seconds};
+use common::Doc;
 
-use super::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume};
 use super::doc::Block;
 use super::load::Evidence;
-
-/// A chart to draw: its file stem and the chart.
-pub enum ChartSpec {
-    /// Percentile curves.
-    Curves(String, PercentileCurves),
-    /// Runtime against volume.
-    Volume(String, RuntimeVsVolume),
-    /// Horizontal bars.
-    Bars(String, HBars),
-}
-
-impl ChartSpec {
-    fn name(&self) -> &str {
-        match self {
-            ChartSpec::Curves(n, _) | ChartSpec::Volume(n, _) | ChartSpec::Bars(n, _) => n,
-        }
-    }
-}
 
 /// The blocks and the charts they refer to.
 pub struct Content {
@@ -43,27 +24,6 @@ pub struct Content {
     pub blocks: Vec<Block>,
     /// The charts, in order of appearance.
     pub charts: Vec<ChartSpec>,
-}
-
-/// What a section writes into: the document and its charts.
-struct Doc {
-    blocks: Vec<Block>,
-    charts: Vec<ChartSpec>,
-}
-
-impl Doc {
-    fn push(&mut self, block: Block) {
-        self.blocks.push(block);
-    }
-
-    /// Puts a chart in the text where it is referred to, and in the list of charts to draw.
-    fn chart(&mut self, caption: String, spec: ChartSpec) {
-        self.blocks.push(Block::Chart {
-            name: spec.name().to_string(),
-            caption,
-        });
-        self.charts.push(spec);
-    }
 }
 
 /// Builds the document from `evidence`.
@@ -91,105 +51,4 @@ pub fn content(evidence: &Evidence) -> Content {
         blocks: doc.blocks,
         charts: doc.charts,
     }
-}
-
-/// Seconds with separators: `4,512.3 s`.
-fn secs(d: Duration) -> String {
-    format_seconds(d)
-}
-
-/// [`secs`] of a number of seconds.
-fn secs_f(seconds: f64) -> String {
-    Duration::try_from_secs_f64(seconds).map_or_else(|_| format!("{seconds} s"), format_seconds)
-}
-
-/// Microseconds: one decimal below 100, whole numbers with separators above.
-fn us(x: f64) -> String {
-    if x >= 100.0 {
-        format_count(x.round() as u64)
-    } else {
-        format!("{x:.1}")
-    }
-}
-
-/// A number as the JSON record holds it (`3.0`, `0.1`), the way a reader will find it there.
-fn number(x: f64) -> String {
-    serde_json::Number::from_f64(x).map_or_else(|| x.to_string(), |n| n.to_string())
-}
-
-/// Every benchmark row, in the order the directories were given.
-fn bench_rows(evidence: &Evidence) -> Vec<&BenchRow> {
-    evidence
-        .benches
-        .iter()
-        .flat_map(|b| &b.record.results)
-        .collect()
-}
-
-/// The worst value of `metric` over the networked backends (the in-process one excluded).
-fn worst_networked(rows: &[&BenchRow], metric: impl Fn(&BenchRow) -> f64) -> Option<f64> {
-    rows.iter()
-        .filter(|r| r.backend != "memory")
-        .map(|r| metric(r))
-        .reduce(f64::max)
-}
-
-/// Percentile points of a histogram in seconds (or `scale` units), up to the nines its count
-/// supports (at most 99.99 %).
-fn curve_points(h: &RuntimeHistogram, scale: f64) -> Vec<(f64, f64)> {
-    let count = h.count().max(1) as f64;
-    let top = count.log10().clamp(1.0, 4.0);
-    let steps = (top * 20.0).round() as usize;
-    (0..=steps)
-        .map(|k| {
-            let x = top * k as f64 / steps as f64;
-            let q = 1.0 - 10f64.powf(-x);
-            (x, h.quantile(q).as_secs_f64() * scale)
-        })
-        .collect()
-}
-
-/// The runtime histograms of a workload, from every simulate and ttl directory.
-fn workload_curves(evidence: &Evidence, workload: &str) -> Vec<Curve> {
-    let mut curves: Vec<Curve> = Vec::new();
-    for (tag, h) in evidence.runtime_histograms() {
-        let parts: Vec<&str> = tag.split('/').collect();
-        if parts.len() != 3 || parts[0] != workload || h.count() == 0 {
-            continue;
-        }
-        let label = format!("{} {}", parts[1], parts[2].replace("scale=", "x"));
-        if curves.iter().any(|(l, _)| *l == label) {
-            continue;
-        }
-        curves.push((label, curve_points(h, 1.0)));
-    }
-    curves.truncate(8);
-    curves
-}
-
-/// The runtime-by-percentile chart of `workload`, with `lines` (TTL, alert) when it has a TTL;
-/// nothing when no histogram of it was recorded.
-fn runtime_chart(evidence: &Evidence, workload: &str, lines: Vec<RefLine>, doc: &mut Doc) {
-    let curves = workload_curves(evidence, workload);
-    if curves.is_empty() {
-        return;
-    }
-    let caption = if lines.is_empty() {
-        format!("{workload}: job runtime by percentile, per profile and scale")
-    } else {
-        format!(
-            "{workload}: job runtime by percentile, per profile and scale, with the TTL and the 80 % alert line"
-        )
-    };
-    let spec = ChartSpec::Curves(
-        format!("runtime-percentiles-{workload}"),
-        PercentileCurves {
-            title: format!("{workload}: job runtime distribution"),
-            y_label: "runtime (s)".to_string(),
-            log_y: false,
-            curves,
-            lines,
-        },
-    );
-    doc.chart(caption, spec);
 }

@@ -1,7 +1,7 @@
 //! Section 5: what to monitor and where to alert, with the thresholds filled in from the TTL
 //! derivations and the benchmark, and a Prometheus rule.
 
-use super::{Doc, bench_rows, secs, us, worst_networked};
+use super::common::{Doc, bench_rows, secs, us, worst_networked};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 

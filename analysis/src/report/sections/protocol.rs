@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use lockbench_core::format_seconds;
 
-use super::{Doc, bench_rows, secs, us, worst_networked};
+use super::common::{Doc, bench_rows, secs, us, worst_networked};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 

@@ -1,6 +1,6 @@
 //! The sources: every results directory the report read, with its seed and commit.
 
-use super::Doc;
+use super::common::Doc;
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 

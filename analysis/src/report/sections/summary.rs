@@ -3,7 +3,7 @@
 use lockbench_core::format_count;
 use lockbench_core::records::replay::HoldMode;
 
-use super::{Doc, bench_rows, number, secs, secs_f, us};
+use super::common::{Doc, bench_rows, number, secs, secs_f, us};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 

@@ -2,7 +2,7 @@
 
 use lockbench_core::format_count;
 
-use super::{ChartSpec, Doc, number, runtime_chart, secs, secs_f};
+use super::common::{ChartSpec, Doc, number, runtime_chart, secs, secs_f};
 use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TTL_COLOUR};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;

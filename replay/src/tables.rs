@@ -8,14 +8,13 @@ use lockbench_locks::Lease;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{AssertSqlSafe, Connection, PgConnection, Row};
 
-use super::LiveError;
-use super::job::{Kind, MIN_REAL_ROWS, Shared};
+use crate::plan::{Kind, LiveError, MIN_REAL_ROWS, Shared};
 
 /// The message of the exception the fencing function raises.
 const STALE: &str = "stale fencing token";
 
 /// A schema name no other replay uses: namespace, process, counter.
-pub(super) fn schema_name(namespace: &str) -> String {
+pub(crate) fn schema_name(namespace: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let clean = lockbench_locks::sql_identifier(namespace);
     format!(
@@ -25,18 +24,18 @@ pub(super) fn schema_name(namespace: &str) -> String {
     )
 }
 
-pub(super) async fn exec(conn: &mut PgConnection, sql: String) -> Result<(), sqlx::Error> {
+pub(crate) async fn exec(conn: &mut PgConnection, sql: String) -> Result<(), sqlx::Error> {
     sqlx::raw_sql(AssertSqlSafe(sql))
         .execute(conn)
         .await
         .map(|_| ())
 }
 
-pub(super) fn db_error(what: &str, e: sqlx::Error) -> LiveError {
+pub(crate) fn db_error(what: &str, e: sqlx::Error) -> LiveError {
     LiveError::Database(format!("postgres: {what}: {e}"))
 }
 
-pub(super) async fn create_tables(
+pub(crate) async fn create_tables(
     admin: &mut PgConnection,
     s: &str,
     kind: Kind,
@@ -75,7 +74,7 @@ pub(super) async fn create_tables(
 
 /// Drops the replay's schema and everything in it, waiting at most 10 s for the locks of an
 /// interrupted worker's session to go.
-pub(super) async fn drop_schema(
+pub(crate) async fn drop_schema(
     admin_db: &PgConnectOptions,
     schema: &str,
 ) -> Result<(), LiveError> {
@@ -93,7 +92,7 @@ pub(super) async fn drop_schema(
 }
 
 /// Resets the tables for run `run`.
-pub(super) async fn reset(shared: &Shared, admin: &mut PgConnection) -> Result<(), LiveError> {
+pub(crate) async fn reset(shared: &Shared, admin: &mut PgConnection) -> Result<(), LiveError> {
     let s = &shared.schema;
     let sql = match shared.kind {
         Kind::Billing => format!(
@@ -116,7 +115,7 @@ pub(super) async fn reset(shared: &Shared, admin: &mut PgConnection) -> Result<(
 
 /// Counts what went twice in run `run`: (double executions, duplicate charges accepted, out of
 /// order migrations).
-pub(super) async fn count(
+pub(crate) async fn count(
     shared: &Shared,
     admin: &mut PgConnection,
     run: u64,
@@ -165,13 +164,13 @@ pub(super) async fn count(
 }
 
 /// The statement that checks a fencing token, when fencing is on.
-pub(super) fn fence(shared: &Shared, lease: &Lease) -> String {
+pub(crate) fn fence(shared: &Shared, lease: &Lease) -> String {
     match (shared.options.fencing, lease.fencing) {
         (true, Some(token)) => format!("SELECT {}.fence({token}); ", shared.schema),
         _ => String::new(),
     }
 }
 
-pub(super) fn is_stale(e: &sqlx::Error) -> bool {
+pub(crate) fn is_stale(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.message().contains(STALE))
 }

@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use super::hold::hold_until;
+use crate::hold::hold_until;
 
 /// The tag a query carries to ask for a hold.
 pub(crate) const HOLD_TAG: &str = "/*lb:hold=";

@@ -1,6 +1,6 @@
 //! Keeping each call as long as the model asks, whatever a real call costs.
 
-use crate::spec::Target;
+use lockbench_workloads::Target;
 
 /// What one call may give to repaying earlier overruns: a share of its request, and at most an
 /// absolute amount, so that long calls (the tail) stay as long as asked.
@@ -13,16 +13,16 @@ const MAX_SHARED_REPAYMENT_SHARE: f64 = 0.05;
 const SPILL_NS: f64 = 2_000_000.0;
 
 /// The targets, in the order per-target figures are kept.
-pub(super) const TARGETS: [Target; 3] = [Target::Db, Target::Api, Target::Cpu];
+pub(crate) const TARGETS: [Target; 3] = [Target::Db, Target::Api, Target::Cpu];
 
-pub(super) fn target_index(t: Target) -> usize {
+pub(crate) fn target_index(t: Target) -> usize {
     TARGETS
         .iter()
         .position(|x| *x == t)
         .expect("every target listed")
 }
 
-pub(super) fn target_name(t: Target) -> &'static str {
+pub(crate) fn target_name(t: Target) -> &'static str {
     match t {
         Target::Db => "db",
         Target::Api => "api",
@@ -38,15 +38,15 @@ pub(super) fn target_name(t: Target) -> &'static str {
 /// (every one of its calls is too short) by calls of any step. The run's total, the runtime,
 /// stays what the model asks for, and each step's own distribution as close as it can be.
 #[derive(Clone, Debug, Default)]
-pub(super) struct Clock {
-    pub(super) cost_ns: [f64; 3],
-    pub(super) debt_ns: Vec<f64>,
-    pub(super) shared_debt_ns: f64,
+pub(crate) struct Clock {
+    pub(crate) cost_ns: [f64; 3],
+    pub(crate) debt_ns: Vec<f64>,
+    pub(crate) shared_debt_ns: f64,
 }
 
 impl Clock {
     /// The hold to ask for so that a call of step `step` to `target` takes `requested_ns`.
-    pub(super) fn hold_for(&mut self, step: usize, target: Target, requested_ns: f64) -> f64 {
+    pub(crate) fn hold_for(&mut self, step: usize, target: Target, requested_ns: f64) -> f64 {
         let budget = (MAX_REPAYMENT_SHARE * requested_ns).min(MAX_REPAYMENT_NS);
         // Signed: a step whose calls came in short (the cost was overestimated) gets longer holds.
         let own = self.debt_ns[step].clamp(-budget, budget);
@@ -58,7 +58,7 @@ impl Clock {
     }
 
     /// Books a call's overrun (or, negative, what it came in under) against its step.
-    pub(super) fn observe(&mut self, step: usize, requested_ns: f64, achieved_ns: f64) {
+    pub(crate) fn observe(&mut self, step: usize, requested_ns: f64, achieved_ns: f64) {
         let debt = &mut self.debt_ns[step];
         *debt = (*debt + achieved_ns - requested_ns).max(-SPILL_NS);
         if *debt > SPILL_NS {

@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use super::hold::hold_until;
+use crate::hold::hold_until;
 
 /// Largest request head or body the stub reads.
 const MAX_REQUEST: usize = 16 * 1024;

@@ -2,33 +2,14 @@
 
 use lockbench_core::RuntimeHistogram;
 
-use super::clock::{TARGETS, target_name};
-use super::job::{Accumulator, Shared, Worker};
-use super::{InjectedLatency, LiveReport, MeasuredLatency};
+use lockbench_core::records::replay::InjectedLatency;
+
+use crate::clock::{TARGETS, target_name};
+use crate::plan::{Accumulator, LiveReport, MeasuredLatency, Shared, TargetStats, Worker};
 
 /// The fidelity target: within 5 % or 100 us (compressed) of the request.
 const TOLERANCE_SHARE: f64 = 0.05;
 const TOLERANCE_ABS_NS: f64 = 100_000.0;
-
-/// Requested and achieved latency of one target, from one worker.
-#[derive(Clone, Debug)]
-pub(super) struct TargetStats {
-    pub(super) requested: RuntimeHistogram,
-    pub(super) achieved: RuntimeHistogram,
-    pub(super) hold_ns: f64,
-    pub(super) achieved_ns: f64,
-}
-
-impl Default for TargetStats {
-    fn default() -> Self {
-        TargetStats {
-            requested: RuntimeHistogram::for_latency(),
-            achieved: RuntimeHistogram::for_latency(),
-            hold_ns: 0.0,
-            achieved_ns: 0.0,
-        }
-    }
-}
 
 impl Accumulator {
     /// The report, from the runs and every worker's measurements.
@@ -39,7 +20,7 @@ impl Accumulator {
             runtimes.record_ns((r.runtime_s * 1e9).round() as u64);
         }
         let mut warnings = self.warnings.clone();
-        let steps = &shared.model.steps;
+        let steps = shared.model.steps();
         let merged = |chosen: &dyn Fn(usize) -> bool| {
             let mut total = TargetStats::default();
             for w in workers {

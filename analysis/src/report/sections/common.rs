@@ -1,0 +1,159 @@
+//! What more than one section draws with: the document being written, the charts it refers to,
+//! and the formatting of figures. A leaf: the sections import it, it imports none of them.
+
+use std::time::Duration;
+
+use lockbench_core::records::bench::BenchRow;
+use lockbench_core::{RuntimeHistogram, format_count, format_seconds};
+
+use crate::report::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume};
+use crate::report::doc::Block;
+use crate::report::load::Evidence;
+
+/// A chart to draw: its file stem and the chart.
+pub enum ChartSpec {
+    /// Percentile curves.
+    Curves(String, PercentileCurves),
+    /// Runtime against volume.
+    Volume(String, RuntimeVsVolume),
+    /// Horizontal bars.
+    Bars(String, HBars),
+}
+
+impl ChartSpec {
+    pub(crate) fn name(&self) -> &str {
+        match self {
+            ChartSpec::Curves(n, _) | ChartSpec::Volume(n, _) | ChartSpec::Bars(n, _) => n,
+        }
+    }
+}
+
+/// What a section writes into: the document and its charts.
+pub(crate) struct Doc {
+    pub(crate) blocks: Vec<Block>,
+    pub(crate) charts: Vec<ChartSpec>,
+}
+
+impl Doc {
+    pub(crate) fn push(&mut self, block: Block) {
+        self.blocks.push(block);
+    }
+
+    /// Puts a chart in the text where it is referred to, and in the list of charts to draw.
+    pub(crate) fn chart(&mut self, caption: String, spec: ChartSpec) {
+        self.blocks.push(Block::Chart {
+            name: spec.name().to_string(),
+            caption,
+        });
+        self.charts.push(spec);
+    }
+}
+
+/// Seconds with separators: `4,512.3 s`.
+pub(crate) fn secs(d: Duration) -> String {
+    format_seconds(d)
+}
+
+/// [`secs`] of a number of seconds.
+pub(crate) fn secs_f(seconds: f64) -> String {
+    Duration::try_from_secs_f64(seconds).map_or_else(|_| format!("{seconds} s"), format_seconds)
+}
+
+/// Microseconds: one decimal below 100, whole numbers with separators above.
+pub(crate) fn us(x: f64) -> String {
+    if x >= 100.0 {
+        format_count(x.round() as u64)
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// A number as the JSON record holds it (`3.0`, `0.1`), the way a reader will find it there.
+pub(crate) fn number(x: f64) -> String {
+    serde_json::Number::from_f64(x).map_or_else(|| x.to_string(), |n| n.to_string())
+}
+
+/// Every benchmark row, in the order the directories were given.
+pub(crate) fn bench_rows(evidence: &Evidence) -> Vec<&BenchRow> {
+    evidence
+        .benches
+        .iter()
+        .flat_map(|b| &b.record.results)
+        .collect()
+}
+
+/// The worst value of `metric` over the networked backends (the in-process one excluded).
+pub(crate) fn worst_networked(
+    rows: &[&BenchRow],
+    metric: impl Fn(&BenchRow) -> f64,
+) -> Option<f64> {
+    rows.iter()
+        .filter(|r| r.backend != "memory")
+        .map(|r| metric(r))
+        .reduce(f64::max)
+}
+
+/// Percentile points of a histogram in seconds (or `scale` units), up to the nines its count
+/// supports (at most 99.99 %).
+pub(crate) fn curve_points(h: &RuntimeHistogram, scale: f64) -> Vec<(f64, f64)> {
+    let count = h.count().max(1) as f64;
+    let top = count.log10().clamp(1.0, 4.0);
+    let steps = (top * 20.0).round() as usize;
+    (0..=steps)
+        .map(|k| {
+            let x = top * k as f64 / steps as f64;
+            let q = 1.0 - 10f64.powf(-x);
+            (x, h.quantile(q).as_secs_f64() * scale)
+        })
+        .collect()
+}
+
+/// The runtime histograms of a workload, from every simulate and ttl directory.
+pub(crate) fn workload_curves(evidence: &Evidence, workload: &str) -> Vec<Curve> {
+    let mut curves: Vec<Curve> = Vec::new();
+    for (tag, h) in evidence.runtime_histograms() {
+        let parts: Vec<&str> = tag.split('/').collect();
+        if parts.len() != 3 || parts[0] != workload || h.count() == 0 {
+            continue;
+        }
+        let label = format!("{} {}", parts[1], parts[2].replace("scale=", "x"));
+        if curves.iter().any(|(l, _)| *l == label) {
+            continue;
+        }
+        curves.push((label, curve_points(h, 1.0)));
+    }
+    curves.truncate(8);
+    curves
+}
+
+/// The runtime-by-percentile chart of `workload`, with `lines` (TTL, alert) when it has a TTL;
+/// nothing when no histogram of it was recorded.
+pub(crate) fn runtime_chart(
+    evidence: &Evidence,
+    workload: &str,
+    lines: Vec<RefLine>,
+    doc: &mut Doc,
+) {
+    let curves = workload_curves(evidence, workload);
+    if curves.is_empty() {
+        return;
+    }
+    let caption = if lines.is_empty() {
+        format!("{workload}: job runtime by percentile, per profile and scale")
+    } else {
+        format!(
+            "{workload}: job runtime by percentile, per profile and scale, with the TTL and the 80 % alert line"
+        )
+    };
+    let spec = ChartSpec::Curves(
+        format!("runtime-percentiles-{workload}"),
+        PercentileCurves {
+            title: format!("{workload}: job runtime distribution"),
+            y_label: "runtime (s)".to_string(),
+            log_y: false,
+            curves,
+            lines,
+        },
+    );
+    doc.chart(caption, spec);
+}
