@@ -23,6 +23,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+REDIS_PORT=$(config_port redis)
+PG_PORT=$(config_port pg-session)
 rounds="${1:-3}"
 [[ "$rounds" =~ ^[1-9][0-9]{0,2}$ ]] || bad_input "ROUNDS: expected a whole number of rounds from 1 to 999, got '$rounds'"
 
@@ -44,14 +46,14 @@ plain=$(mktemp --suffix .toml)
 printf '\\set k random(1, 1000000000)\nSELECT pg_try_advisory_lock(:k);\nSELECT pg_advisory_unlock(:k);\n' >"$pgfile"
 printf '\\set k random(1, 1000000000)\nSELECT CASE WHEN pg_try_advisory_lock(:k) THEN nextval(%s::regclass) END;\nSELECT pg_advisory_unlock(:k);\n' "'lockbench_peer_fencing'" >"$pgfence"
 # The peers' commands: SET NX PX without the fencing INCR, the lock function without nextval.
-printf '[backends.redis]\nurls = ["redis://127.0.0.1:6390"]\nfencing = false\n[backends.pg-session]\nurls = ["postgres://postgres@127.0.0.1:5442/postgres"]\nfencing = false\n' >"$plain"
-psql_() { "$pg_bin/psql" -q -h 127.0.0.1 -p 5442 -U postgres -d postgres -c "$1" >/dev/null; }
+printf '[backends.redis]\nurls = ["redis://127.0.0.1:%s"]\nfencing = false\n[backends.pg-session]\nurls = ["postgres://postgres@127.0.0.1:%s/postgres"]\nfencing = false\n' "$REDIS_PORT" "$PG_PORT" >"$plain"
+psql_() { "$pg_bin/psql" -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres -c "$1" >/dev/null; }
 psql_ "CREATE SEQUENCE IF NOT EXISTS lockbench_peer_fencing"
 
 listener() { ss -Hltnp "sport = :$1" | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2; }
-redis_pid=$(listener 6390)
-pg_pid=$(listener 5442)
-[ -n "$redis_pid" ] && [ -n "$pg_pid" ] || die "cannot find the redis (6390) and postgres (5442) processes"
+redis_pid=$(listener "$REDIS_PORT")
+pg_pid=$(listener "$PG_PORT")
+[ -n "$redis_pid" ] && [ -n "$pg_pid" ] || die "cannot find the redis ($REDIS_PORT) and postgres ($PG_PORT) processes"
 # The postmaster and its children; backends forked later inherit the postmaster's affinity.
 server_pids() { echo "$redis_pid" "$pg_pid" $(pgrep -P "$pg_pid" || true); }
 pin_servers() { for pid in $(server_pids); do taskset -a -p -c "$1" "$pid" >/dev/null 2>&1 || true; done; }
@@ -67,7 +69,7 @@ redis_p50() { awk '/latency summary/ { getline; getline; print $3 * 1000; exit }
 ours() { python3 -c "import json,sys; r=json.load(sys.stdin)['results'][0]['acquire_us']; print(r['$1'])"; }
 
 pgbench_mean() { # script file -> mean latency of the lock statement in us
-    "${on[@]}" "$pg_bin/pgbench" -n -r -h 127.0.0.1 -p 5442 -U postgres -c 1 -T 6 -f "$1" postgres 2>/dev/null \
+    "${on[@]}" "$pg_bin/pgbench" -n -r -h 127.0.0.1 -p "$PG_PORT" -U postgres -c 1 -T 6 -f "$1" postgres 2>/dev/null \
         | awk '/SELECT .*pg_try_advisory_lock/ { print $1 * 1000 }'
 }
 echo "| round | placement | redis-benchmark SET NX PX P50 | lockbench redis, fencing off, P50 | ratio | redis-benchmark EVAL of our script P50 | lockbench redis P50 | ratio | pgbench lock mean | lockbench pg-session, fencing off, mean | ratio | pgbench lock + nextval mean | lockbench pg-session mean | ratio |"
@@ -80,10 +82,10 @@ for ((round = 1; round <= rounds; round++)); do
             free) pin_servers "0-$((cpus - 1))"; on=() ;;
         esac
         # New keys expire by themselves after the 1 s PX.
-        set_p50=$("${on[@]}" redis-benchmark -p 6390 -c 1 -n 50000 -r 1000000000 SET lockbench:peer:__rand_int__ v NX PX 1000 | redis_p50)
+        set_p50=$("${on[@]}" redis-benchmark -p "$REDIS_PORT" -c 1 -n 50000 -r 1000000000 SET lockbench:peer:__rand_int__ v NX PX 1000 | redis_p50)
         our_plain=$("${on[@]}" "$bin" bench --config "$plain" --backend redis --contenders 1 --ops 50000 --warmup 1s --json | ours p50)
-        eval_p50=$("${on[@]}" redis-benchmark -p 6390 -c 1 -n 50000 -r 1000000000 EVAL "$script" 2 lockbench:peer:__rand_int__ lockbench:peer-fence v 1000 | redis_p50)
-        redis-cli -p 6390 del lockbench:peer-fence >/dev/null
+        eval_p50=$("${on[@]}" redis-benchmark -p "$REDIS_PORT" -c 1 -n 50000 -r 1000000000 EVAL "$script" 2 lockbench:peer:__rand_int__ lockbench:peer-fence v 1000 | redis_p50)
+        redis-cli -p "$REDIS_PORT" del lockbench:peer-fence >/dev/null
         our_redis=$("${on[@]}" "$bin" bench --backend redis --contenders 1 --ops 50000 --warmup 1s --json | ours p50)
         pg_us=$(pgbench_mean "$pgfile")
         our_pg_plain=$("${on[@]}" "$bin" bench --config "$plain" --backend pg-session --contenders 1 --duration 6s --warmup 1s --json | ours mean)

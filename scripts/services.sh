@@ -5,8 +5,8 @@
 #   scripts/services.sh down     stop everything this script started
 #   scripts/services.sh status   one line per service with its URL
 #
-# Private instances on ports that do not collide with a system install:
-#   redis 6390, redlock 6391-6395, postgres 5442, etcd 2389 (peer 2390), zookeeper 2191.
+# Private instances on the ports lockbench.toml names (the one place they are written; chosen not
+# to collide with a system install), etcd's peer port one above its client port.
 # State lives in LOCKBENCH_STATE (default /var/tmp/lockbench-services as root, else
 # ~/.local/state/lockbench). Idempotent: `up` twice starts nothing twice.
 set -euo pipefail
@@ -18,12 +18,12 @@ if [ "$(id -u)" -eq 0 ]; then
 else
     STATE=${LOCKBENCH_STATE:-${XDG_STATE_HOME:-$HOME/.local/state}/lockbench}
 fi
-REDIS_PORT=6390
-REDLOCK_PORTS="6391 6392 6393 6394 6395"
-PG_PORT=5442
-ETCD_PORT=2389
-ETCD_PEER_PORT=2390
-ZK_PORT=2191
+REDIS_PORT=$(config_port redis)
+REDLOCK_PORTS=$(config_ports redlock | tr '\n' ' ')
+PG_PORT=$(config_port pg-session)
+ETCD_PORT=$(config_port etcd)
+ETCD_PEER_PORT=$((ETCD_PORT + 1))
+ZK_PORT=$(config_port zookeeper)
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 WAIT_SECONDS=60
 

@@ -13,7 +13,14 @@ say "== cargo fmt --check"
 cargo fmt --all -- --check
 say "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-say "== cargo test"
+say "== cargo test: build"
+# Built once, before any test runs: a build that fails says so, rather than ending in a count of
+# tests that never ran.
+if ! cargo test --workspace --no-run --quiet; then
+    say "tests: the build failed (see the errors above); no test ran"
+    exit 1
+fi
+say "== cargo test: run"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e

@@ -34,12 +34,12 @@ pub enum Command {
     Compare(CompareArgs),
     /// The main job: simulate and derive TTLs for the shipped workloads, benchmark every reachable
     /// backend, replay live when Postgres is reachable, and write the report.
-    Run(RunAllArgs),
+    Run(MainJobArgs),
 }
 
 /// Flags shared by the commands that simulate.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct SimulationArgs {
     /// Replays per (profile, scale); P99.9 needs at least 10,000.
     #[arg(
         long,
@@ -75,7 +75,7 @@ pub struct SimulateArgs {
     #[arg(long = "profile", value_name = "NAME")]
     pub profiles: Vec<String>,
     #[command(flatten)]
-    pub run: RunArgs,
+    pub simulation: SimulationArgs,
 }
 
 /// `lockbench ttl`.
@@ -116,7 +116,7 @@ pub struct TtlArgs {
     )]
     pub runs_per_year: String,
     #[command(flatten)]
-    pub run: RunArgs,
+    pub simulation: SimulationArgs,
 }
 
 /// `lockbench validate`.
@@ -140,10 +140,10 @@ pub struct BenchArgs {
     /// arrivals take in turn (open loop).
     #[arg(long, value_name = "N,N,...", default_value = "1,4,16")]
     pub contenders: String,
-    /// Stop each run after this many measured acquisitions.
+    /// Stop each run after this many measured acquisitions (within 60 s); not with --duration.
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub ops: Option<String>,
-    /// Measure each run this long (default 5s; 60s cap when --ops is given alone).
+    /// Measure each run this long (default 5s); not with --ops.
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Warm-up before each run, excluded from the figures.
@@ -295,7 +295,7 @@ pub struct ReportArgs {
 
 /// `lockbench run`.
 #[derive(Debug, Args)]
-pub struct RunAllArgs {
+pub struct MainJobArgs {
     /// Backend configuration (server URLs, namespace, timeouts).
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,

@@ -10,7 +10,7 @@ use lockbench_workloads::MAX_REPLAYS;
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode};
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use crate::cli::{BenchArgs, ReplayArgs, RunArgs, SimulateArgs, TtlArgs};
+use crate::cli::{BenchArgs, ReplayArgs, SimulateArgs, SimulationArgs, TtlArgs};
 
 /// Most worker threads accepted; more would only add contention on 2-64 core machines.
 const MAX_THREADS: usize = 1024;
@@ -34,7 +34,7 @@ pub fn usage(flag: &str, message: impl Into<String>) -> UsageError {
 
 /// Options shared by the commands that simulate.
 #[derive(Clone, Debug)]
-pub struct RunOptions {
+pub struct SimulationOptions {
     pub replays: u64,
     pub seed: u64,
     pub threads: usize,
@@ -48,7 +48,7 @@ pub struct SimulateOptions {
     pub specs: Vec<PathBuf>,
     pub scales: Vec<f64>,
     pub profiles: Vec<String>,
-    pub run: RunOptions,
+    pub simulation: SimulationOptions,
 }
 
 /// Options of `ttl`.
@@ -60,18 +60,18 @@ pub struct TtlOptions {
     pub safety_factor: f64,
     pub current_ttl: Option<Duration>,
     pub runs_per_year: f64,
-    pub run: RunOptions,
+    pub simulation: SimulationOptions,
 }
 
-impl RunOptions {
-    fn resolve(args: &RunArgs) -> Result<Self, UsageError> {
+impl SimulationOptions {
+    fn resolve(args: &SimulationArgs) -> Result<Self, UsageError> {
         let replays = whole_in("--replays", &args.replays, "replays", 1..=MAX_REPLAYS)?;
         let seed = resolve_seed(args.seed.as_deref())?;
         let threads = match &args.threads {
             Some(text) => whole_in("--threads", text, "threads", 1..=MAX_THREADS)?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        Ok(RunOptions {
+        Ok(SimulationOptions {
             replays,
             seed,
             threads,
@@ -96,7 +96,7 @@ impl SimulateOptions {
             specs: args.specs.clone(),
             scales,
             profiles: args.profiles.clone(),
-            run: RunOptions::resolve(&args.run)?,
+            simulation: SimulationOptions::resolve(&args.simulation)?,
         })
     }
 }
@@ -143,7 +143,7 @@ impl TtlOptions {
             safety_factor,
             current_ttl,
             runs_per_year,
-            run: RunOptions::resolve(&args.run)?,
+            simulation: SimulationOptions::resolve(&args.simulation)?,
         })
     }
 }
@@ -314,7 +314,13 @@ impl BenchCommand {
             None => None,
         };
         let duration = match (&args.duration, ops) {
-            (Some(text), _) => positive_duration("--duration", text)?,
+            (Some(_), Some(_)) => {
+                return Err(usage(
+                    "--ops",
+                    "--ops and --duration are two ways to end a run: give --ops N (each run stops after N acquisitions, within 60 s) or --duration D (each run measures for D), not both",
+                ));
+            }
+            (Some(text), None) => positive_duration("--duration", text)?,
             (None, Some(_)) => Duration::from_secs(60),
             (None, None) => Duration::from_secs(5),
         };
@@ -390,7 +396,7 @@ pub struct ReplayCommand {
     pub profile: String,
     pub scale: f64,
     pub live: lockbench_replay::LiveOptions,
-    pub heartbeat: Option<lockbench_analysis::Heartbeat>,
+    pub heartbeat: Option<lockbench_analysis::HeartbeatRecommendation>,
     pub compare_replays: u64,
     pub json: bool,
     pub out: Option<PathBuf>,
@@ -465,11 +471,7 @@ impl ReplayCommand {
             None => {
                 let pause_p999 = spec.profile(&profile).ok().and_then(|p| p.pause_p999());
                 let h = lockbench_analysis::heartbeat(pause_p999);
-                let policy = lockbench_locks::HeartbeatPolicy {
-                    lease_ttl: h.lease_ttl,
-                    renewal_interval: h.renewal_interval,
-                    give_up_after: h.give_up_after,
-                };
+                let policy = lockbench_locks::HeartbeatPolicy::from(&h);
                 (LockMode::Heartbeat(policy), Some(h))
             }
         };

@@ -493,7 +493,10 @@ fn bench_measures_backends_and_writes_results() {
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["command"], "bench");
-    assert_eq!(manifest["backends"][1]["urls"], "redis://127.0.0.1:6390");
+    let config = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml"));
+    let configs = lockbench_locks::parse_config(&config.unwrap()).unwrap();
+    let redis = configs.iter().find(|c| c.kind.name() == "redis").unwrap();
+    assert_eq!(manifest["backends"][1]["urls"], redis.urls[0]);
     let csv = std::fs::read_to_string(out.join("bench.csv")).unwrap();
     assert_eq!(csv.lines().count(), 5);
     assert!(
@@ -579,6 +582,27 @@ fn bench_flags_are_checked() {
     rejects(
         &["bench", "--config", bad.to_str().unwrap()],
         &["LOCKBENCH_UNSET_VAR"],
+    );
+    rejects(
+        &[
+            "bench",
+            "--config",
+            CONFIG,
+            "--ops",
+            "10",
+            "--duration",
+            "1s",
+        ],
+        &["--ops", "--duration", "not both"],
+    );
+    let http = spec_file(
+        dir.path(),
+        "http.toml",
+        b"[backends.redis]\nurls = [\"http://127.0.0.1:6390\"]\n",
+    );
+    rejects(
+        &["bench", "--config", http.to_str().unwrap()],
+        &["backends.redis.urls", "not a redis URL", "redis://"],
     );
 }
 

@@ -15,9 +15,26 @@ const MIGRATION: &str = concat!(
     "/workloads/specs/migration.toml"
 );
 const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml");
-const PG_PORT: &str = "5442";
-const REDIS_PORT: &str = "6390";
 const START: &str = "start them with scripts/services.sh up";
+
+/// The first URL lockbench.toml gives `backend`: the config is the one place the local servers'
+/// ports are written (scripts/services.sh starts them there).
+fn configured_url(backend: &str) -> String {
+    let text = std::fs::read_to_string(CONFIG).unwrap();
+    let configs = lockbench_locks::parse_config(&text).unwrap();
+    let config = configs.iter().find(|c| c.kind.name() == backend);
+    config
+        .unwrap_or_else(|| panic!("lockbench.toml has no [backends.{backend}]"))
+        .urls[0]
+        .clone()
+}
+
+/// The port of [`configured_url`].
+fn configured_port(backend: &str) -> String {
+    let url = configured_url(backend);
+    let after_host = url.rsplit(':').next().unwrap_or_default();
+    after_host.split('/').next().unwrap_or_default().to_string()
+}
 
 fn lockbench() -> Command {
     Command::cargo_bin("lockbench").unwrap()
@@ -71,7 +88,7 @@ fn leftovers(namespace: &str) -> (String, String) {
             "-h",
             "127.0.0.1",
             "-p",
-            PG_PORT,
+            &configured_port("pg-session"),
             "-U",
             "postgres",
             "-At",
@@ -85,7 +102,7 @@ fn leftovers(namespace: &str) -> (String, String) {
         "redis-cli",
         &[
             "-p",
-            REDIS_PORT,
+            &configured_port("redis"),
             "--scan",
             "--pattern",
             &format!("{namespace}*"),
@@ -327,7 +344,10 @@ fn an_unreachable_database_is_named_with_how_to_start_it() {
     let config = dir.path().join("down.toml");
     std::fs::write(
         &config,
-        "[backends.redis]\nurls = [\"redis://127.0.0.1:6390\"]\n\n[replay]\ndatabase = \"postgres://postgres:hunter2@127.0.0.1:1/x\"\n",
+        format!(
+            "[backends.redis]\nurls = [\"{}\"]\n\n[replay]\ndatabase = \"postgres://postgres:hunter2@127.0.0.1:1/x\"\n",
+            configured_url("redis")
+        ),
     )
     .unwrap();
     let out = lockbench()

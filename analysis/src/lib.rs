@@ -14,7 +14,7 @@ mod ttl;
 
 pub use growth::fit_growth;
 pub use lockbench_core::records::ttl::{
-    CurrentTtlRisk, GrowthFit, Heartbeat, ProfileP999, TtlRecommendation, VolumePoint,
+    CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, ProfileP999, TtlRecommendation, VolumePoint,
 };
 pub use lockbench_core::records::{RuntimeSummary, round_micro, tail_samples_needed};
 pub use ttl::{

@@ -7,7 +7,10 @@ use lockbench_core::format_duration;
 use statrs::distribution::{Beta, ContinuousCDF};
 
 use crate::growth::fit_growth;
-use crate::{CurrentTtlRisk, Heartbeat, ProfileP999, TtlRecommendation, VolumePoint, round_micro};
+use crate::{
+    CurrentTtlRisk, HeartbeatRecommendation, ProfileP999, TtlRecommendation, VolumePoint,
+    round_micro,
+};
 
 /// Default safety factor: the seed's guidance is 2-3x the P99.9 at maximum load. We take the top
 /// of that range because the measured P99.9 comes from a model whose tail is only as good as its
@@ -115,7 +118,7 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
 /// that begins just before a renewal is due must end before the give-up deadline:
 /// lease/3 + stall <= 2 lease/3, so lease >= 3 x stall. The last third of the lease is the margin
 /// for the renewal round trip and clock drift before the backend frees the lock.
-pub fn heartbeat(stall: Option<Duration>) -> Heartbeat {
+pub fn heartbeat(stall: Option<Duration>) -> HeartbeatRecommendation {
     let needed = stall.map_or(Duration::ZERO, |s| s * 3);
     // Whole seconds: a lease of 31.27 s reads as false precision.
     let lease = needed.max(MIN_LEASE).as_secs_f64().ceil();
@@ -124,7 +127,7 @@ pub fn heartbeat(stall: Option<Duration>) -> Heartbeat {
     let give_up_after = lease_ttl * 2 / 3;
     let renewals_before_give_up =
         (give_up_after.as_secs_f64() / renewal_interval.as_secs_f64()).floor() as u32;
-    Heartbeat {
+    HeartbeatRecommendation {
         lease_ttl,
         renewal_interval,
         give_up_after,
@@ -145,7 +148,7 @@ pub struct HeartbeatDerivation {
 }
 
 /// The derivation of `h`, as [`heartbeat`] computed it.
-pub fn heartbeat_derivation(h: &Heartbeat) -> HeartbeatDerivation {
+pub fn heartbeat_derivation(h: &HeartbeatRecommendation) -> HeartbeatDerivation {
     let lease = match h.sized_for_stall_s {
         Some(stall) => format!(
             "3 x the profile's pause P99.9 ({}), at least {}: a stall must end before the give-up deadline",

@@ -1,20 +1,20 @@
 //! The acquisition benchmark: how long each backend takes to grant, renew and release a lock,
 //! alone and under contention, measured so that the tail is not a lie.
 //!
-//! [`run`] takes one connected client per contender and [`BenchOptions`], drives a closed loop
+//! [`measure`] takes one connected client per contender and [`BenchOptions`], drives a closed loop
 //! (each contender acquires, holds, renews, releases, again) or an open loop (arrivals at a fixed
 //! rate, latency measured from each arrival's intended start, which corrects coordinated
 //! omission), and returns a [`BenchResult`] holding an HdrHistogram per metric. Warm-up is
-//! excluded; every run is bounded by an operation count and a duration.
+//! excluded; every measurement is bounded by an operation count and a duration.
 
 mod armed_timer;
 mod cycle;
+mod measure;
 mod options;
 mod result;
-mod run;
 
 pub use armed_timer::ArmedTimer;
 pub use cycle::{Cycle, cycle};
+pub use measure::measure;
 pub use options::{BenchOptions, KeyMode, LoadMode};
 pub use result::{BenchResult, Metrics};
-pub use run::run;

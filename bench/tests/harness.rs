@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lockbench_bench::{BenchOptions, KeyMode, LoadMode, run};
+use lockbench_bench::{BenchOptions, KeyMode, LoadMode, measure};
 use lockbench_locks::{BackendConfig, BackendKind, LockBackend, connect, parse_config};
 
 async fn clients(kind: BackendKind, n: usize, namespace: &str) -> Vec<Arc<dyn LockBackend>> {
@@ -37,7 +37,7 @@ fn quick(ops: Option<u64>) -> BenchOptions {
 async fn closed_loop_stops_at_the_operation_count() {
     let progress = Arc::new(AtomicU64::new(0));
     let seen = progress.clone();
-    let (result, keys) = run(
+    let (result, keys) = measure(
         "memory",
         clients(BackendKind::Memory, 2, "ops").await,
         &quick(Some(5_000)),
@@ -66,7 +66,7 @@ async fn contention_on_one_key_shows_failed_tries_and_handoffs() {
         hold: Duration::from_millis(2),
         ..quick(Some(200))
     };
-    let (result, _) = run(
+    let (result, _) = measure(
         "memory",
         clients(BackendKind::Memory, 4, "contention").await,
         &options,
@@ -93,7 +93,7 @@ async fn many_keys_do_not_contend() {
         keys: KeyMode::Many,
         ..quick(Some(2_000))
     };
-    let (result, keys) = run(
+    let (result, keys) = measure(
         "memory",
         clients(BackendKind::Memory, 4, "many").await,
         &options,
@@ -117,7 +117,7 @@ async fn open_loop_counts_from_the_intended_start() {
         ..quick(None)
     };
     let started = Instant::now();
-    let (result, _) = run(
+    let (result, _) = measure(
         "memory",
         clients(BackendKind::Memory, 1, "open").await,
         &options,
@@ -144,7 +144,7 @@ async fn open_loop_counts_from_the_intended_start() {
 #[tokio::test]
 async fn measures_a_real_redis() {
     let clients = clients(BackendKind::Redis, 2, "bench-redis").await;
-    let (result, keys) = run(
+    let (result, keys) = measure(
         "redis",
         clients.clone(),
         &quick(Some(300)),
@@ -208,7 +208,9 @@ async fn a_server_that_dies_mid_run_does_not_hang_the_run() {
     };
     let started = Instant::now();
     let run =
-        tokio::spawn(async move { run("redis", vec![client], &options, Arc::new(|_| {})).await });
+        tokio::spawn(
+            async move { measure("redis", vec![client], &options, Arc::new(|_| {})).await },
+        );
     tokio::time::sleep(Duration::from_millis(500)).await;
     server.kill().unwrap();
     server.wait().unwrap();

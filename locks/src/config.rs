@@ -281,6 +281,9 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
             .iter()
             .map(|u| substitute_env(&format!("backends.{name}.urls"), u))
             .collect::<Result<Vec<_>, _>>()?;
+        for url in &urls {
+            check_scheme(kind, &format!("backends.{name}.urls"), url)?;
+        }
         if kind != BackendKind::Memory && urls.is_empty() {
             return Err(ConfigError::Invalid {
                 field: format!("backends.{name}.urls"),
@@ -312,6 +315,45 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
     }
     configs.sort_by_key(|c| BackendKind::ALL.iter().position(|k| *k == c.kind));
     Ok(configs)
+}
+
+/// The URL schemes each backend's client speaks; `None` for a bare `host:port`.
+fn schemes(kind: BackendKind) -> &'static [Option<&'static str>] {
+    match kind {
+        BackendKind::Memory => &[],
+        BackendKind::Redis | BackendKind::Redlock => &[
+            Some("redis"),
+            Some("rediss"),
+            Some("redis+unix"),
+            Some("unix"),
+        ],
+        BackendKind::PgSession | BackendKind::PgXact => &[Some("postgres"), Some("postgresql")],
+        BackendKind::Etcd => &[Some("http"), Some("https"), None],
+        BackendKind::Zookeeper => &[None],
+    }
+}
+
+/// A URL whose scheme the backend's client does not speak is a mistake in the config, said as
+/// one: not a server that cannot be reached.
+fn check_scheme(kind: BackendKind, field: &str, url: &str) -> Result<(), ConfigError> {
+    let scheme = url.find("://").map(|i| &url[..i]);
+    let allowed = schemes(kind);
+    if allowed.contains(&scheme) {
+        return Ok(());
+    }
+    let expected: Vec<String> = allowed
+        .iter()
+        .map(|s| s.map_or("host:port".to_string(), |s| format!("{s}://")))
+        .collect();
+    Err(ConfigError::Invalid {
+        field: field.to_string(),
+        message: format!(
+            "\"{}\" is not a {} URL; expected {}",
+            Redacted(url),
+            kind.name(),
+            expected.join(" or ")
+        ),
+    })
 }
 
 /// Replaces every `${NAME}` in `value` with the environment variable's value.
@@ -413,6 +455,30 @@ mod tests {
             parse_config("[backends.pg-session]\nurls = [\"postgres://h\"]\nfencing = false")
                 .unwrap();
         assert!(!plain[0].fencing);
+    }
+
+    #[test]
+    fn a_url_of_another_scheme_is_a_config_error() {
+        let e = parse_config("[backends.redis]\nurls = [\"http://:secret@127.0.0.1:6390\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("backends.redis.urls: "), "{e}");
+        assert!(
+            e.contains("not a redis URL; expected redis:// or rediss://"),
+            "{e}"
+        );
+        assert!(!e.contains("secret"), "{e}");
+        let e = parse_config("[backends.zookeeper]\nurls = [\"zk://127.0.0.1:2191\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected host:port"), "{e}");
+        for ok in [
+            "[backends.redis]\nurls = [\"rediss://h:1\"]",
+            "[backends.pg-xact]\nurls = [\"postgresql://u@h/db\"]",
+            "[backends.etcd]\nurls = [\"127.0.0.1:2389\"]",
+        ] {
+            parse_config(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
     }
 
     #[test]

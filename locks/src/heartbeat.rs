@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lockbench_core::records::ttl::HeartbeatRecommendation;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -27,6 +28,26 @@ impl HeartbeatPolicy {
             lease_ttl,
             renewal_interval: lease_ttl / 3,
             give_up_after: lease_ttl * 2 / 3,
+        }
+    }
+
+    /// Every figure multiplied by `factor` (a live replay's compressed time).
+    pub fn scaled(self, factor: f64) -> Self {
+        HeartbeatPolicy {
+            lease_ttl: self.lease_ttl.mul_f64(factor),
+            renewal_interval: self.renewal_interval.mul_f64(factor),
+            give_up_after: self.give_up_after.mul_f64(factor),
+        }
+    }
+}
+
+/// The policy `ttl` recommends, as a running heartbeat follows it.
+impl From<&HeartbeatRecommendation> for HeartbeatPolicy {
+    fn from(r: &HeartbeatRecommendation) -> Self {
+        HeartbeatPolicy {
+            lease_ttl: r.lease_ttl,
+            renewal_interval: r.renewal_interval,
+            give_up_after: r.give_up_after,
         }
     }
 }

@@ -513,7 +513,10 @@ mod redis_connection {
 
     use lockbench_locks::backends::redis_connection::RedisConnection;
 
-    const URL: &str = "redis://127.0.0.1:6390";
+    /// The local Redis, as lockbench.toml names it.
+    fn url() -> String {
+        super::config(lockbench_locks::BackendKind::Redis, "conn").urls[0].clone()
+    }
 
     async fn open(url: &str) -> RedisConnection {
         RedisConnection::open(url, Duration::from_secs(3))
@@ -529,7 +532,7 @@ mod redis_connection {
     /// for its own.
     #[tokio::test]
     async fn an_abandoned_request_never_answers_the_next() {
-        let mut conn = open(URL).await;
+        let mut conn = open(&url()).await;
         let key = format!("lbtest-{}-abandoned", std::process::id());
         let blocked = tokio::time::timeout(
             Duration::from_millis(100),
@@ -547,13 +550,13 @@ mod redis_connection {
     /// after that connects again.
     #[tokio::test]
     async fn a_dropped_connection_fails_once_then_reconnects() {
-        let mut conn = open(URL).await;
+        let mut conn = open(&url()).await;
         let id: i64 = redis::cmd("CLIENT")
             .arg("ID")
             .query_async(&mut conn)
             .await
             .unwrap();
-        let mut admin = open(URL).await;
+        let mut admin = open(&url()).await;
         let killed: i64 = redis::cmd("CLIENT")
             .arg("KILL")
             .arg("ID")

@@ -4,8 +4,8 @@ use lockbench_core::RuntimeHistogram;
 
 use lockbench_core::records::replay::InjectedLatency;
 
-use crate::clock::{TARGETS, target_name};
-use crate::plan::{Accumulator, LiveReport, MeasuredLatency, Shared, TargetStats, Worker};
+use crate::costs::{TARGETS, target_name};
+use crate::plan::{Accumulator, LiveReport, MeasuredLatency, ReplayPlan, TargetStats, Worker};
 
 /// The fidelity target: within 5 % or 100 us (compressed) of the request.
 const TOLERANCE_SHARE: f64 = 0.05;
@@ -13,14 +13,14 @@ const TOLERANCE_ABS_NS: f64 = 100_000.0;
 
 impl Accumulator {
     /// The report, from the runs and every worker's measurements.
-    pub(crate) fn finish(&self, shared: &Shared, workers: &[Worker]) -> LiveReport {
-        let f = shared.f();
+    pub(crate) fn finish(&self, plan: &ReplayPlan, workers: &[Worker]) -> LiveReport {
+        let f = plan.f();
         let mut runtimes = RuntimeHistogram::new();
         for r in &self.runs {
             runtimes.record_ns((r.runtime_s * 1e9).round() as u64);
         }
         let mut warnings = self.warnings.clone();
-        let steps = shared.model.steps();
+        let steps = plan.model.steps();
         let merged = |chosen: &dyn Fn(usize) -> bool| {
             let mut total = TargetStats::default();
             for w in workers {
@@ -68,7 +68,7 @@ impl Accumulator {
             runtimes,
             injected,
             per_step,
-            real_rows: shared.real_rows,
+            real_rows: plan.real_rows,
             warnings,
         }
     }

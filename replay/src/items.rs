@@ -10,19 +10,19 @@ use rand::rngs::SmallRng;
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::hold::hold_until;
-use crate::plan::{Action, Kind, LiveError, Outcome, RunContext, Shared, Start, Worker};
+use crate::plan::{Action, JobKind, LiveError, Outcome, ReplayPlan, RunContext, Start, Worker};
 use crate::proxy::HOLD_TAG;
 use crate::tables::{db_error, exec, fence, is_stale};
 
 /// The first item still to do, or `None` when the job is finished for this run.
 pub(crate) async fn next_item(
-    shared: &Shared,
+    plan: &ReplayPlan,
     context: &RunContext,
     worker: &mut Worker,
 ) -> Result<Option<u64>, LiveError> {
-    let s = &shared.schema;
-    match shared.kind {
-        Kind::Billing => {
+    let s = &plan.schema;
+    match plan.kind {
+        JobKind::Billing => {
             let row = sqlx::raw_sql(AssertSqlSafe(format!(
                 "SELECT count(*) FROM {s}.job_done WHERE run = {}",
                 context.run
@@ -33,32 +33,32 @@ pub(crate) async fn next_item(
             let done: i64 = row.try_get(0).map_err(|e| db_error("reading", e))?;
             Ok((done == 0).then_some(1))
         }
-        Kind::Migration => {
+        JobKind::Migration => {
             let row = sqlx::raw_sql(AssertSqlSafe(format!("SELECT applied FROM {s}.pointer")))
                 .fetch_one(&mut worker.db)
                 .await
                 .map_err(|e| db_error("reading the migration pointer", e))?;
             let applied: i64 = row.try_get(0).map_err(|e| db_error("reading", e))?;
             let next = applied as u64 + 1;
-            Ok((next <= shared.model.items()).then_some(next))
+            Ok((next <= plan.model.items()).then_some(next))
         }
     }
 }
 
 pub(crate) async fn mark_done(
-    shared: &Shared,
+    plan: &ReplayPlan,
     context: &RunContext,
     worker: &mut Worker,
     lease: &Lease,
     outcome: &mut Outcome,
 ) -> Result<(), LiveError> {
-    if shared.kind != Kind::Billing {
+    if plan.kind != JobKind::Billing {
         return Ok(());
     }
     let sql = format!(
         "{}INSERT INTO {}.job_done (run, worker) VALUES ({}, {}) ON CONFLICT DO NOTHING",
-        fence(shared, lease),
-        shared.schema,
+        fence(plan, lease),
+        plan.schema,
         context.run,
         worker.index
     );
@@ -82,7 +82,7 @@ enum Done {
 
 /// Runs items from `next` on; true when every item was done, false when the job stopped early.
 pub(crate) async fn run_job(
-    shared: &Shared,
+    plan: &ReplayPlan,
     context: &RunContext,
     worker: &mut Worker,
     lease: &Lease,
@@ -90,19 +90,19 @@ pub(crate) async fn run_job(
     next: u64,
     outcome: &mut Outcome,
 ) -> Result<bool, LiveError> {
-    let f = shared.f();
+    let f = plan.f();
     let started = Instant::now();
-    let stream = shared.options.seed ^ worker.index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let stream = plan.options.seed ^ worker.index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut rng = replay_rng(stream, context.run);
     let mut pauses = LivePauses::new(
-        &shared.model,
+        &plan.model,
         SmallRng::seed_from_u64(stream ^ context.run.rotate_left(32) ^ 0x7061_7573_6573),
     );
     let run_start = match *context.start.borrow() {
         Start::Started(at) => at,
         _ => started,
     };
-    for item in next..=shared.model.items() {
+    for item in next..=plan.model.items() {
         if heartbeat.is_some_and(|h| !h.may_continue()) {
             outcome.aborted = true;
             return Ok(false);
@@ -112,15 +112,15 @@ pub(crate) async fn run_job(
             hold_until(Instant::now() + Duration::from_secs_f64(pause * f)).await;
         }
         let mut amount = 0i64;
-        for (i, action) in shared.actions.iter().enumerate() {
+        for (i, action) in plan.actions.iter().enumerate() {
             // Episodes are the environment's: their clock is the run's, not this worker's.
             let t = run_start.elapsed().as_secs_f64() / f;
-            let requested = context.scenario.call_seconds(&shared.model, i, t, &mut rng) * f * 1e9;
-            let target = shared.model.steps()[i].target;
-            let hold = worker.clock.hold_for(i, target, requested);
+            let requested = context.scenario.call_seconds(&plan.model, i, t, &mut rng) * f * 1e9;
+            let target = plan.model.steps()[i].target;
+            let hold = worker.costs.hold_for(i, target, requested);
             let call_started = Instant::now();
             let done = step(
-                shared,
+                plan,
                 context,
                 worker,
                 lease,
@@ -131,7 +131,7 @@ pub(crate) async fn run_job(
             )
             .await?;
             let achieved = call_started.elapsed().as_nanos() as f64;
-            worker.clock.observe(i, requested, achieved);
+            worker.costs.observe(i, requested, achieved);
             let stats = &mut worker.stats[i];
             stats.requested.record_ns(requested as u64);
             stats.achieved.record_ns(achieved as u64);
@@ -150,7 +150,7 @@ pub(crate) async fn run_job(
 /// Does one step's real work, asking the proxy or the stub to hold it for `hold_ns`.
 #[allow(clippy::too_many_arguments)]
 async fn step(
-    shared: &Shared,
+    plan: &ReplayPlan,
     context: &RunContext,
     worker: &mut Worker,
     lease: &Lease,
@@ -159,7 +159,7 @@ async fn step(
     hold_ns: f64,
     amount: &mut i64,
 ) -> Result<Done, LiveError> {
-    let s = &shared.schema;
+    let s = &plan.schema;
     let w = worker.index;
     let hold = Duration::from_nanos(hold_ns as u64);
     let tag = format!("{HOLD_TAG}{}*/ ", hold.as_nanos());
@@ -184,7 +184,7 @@ async fn step(
                     *amount,
                     w,
                     hold,
-                    shared.options.idempotency_keys,
+                    plan.options.idempotency_keys,
                 )
                 .await
                 .map_err(|e| LiveError::Run(format!("payment-API stub: {e}")))?;
@@ -205,7 +205,7 @@ async fn step(
         Action::Write => {
             let sql = format!(
                 "{tag}{}UPDATE {s}.customers SET status = 'charged', charged_by = {w} WHERE id = {item}",
-                fence(shared, lease)
+                fence(plan, lease)
             );
             match exec(&mut worker.db, sql).await {
                 Ok(()) => Ok(Done::Ok),
@@ -241,7 +241,7 @@ async fn step(
                     "{}INSERT INTO {s}.migration_log (run, migration, worker, pointer_before) \
                      SELECT {run}, {k}, {w}, applied FROM {s}.pointer; \
                      UPDATE {s}.pointer SET applied = {k}; COMMIT",
-                    fence(shared, lease),
+                    fence(plan, lease),
                     run = context.run
                 );
             }
@@ -250,7 +250,7 @@ async fn step(
                 .await;
             match result {
                 Ok(rows) => {
-                    if verify && backfill_anywhere(shared) {
+                    if verify && backfill_anywhere(plan) {
                         let found: i64 = rows
                             .last()
                             .map(|r| r.try_get(0))
@@ -279,9 +279,8 @@ async fn step(
     }
 }
 
-fn backfill_anywhere(shared: &Shared) -> bool {
-    shared
-        .actions
+fn backfill_anywhere(plan: &ReplayPlan) -> bool {
+    plan.actions
         .iter()
         .any(|a| matches!(a, Action::Migrate { backfill: true, .. }))
 }

@@ -20,7 +20,7 @@
 //!   every row, other `db` steps verify the schema, the last `db` step advances the migration
 //!   pointer (fenced with `--fencing`) and commits.
 
-mod clock;
+mod costs;
 mod fidelity;
 mod hold;
 mod items;
@@ -33,7 +33,7 @@ mod stub;
 mod tables;
 
 pub use lockbench_core::records::replay::{InjectedLatency, JobRunRecord};
-use lockbench_workloads::ReplayModel;
+use lockbench_workloads::JobModel;
 
 pub use plan::{LiveError, LiveOptions, LiveReport, LockMode, MAX_LIVE_ITEMS, MeasuredLatency};
 
@@ -46,7 +46,7 @@ impl LiveReplay {
     /// Creates the schema and tables, starts the proxy and the stub, connects every worker. On an
     /// error it removes what it had made before returning; on success [`LiveReplay::cleanup`]
     /// does.
-    pub async fn prepare(model: &ReplayModel, options: &LiveOptions) -> Result<Self, LiveError> {
+    pub async fn prepare(model: &JobModel, options: &LiveOptions) -> Result<Self, LiveError> {
         let prepared = setup::prepare(model, options).await?;
         Ok(LiveReplay { prepared })
     }
@@ -54,24 +54,24 @@ impl LiveReplay {
     /// Runs every job run, calling `progress` after each.
     pub async fn run(&mut self, progress: &(dyn Fn(u64) + Sync)) -> Result<LiveReport, LiveError> {
         let p = &mut self.prepared;
-        for run in 0..u64::from(p.shared.options.runs) {
+        for run in 0..u64::from(p.plan.options.runs) {
             let record =
-                run::run_once(&p.shared, &mut p.workers, &mut p.admin, run, &mut p.report).await?;
+                run::run_once(&p.plan, &mut p.workers, &mut p.admin, run, &mut p.report).await?;
             p.report.runs.push(record);
             progress(1);
         }
-        Ok(p.report.finish(&p.shared, &p.workers))
+        Ok(p.report.finish(&p.plan, &p.workers))
     }
 
     /// The schema this replay created (for tests and messages).
     pub fn schema(&self) -> &str {
-        &self.prepared.shared.schema
+        &self.prepared.plan.schema
     }
 
     /// Removes the schema, the lock keys and every lease; safe after an interrupted run.
     pub async fn cleanup(self) -> Result<(), LiveError> {
         let setup::Prepared {
-            shared,
+            plan,
             workers,
             backends,
             admin,
@@ -83,7 +83,7 @@ impl LiveReplay {
         // before the schema can be dropped.
         drop(workers);
         drop(admin);
-        let cleaned = setup::cleanup(&shared, &backends).await;
+        let cleaned = setup::cleanup(&plan, &backends).await;
         drop((proxy, stub));
         cleaned
     }

@@ -1,8 +1,8 @@
 //! The replay's plan and the types every other module shares: what the user asked for
-//! ([`LiveOptions`], [`LockMode`]), what a spec becomes ([`Kind`], [`Action`], [`classify`]),
-//! what the workers share for the whole replay ([`Shared`]), a worker and a run's state, and what
+//! ([`LiveOptions`], [`LockMode`]), what a spec becomes ([`JobKind`], [`Action`], [`classify`]),
+//! what the workers share for the whole replay ([`ReplayPlan`]), a worker and a run's state, and what
 //! a replay reports ([`LiveReport`]). A leaf: it imports no module of this crate but the leaf
-//! clients it holds (the stub's ledger and client, a worker's clock).
+//! clients it holds (the stub's ledger and client, a worker's call costs).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use lockbench_core::RuntimeHistogram;
 use lockbench_core::records::replay::{InjectedLatency, JobRunRecord};
 use lockbench_locks::{BackendConfig, HeartbeatPolicy, LockBackend, LockError};
-use lockbench_workloads::{LiveScenario, ReplayModel, Target};
+use lockbench_workloads::{JobModel, LiveScenario, Target};
 use sqlx::PgConnection;
 use sqlx::postgres::PgConnectOptions;
 use tokio::sync::watch;
 
-use crate::clock::Clock;
+use crate::costs::CallCosts;
 use crate::stub::{Ledger, StubClient};
 
 /// Most items (customers) one live run may have: each is several real round trips.
@@ -120,7 +120,7 @@ impl LiveReport {
 
 /// What kind of job a spec becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum JobKind {
     /// One item per unit of volume: customers.
     Billing,
     /// A fixed number of items on the whole volume: migrations.
@@ -150,12 +150,12 @@ pub(crate) enum Action {
 }
 
 /// Everything the workers share for the whole replay.
-pub(crate) struct Shared {
-    pub model: ReplayModel,
+pub(crate) struct ReplayPlan {
+    pub model: JobModel,
     pub options: LiveOptions,
     pub schema: String,
     pub key: String,
-    pub kind: Kind,
+    pub kind: JobKind,
     pub actions: Vec<Action>,
     pub real_rows: Option<u64>,
     pub worker_db: PgConnectOptions,
@@ -164,7 +164,7 @@ pub(crate) struct Shared {
     pub ledger: Arc<Mutex<Ledger>>,
 }
 
-impl Shared {
+impl ReplayPlan {
     pub(crate) fn f(&self) -> f64 {
         self.options.time_scale
     }
@@ -180,11 +180,7 @@ impl Shared {
     pub(crate) fn heartbeat(&self) -> Option<HeartbeatPolicy> {
         match self.options.mode {
             LockMode::FixedTtl(_) => None,
-            LockMode::Heartbeat(p) => Some(HeartbeatPolicy {
-                lease_ttl: p.lease_ttl.mul_f64(self.f()),
-                renewal_interval: p.renewal_interval.mul_f64(self.f()),
-                give_up_after: p.give_up_after.mul_f64(self.f()),
-            }),
+            LockMode::Heartbeat(p) => Some(p.scaled(self.f())),
         }
     }
 }
@@ -195,7 +191,7 @@ pub(crate) struct Worker {
     pub(crate) backend: Arc<dyn LockBackend>,
     pub(crate) db: PgConnection,
     pub(crate) api: StubClient,
-    pub(crate) clock: Clock,
+    pub(crate) costs: CallCosts,
     pub(crate) stats: Vec<TargetStats>,
 }
 
@@ -260,7 +256,7 @@ impl Default for TargetStats {
 }
 
 /// Turns the spec's steps into real work (see the module documentation of `live`).
-pub(crate) fn classify(model: &ReplayModel) -> Result<(Kind, Vec<Action>), LiveError> {
+pub(crate) fn classify(model: &JobModel) -> Result<(JobKind, Vec<Action>), LiveError> {
     let steps = model.steps();
     let db: Vec<usize> = (0..steps.len())
         .filter(|&i| steps[i].target == Target::Db)
@@ -291,7 +287,7 @@ pub(crate) fn classify(model: &ReplayModel) -> Result<(Kind, Vec<Action>), LiveE
                 Target::Cpu => Action::Local,
             })
             .collect();
-        return Ok((Kind::Migration, actions));
+        return Ok((JobKind::Migration, actions));
     }
     let first_api = steps.iter().position(|s| s.target == Target::Api);
     let last_db = db.last().copied();
@@ -311,7 +307,7 @@ pub(crate) fn classify(model: &ReplayModel) -> Result<(Kind, Vec<Action>), LiveE
             Target::Cpu => Action::Local,
         })
         .collect();
-    Ok((Kind::Billing, actions))
+    Ok((JobKind::Billing, actions))
 }
 
 #[cfg(test)]
@@ -319,20 +315,20 @@ mod tests {
     use super::*;
     use lockbench_workloads::WorkloadSpec;
 
-    fn model(file: &str, profile: &str) -> ReplayModel {
+    fn model(file: &str, profile: &str) -> JobModel {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../workloads/specs")
             .join(file);
-        ReplayModel::new(&WorkloadSpec::load(&path).unwrap(), profile, 0.1).unwrap()
+        JobModel::new(&WorkloadSpec::load(&path).unwrap(), profile, 0.1).unwrap()
     }
 
     #[test]
     fn shipped_specs_become_billing_and_migration_jobs() {
         let (kind, actions) = classify(&model("billing.toml", "baseline")).unwrap();
-        assert_eq!(kind, Kind::Billing);
+        assert_eq!(kind, JobKind::Billing);
         assert_eq!(actions, [Action::Read, Action::Charge, Action::Write]);
         let (kind, actions) = classify(&model("migration.toml", "baseline")).unwrap();
-        assert_eq!(kind, Kind::Migration);
+        assert_eq!(kind, JobKind::Migration);
         let flags: Vec<(bool, bool, bool, bool)> = actions
             .iter()
             .map(|a| match a {

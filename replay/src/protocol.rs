@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use lockbench_locks::Heartbeat;
 
 use crate::items::{mark_done, next_item, run_job};
-use crate::plan::{LiveError, Outcome, RunContext, Shared, Start, Worker};
+use crate::plan::{LiveError, Outcome, ReplayPlan, RunContext, Start, Worker};
 
 /// A retry worker tries the lock this often (real-equivalent), and never more than every 2 ms.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
@@ -16,12 +16,12 @@ const MIN_RETRY: Duration = Duration::from_millis(2);
 /// One worker's part of a run: take the lock (first) or keep trying it (retry), run the job
 /// unless it is finished, release.
 pub(crate) async fn work(
-    shared: &Shared,
+    plan: &ReplayPlan,
     context: &RunContext,
     worker: &mut Worker,
     first: bool,
 ) -> Result<Outcome, LiveError> {
-    let result = work_inner(shared, context, worker, first).await;
+    let result = work_inner(plan, context, worker, first).await;
     if first && result.is_err() {
         context.start.send_replace(Start::Failed);
     }
@@ -29,17 +29,17 @@ pub(crate) async fn work(
 }
 
 async fn work_inner(
-    shared: &Shared,
+    plan: &ReplayPlan,
     context: &RunContext,
     worker: &mut Worker,
     first: bool,
 ) -> Result<Outcome, LiveError> {
-    let ttl = shared.lease_ttl();
+    let ttl = plan.lease_ttl();
     let mut outcome = Outcome::default();
     let lease = if first {
         let lease = worker
             .backend
-            .try_acquire(&shared.key, ttl)
+            .try_acquire(&plan.key, ttl)
             .await?
             .ok_or_else(|| {
                 LiveError::Run(format!(
@@ -59,10 +59,10 @@ async fn work_inner(
         if state == Start::Failed {
             return Ok(outcome);
         }
-        let every = RETRY_EVERY.mul_f64(shared.f()).max(MIN_RETRY);
+        let every = RETRY_EVERY.mul_f64(plan.f()).max(MIN_RETRY);
         // Bounded by the run's timeout around every worker.
         loop {
-            if let Some(lease) = worker.backend.try_acquire(&shared.key, ttl).await? {
+            if let Some(lease) = worker.backend.try_acquire(&plan.key, ttl).await? {
                 break lease;
             }
             if *context.start.borrow() == Start::Failed {
@@ -72,14 +72,14 @@ async fn work_inner(
         }
     };
     let acquired = Instant::now();
-    let heartbeat = shared
+    let heartbeat = plan
         .heartbeat()
         .map(|policy| Heartbeat::spawn(worker.backend.clone(), lease.clone(), policy));
-    let next = next_item(shared, context, worker).await?;
+    let next = next_item(plan, context, worker).await?;
     if let Some(next) = next {
         outcome.takeover = !first;
         let finished = run_job(
-            shared,
+            plan,
             context,
             worker,
             &lease,
@@ -89,7 +89,7 @@ async fn work_inner(
         )
         .await?;
         if finished {
-            mark_done(shared, context, worker, &lease, &mut outcome).await?;
+            mark_done(plan, context, worker, &lease, &mut outcome).await?;
         }
     }
     if let Some(h) = heartbeat {

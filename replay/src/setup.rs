@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lockbench_locks::{FencingSource, LockBackend, Redacted};
-use lockbench_workloads::ReplayModel;
+use lockbench_workloads::JobModel;
 use sqlx::postgres::{PgConnectOptions, PgSslMode};
 use sqlx::{Connection, PgConnection};
 
-use crate::clock::Clock;
+use crate::costs::CallCosts;
 use crate::hold::hold_until;
 use crate::plan::{
-    Accumulator, Kind, LiveError, LiveOptions, LockMode, MAX_LIVE_ITEMS, MAX_REAL_ROWS,
-    MIN_REAL_ROWS, Shared, TargetStats, Worker, classify,
+    Accumulator, JobKind, LiveError, LiveOptions, LockMode, MAX_LIVE_ITEMS, MAX_REAL_ROWS,
+    MIN_REAL_ROWS, ReplayPlan, TargetStats, Worker, classify,
 };
 use crate::proxy::{HOLD_TAG, PgProxy};
 use crate::stub::{PaymentStub, StubClient};
@@ -29,7 +29,7 @@ const CALIBRATION_HOLD: Duration = Duration::from_millis(2);
 
 /// Everything a prepared replay holds.
 pub(crate) struct Prepared {
-    pub(crate) shared: Shared,
+    pub(crate) plan: ReplayPlan,
     pub(crate) workers: Vec<Worker>,
     pub(crate) backends: Vec<Arc<dyn LockBackend>>,
     pub(crate) admin: PgConnection,
@@ -40,7 +40,7 @@ pub(crate) struct Prepared {
 
 /// Builds everything; removes what it made if a later step fails.
 pub(crate) async fn prepare(
-    model: &ReplayModel,
+    model: &JobModel,
     options: &LiveOptions,
 ) -> Result<Prepared, LiveError> {
     if model.concurrency() > 1 {
@@ -88,7 +88,7 @@ pub(crate) async fn prepare(
         }
     }
     let schema = schema_name(&options.backend.namespace);
-    let real_rows = (kind == Kind::Migration).then(|| {
+    let real_rows = (kind == JobKind::Migration).then(|| {
         ((model.volume as f64 * options.time_scale).round() as u64)
             .clamp(MIN_REAL_ROWS, MAX_REAL_ROWS)
     });
@@ -110,7 +110,7 @@ pub(crate) async fn prepare(
             .port(proxy.addr.port())
             .ssl_mode(PgSslMode::Disable)
             .options([("synchronous_commit", "off")]);
-        let shared = Shared {
+        let plan = ReplayPlan {
             model: model.clone(),
             options: options.clone(),
             schema: schema.clone(),
@@ -129,7 +129,7 @@ pub(crate) async fn prepare(
             let backend: Arc<dyn LockBackend> =
                 Arc::from(lockbench_locks::connect(&options.backend).await?);
             backends.push(backend.clone());
-            let worker = connect_worker(&shared, index, backend, stub.addr).await;
+            let worker = connect_worker(&plan, index, backend, stub.addr).await;
             match worker {
                 Ok(w) => workers.push(w),
                 Err(e) => {
@@ -147,7 +147,7 @@ pub(crate) async fn prepare(
             );
         }
         Ok(Prepared {
-            shared,
+            plan,
             workers,
             backends,
             admin,
@@ -199,12 +199,12 @@ fn unreachable_db(shown: &str, reason: &str) -> LiveError {
 }
 
 async fn connect_worker(
-    shared: &Shared,
+    plan: &ReplayPlan,
     index: u64,
     backend: Arc<dyn LockBackend>,
     stub: SocketAddr,
 ) -> Result<Worker, LiveError> {
-    let mut db = connect_db(&shared.worker_db, &shared.database, &shared.options).await?;
+    let mut db = connect_db(&plan.worker_db, &plan.database, &plan.options).await?;
     let mut api = StubClient::connect(stub)
         .await
         .map_err(|e| LiveError::Run(format!("connecting to the payment-API stub: {e}")))?;
@@ -231,9 +231,9 @@ async fn connect_worker(
         costs[2].push(started.elapsed().as_nanos() as f64);
     }
     let cost = costs.map(|mut c| (median(&mut c) - hold.as_nanos() as f64).max(0.0));
-    let clock = Clock {
+    let costs = CallCosts {
         cost_ns: cost,
-        debt_ns: vec![0.0; shared.model.steps().len()],
+        debt_ns: vec![0.0; plan.model.steps().len()],
         shared_debt_ns: 0.0,
     };
     Ok(Worker {
@@ -241,8 +241,8 @@ async fn connect_worker(
         backend,
         db,
         api,
-        clock,
-        stats: vec![TargetStats::default(); shared.model.steps().len()],
+        costs,
+        stats: vec![TargetStats::default(); plan.model.steps().len()],
     })
 }
 
@@ -254,14 +254,14 @@ fn median(values: &mut [f64]) -> f64 {
 /// Closes every lock client (revoking leases an interrupted worker held), removes the lock key and
 /// the namespace's leftovers with a fresh client, and drops the schema.
 pub(crate) async fn cleanup(
-    shared: &Shared,
+    plan: &ReplayPlan,
     backends: &[Arc<dyn LockBackend>],
 ) -> Result<(), LiveError> {
     close_all(backends).await;
     let mut first_error = None;
-    match lockbench_locks::connect(&shared.options.backend).await {
+    match lockbench_locks::connect(&plan.options.backend).await {
         Ok(client) => {
-            if let Err(e) = client.cleanup(&shared.key).await {
+            if let Err(e) = client.cleanup(&plan.key).await {
                 first_error.get_or_insert(LiveError::from(e));
             }
             if let Err(e) = client.cleanup_namespace().await {
@@ -273,7 +273,7 @@ pub(crate) async fn cleanup(
             first_error.get_or_insert(LiveError::from(e));
         }
     }
-    if let Err(e) = drop_schema(&shared.admin_db, &shared.schema).await {
+    if let Err(e) = drop_schema(&plan.admin_db, &plan.schema).await {
         first_error.get_or_insert(e);
     }
     match first_error {

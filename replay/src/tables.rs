@@ -8,7 +8,7 @@ use lockbench_locks::Lease;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{AssertSqlSafe, Connection, PgConnection, Row};
 
-use crate::plan::{Kind, LiveError, MIN_REAL_ROWS, Shared};
+use crate::plan::{JobKind, LiveError, MIN_REAL_ROWS, ReplayPlan};
 
 /// The message of the exception the fencing function raises.
 const STALE: &str = "stale fencing token";
@@ -38,7 +38,7 @@ pub(crate) fn db_error(what: &str, e: sqlx::Error) -> LiveError {
 pub(crate) async fn create_tables(
     admin: &mut PgConnection,
     s: &str,
-    kind: Kind,
+    kind: JobKind,
     items: u64,
 ) -> Result<(), LiveError> {
     let common = format!(
@@ -53,14 +53,14 @@ pub(crate) async fn create_tables(
          CREATE TABLE {s}.job_done (run bigint PRIMARY KEY, worker bigint NOT NULL);"
     );
     let specific = match kind {
-        Kind::Billing => format!(
+        JobKind::Billing => format!(
             "CREATE TABLE {s}.customers (id bigint PRIMARY KEY, amount_cents bigint NOT NULL,
                  status text NOT NULL DEFAULT 'due', charged_by bigint)
                  WITH (fillfactor = 50);
              INSERT INTO {s}.customers (id, amount_cents)
                  SELECT g, 900 + (g * 7919) % 29000 FROM generate_series(1, {items}) g;"
         ),
-        Kind::Migration => format!(
+        JobKind::Migration => format!(
             "CREATE TABLE {s}.pointer (applied bigint NOT NULL);
              INSERT INTO {s}.pointer VALUES (0);
              CREATE TABLE {s}.migration_log (run bigint NOT NULL, migration bigint NOT NULL,
@@ -92,20 +92,20 @@ pub(crate) async fn drop_schema(
 }
 
 /// Resets the tables for run `run`.
-pub(crate) async fn reset(shared: &Shared, admin: &mut PgConnection) -> Result<(), LiveError> {
-    let s = &shared.schema;
-    let sql = match shared.kind {
-        Kind::Billing => format!(
+pub(crate) async fn reset(plan: &ReplayPlan, admin: &mut PgConnection) -> Result<(), LiveError> {
+    let s = &plan.schema;
+    let sql = match plan.kind {
+        JobKind::Billing => format!(
             "UPDATE {s}.customers SET status = 'due', charged_by = NULL;
              UPDATE {s}.fence_token SET token = 0;"
         ),
-        Kind::Migration => format!(
+        JobKind::Migration => format!(
             "DROP TABLE IF EXISTS {s}.accounts;
              CREATE TABLE {s}.accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
              INSERT INTO {s}.accounts SELECT g, g % 1000 FROM generate_series(1, {}) g;
              UPDATE {s}.pointer SET applied = 0;
              UPDATE {s}.fence_token SET token = 0;",
-            shared.real_rows.unwrap_or(MIN_REAL_ROWS)
+            plan.real_rows.unwrap_or(MIN_REAL_ROWS)
         ),
     };
     exec(admin, sql)
@@ -116,14 +116,14 @@ pub(crate) async fn reset(shared: &Shared, admin: &mut PgConnection) -> Result<(
 /// Counts what went twice in run `run`: (double executions, duplicate charges accepted, out of
 /// order migrations).
 pub(crate) async fn count(
-    shared: &Shared,
+    plan: &ReplayPlan,
     admin: &mut PgConnection,
     run: u64,
 ) -> Result<(u64, Option<u64>, Option<u64>), LiveError> {
-    match shared.kind {
-        Kind::Billing => {
+    match plan.kind {
+        JobKind::Billing => {
             let charges: Vec<_> = {
-                let mut ledger = shared.ledger.lock().expect("ledger poisoned");
+                let mut ledger = plan.ledger.lock().expect("ledger poisoned");
                 let (this, rest): (Vec<_>, Vec<_>) =
                     ledger.charges.drain(..).partition(|c| c.period == run);
                 ledger.charges = rest;
@@ -144,8 +144,8 @@ pub(crate) async fn count(
                 .sum();
             Ok((double, Some(duplicates), None))
         }
-        Kind::Migration => {
-            let s = &shared.schema;
+        JobKind::Migration => {
+            let s = &plan.schema;
             let row = sqlx::raw_sql(AssertSqlSafe(format!(
                 "SELECT
                    (SELECT count(*) FROM (SELECT migration FROM {s}.migration_log WHERE run = {run}
@@ -164,9 +164,9 @@ pub(crate) async fn count(
 }
 
 /// The statement that checks a fencing token, when fencing is on.
-pub(crate) fn fence(shared: &Shared, lease: &Lease) -> String {
-    match (shared.options.fencing, lease.fencing) {
-        (true, Some(token)) => format!("SELECT {}.fence({token}); ", shared.schema),
+pub(crate) fn fence(plan: &ReplayPlan, lease: &Lease) -> String {
+    match (plan.options.fencing, lease.fencing) {
+        (true, Some(token)) => format!("SELECT {}.fence({token}); ", plan.schema),
         _ => String::new(),
     }
 }

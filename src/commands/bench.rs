@@ -125,7 +125,7 @@ async fn measure_backend(
     for &contenders in &command.contenders {
         let progress = Progress::spinner(format!("{} x{contenders}", config.kind.name()));
         let counter = progress.counter();
-        let (result, used) = lockbench_bench::run(
+        let (result, used) = lockbench_bench::measure(
             config.kind.name(),
             clients[..contenders].to_vec(),
             &command.bench,

@@ -10,7 +10,7 @@ use lockbench_core::records::replay::{self, HoldMode, ReplayRecord, SimulatedCom
 use lockbench_core::records::{RESULTS_JSON, RuntimeSummary, to_csv, to_json};
 use lockbench_core::{ResultsDir, RuntimeHistogram, SpecRecord};
 use lockbench_replay::{LiveError, LiveReplay, LiveReport, LockMode};
-use lockbench_workloads::{ReplayModel, SimOptions, simulate};
+use lockbench_workloads::{JobModel, SimOptions, simulate};
 
 use crate::cli::ReplayArgs;
 use crate::commands::{Interrupted, shared};
@@ -24,7 +24,7 @@ const TIMEOUT_REPLAYS: u64 = 2_000;
 pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
     let mut command = ReplayCommand::resolve(args)?;
     let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
-    let model = ReplayModel::new(&command.spec, &command.profile, command.scale)?;
+    let model = JobModel::new(&command.spec, &command.profile, command.scale)?;
     let simulated = simulate(
         &model,
         &SimOptions {
@@ -67,7 +67,7 @@ fn run_timeout(command: &ReplayCommand, simulated: &RuntimeHistogram) -> Duratio
     real.mul_f64(command.live.time_scale * 2.0) + Duration::from_secs(30)
 }
 
-async fn replay(model: &ReplayModel, command: &ReplayCommand) -> Result<LiveReport> {
+async fn replay(model: &JobModel, command: &ReplayCommand) -> Result<LiveReport> {
     let live = &command.live;
     // Listening from here on: a Ctrl-C during the set-up waits for it to finish (it is bounded by
     // connection timeouts), then stops the run before it starts, with the same cleanup.
@@ -121,7 +121,7 @@ fn live_error(e: LiveError, command: &ReplayCommand) -> anyhow::Error {
 
 fn record(
     command: &ReplayCommand,
-    model: &ReplayModel,
+    model: &JobModel,
     report: &LiveReport,
     simulated: &RuntimeHistogram,
 ) -> ReplayRecord {

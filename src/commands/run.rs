@@ -11,41 +11,33 @@ use anyhow::{Context, Result};
 use lockbench_core::records::bench::BenchRecord;
 use lockbench_core::records::{Body, read_dir};
 use lockbench_core::{ResultsDir, ResultsError};
+use lockbench_workloads::WorkloadSpec;
 
-use crate::cli::RunAllArgs;
+use crate::cli::MainJobArgs;
 use crate::commands::Interrupted;
 use crate::options::{resolve_seed, usage};
 
 /// `bench` exit code when some backend could not be measured.
 const SOME_BACKENDS_FAILED: i32 = 3;
-/// The live replay: the billing incident at a tenth of its volume, 50 times faster.
+/// The live replay: a spec's incident at a tenth of its volume (its TTL scaled alike), 50 times
+/// faster.
 const REPLAY_SCALE: f64 = 0.1;
 const REPLAY_TIME_SCALE: &str = "0.02";
-/// The story's TTL, scaled with the replayed volume.
-const STORY_TTL_S: f64 = 300.0;
-
-/// The TTLs in use today for the shipped workloads, to price (the seed's stories).
-fn current_ttl(workload: &str) -> Option<&'static str> {
-    match workload {
-        "billing" => Some("300s"),
-        "migration" => Some("15m"),
-        _ => None,
-    }
-}
 
 struct Plan {
     quick: bool,
     seed: u64,
     config: PathBuf,
-    specs: Vec<PathBuf>,
+    /// Every spec, read once: each may name the TTL it has today and the profile of its incident.
+    specs: Vec<WorkloadSpec>,
     staging: PathBuf,
 }
 
-pub fn run(args: &RunAllArgs) -> Result<ExitCode> {
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = chrono_like_stamp();
-        PathBuf::from(format!("results/run-{stamp}"))
-    });
+pub fn run(args: &MainJobArgs) -> Result<ExitCode> {
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/run-{}", timestamp())));
     // Refuses an occupied --out before any work (exit 2), as every command does.
     ResultsDir::new(&out)?;
     if !args.config.is_file() {
@@ -58,19 +50,23 @@ pub fn run(args: &RunAllArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    let mut specs: Vec<PathBuf> = std::fs::read_dir(&args.specs)
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.specs)
         .map_err(|e| usage("--specs", format!("{}: {e}", args.specs.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
-    specs.sort();
-    if specs.is_empty() {
+    paths.sort();
+    if paths.is_empty() {
         return Err(usage(
             "--specs",
             format!("{}: no .toml workload specs in it", args.specs.display()),
         )
         .into());
     }
+    let specs = paths
+        .iter()
+        .map(|p| WorkloadSpec::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let seed = resolve_seed(args.seed.as_deref())?;
     let staging = staging_dir(&out)?;
     let plan = Plan {
@@ -127,32 +123,11 @@ pub fn run(args: &RunAllArgs) -> Result<ExitCode> {
     }
 }
 
-/// A timestamp for the default folder name, from the system clock (UTC).
-fn chrono_like_stamp() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rest / 3600,
-        (rest % 3600) / 60,
-        rest % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// `20261201-081755`: the default folder name's timestamp, UTC, from humantime's RFC 3339 form.
+fn timestamp() -> String {
+    let rfc3339 = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let digits: String = rfc3339.chars().filter(char::is_ascii_digit).collect();
+    format!("{}-{}", &digits[..8], &digits[8..14])
 }
 
 /// A hidden sibling of `out` where the steps write, moved into place at the end.
@@ -200,8 +175,9 @@ fn s(items: &[&str]) -> Vec<String> {
     items.iter().map(|x| x.to_string()).collect()
 }
 
-fn spec_name(spec: &Path) -> String {
-    spec.file_stem()
+fn spec_name(spec: &WorkloadSpec) -> String {
+    spec.path
+        .file_stem()
         .map_or("spec".into(), |s| s.to_string_lossy().into_owned())
 }
 
@@ -211,7 +187,11 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     let seed = plan.seed.to_string();
     let replays = if plan.quick { "2000" } else { "20000" };
     let out = |name: &str| plan.staging.join(name).display().to_string();
-    let specs: Vec<String> = plan.specs.iter().map(|p| p.display().to_string()).collect();
+    let specs: Vec<String> = plan
+        .specs
+        .iter()
+        .map(|s| s.path.display().to_string())
+        .collect();
 
     let mut args = s(&["simulate"]);
     args.extend(specs.iter().cloned());
@@ -228,10 +208,15 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
 
     for spec in &plan.specs {
         let name = spec_name(spec);
-        let mut args = s(&["ttl", &spec.display().to_string(), "--target-scale", "10"]);
+        let mut args = s(&[
+            "ttl",
+            &spec.path.display().to_string(),
+            "--target-scale",
+            "10",
+        ]);
         args.extend(s(&["--replays", replays, "--seed", &seed]));
-        if let Some(ttl) = current_ttl(&name) {
-            args.extend(s(&["--current-ttl", ttl]));
+        if let Some(ttl) = spec.workload.current_ttl {
+            args.extend(s(&["--current-ttl", &format!("{}s", ttl.as_secs_f64())]));
         }
         args.extend(s(&["--out", &out(&format!("ttl-{name}"))]));
         let code = step(&format!("TTL for {name} at 10x today's volume"), &args).await?;
@@ -274,19 +259,24 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         skipped.push(format!("backend {}: {}", failed.backend, failed.error));
     }
 
-    let billing = plan.specs.iter().find(|p| spec_name(p) == "billing");
+    let incidents: Vec<&WorkloadSpec> = plan
+        .specs
+        .iter()
+        .filter(|s| s.workload.incident_profile.is_some())
+        .collect();
     let database = lockbench_locks::replay_database(
         &std::fs::read_to_string(&plan.config).unwrap_or_default(),
     )
     .ok()
     .flatten();
-    match (billing, database) {
-        (None, _) => skipped.push("the live replay: no billing spec in the specs folder".into()),
+    match (incidents.is_empty(), database) {
+        (true, _) => skipped
+            .push("the live replay: no spec in the specs folder names an incident_profile".into()),
         (_, None) => skipped.push(format!(
             "the live replay: {} names no Postgres ([replay] database)",
             plan.config.display()
         )),
-        (Some(spec), Some(url)) => {
+        (false, Some(url)) => {
             let target = host_port(&url);
             if !reachable(&target) {
                 let line = format!(
@@ -295,15 +285,30 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
                 eprintln!("\nlockbench: run: {line}");
                 skipped.push(line);
             } else {
-                replays_of(plan, spec, &bench, &seed).await?;
+                for spec in incidents {
+                    match spec.workload.current_ttl {
+                        Some(ttl) => replays_of(plan, spec, ttl, &bench, &seed).await?,
+                        None => skipped.push(format!(
+                            "the live replay of {}: it names an incident_profile but no current_ttl to replay it with",
+                            spec.path.display()
+                        )),
+                    }
+                }
             }
         }
     }
     Ok(skipped)
 }
 
-/// The billing incident live with a TTL below its runtime, then each defence.
-async fn replays_of(plan: &Plan, spec: &Path, bench: &BenchRecord, seed: &str) -> Result<()> {
+/// A spec's incident live with the TTL it has today (scaled with the replayed volume), then each
+/// defence.
+async fn replays_of(
+    plan: &Plan,
+    spec: &WorkloadSpec,
+    current_ttl: Duration,
+    bench: &BenchRecord,
+    seed: &str,
+) -> Result<()> {
     // The first networked backend the benchmark measured, else the in-process one.
     let measured: Vec<&str> = bench
         .results
@@ -316,7 +321,13 @@ async fn replays_of(plan: &Plan, spec: &Path, bench: &BenchRecord, seed: &str) -
         .find(|b| measured.contains(b))
         .unwrap_or("memory");
     let runs = if plan.quick { "2" } else { "5" };
-    let ttl = format!("{}s", STORY_TTL_S * REPLAY_SCALE);
+    let ttl = format!("{}s", current_ttl.as_secs_f64() * REPLAY_SCALE);
+    let profile = spec
+        .workload
+        .incident_profile
+        .as_deref()
+        .unwrap_or("baseline");
+    let name = spec_name(spec);
     let scale = REPLAY_SCALE.to_string();
     let config = plan.config.display().to_string();
     let modes: [(&str, Vec<&str>); 4] = [
@@ -328,9 +339,14 @@ async fn replays_of(plan: &Plan, spec: &Path, bench: &BenchRecord, seed: &str) -
             vec!["--ttl", &ttl, "--idempotency-keys"],
         ),
     ];
-    for (name, extra) in modes {
-        let mut args = s(&["replay", &spec.display().to_string(), "--backend", backend]);
-        args.extend(s(&["--config", &config, "--profile", "month-end-incident"]));
+    for (mode, extra) in modes {
+        let mut args = s(&[
+            "replay",
+            &spec.path.display().to_string(),
+            "--backend",
+            backend,
+        ]);
+        args.extend(s(&["--config", &config, "--profile", profile]));
         args.extend(s(&["--scale", &scale, "--time-scale", REPLAY_TIME_SCALE]));
         args.extend(s(&["--runs", runs, "--seed", seed]));
         args.extend(extra.iter().map(|x| x.to_string()));
@@ -338,31 +354,32 @@ async fn replays_of(plan: &Plan, spec: &Path, bench: &BenchRecord, seed: &str) -
             "--out",
             &plan
                 .staging
-                .join(format!("replay-{name}"))
+                .join(format!("replay-{name}-{mode}"))
                 .display()
                 .to_string(),
         ]));
         let code = step(
-            &format!("live replay of the billing incident on {backend}: {name}"),
+            &format!("live replay of the {name} incident ({profile}) on {backend}: {mode}"),
             &args,
         )
         .await?;
         if code != 0 {
-            anyhow::bail!("replay ({name}) failed (exit code {code}); see above");
+            anyhow::bail!("replay of {name} ({mode}) failed (exit code {code}); see above");
         }
     }
     Ok(())
 }
 
 /// `host:port` of a Postgres URL (default port 5432).
-fn host_port(url: &str) -> String {
-    let rest = url.split("://").nth(1).unwrap_or(url);
-    let rest = rest.rsplit('@').next().unwrap_or(rest);
-    let authority = rest.split(['/', '?']).next().unwrap_or(rest);
-    if authority.contains(':') {
-        authority.to_string()
-    } else {
-        format!("{authority}:5432")
+fn host_port(database: &str) -> String {
+    match url::Url::parse(database) {
+        Ok(u) => format!(
+            "{}:{}",
+            u.host_str().unwrap_or("localhost"),
+            u.port().unwrap_or(5432)
+        ),
+        // A key=value connection string: sqlx reads it, the reachability probe does not.
+        Err(_) => database.to_string(),
     }
 }
 
@@ -391,8 +408,10 @@ mod tests {
     }
 
     #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+    fn timestamps_are_utc_digits() {
+        let t = timestamp();
+        assert_eq!(t.len(), 15, "{t}");
+        assert_eq!(&t[8..9], "-");
+        assert!(t.starts_with("20"), "{t}");
     }
 }

@@ -10,9 +10,9 @@ use lockbench_core::{
     Machine, Manifest, ResultsDir, RuntimeHistogram, ServerRecord, SpecRecord, TOOL_VERSION,
     unix_now_s,
 };
-use lockbench_workloads::{ReplayModel, SimOptions, WorkloadSpec, simulate};
+use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, simulate};
 
-use crate::options::RunOptions;
+use crate::options::SimulationOptions;
 use crate::progress::Progress;
 
 /// One simulated (workload, profile, scale) with its runtimes.
@@ -21,11 +21,11 @@ pub struct Simulated {
     pub histogram: RuntimeHistogram,
 }
 
-/// Simulates `model` under `run`'s replays, seed and threads.
+/// Simulates `model` under `simulation`'s replays, seed and threads.
 pub fn simulate_one(
-    model: &ReplayModel,
+    model: &JobModel,
     spec: &WorkloadSpec,
-    run: &RunOptions,
+    simulation: &SimulationOptions,
     thresholds: &[std::time::Duration],
     progress: &Progress,
 ) -> Simulated {
@@ -34,9 +34,9 @@ pub fn simulate_one(
         model.workload, model.profile, model.scale
     ));
     let options = SimOptions {
-        replays: run.replays,
-        seed: run.seed,
-        threads: run.threads,
+        replays: simulation.replays,
+        seed: simulation.seed,
+        threads: simulation.threads,
         thresholds: thresholds.to_vec(),
     };
     let histogram = simulate(model, &options, &|n| progress.advance(n));
@@ -57,7 +57,7 @@ pub fn simulate_one(
 pub fn write_results(
     out: ResultsDir,
     command: &str,
-    run: &RunOptions,
+    simulation: &SimulationOptions,
     specs: &[&WorkloadSpec],
     simulated: &[Simulated],
     record: Vec<u8>,
@@ -84,7 +84,13 @@ pub fn write_results(
             text: s.text.clone(),
         })
         .collect();
-    let manifest = manifest(&out, command, Some(run.seed), run.threads, specs);
+    let manifest = manifest(
+        &out,
+        command,
+        Some(simulation.seed),
+        simulation.threads,
+        specs,
+    );
     commit(out, manifest)
 }
 
@@ -154,8 +160,9 @@ pub fn commit_as(mut out: ResultsDir, manifest: Manifest, announce: bool) -> Res
 pub const STAGED: &str = "LOCKBENCH_STAGED";
 
 /// Checks `--out` before any work, so a long run cannot fail at its end.
-pub fn prepare_out(run: &RunOptions) -> Result<Option<ResultsDir>> {
-    run.out
+pub fn prepare_out(simulation: &SimulationOptions) -> Result<Option<ResultsDir>> {
+    simulation
+        .out
         .as_deref()
         .map(|p: &Path| ResultsDir::new(p))
         .transpose()

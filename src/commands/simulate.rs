@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Result;
 use lockbench_core::records::simulate::SimulationRecord;
 use lockbench_core::records::to_json;
-use lockbench_workloads::{ReplayModel, WorkloadSpec};
+use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::SimulateArgs;
 use crate::commands::shared::{Simulated, prepare_out, simulate_one, write_results};
@@ -22,7 +22,7 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| WorkloadSpec::load(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let out = prepare_out(&options.run)?;
+    let out = prepare_out(&options.simulation)?;
     // Compile every model first: a bad profile name or scale fails before any work is done.
     let mut models = Vec::new();
     for spec in &specs {
@@ -33,15 +33,15 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
         };
         for name in names {
             for scale in &options.scales {
-                models.push((spec, ReplayModel::new(spec, name, *scale)?));
+                models.push((spec, JobModel::new(spec, name, *scale)?));
             }
         }
     }
-    let progress = Progress::new(options.run.replays * models.len() as u64);
+    let progress = Progress::new(options.simulation.replays * models.len() as u64);
     let started = Instant::now();
     let simulated: Vec<Simulated> = models
         .iter()
-        .map(|(spec, model)| simulate_one(model, spec, &options.run, &[], &progress))
+        .map(|(spec, model)| simulate_one(model, spec, &options.simulation, &[], &progress))
         .collect();
     let elapsed = started.elapsed();
     progress.finish();
@@ -49,17 +49,17 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
     // behind docs/PERFORMANCE.md, over the simulation's wall time alone.
     let samples: u64 = models
         .iter()
-        .map(|(_, m)| m.samples_per_replay() * options.run.replays)
+        .map(|(_, m)| m.samples_per_replay() * options.simulation.replays)
         .sum();
     let record = SimulationRecord {
-        seed: options.run.seed,
-        threads: options.run.threads,
+        seed: options.simulation.seed,
+        threads: options.simulation.threads,
         results: simulated.iter().map(|s| s.row.clone()).collect(),
         latency_samples: samples,
         elapsed_s: elapsed.as_secs_f64(),
         samples_per_s: samples as f64 / elapsed.as_secs_f64().max(1e-9),
     };
-    if options.run.json {
+    if options.simulation.json {
         std::io::stdout().write_all(&to_json(&record))?;
     } else {
         print!("{}", render::simulation_table(&record));
@@ -68,7 +68,14 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
     if let Some(out) = out {
         let spec_refs: Vec<&WorkloadSpec> = specs.iter().collect();
         let bytes = to_json(&record);
-        write_results(out, "simulate", &options.run, &spec_refs, &simulated, bytes)?;
+        write_results(
+            out,
+            "simulate",
+            &options.simulation,
+            &spec_refs,
+            &simulated,
+            bytes,
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

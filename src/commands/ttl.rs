@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use lockbench_analysis::{ProfileP999, TtlInputs, VolumePoint, recommend, review_scales};
 use lockbench_core::records::to_json;
-use lockbench_workloads::{ReplayModel, WorkloadSpec};
+use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
 use crate::commands::shared::{Simulated, prepare_out, simulate_one, write_results};
@@ -17,7 +17,7 @@ use crate::render;
 pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     let options = TtlOptions::resolve(args)?;
     let spec = WorkloadSpec::load(&options.spec)?;
-    let out = prepare_out(&options.run)?;
+    let out = prepare_out(&options.simulation)?;
     let names: Vec<String> = match &options.profile {
         Some(name) => vec![spec.profile(name)?.name.clone()],
         None => spec.profiles.iter().map(|p| p.name.clone()).collect(),
@@ -27,18 +27,18 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     // Every model is compiled before any replay runs, so bad input fails at once.
     let at_target = names
         .iter()
-        .map(|n| ReplayModel::new(&spec, n, target))
+        .map(|n| JobModel::new(&spec, n, target))
         .collect::<Result<Vec<_>, _>>()?;
     for n in &names {
-        ReplayModel::new(&spec, n, above)?;
+        JobModel::new(&spec, n, above)?;
     }
     let thresholds: Vec<_> = options.current_ttl.into_iter().collect();
-    let progress = Progress::new(options.run.replays * (names.len() as u64 + 2));
+    let progress = Progress::new(options.simulation.replays * (names.len() as u64 + 2));
 
     // 1. Every candidate profile at the target scale; the worst P99.9 decides.
     let mut simulated: Vec<Simulated> = at_target
         .iter()
-        .map(|m| simulate_one(m, &spec, &options.run, &thresholds, &progress))
+        .map(|m| simulate_one(m, &spec, &options.simulation, &thresholds, &progress))
         .collect();
     let worst = (0..simulated.len())
         .max_by_key(|i| simulated[*i].row.runtime.p999)
@@ -50,8 +50,14 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
 
     // 2. The chosen profile at half and double the target, to see how runtime grows.
     for scale in [below, above] {
-        let model = ReplayModel::new(&spec, &chosen, scale)?;
-        simulated.push(simulate_one(&model, &spec, &options.run, &[], &progress));
+        let model = JobModel::new(&spec, &chosen, scale)?;
+        simulated.push(simulate_one(
+            &model,
+            &spec,
+            &options.simulation,
+            &[],
+            &progress,
+        ));
     }
     progress.finish();
 
@@ -79,8 +85,8 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
         unit: spec.workload.unit.clone(),
         target_scale: target,
         target_volume: target_row.volume,
-        seed: options.run.seed,
-        replays: options.run.replays,
+        seed: options.simulation.seed,
+        replays: options.simulation.replays,
         measured_p999: target_row.runtime.p999,
         p999_ci_s: target_row.p999_ci_s,
         p999_ci_open: target_row.p999_ci_open,
@@ -92,13 +98,20 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     });
 
     let record = to_json(&recommendation);
-    if options.run.json {
+    if options.simulation.json {
         std::io::stdout().write_all(&record)?;
     } else {
         print!("{}", render::ttl_report(&recommendation));
     }
     if let Some(out) = out {
-        write_results(out, "ttl", &options.run, &[&spec], &simulated, record)?;
+        write_results(
+            out,
+            "ttl",
+            &options.simulation,
+            &[&spec],
+            &simulated,
+            record,
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

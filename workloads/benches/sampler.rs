@@ -9,7 +9,7 @@ use std::path::Path;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lockbench_workloads::latency::Latency;
 use lockbench_workloads::sampler::Sampler;
-use lockbench_workloads::{ReplayModel, SimOptions, WorkloadSpec, replay_rng, simulate};
+use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, replay_rng, simulate};
 use rand::Rng;
 use rand_distr::Distribution;
 
@@ -81,7 +81,7 @@ fn draws(c: &mut Criterion) {
 
 fn replays(c: &mut Criterion) {
     let spec = WorkloadSpec::parse(THREE_STEP_LOGNORMAL, Path::new("bench.toml")).unwrap();
-    let model = ReplayModel::new(&spec, "baseline", 1.0).unwrap();
+    let model = JobModel::new(&spec, "baseline", 1.0).unwrap();
     let mut group = c.benchmark_group("replay");
     group.throughput(Throughput::Elements(100 * model.samples_per_replay()));
     group.sample_size(20);

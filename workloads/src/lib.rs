@@ -1,7 +1,7 @@
 //! Workloads: what a job does, how slow its calls are, and how it runs in simulated time.
 //!
 //! A workload spec (TOML, see `specs/`) enters through [`WorkloadSpec::load`], which validates it
-//! and reports the first problem with its file, field and line. [`ReplayModel::new`] compiles the
+//! and reports the first problem with its file, field and line. [`JobModel::new`] compiles the
 //! spec for one profile and scale; [`simulate`] replays that model many times in virtual time and
 //! returns the runtimes as a [`lockbench_core::RuntimeHistogram`]. Latency distributions live in
 //! [`latency`], the sampling kernel in [`sampler`]. [`LiveScenario`] and [`LivePauses`] give the
@@ -17,7 +17,7 @@ mod sim;
 mod spec;
 
 pub use error::SpecError;
-pub use model::{CompiledStep, MAX_ITEMS, ReplayModel};
+pub use model::{CompiledStep, JobModel, MAX_ITEMS};
 pub use sim::{LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate};
 pub use spec::{
     Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step, Target,

@@ -54,7 +54,7 @@ pub(crate) struct CompiledPauses {
 
 /// A workload at one profile and scale, compiled for the simulator.
 #[derive(Clone, Debug)]
-pub struct ReplayModel {
+pub struct JobModel {
     /// Workload name.
     pub workload: String,
     /// Profile name.
@@ -73,7 +73,7 @@ pub struct ReplayModel {
     pub(crate) pauses: Option<CompiledPauses>,
 }
 
-impl ReplayModel {
+impl JobModel {
     /// Items per job run (customers, or migrations).
     pub fn items(&self) -> u64 {
         self.items
@@ -167,7 +167,7 @@ impl ReplayModel {
             mean_interval_s: p.mean_interval.as_secs_f64(),
             duration: Sampler::new(&p.duration, 1.0),
         });
-        Ok(ReplayModel {
+        Ok(JobModel {
             workload: spec.workload.name.clone(),
             profile: profile.name.clone(),
             scale,

@@ -23,11 +23,12 @@ const FRACTION_SCALE: f64 = 1.0 / (1u64 << FRACTION_BITS) as f64;
 /// Draws latencies (seconds) from one distribution, scaled by a constant factor.
 #[derive(Clone, Debug)]
 pub struct Sampler {
-    kind: Kind,
+    draw: Draw,
 }
 
+/// How a sampler draws: a constant, an inverse-CDF table, or a mixture of samplers.
 #[derive(Clone, Debug)]
-enum Kind {
+enum Draw {
     Constant(f64),
     Table(Box<Table>),
     /// Components with the cumulative weight, as a 64-bit threshold, that ends each one.
@@ -44,8 +45,8 @@ struct Table {
 impl Sampler {
     /// A sampler for `latency` with every value multiplied by `scale`.
     pub fn new(latency: &Latency, scale: f64) -> Self {
-        let kind = match latency {
-            Latency::Constant(v) => Kind::Constant(v * scale),
+        let draw = match latency {
+            Latency::Constant(v) => Draw::Constant(v * scale),
             Latency::Mixture(parts) => {
                 let mut cumulative = 0.0;
                 let mut components: Vec<(u64, Sampler)> = parts
@@ -58,7 +59,7 @@ impl Sampler {
                 if let Some(last) = components.last_mut() {
                     last.0 = u64::MAX;
                 }
-                Kind::Mixture(components.into_boxed_slice())
+                Draw::Mixture(components.into_boxed_slice())
             }
             other => {
                 let mut values: Vec<f64> = (0..=SEGMENTS)
@@ -67,28 +68,28 @@ impl Sampler {
                 // The last point is the quantile at 1 (infinite for unbounded tails); the exact
                 // path serves that segment, so the table only needs a finite placeholder.
                 values[SEGMENTS] = values[SEGMENTS - 1];
-                Kind::Table(Box::new(Table {
+                Draw::Table(Box::new(Table {
                     values: values.into_boxed_slice(),
                     exact: other.clone(),
                     scale,
                 }))
             }
         };
-        Sampler { kind }
+        Sampler { draw }
     }
 
     /// True when every draw gives the same value (no randomness consumed).
     pub fn is_constant(&self) -> bool {
-        matches!(self.kind, Kind::Constant(_))
+        matches!(self.draw, Draw::Constant(_))
     }
 
     /// One latency in seconds.
     #[inline(always)]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
-        match &self.kind {
-            Kind::Constant(v) => *v,
-            Kind::Table(table) => table.sample(rng.next_u64()),
-            Kind::Mixture(components) => sample_mixture(components, rng),
+        match &self.draw {
+            Draw::Constant(v) => *v,
+            Draw::Table(table) => table.sample(rng.next_u64()),
+            Draw::Mixture(components) => sample_mixture(components, rng),
         }
     }
 }

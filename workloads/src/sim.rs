@@ -1,4 +1,4 @@
-//! The simulated executor: replays a [`ReplayModel`] many times in virtual time and records the
+//! The simulated executor: replays a [`JobModel`] many times in virtual time and records the
 //! runtimes. Nothing here sleeps; a replay of a 400 s job takes microseconds.
 //!
 //! Determinism: replay `i` draws from its own random stream derived from the seed and `i`, and the
@@ -11,7 +11,7 @@ use lockbench_core::RuntimeHistogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::model::{CompiledEpisode, CompiledPauses, CompiledStep, Effect, ReplayModel};
+use crate::model::{CompiledEpisode, CompiledPauses, CompiledStep, Effect, JobModel};
 
 /// Replays handed to a thread at a time: large enough to amortise the shared counter, small
 /// enough that both cores finish together.
@@ -35,7 +35,7 @@ pub struct SimOptions {
 /// Runs `options.replays` replays of `model` and returns their runtimes. `progress` is called
 /// with the number of replays just finished, from any worker thread.
 pub fn simulate(
-    model: &ReplayModel,
+    model: &JobModel,
     options: &SimOptions,
     progress: &(dyn Fn(u64) + Sync),
 ) -> RuntimeHistogram {
@@ -170,7 +170,7 @@ pub struct LiveScenario {
 
 impl LiveScenario {
     /// Draws the episodes of one run from `rng` (the stream of replay `index`).
-    pub fn draw(model: &ReplayModel, rng: &mut SmallRng) -> Self {
+    pub fn draw(model: &JobModel, rng: &mut SmallRng) -> Self {
         LiveScenario {
             windows: model
                 .episodes
@@ -183,13 +183,7 @@ impl LiveScenario {
     /// Seconds from `t` (seconds since the run began) until a call of step `step` begun then
     /// completes: blocks waited out first, then the call's work under the slowdowns active at its
     /// start, as the simulator's engines do.
-    pub fn call_seconds(
-        &self,
-        model: &ReplayModel,
-        step: usize,
-        t: f64,
-        rng: &mut SmallRng,
-    ) -> f64 {
+    pub fn call_seconds(&self, model: &JobModel, step: usize, t: f64, rng: &mut SmallRng) -> f64 {
         let compiled = &model.steps[step];
         let (start, factor) = start_and_factor(&self.windows, compiled.mask, t);
         (start - t) + call_work(compiled, model.units_per_item, rng) * factor
@@ -205,7 +199,7 @@ pub struct LivePauses {
 
 impl LivePauses {
     /// The pauses of one worker in one run, from its own stream.
-    pub fn new(model: &ReplayModel, mut rng: SmallRng) -> Self {
+    pub fn new(model: &JobModel, mut rng: SmallRng) -> Self {
         let spec = model.pauses.clone();
         let next = spec
             .as_ref()
@@ -238,7 +232,7 @@ struct Window {
 }
 
 /// One job run in virtual time; returns its runtime in seconds.
-pub(crate) fn replay(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f64 {
+pub(crate) fn replay(model: &JobModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f64 {
     scratch.active.clear();
     for ep in &model.episodes {
         if let Some(window) = realise(ep, rng) {
@@ -254,7 +248,7 @@ pub(crate) fn replay(model: &ReplayModel, rng: &mut SmallRng, scratch: &mut Scra
 }
 
 fn pause_timeline<'a>(
-    model: &'a ReplayModel,
+    model: &'a JobModel,
     rng: &mut SmallRng,
     buffer: &'a mut Vec<(f64, f64)>,
 ) -> Option<PauseTimeline<'a>> {
@@ -289,7 +283,7 @@ fn realise(ep: &CompiledEpisode, rng: &mut SmallRng) -> Option<Window> {
 
 /// The common case, kept free of branches on time: one lane, nothing correlated happening.
 #[inline(never)]
-fn straight_sum(model: &ReplayModel, rng: &mut SmallRng) -> f64 {
+fn straight_sum(model: &JobModel, rng: &mut SmallRng) -> f64 {
     let mut total = 0.0;
     let units = model.units_per_item;
     for _ in 0..model.items {
@@ -305,7 +299,7 @@ fn straight_sum(model: &ReplayModel, rng: &mut SmallRng) -> f64 {
 /// pauses only cost anything for the calls they overlap. Gives exactly what [`lanes`] gives for
 /// one lane, at nearly the speed of [`straight_sum`].
 fn single_lane(
-    model: &ReplayModel,
+    model: &JobModel,
     rng: &mut SmallRng,
     active: &[Window],
     states: &mut Vec<StepState>,
@@ -395,7 +389,7 @@ fn effects_at(active: &[Window], t: f64, steps: usize, states: &mut Vec<StepStat
 
 /// The general case: several lanes, episodes and pauses on the run's own timeline.
 fn lanes(
-    model: &ReplayModel,
+    model: &JobModel,
     rng: &mut SmallRng,
     active: &[Window],
     lanes: &mut Vec<f64>,
@@ -517,7 +511,7 @@ mod tests {
             slowdown = 3.0
         "#;
         let spec = WorkloadSpec::parse(text, std::path::Path::new("w.toml")).unwrap();
-        let model = ReplayModel::new(&spec, "p", 1.0).unwrap();
+        let model = JobModel::new(&spec, "p", 1.0).unwrap();
         let mut rng = replay_rng(1, 0);
         let scenario = LiveScenario::draw(&model, &mut rng);
         assert_eq!(scenario.call_seconds(&model, 0, 0.0, &mut rng), 1.0);
@@ -530,12 +524,12 @@ mod tests {
     fn live_pauses_come_due_once() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/billing.toml");
         let spec = WorkloadSpec::load(&path).unwrap();
-        let model = ReplayModel::new(&spec, "gc-pressure", 1.0).unwrap();
+        let model = JobModel::new(&spec, "gc-pressure", 1.0).unwrap();
         let mut pauses = LivePauses::new(&model, replay_rng(3, 0));
         let first = pauses.due(10_000.0);
         assert!(first > 0.0, "about 110 pauses are due in 10,000 s");
         assert_eq!(pauses.due(10_000.0), 0.0, "a pause is taken once");
-        let none = ReplayModel::new(&spec, "baseline", 1.0).unwrap();
+        let none = JobModel::new(&spec, "baseline", 1.0).unwrap();
         assert_eq!(LivePauses::new(&none, replay_rng(3, 0)).due(1e9), 0.0);
     }
 
@@ -548,7 +542,7 @@ mod tests {
                 .join(file);
             let spec = WorkloadSpec::load(&path).unwrap();
             for profile in &spec.profiles {
-                let model = ReplayModel::new(&spec, &profile.name, 0.2).unwrap();
+                let model = JobModel::new(&spec, &profile.name, 0.2).unwrap();
                 let mut scratch = Scratch::default();
                 for index in 0..200 {
                     let fast = replay(&model, &mut replay_rng(9, index), &mut scratch);

@@ -57,6 +57,14 @@ pub struct Workload {
     /// Items processed in parallel inside one run.
     #[serde(default = "one")]
     pub concurrency: u32,
+    /// The TTL the job's lock has today: `lockbench run` prices it (the chance per run that the
+    /// job outlives it) and replays the incident live with it.
+    #[serde(default, deserialize_with = "duration::deserialize_option")]
+    pub current_ttl: Option<Duration>,
+    /// The profile that reproduces the job's incident: what `lockbench run` replays live against
+    /// the real servers (with `current_ttl`, then with each defence).
+    #[serde(default)]
+    pub incident_profile: Option<String>,
 }
 
 /// What a step's latency applies to; profiles inject latency by target.
@@ -300,6 +308,22 @@ impl WorkloadSpec {
                 "steps".into(),
                 "expected at least one [[steps]] entry".into(),
             ));
+        }
+        if let Some(name) = &w.incident_profile {
+            let known: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
+            if !known.contains(&name.as_str()) {
+                return Err((
+                    "workload.incident_profile".into(),
+                    format!(
+                        "expected the name of one of the spec's [[profiles]] ({}), got \"{name}\"",
+                        if known.is_empty() {
+                            "it defines none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ));
+            }
         }
         if self.steps.len() > MAX_STEPS {
             return Err((

@@ -4,12 +4,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
-use lockbench_workloads::{ReplayModel, SimOptions, WorkloadSpec, simulate};
+use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, simulate};
 use statrs::distribution::{ContinuousCDF, Gamma};
 
 fn run(spec_text: &str, profile: &str, replays: u64, threads: usize) -> RuntimeHistogram {
     let spec = WorkloadSpec::parse(spec_text, Path::new("test.toml")).expect("valid spec");
-    let model = ReplayModel::new(&spec, profile, 1.0).expect("profile exists");
+    let model = JobModel::new(&spec, profile, 1.0).expect("profile exists");
     let options = SimOptions {
         replays,
         seed: 20261130,
@@ -161,7 +161,7 @@ slowdown = 2.0
         steps(1, r#""1s""#)
     );
     let spec = WorkloadSpec::parse(&spec, Path::new("test.toml")).unwrap();
-    let model = ReplayModel::new(&spec, "sometimes", 1.0).unwrap();
+    let model = JobModel::new(&spec, "sometimes", 1.0).unwrap();
     let limit = Duration::from_secs(15);
     let options = SimOptions {
         replays: 100_000,

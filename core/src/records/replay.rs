@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::codec::present;
 use super::summary::RuntimeSummary;
-use super::ttl::Heartbeat;
+use super::ttl::HeartbeatRecommendation;
 
 /// The job runs' CSV file.
 pub const CSV: &str = "replay.csv";
@@ -52,7 +52,7 @@ pub struct ReplayRecord {
     pub ttl_s: f64,
     /// The heartbeat figures; `None` with a fixed TTL.
     #[serde(deserialize_with = "present")]
-    pub heartbeat: Option<Heartbeat>,
+    pub heartbeat: Option<HeartbeatRecommendation>,
     /// Writes carried the fencing token.
     pub fencing: bool,
     /// Charges carried an idempotency key.

@@ -41,7 +41,7 @@ pub struct TtlRecommendation {
     #[serde(rename = "ttl_s", with = "seconds")]
     pub ttl: Duration,
     /// The heartbeat alternative.
-    pub heartbeat: Heartbeat,
+    pub heartbeat: HeartbeatRecommendation,
     /// Alert when a run holds the lock longer than this.
     #[serde(rename = "alert_hold_s", with = "seconds")]
     pub alert_hold: Duration,
@@ -87,7 +87,7 @@ pub struct VolumePoint {
 /// The heartbeat alternative to a long fixed TTL.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Heartbeat {
+pub struct HeartbeatRecommendation {
     /// Lease TTL: how long the lock outlives a crashed holder.
     #[serde(rename = "lease_ttl_s", with = "seconds")]
     pub lease_ttl: Duration,

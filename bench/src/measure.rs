@@ -12,10 +12,10 @@ use crate::{BenchOptions, BenchResult, KeyMode, LoadMode, Metrics, cycle};
 /// so arrivals rarely share a key.
 const OPEN_LOOP_KEYS: u64 = 4096;
 
-/// Runs the benchmark with one client per contender (closed loop) or a pool of clients that
+/// Measures one backend at one contention level, with one client per contender (closed loop) or a pool of clients that
 /// arrivals take in turn (open loop). `progress` is called once per measured acquisition. Returns
 /// the result and the keys used, for cleanup.
-pub async fn run(
+pub async fn measure(
     backend: &str,
     clients: Vec<Arc<dyn LockBackend>>,
     options: &BenchOptions,

@@ -38,13 +38,13 @@ pub(crate) fn target_name(t: Target) -> &'static str {
 /// (every one of its calls is too short) by calls of any step. The run's total, the runtime,
 /// stays what the model asks for, and each step's own distribution as close as it can be.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Clock {
+pub(crate) struct CallCosts {
     pub(crate) cost_ns: [f64; 3],
     pub(crate) debt_ns: Vec<f64>,
     pub(crate) shared_debt_ns: f64,
 }
 
-impl Clock {
+impl CallCosts {
     /// The hold to ask for so that a call of step `step` to `target` takes `requested_ns`.
     pub(crate) fn hold_for(&mut self, step: usize, target: Target, requested_ns: f64) -> f64 {
         let budget = (MAX_REPAYMENT_SHARE * requested_ns).min(MAX_REPAYMENT_NS);
@@ -72,8 +72,8 @@ impl Clock {
 mod tests {
     use super::*;
 
-    fn clock() -> Clock {
-        Clock {
+    fn costs() -> CallCosts {
+        CallCosts {
             cost_ns: [50_000.0, 0.0, 0.0],
             debt_ns: vec![0.0; 2],
             shared_debt_ns: 0.0,
@@ -82,7 +82,7 @@ mod tests {
 
     #[test]
     fn holds_subtract_the_measured_cost_of_a_call() {
-        let mut c = clock();
+        let mut c = costs();
         assert_eq!(c.hold_for(0, Target::Db, 300_000.0), 250_000.0);
         assert_eq!(c.hold_for(0, Target::Db, 30_000.0), 0.0);
         assert_eq!(c.hold_for(1, Target::Api, 300_000.0), 300_000.0);
@@ -90,7 +90,7 @@ mod tests {
 
     #[test]
     fn overruns_are_repaid_by_later_calls_a_little_at_a_time() {
-        let mut c = clock();
+        let mut c = costs();
         // A call asked for 100 us took 400 us: 300 us to repay.
         c.observe(0, 100_000.0, 400_000.0);
         // The next 1 ms call gives at most a quarter of itself and at most 200 us.
@@ -101,14 +101,14 @@ mod tests {
 
     #[test]
     fn calls_that_came_in_short_lengthen_the_next_ones() {
-        let mut c = clock();
+        let mut c = costs();
         c.observe(1, 1_000_000.0, 900_000.0);
         assert_eq!(c.hold_for(1, Target::Api, 1_000_000.0), 1_100_000.0);
     }
 
     #[test]
     fn what_a_step_cannot_repay_itself_spills_to_every_step() {
-        let mut c = clock();
+        let mut c = costs();
         c.observe(0, 0.0, SPILL_NS + 100_000.0);
         assert_eq!(c.debt_ns[0], SPILL_NS);
         assert_eq!(c.shared_debt_ns, 100_000.0);
