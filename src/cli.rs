@@ -32,8 +32,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Show what changed between two sets of results (staging before and after a change).
     Compare(CompareArgs),
-    /// The main job: simulate and derive TTLs for the shipped workloads, benchmark every reachable
-    /// backend, replay live when Postgres is reachable, and write the report.
+    /// The main job: simulate every spec and derive its TTL (pricing its current_ttl), benchmark
+    /// every reachable backend, replay each spec's incident_profile live when Postgres is
+    /// reachable, and write the report.
     Run(MainJobArgs),
 }
 
