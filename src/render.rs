@@ -366,14 +366,18 @@ pub fn replay_summary(r: &ReplayRecord) -> String {
         r.time_scale,
         format_duration(Duration::from_secs_f64(r.time_scale)),
     );
-    let mode = match (&r.mode, &r.heartbeat) {
+    let mode = match (r.mode, &r.heartbeat) {
+        (HoldMode::Ttl, _) => format!("fixed TTL {}", secs(seconds(r.ttl_s))),
         (HoldMode::Heartbeat, Some(h)) => format!(
             "heartbeat: lease {}, renew every {}, give up after {}",
             secs(h.lease_ttl),
             secs(h.renewal_interval),
             secs(h.give_up_after)
         ),
-        _ => format!("fixed TTL {}", secs(seconds(r.ttl_s))),
+        (HoldMode::Heartbeat, None) => format!(
+            "heartbeat: lease {} (renewal figures not recorded)",
+            secs(seconds(r.ttl_s))
+        ),
     };
     let mut extras = Vec::new();
     if r.fencing {
