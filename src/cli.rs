@@ -185,6 +185,14 @@ pub struct BenchArgs {
         allow_hyphen_values = true
     )]
     pub wait: String,
+    /// How a contender waits for a held lock: `native` (the backend's own queue where it has one:
+    /// a blocking advisory lock for pg-session and pg-xact; the others poll) or `poll`.
+    #[arg(long, value_name = "MODE", default_value = "native")]
+    pub wait_mode: String,
+    /// Backoff of a polling contender: first pause..longest pause, doubled after each refused
+    /// try and jittered.
+    #[arg(long, value_name = "MIN..MAX", default_value = "500us..20ms")]
+    pub poll: String,
     /// Do not renew while holding.
     #[arg(long)]
     pub no_renew: bool,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use lockbench_analysis::DEFAULT_SAFETY_FACTOR;
 use lockbench_workloads::MAX_REPLAYS;
 
-use lockbench_bench::{BenchOptions, KeyMode, LoadMode};
+use lockbench_bench::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
 use lockbench_locks::{BackendConfig, BackendKind};
 
 use crate::cli::{BenchArgs, ReplayArgs, SimulateArgs, SimulationArgs, TtlArgs};
@@ -362,6 +362,17 @@ impl BenchCommand {
             hold: parse("--hold", &args.hold)?,
             ttl: positive_duration("--ttl", &args.ttl)?,
             wait: positive_duration("--wait", &args.wait)?,
+            wait_mode: match args.wait_mode.as_str() {
+                "native" => WaitMode::Native,
+                "poll" => WaitMode::Poll,
+                other => {
+                    return Err(usage(
+                        "--wait-mode",
+                        format!("expected \"native\" or \"poll\", got \"{other}\""),
+                    ));
+                }
+            },
+            poll: poll_policy(&args.poll)?,
             renew: !args.no_renew,
             max_in_flight: 1024,
         };
@@ -374,6 +385,27 @@ impl BenchCommand {
             config_path: args.config.clone(),
         })
     }
+}
+
+/// `--poll MIN..MAX`: two durations, MIN above zero and at most MAX, MAX at most 1 s.
+fn poll_policy(text: &str) -> Result<PollPolicy, UsageError> {
+    let Some((first, max)) = text.split_once("..") else {
+        return Err(usage(
+            "--poll",
+            format!("expected MIN..MAX such as 1ms..20ms, got \"{text}\""),
+        ));
+    };
+    let (first, max) = (
+        positive_duration("--poll", first)?,
+        positive_duration("--poll", max)?,
+    );
+    if first > max || max > Duration::from_secs(1) {
+        return Err(usage(
+            "--poll",
+            format!("expected MIN <= MAX <= 1s, got \"{text}\""),
+        ));
+    }
+    Ok(PollPolicy { first, max })
 }
 
 fn positive_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {

@@ -296,6 +296,7 @@ pub fn bench_table(results: &[BenchRow]) -> String {
         "backend",
         "mode",
         "keys",
+        "wait",
         "C",
         "ops",
         "errors",
@@ -308,6 +309,7 @@ pub fn bench_table(results: &[BenchRow]) -> String {
         "release P50",
         "handoff P50",
         "try fail",
+        "fair",
         "ops/s",
     ];
     let us = |v: f64| format!("{v:.1}");
@@ -321,6 +323,7 @@ pub fn bench_table(results: &[BenchRow]) -> String {
                     None => r.mode.to_string(),
                 },
                 r.keys.to_string(),
+                r.wait_mode.to_string(),
                 r.contenders.to_string(),
                 format_count(r.ops),
                 format_count(r.errors),
@@ -337,13 +340,16 @@ pub fn bench_table(results: &[BenchRow]) -> String {
                     us(r.handoff_us.p50)
                 },
                 format!("{:.1} %", r.try_fail_rate * 100.0),
+                r.fairness_jain
+                    .map_or("-".to_string(), |j| format!("{j:.3}")),
                 format!("{:.0}", r.throughput_per_s),
             ]
         })
         .collect();
-    let mut out =
-        String::from("latencies in microseconds; acquire includes waiting for the lock\n\n");
-    out.push_str(&table(&header, &rows, 3));
+    let mut out = String::from(
+        "latencies in microseconds; acquire includes waiting for the lock; fair: Jain's index of the contenders' grants (1 = equal shares, - = one contender or open loop)\n\n",
+    );
+    out.push_str(&table(&header, &rows, 4));
     out
 }
 

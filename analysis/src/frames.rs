@@ -3,9 +3,10 @@
 //! Every `simulate` and `ttl` directory contributes its `summary.csv` rows to one runtimes frame,
 //! every `bench` directory its `bench.csv` rows to one backends frame, every `replay` directory
 //! its `results.json` to one replays frame; each file is read through its typed record
-//! (`lockbench_core::records`), so a column missing or renamed refuses the directory. [`compare`] joins two such sets on their keys (workload,
-//! profile, scale; backend, mode, keys, contenders; backend, workload, profile, scale, mode) and
-//! gives each metric before, after and the change.
+//! (`lockbench_core::records`), so a column missing or renamed refuses the directory. [`compare`]
+//! joins two such sets on their keys (workload, profile, scale; backend, mode, keys, wait mode,
+//! contenders; backend, workload, profile, scale, lock mode) and gives each metric before, after
+//! and the change.
 
 use std::path::{Path, PathBuf};
 
@@ -41,7 +42,7 @@ const RUNTIMES: Table = Table {
 };
 const BENCH: Table = Table {
     name: "bench",
-    keys: &["backend", "mode", "keys", "contenders"],
+    keys: &["backend", "mode", "keys", "wait_mode", "contenders"],
     metrics: &[
         "acquire_p50_us",
         "acquire_p99_us",
@@ -103,6 +104,7 @@ fn bench_frame(rows: &[&BenchCsvRow]) -> PolarsResult<DataFrame> {
         "backend" => text(&|r| r.backend.clone()),
         "mode" => text(&|r| r.mode.to_string()),
         "keys" => text(&|r| r.keys.to_string()),
+        "wait_mode" => text(&|r| r.wait_mode.to_string()),
         "contenders" => text(&|r| r.contenders.to_string()),
         "acquire_p50_us" => number(|r| r.acquire_p50_us),
         "acquire_p99_us" => number(|r| r.acquire_p99_us),

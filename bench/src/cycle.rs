@@ -1,10 +1,11 @@
-//! One benchmark cycle: acquire (retrying with bounded backoff), hold, renew, release, each timed.
+//! One benchmark cycle: acquire (in the backend's queue, or retrying with bounded backoff), hold,
+//! renew, release, each timed.
 
 use std::time::{Duration, Instant};
 
-use lockbench_locks::LockBackend;
+use lockbench_locks::{Lease, LockBackend, LockError};
 
-use crate::BenchOptions;
+use crate::{BenchOptions, WaitMode};
 
 /// What one cycle measured.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +30,39 @@ pub struct Cycle {
     pub error: Option<String>,
 }
 
+/// Takes the lock by `deadline`, as `options.wait_mode` says: one try, then either the backend's
+/// own queue or polling with the configured backoff. Counts the tries in `out`.
+async fn acquire(
+    client: &dyn LockBackend,
+    key: &str,
+    options: &BenchOptions,
+    deadline: Instant,
+    out: &mut Cycle,
+) -> Result<Option<Lease>, LockError> {
+    let mut backoff = options.poll.first;
+    loop {
+        out.attempts += 1;
+        if let Some(lease) = client.try_acquire(key, options.ttl).await? {
+            return Ok(Some(lease));
+        }
+        out.failed_attempts += 1;
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        if options.wait_mode == WaitMode::Native {
+            // Queued on the server until granted or the wait's end: one more request.
+            out.attempts += 1;
+            return client.acquire(key, options.ttl, deadline - now).await;
+        }
+        // tokio's timer rounds up to the millisecond, which the waiting contenders' figures
+        // include, as a real polling client's would.
+        let pause = backoff.mul_f64(0.5 + rand::random_range(0.0..0.5));
+        tokio::time::sleep(pause.min(deadline - now)).await;
+        backoff = (backoff * 2).min(options.poll.max);
+    }
+}
+
 /// Runs one cycle on `key`. `intended` is when the cycle should have started: now in a closed
 /// loop, the arrival's scheduled time in an open loop.
 pub async fn cycle(
@@ -39,29 +73,15 @@ pub async fn cycle(
 ) -> Cycle {
     let mut out = Cycle::default();
     let deadline = intended + options.wait;
-    let mut backoff = Duration::from_micros(500);
-    let lease = loop {
-        out.attempts += 1;
-        match client.try_acquire(key, options.ttl).await {
-            Ok(Some(lease)) => break lease,
-            Ok(None) => {
-                out.failed_attempts += 1;
-                let now = Instant::now();
-                if now >= deadline {
-                    out.gave_up = true;
-                    return out;
-                }
-                // Jittered so that contenders do not retry in lockstep; tokio's timer rounds up
-                // to the millisecond, which the waiting contenders' figures include, as a real
-                // polling client's would.
-                let pause = backoff.mul_f64(0.5 + rand::random_range(0.0..0.5));
-                tokio::time::sleep(pause.min(deadline - now)).await;
-                backoff = (backoff * 2).min(Duration::from_millis(20));
-            }
-            Err(e) => {
-                out.error = Some(e.to_string());
-                return out;
-            }
+    let lease = match acquire(client, key, options, deadline, &mut out).await {
+        Ok(Some(lease)) => lease,
+        Ok(None) => {
+            out.gave_up = true;
+            return out;
+        }
+        Err(e) => {
+            out.error = Some(e.to_string());
+            return out;
         }
     };
     let granted = Instant::now();

@@ -16,5 +16,5 @@ mod result;
 pub use armed_timer::ArmedTimer;
 pub use cycle::{Cycle, cycle};
 pub use measure::measure;
-pub use options::{BenchOptions, KeyMode, LoadMode};
+pub use options::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
 pub use result::{BenchResult, Metrics};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use lockbench_locks::LockBackend;
 
-use crate::{BenchOptions, BenchResult, KeyMode, LoadMode, Metrics, cycle};
+use crate::{BenchOptions, BenchResult, KeyMode, LoadMode, Metrics, WaitMode, cycle};
 
 /// Keys an open loop spreads arrivals over in [`KeyMode::Many`]: far more than can be in flight,
 /// so arrivals rarely share a key.
@@ -23,6 +23,12 @@ pub async fn measure(
 ) -> (BenchResult, Vec<String>) {
     assert!(!clients.is_empty(), "at least one client");
     let contenders = clients.len();
+    // A backend without a queue of its own is polled, and its row says so.
+    let mut effective = options.clone();
+    if !clients[0].capabilities().native_wait {
+        effective.wait_mode = WaitMode::Poll;
+    }
+    let options = &effective;
     let started = Instant::now();
     let measure_from = started + options.warmup;
     let stop_at = measure_from + options.duration;
@@ -123,6 +129,7 @@ async fn closed(
         match task {
             Ok((m, finished)) => {
                 total.merge(&m);
+                total.contender_grants.push(m.acquire.count());
                 until = until.max(finished.min(stop_at).max(measure_from));
             }
             Err(e) => total.error(format!("contender task failed: {e}")),

@@ -24,6 +24,35 @@ pub enum KeyMode {
     Many,
 }
 
+/// How a contender waits for a held lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    /// In the backend's own queue where it has one (`Capabilities::native_wait`), polling
+    /// otherwise.
+    Native,
+    /// Retrying `try_acquire` with jittered exponential backoff.
+    Poll,
+}
+
+/// The backoff of a polling contender: the first pause, doubled after each refused try up to
+/// `max`, each pause jittered to 50-100 % so that contenders do not retry in lockstep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PollPolicy {
+    /// First pause after a refused try.
+    pub first: Duration,
+    /// Longest pause.
+    pub max: Duration,
+}
+
+impl Default for PollPolicy {
+    fn default() -> Self {
+        PollPolicy {
+            first: Duration::from_micros(500),
+            max: Duration::from_millis(20),
+        }
+    }
+}
+
 /// Options of one run of one backend at one contention level.
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
@@ -43,6 +72,10 @@ pub struct BenchOptions {
     pub ttl: Duration,
     /// Give up one acquisition after this long.
     pub wait: Duration,
+    /// How a contender waits for a held lock.
+    pub wait_mode: WaitMode,
+    /// The backoff when polling.
+    pub poll: PollPolicy,
     /// Renew once per cycle while holding.
     pub renew: bool,
     /// Open loop: most cycles in flight; arrivals beyond it count as errors.
@@ -60,6 +93,8 @@ impl Default for BenchOptions {
             hold: Duration::ZERO,
             ttl: Duration::from_secs(30),
             wait: Duration::from_secs(5),
+            wait_mode: WaitMode::Native,
+            poll: PollPolicy::default(),
             renew: true,
             max_in_flight: 1024,
         }

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use lockbench_core::RuntimeHistogram;
-use lockbench_core::records::bench::{BenchRow, KeySpread, LatencySummary, LoopKind};
+use lockbench_core::records::bench::{BenchRow, KeySpread, LatencySummary, LoopKind, WaitKind};
 
 use crate::Cycle;
 
@@ -29,6 +29,9 @@ pub struct Metrics {
     pub errors: u64,
     /// The first error message.
     pub first_error: Option<String>,
+    /// Measured grants of each contender, closed loop only (an open loop's clients serve
+    /// arrivals in turn, so their shares say nothing about fairness).
+    pub contender_grants: Vec<u64>,
 }
 
 impl Default for Metrics {
@@ -43,6 +46,7 @@ impl Default for Metrics {
             gave_up: 0,
             errors: 0,
             first_error: None,
+            contender_grants: Vec::new(),
         }
     }
 }
@@ -96,6 +100,16 @@ impl Metrics {
     }
 }
 
+/// Jain's fairness index of the contenders' grant counts, (sum x)^2 / (n sum x^2): 1 when every
+/// contender got the same share, 1/n when one got everything. `None` with fewer than two
+/// contenders or no grant at all.
+pub fn jain_index(grants: &[u64]) -> Option<f64> {
+    let n = grants.len() as f64;
+    let sum: f64 = grants.iter().map(|&g| g as f64).sum();
+    let squares: f64 = grants.iter().map(|&g| (g as f64).powi(2)).sum();
+    (grants.len() >= 2 && squares > 0.0).then(|| (sum * sum / (n * squares) * 1e4).round() / 1e4)
+}
+
 /// The outcome of one backend at one contention level: the record's row and the histograms
 /// behind it.
 #[derive(Clone, Debug)]
@@ -144,6 +158,11 @@ impl BenchResult {
             throughput_per_s: ops as f64 / measured.as_secs_f64().max(1e-9),
             measured_s: measured.as_secs_f64(),
             first_error: metrics.first_error.clone(),
+            wait_mode: match options.wait_mode {
+                crate::WaitMode::Native => WaitKind::Native,
+                crate::WaitMode::Poll => WaitKind::Poll,
+            },
+            fairness_jain: jain_index(&metrics.contender_grants),
         };
         BenchResult { row, metrics }
     }
@@ -158,5 +177,19 @@ impl BenchResult {
             (format!("{tag}/release"), &m.release),
             (format!("{tag}/handoff"), &m.handoff),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_runs_from_one_over_n_to_one() {
+        assert_eq!(jain_index(&[10, 10, 10, 10]), Some(1.0));
+        assert_eq!(jain_index(&[40, 0, 0, 0]), Some(0.25));
+        assert_eq!(jain_index(&[30, 10]), Some(0.8));
+        assert_eq!(jain_index(&[7]), None, "one contender: nothing to share");
+        assert_eq!(jain_index(&[0, 0]), None, "no grant at all");
     }
 }

@@ -222,3 +222,58 @@ async fn a_server_that_dies_mid_run_does_not_hang_the_run() {
     assert!(result.row.errors > 0, "failures after it died are counted");
     assert!(result.row.first_error.is_some());
 }
+
+/// pg-session contenders wait in Postgres's queue: the row says native, the contenders hand the
+/// lock to each other (handoffs measured), nobody gives up, and the shares are fair; with
+/// `--wait-mode poll` the same backend polls and says so.
+#[tokio::test]
+async fn postgres_contenders_wait_in_the_servers_queue() {
+    use lockbench_bench::WaitMode;
+    use lockbench_core::records::bench::WaitKind;
+    for (mode, expected) in [
+        (WaitMode::Native, WaitKind::Native),
+        (WaitMode::Poll, WaitKind::Poll),
+    ] {
+        let options = BenchOptions {
+            wait_mode: mode,
+            ..quick(Some(400))
+        };
+        let pool = clients(BackendKind::PgSession, 4, "native").await;
+        let (result, keys) = measure("pg-session", pool.clone(), &options, Arc::new(|_| {})).await;
+        let row = &result.row;
+        assert_eq!(row.wait_mode, expected);
+        assert_eq!(row.errors, 0, "{:?}", row.first_error);
+        assert_eq!(row.gave_up, 0);
+        assert!(row.ops >= 400, "ops {}", row.ops);
+        assert!(row.try_fail_rate > 0.0, "the contenders contended");
+        assert!(row.handoff_us.count > 0, "handoffs measured");
+        let fairness = row
+            .fairness_jain
+            .expect("four contenders have a fairness index");
+        assert!((0.25..=1.0).contains(&fairness), "fairness {fairness}");
+        for key in keys {
+            pool[0].cleanup(&key).await.unwrap();
+        }
+        pool[0].cleanup_namespace().await.unwrap();
+        for c in &pool {
+            c.close().await.unwrap();
+        }
+    }
+}
+
+/// A backend without a queue of its own is polled even when native waiting is asked for, and its
+/// row says so: a figure is never labelled with a wait it did not use.
+#[tokio::test]
+async fn a_backend_without_a_queue_is_polled_and_says_so() {
+    let (result, _) = measure(
+        "memory",
+        clients(BackendKind::Memory, 2, "noqueue").await,
+        &quick(Some(1_000)),
+        Arc::new(|_| {}),
+    )
+    .await;
+    assert_eq!(
+        result.row.wait_mode,
+        lockbench_core::records::bench::WaitKind::Poll
+    );
+}

@@ -119,8 +119,12 @@ pub struct Capabilities {
     pub fencing: FencingSource,
     /// True when the server frees the lock by itself after the TTL.
     pub native_ttl: bool,
-    /// True when waiters queue on the server rather than poll.
+    /// True when the server keeps a queue of waiters by design (a blocking advisory lock, a
+    /// ZooKeeper predecessor watch).
     pub wait_queue: bool,
+    /// True when this implementation's [`crate::LockBackend::acquire`] waits in that queue; false
+    /// when it polls `try_acquire`.
+    pub native_wait: bool,
     /// What the lock is tied to.
     pub scope: LockScope,
 }

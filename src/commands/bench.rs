@@ -28,6 +28,7 @@ fn facts(backend: &str, c: Capabilities) -> BackendFacts {
         fencing: c.fencing.describe().to_string(),
         native_ttl: c.native_ttl,
         wait_queue: c.wait_queue,
+        native_wait: c.native_wait,
         scope: c.scope.describe().to_string(),
         cannot_prevent: c.scope.cannot_prevent().to_string(),
     }

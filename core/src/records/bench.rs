@@ -46,8 +46,10 @@ pub struct BackendFacts {
     pub fencing: String,
     /// The server frees the lock by itself after the TTL.
     pub native_ttl: bool,
-    /// Waiters queue on the server rather than poll.
+    /// The server keeps a queue of waiters by design.
     pub wait_queue: bool,
+    /// lockbench's acquire waits in that queue (else it polls).
+    pub native_wait: bool,
     /// What the lock is tied to (key, session, lease ...).
     pub scope: String,
     /// The failures it cannot prevent, from how it locks (docs/BACKENDS.md).
@@ -70,6 +72,25 @@ impl fmt::Display for LoopKind {
         f.write_str(match self {
             LoopKind::Closed => "closed",
             LoopKind::Open => "open",
+        })
+    }
+}
+
+/// How contenders waited for a held lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitKind {
+    /// In the backend's own queue (a blocking advisory lock ...).
+    Native,
+    /// Retrying with backoff.
+    Poll,
+}
+
+impl fmt::Display for WaitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WaitKind::Native => "native",
+            WaitKind::Poll => "poll",
         })
     }
 }
@@ -105,6 +126,8 @@ pub struct BenchRow {
     pub keys: KeySpread,
     /// Contenders (closed loop) or clients (open loop).
     pub contenders: usize,
+    /// How contenders waited for a held lock.
+    pub wait_mode: WaitKind,
     /// Open loop: offered arrivals per second; `None` in a closed loop.
     #[serde(deserialize_with = "present")]
     pub rate_per_s: Option<f64>,
@@ -116,6 +139,10 @@ pub struct BenchRow {
     pub gave_up: u64,
     /// Share of try-acquire attempts that found the lock held.
     pub try_fail_rate: f64,
+    /// Jain's index of the contenders' grant counts (1: equal shares, 1/n: one took all);
+    /// `None` with one contender or in an open loop, where it means nothing.
+    #[serde(deserialize_with = "present")]
+    pub fairness_jain: Option<f64>,
     /// Acquire latency (waiting included; from the intended start in an open loop).
     pub acquire_us: LatencySummary,
     /// Release latency.
@@ -191,6 +218,8 @@ pub struct BenchCsvRow {
     pub keys: KeySpread,
     /// Contenders or clients.
     pub contenders: usize,
+    /// How contenders waited.
+    pub wait_mode: WaitKind,
     /// Offered rate (open loop); empty in a closed loop.
     #[serde(deserialize_with = "present")]
     pub rate_per_s: Option<f64>,
@@ -202,6 +231,9 @@ pub struct BenchCsvRow {
     pub gave_up: u64,
     /// Share of attempts that found the lock held.
     pub try_fail_rate: f64,
+    /// Jain's fairness index; empty with one contender or in an open loop.
+    #[serde(deserialize_with = "present")]
+    pub fairness_jain: Option<f64>,
     /// Acquisitions per second.
     pub throughput_per_s: f64,
     /// Acquire P50.
@@ -237,11 +269,13 @@ impl From<&BenchRow> for BenchCsvRow {
             mode: r.mode,
             keys: r.keys,
             contenders: r.contenders,
+            wait_mode: r.wait_mode,
             rate_per_s: r.rate_per_s,
             ops: r.ops,
             errors: r.errors,
             gave_up: r.gave_up,
             try_fail_rate: (r.try_fail_rate * 1e6).round() / 1e6,
+            fairness_jain: r.fairness_jain,
             throughput_per_s: (r.throughput_per_s * 10.0).round() / 10.0,
             acquire_p50_us: r.acquire_us.p50,
             acquire_p90_us: r.acquire_us.p90,

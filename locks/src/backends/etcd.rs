@@ -143,6 +143,7 @@ impl LockBackend for EtcdLock {
             fencing: FencingSource::Revision,
             native_ttl: true,
             wait_queue: false,
+            native_wait: false,
             scope: LockScope::ConsensusLease,
         }
     }

@@ -65,6 +65,7 @@ impl LockBackend for MemoryLock {
             fencing: FencingSource::Counter,
             native_ttl: true,
             wait_queue: false,
+            native_wait: false,
             scope: LockScope::Process,
         }
     }

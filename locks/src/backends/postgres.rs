@@ -37,6 +37,9 @@ use crate::{
     new_token,
 };
 
+/// How soon a backend waiting in the lock queue notices that its client went away.
+const DISCONNECT_CHECK: Duration = Duration::from_millis(50);
+
 /// Connections open at once: enough for the benchmark's largest contention level plus waiters.
 const MAX_CONNECTIONS: usize = 64;
 
@@ -289,6 +292,92 @@ impl PgLock {
             acquired_at: Instant::now(),
         }))
     }
+
+    /// Waits in Postgres's own lock queue: a blocking `pg_advisory_lock` (or `_xact_lock`) under
+    /// `lock_timeout` equal to the wait, in one round trip. A wait that times out is rolled back
+    /// and leaves nothing queued. A wait abandoned midway (its future dropped) drops the session,
+    /// which closes the connection; a backend blocked on a lock does not read its socket, so
+    /// `client_connection_check_interval` (Postgres 14 and later) has it notice the closed
+    /// connection within [`DISCONNECT_CHECK`] and leave the queue, rather than at the wait's end.
+    async fn acquire_queued(
+        &self,
+        key: &str,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<Option<Lease>, LockError> {
+        let backend = self.backend();
+        let namespaced = format!("{}:{key}", self.namespace);
+        let id = lock_id(&namespaced);
+        let mut session = self
+            .connections
+            .take()
+            .await
+            .map_err(|e| LockError::server(backend, "take a connection", e))?;
+        // lock_timeout is whole milliseconds, and 0 would mean no limit at all.
+        let wait_ms = wait.as_millis().max(1);
+        let settings = format!(
+            "SET LOCAL lock_timeout = '{wait_ms}ms'; SET LOCAL client_connection_check_interval = '{}ms'; ",
+            DISCONNECT_CHECK.as_millis()
+        );
+        let fence = if self.fencing {
+            format!("SELECT nextval('{}'); ", self.sequence)
+        } else {
+            "SELECT 0::bigint; ".to_string()
+        };
+        let sql = match self.scope {
+            // The session lock outlives the transaction that only carries lock_timeout.
+            Scope::Session => {
+                format!("BEGIN; {settings}SELECT pg_advisory_lock({id}); {fence}COMMIT")
+            }
+            // The transaction stays open: the lock is held until release commits it.
+            Scope::Transaction => {
+                format!("BEGIN; {settings}SELECT pg_advisory_xact_lock({id}); {fence}")
+            }
+        };
+        let conn = session.conn();
+        let rows = match sqlx::raw_sql(AssertSqlSafe(sql))
+            .fetch_all(&mut *conn)
+            .await
+        {
+            Ok(rows) => rows,
+            Err(e) if is_lock_timeout(&e) => {
+                sqlx::raw_sql("ROLLBACK")
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(|e| LockError::server(backend, "acquire", e))?;
+                // Rolled back and never granted: the session holds nothing.
+                session.clean = true;
+                return Ok(None);
+            }
+            Err(e) => return Err(LockError::server(backend, "acquire", e)),
+        };
+        let number: i64 = rows
+            .last()
+            .map(|r| r.try_get(0))
+            .transpose()
+            .map_err(|e| LockError::server(backend, "acquire", e))?
+            .ok_or_else(|| LockError::server(backend, "acquire", "no fencing row returned"))?;
+        let token = new_token();
+        self.put(
+            token.clone(),
+            Held {
+                session,
+                lock_id: id,
+            },
+        );
+        Ok(Some(Lease {
+            key: namespaced,
+            token,
+            fencing: self.fencing.then_some(number as u64),
+            ttl,
+            acquired_at: Instant::now(),
+        }))
+    }
+}
+
+/// Postgres's answer when `lock_timeout` ends a wait (SQLSTATE 55P03, lock_not_available).
+fn is_lock_timeout(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("55P03"))
 }
 
 #[async_trait]
@@ -306,6 +395,7 @@ impl LockBackend for PgLock {
             },
             native_ttl: false,
             wait_queue: true,
+            native_wait: true,
             scope: match self.scope {
                 Scope::Session => LockScope::Session,
                 Scope::Transaction => LockScope::Transaction,
@@ -319,6 +409,23 @@ impl LockBackend for PgLock {
             "acquire",
             self.timeout,
             self.try_acquire_inner(key, ttl),
+        )
+        .await
+    }
+
+    /// Waits in Postgres's lock queue, bounded by `wait` (plus the operation timeout for the
+    /// round trip itself).
+    async fn acquire(
+        &self,
+        key: &str,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<Option<Lease>, LockError> {
+        timed(
+            self.backend(),
+            "acquire",
+            wait + self.timeout,
+            self.acquire_queued(key, ttl, wait),
         )
         .await
     }

@@ -116,6 +116,7 @@ impl LockBackend for RedisLock {
             },
             native_ttl: true,
             wait_queue: false,
+            native_wait: false,
             scope: LockScope::Key,
         }
     }

@@ -115,6 +115,7 @@ impl LockBackend for Redlock {
             fencing: FencingSource::None,
             native_ttl: true,
             wait_queue: false,
+            native_wait: false,
             scope: LockScope::Majority,
         }
     }

@@ -174,6 +174,7 @@ impl LockBackend for ZkLock {
             fencing: FencingSource::NodeSequence,
             native_ttl: true,
             wait_queue: true,
+            native_wait: false,
             scope: LockScope::ConsensusSession,
         }
     }

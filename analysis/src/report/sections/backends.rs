@@ -31,7 +31,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         return;
     }
     doc.push(Block::Para(
-        "Acquire latency counts waiting for the lock; each contender has its own connection or session. Uncontended is one client; the highest contention level measured is shown beside it. What each backend cannot prevent comes from how it locks (docs/BACKENDS.md), not from this run.".to_string(),
+        "Acquire latency counts waiting for the lock; each contender has its own connection or session and waits in the backend's own queue (native) where lockbench has one for it, else polls. Uncontended is one client; the highest contention level measured is shown beside it, with Jain's fairness index of the contenders' grants (1: equal shares). What each backend cannot prevent comes from how it locks (docs/BACKENDS.md), not from this run.".to_string(),
     ));
     let mut names: Vec<&str> = Vec::new();
     for r in &rows {
@@ -63,7 +63,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             format!("`{name}`"),
             facts.map_or("not recorded".to_string(), |f| f.fencing.clone()),
             figures(alone),
-            most.map_or("-".to_string(), |r| r.contenders.to_string()),
+            most.map_or("-".to_string(), |r| {
+                format!("{} ({})", r.contenders, r.wait_mode)
+            }),
             figures(most),
             most.map_or("-".to_string(), |r| {
                 if r.handoff_us.count == 0 {
@@ -75,6 +77,12 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             most.map_or("-".to_string(), |r| {
                 format_count(r.throughput_per_s.round() as u64)
             }),
+            most.map_or("-".to_string(), |r| {
+                r.fairness_jain.map_or_else(
+                    || "one contender or open loop".to_string(),
+                    |j| format!("{j:.3}"),
+                )
+            }),
             facts.map_or("not recorded".to_string(), |f| f.cannot_prevent.clone()),
         ]);
     }
@@ -83,10 +91,11 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             "backend",
             "fencing token",
             "acquire P50 / P99 / P99.9, 1 client (us)",
-            "contenders",
+            "contenders (wait)",
             "acquire P50 / P99 / P99.9 contended (us)",
             "handoff P50 (us)",
             "acquisitions/s",
+            "fairness (Jain)",
             "cannot prevent",
         ]
         .map(String::from)
