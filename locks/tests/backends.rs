@@ -791,3 +791,110 @@ mod pg_native_wait {
         an_abandoned_wait_leaves_nothing_queued(BackendKind::PgSession).await;
     }
 }
+
+/// ZooKeeper's queue of nodes: `acquire` keeps its node and watches its predecessor (Curator's
+/// recipe), so waiters are granted in order and a release wakes only the next one.
+mod zk_native_wait {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The nodes queued under `key` (holder and waiters), as ZooKeeper lists them.
+    async fn queued(tag: &str, key: &str) -> usize {
+        let config = config(BackendKind::Zookeeper, tag);
+        let url = config.urls.join(",");
+        let zk = zookeeper_client::Client::connect(&url)
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}; start it with scripts/services.sh up"));
+        let folder = format!("/{}/locks/{key}", config.namespace);
+        match zk.list_children(&folder).await {
+            Ok(children) => children.len(),
+            Err(zookeeper_client::Error::NoNode) => 0,
+            Err(e) => panic!("{folder}: {e}"),
+        }
+    }
+
+    async fn until_queued(tag: &str, key: &str, n: usize) {
+        for _ in 0..200 {
+            if queued(tag, key).await == n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{n} nodes never queued under {key}");
+    }
+
+    #[tokio::test]
+    async fn waiters_are_granted_in_order_and_one_at_a_time() {
+        let tag = "zk-order";
+        let key = "order";
+        let ttl = Duration::from_secs(30);
+        let a = client(BackendKind::Zookeeper, tag).await;
+        let b = Arc::new(client(BackendKind::Zookeeper, tag).await);
+        let c = Arc::new(client(BackendKind::Zookeeper, tag).await);
+        assert!(a.capabilities().native_wait);
+        let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
+        let wait = |w: Arc<Box<dyn LockBackend>>| {
+            tokio::spawn(async move { w.acquire(key, ttl, Duration::from_secs(10)).await })
+        };
+        let first = wait(b.clone());
+        until_queued(tag, key, 2).await;
+        let second = wait(c.clone());
+        until_queued(tag, key, 3).await;
+        assert!(a.release(&held).await.unwrap());
+        let b_lease = first
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the first waiter is next");
+        // The release woke only the next waiter: the second still waits.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !second.is_finished(),
+            "the second waiter was woken too early"
+        );
+        assert_eq!(queued(tag, key).await, 2, "the holder and one waiter");
+        assert!(b.release(&b_lease).await.unwrap());
+        let c_lease = second.await.unwrap().unwrap().expect("then the second");
+        assert!(
+            c_lease.fencing > b_lease.fencing,
+            "fencing tokens grow in grant order"
+        );
+        assert!(c.release(&c_lease).await.unwrap());
+        let b = Arc::try_unwrap(b).ok().unwrap();
+        let c = Arc::try_unwrap(c).ok().unwrap();
+        c.close().await.unwrap();
+        finish(a, b, key).await;
+    }
+
+    #[tokio::test]
+    async fn a_wait_that_ends_ungranted_leaves_no_node() {
+        let tag = "zk-timeout";
+        let key = "timeout";
+        let ttl = Duration::from_secs(30);
+        let (a, b) = (
+            client(BackendKind::Zookeeper, tag).await,
+            client(BackendKind::Zookeeper, tag).await,
+        );
+        let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
+        let started = std::time::Instant::now();
+        let none = b
+            .acquire(key, ttl, Duration::from_millis(300))
+            .await
+            .unwrap();
+        assert!(none.is_none());
+        assert!(started.elapsed() >= Duration::from_millis(290));
+        assert_eq!(queued(tag, key).await, 1, "only the holder's node is left");
+        // Abandoned midway (an outer timeout drops the wait): its node goes too.
+        let abandoned = tokio::time::timeout(
+            Duration::from_millis(200),
+            b.acquire(key, ttl, Duration::from_secs(30)),
+        )
+        .await;
+        assert!(abandoned.is_err());
+        until_queued(tag, key, 1).await;
+        assert!(a.release(&held).await.unwrap());
+        finish(a, b, key).await;
+    }
+}

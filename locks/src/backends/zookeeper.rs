@@ -3,8 +3,10 @@
 //! node and reports the lock held. The session timeout is the TTL (an ephemeral node dies with its
 //! session), and the node's sequence number is the fencing token.
 //!
-//! The crate's own `Client::lock` waits until granted; the harness needs a try form with its own
-//! bounded wait, hence the recipe written out here on `create`, `list_children` and `delete`.
+//! The crate's own `Client::lock` waits until granted; the harness needs a try form and a bounded
+//! wait, hence the recipe written out here on `create`, `list_children` and `delete`. The wait is
+//! Curator's: a waiter keeps its node and watches only its predecessor, so a release wakes exactly
+//! the next waiter (no herd), and a wait that ends ungranted deletes its node.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -139,6 +141,71 @@ impl ZkLock {
         }))
     }
 
+    /// Curator's wait: our node stays queued; until it is the lowest, watch the node just below it
+    /// and look again when that one goes. Ends by `deadline`, deleting our node if not granted.
+    async fn acquire_queued(
+        &self,
+        key: &str,
+        deadline: Instant,
+    ) -> Result<Option<Lease>, LockError> {
+        let folder = self.folder(key);
+        self.ensure_folder(&folder).await?;
+        let token = new_token();
+        let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+        let (_, sequence) = self
+            .client
+            .create(&format!("{folder}/{PREFIX}"), token.as_bytes(), &options)
+            .await
+            .map_err(err("acquire"))?;
+        let ours = sequence.into_i64();
+        let node = QueuedNode {
+            client: self.client.clone(),
+            path: Some(format!("{folder}/{PREFIX}{sequence}")),
+        };
+        // Bounded by the deadline: every pass either returns or waits on a watch until it.
+        loop {
+            let children = self
+                .client
+                .list_children(&folder)
+                .await
+                .map_err(err("acquire"))?;
+            let below = children
+                .iter()
+                .filter_map(|c| sequence_of(c).map(|n| (n, c)))
+                .filter(|(n, _)| *n < ours)
+                .max_by_key(|(n, _)| *n);
+            let Some((_, predecessor)) = below else {
+                return Ok(Some(Lease {
+                    key: node.keep(),
+                    token,
+                    fencing: Some(ours as u64),
+                    ttl: self.session_timeout,
+                    acquired_at: Instant::now(),
+                }));
+            };
+            let (stat, watcher) = self
+                .client
+                .check_and_watch_stat(&format!("{folder}/{predecessor}"))
+                .await
+                .map_err(err("acquire"))?;
+            if stat.is_none() {
+                continue; // gone between the listing and the watch
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                node.delete().await?;
+                return Ok(None);
+            }
+            tokio::select! {
+                _ = watcher.changed() => {}
+                _ = tokio::time::sleep(deadline - now) => {
+                    node.delete().await?;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
     /// Deletes a folder if it exists and is empty; one still in use by another client stays.
     async fn delete_folder(&self, folder: &str) -> Result<(), LockError> {
         timed("zookeeper", "cleanup", self.timeout, async {
@@ -163,6 +230,42 @@ impl ZkLock {
     }
 }
 
+/// Our node while it waits in the queue: deleted when the wait ends ungranted, and also when the
+/// wait is abandoned midway (its future dropped), so that no waiter is left behind for the
+/// session's life.
+struct QueuedNode {
+    client: Client,
+    path: Option<String>,
+}
+
+impl QueuedNode {
+    /// Granted: the node is the lease's now.
+    fn keep(mut self) -> String {
+        self.path.take().expect("a queued node has its path")
+    }
+
+    async fn delete(mut self) -> Result<(), LockError> {
+        let path = self.path.take().expect("a queued node has its path");
+        match self.client.delete(&path, None).await {
+            Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
+            Err(e) => Err(err("give up waiting")(e)),
+        }
+    }
+}
+
+impl Drop for QueuedNode {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let client = self.client.clone();
+            runtime.spawn(async move {
+                let _ = client.delete(&path, None).await;
+            });
+        }
+    }
+}
+
 #[async_trait]
 impl LockBackend for ZkLock {
     fn name(&self) -> &'static str {
@@ -174,7 +277,7 @@ impl LockBackend for ZkLock {
             fencing: FencingSource::NodeSequence,
             native_ttl: true,
             wait_queue: true,
-            native_wait: false,
+            native_wait: true,
             scope: LockScope::ConsensusSession,
         }
     }
@@ -186,6 +289,23 @@ impl LockBackend for ZkLock {
             "acquire",
             self.timeout,
             self.try_acquire_inner(key),
+        )
+        .await
+    }
+
+    /// Waits in the queue of nodes, watching the predecessor, bounded by `wait`.
+    async fn acquire(
+        &self,
+        key: &str,
+        _ttl: Duration,
+        wait: Duration,
+    ) -> Result<Option<Lease>, LockError> {
+        let deadline = Instant::now() + wait;
+        timed(
+            "zookeeper",
+            "acquire",
+            wait + self.timeout,
+            self.acquire_queued(key, deadline),
         )
         .await
     }
