@@ -19,6 +19,10 @@
 //!   transaction and locks the table, `db` steps with a per-unit latency alter it and backfill
 //!   every row, other `db` steps verify the schema, the last `db` step advances the migration
 //!   pointer (fenced with `--fencing`) and commits.
+//!
+//! Imports only point down: `plan` holds the types every module shares and imports none of its
+//! siblings but the leaf clients (`stub`, `costs`); `tables`, `items`, `protocol`, `run`, `setup`
+//! and `fidelity` each build on what is below them (docs/ARCHITECTURE.md).
 
 mod costs;
 mod fidelity;
