@@ -276,21 +276,27 @@ impl PgLock {
             session.clean = true;
             return Ok(None);
         };
+        Ok(Some(self.grant(session, id, namespaced, fencing, ttl)))
+    }
+
+    /// Keeps a granted lock's session under a new token and returns its lease.
+    fn grant(
+        &self,
+        session: Session,
+        lock_id: i64,
+        key: String,
+        fencing: Option<i64>,
+        ttl: Duration,
+    ) -> Lease {
         let token = new_token();
-        self.put(
-            token.clone(),
-            Held {
-                session,
-                lock_id: id,
-            },
-        );
-        Ok(Some(Lease {
-            key: namespaced,
+        self.put(token.clone(), Held { session, lock_id });
+        Lease {
+            key,
             token,
             fencing: fencing.map(|n| n as u64),
             ttl,
             acquired_at: Instant::now(),
-        }))
+        }
     }
 
     /// Waits in Postgres's own lock queue: a blocking `pg_advisory_lock` (or `_xact_lock`) under
@@ -357,21 +363,8 @@ impl PgLock {
             .transpose()
             .map_err(|e| LockError::server(backend, "acquire", e))?
             .ok_or_else(|| LockError::server(backend, "acquire", "no fencing row returned"))?;
-        let token = new_token();
-        self.put(
-            token.clone(),
-            Held {
-                session,
-                lock_id: id,
-            },
-        );
-        Ok(Some(Lease {
-            key: namespaced,
-            token,
-            fencing: self.fencing.then_some(number as u64),
-            ttl,
-            acquired_at: Instant::now(),
-        }))
+        let fencing = self.fencing.then_some(number);
+        Ok(Some(self.grant(session, id, namespaced, fencing, ttl)))
     }
 }
 

@@ -107,7 +107,9 @@ impl ZkLock {
         Ok(())
     }
 
-    async fn try_acquire_inner(&self, key: &str) -> Result<Option<Lease>, LockError> {
+    /// Joins `key`'s queue: an ephemeral-sequential node carrying a new token. Returns the folder,
+    /// the token, the node's sequence and its path.
+    async fn enqueue(&self, key: &str) -> Result<(String, String, i64, String), LockError> {
         let folder = self.folder(key);
         self.ensure_folder(&folder).await?;
         let token = new_token();
@@ -117,8 +119,12 @@ impl ZkLock {
             .create(&format!("{folder}/{PREFIX}"), token.as_bytes(), &options)
             .await
             .map_err(err("acquire"))?;
-        let ours = sequence.into_i64();
-        let node = format!("{folder}/{PREFIX}{sequence}");
+        let path = format!("{folder}/{PREFIX}{sequence}");
+        Ok((folder, token, sequence.into_i64(), path))
+    }
+
+    async fn try_acquire_inner(&self, key: &str) -> Result<Option<Lease>, LockError> {
+        let (folder, token, ours, node) = self.enqueue(key).await?;
         let children = self
             .client
             .list_children(&folder)
@@ -148,19 +154,10 @@ impl ZkLock {
         key: &str,
         deadline: Instant,
     ) -> Result<Option<Lease>, LockError> {
-        let folder = self.folder(key);
-        self.ensure_folder(&folder).await?;
-        let token = new_token();
-        let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
-        let (_, sequence) = self
-            .client
-            .create(&format!("{folder}/{PREFIX}"), token.as_bytes(), &options)
-            .await
-            .map_err(err("acquire"))?;
-        let ours = sequence.into_i64();
+        let (folder, token, ours, path) = self.enqueue(key).await?;
         let node = QueuedNode {
             client: self.client.clone(),
-            path: Some(format!("{folder}/{PREFIX}{sequence}")),
+            path: Some(path),
         };
         // Bounded by the deadline: every pass either returns or waits on a watch until it.
         loop {
