@@ -898,3 +898,124 @@ mod zk_native_wait {
         finish(a, b, key).await;
     }
 }
+
+/// etcd's queue (`concurrency.Mutex`): a waiter keeps its key under the lock's prefix and
+/// watches only the key just below it.
+mod etcd_native_wait {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// The keys queued under `key`'s prefix (holder and waiters), as etcd lists them.
+    async fn queued(tag: &str, key: &str) -> usize {
+        let config = config(BackendKind::Etcd, tag);
+        let mut etcd = etcd_client::Client::connect(&config.urls, None)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{:?}: {e}; start it with scripts/services.sh up",
+                    config.urls
+                )
+            });
+        let prefix = format!("/{}/locks/{key}/", config.namespace);
+        let listed = etcd
+            .get(
+                prefix,
+                Some(
+                    etcd_client::GetOptions::new()
+                        .with_prefix()
+                        .with_count_only(),
+                ),
+            )
+            .await
+            .unwrap();
+        listed.count() as usize
+    }
+
+    async fn until_queued(tag: &str, key: &str, n: usize) {
+        for _ in 0..200 {
+            if queued(tag, key).await == n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{n} keys never queued under {key}");
+    }
+
+    #[tokio::test]
+    async fn waiters_are_granted_in_order_and_one_at_a_time() {
+        let tag = "etcd-order";
+        let key = "order";
+        let ttl = Duration::from_secs(30);
+        let a = client(BackendKind::Etcd, tag).await;
+        let b = Arc::new(client(BackendKind::Etcd, tag).await);
+        let c = Arc::new(client(BackendKind::Etcd, tag).await);
+        assert!(a.capabilities().native_wait);
+        let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
+        assert!(
+            b.try_acquire(key, ttl).await.unwrap().is_none(),
+            "a held lock is refused to a try"
+        );
+        until_queued(tag, key, 1).await;
+        let wait = |w: Arc<Box<dyn LockBackend>>| {
+            tokio::spawn(async move { w.acquire(key, ttl, Duration::from_secs(10)).await })
+        };
+        let first = wait(b.clone());
+        until_queued(tag, key, 2).await;
+        let second = wait(c.clone());
+        until_queued(tag, key, 3).await;
+        assert!(a.release(&held).await.unwrap());
+        let b_lease = first
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("the first waiter is next");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !second.is_finished(),
+            "the second waiter was woken too early"
+        );
+        assert_eq!(queued(tag, key).await, 2, "the holder and one waiter");
+        assert!(b.release(&b_lease).await.unwrap());
+        let c_lease = second.await.unwrap().unwrap().expect("then the second");
+        assert!(
+            c_lease.fencing > b_lease.fencing,
+            "fencing tokens grow in grant order"
+        );
+        assert!(c.release(&c_lease).await.unwrap());
+        let b = Arc::try_unwrap(b).ok().unwrap();
+        let c = Arc::try_unwrap(c).ok().unwrap();
+        c.close().await.unwrap();
+        finish(a, b, key).await;
+    }
+
+    #[tokio::test]
+    async fn a_wait_that_ends_ungranted_leaves_no_key() {
+        let tag = "etcd-timeout";
+        let key = "timeout";
+        let ttl = Duration::from_secs(30);
+        let (a, b) = (
+            client(BackendKind::Etcd, tag).await,
+            client(BackendKind::Etcd, tag).await,
+        );
+        let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
+        let started = std::time::Instant::now();
+        let none = b
+            .acquire(key, ttl, Duration::from_millis(300))
+            .await
+            .unwrap();
+        assert!(none.is_none());
+        assert!(started.elapsed() >= Duration::from_millis(290));
+        assert_eq!(queued(tag, key).await, 1, "only the holder's key is left");
+        let abandoned = tokio::time::timeout(
+            Duration::from_millis(200),
+            b.acquire(key, ttl, Duration::from_secs(30)),
+        )
+        .await;
+        assert!(abandoned.is_err());
+        until_queued(tag, key, 1).await;
+        assert!(a.release(&held).await.unwrap());
+        finish(a, b, key).await;
+    }
+}

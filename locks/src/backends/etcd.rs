@@ -1,18 +1,25 @@
-//! etcd: a lease, and the lock key created under it in one transaction only if the key does not
-//! exist. The fencing token is the revision at which the key was created; the lease's TTL frees
-//! the lock when the holder stops renewing; release revokes the lease, which deletes the key.
+//! etcd: the queue of `concurrency.Mutex`. Every acquisition grants a lease and puts its own key
+//! under the lock's prefix, bound to the lease; the key with the lowest create revision holds the
+//! lock. The fencing token is that create revision; the lease's TTL frees the lock when the holder
+//! stops renewing; release revokes the lease, which deletes the key.
 //!
-//! The v3 lock API (`etcd_client::Client::lock`) is not used: it blocks until the lock is granted
-//! and has no try form, and a call cancelled by the harness's timeout leaves its waiter key until
-//! the lease expires. The transaction below is what that API does for an uncontended key, without
-//! the queue.
+//! The try form puts its key and reads the prefix's first key in one transaction, and withdraws
+//! (revokes its lease) when the first is not its own. The waiting form keeps its key and watches
+//! only the key just below it (the highest create revision under its own), so a release wakes the
+//! next waiter alone; a wait that ends ungranted revokes its lease, also when it is abandoned
+//! midway (from a task spawned when its future is dropped). The v3 lock API
+//! (`etcd_client::Client::lock`) does the same wait but has no try form and leaves a cancelled
+//! waiter's key until its lease expires.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use etcd_client::{Client, Compare, CompareOp, ConnectOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{
+    Client, ConnectOptions, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+    TxnOpResponse,
+};
 
 use crate::error::timed;
 use crate::{
@@ -73,8 +80,64 @@ impl EtcdLock {
         })
     }
 
-    fn key(&self, key: &str) -> String {
-        format!("/{}/locks/{key}", self.namespace)
+    /// The prefix under which `key`'s queue lives.
+    fn prefix(&self, key: &str) -> String {
+        format!("/{}/locks/{key}/", self.namespace)
+    }
+
+    /// Joins `key`'s queue: a lease, and our key under the prefix bound to it, put and the
+    /// prefix's first key read in one transaction. Returns the entry and whether it is first.
+    async fn enqueue(&self, key: &str, ttl: Duration) -> Result<(Entry, bool), LockError> {
+        let mut client = self.client.clone();
+        let lease = client
+            .lease_grant(lease_seconds(ttl), None)
+            .await
+            .map_err(err("lease grant"))?
+            .id();
+        let entry = Entry {
+            client: client.clone(),
+            lease: Some(lease),
+            key: format!("{}{lease:x}", self.prefix(key)),
+            token: new_token(),
+            revision: 0,
+        };
+        let first = GetOptions::new()
+            .with_prefix()
+            .with_sort(SortTarget::Create, SortOrder::Ascend)
+            .with_limit(1);
+        let txn = Txn::new().and_then([
+            TxnOp::put(
+                entry.key.clone(),
+                entry.token.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            ),
+            TxnOp::get(self.prefix(key), Some(first)),
+        ]);
+        let response = client.txn(txn).await.map_err(err("acquire"))?;
+        let mut entry = entry;
+        entry.revision = response.header().map_or(0, |h| h.revision());
+        let head = response.op_responses().into_iter().find_map(|r| match r {
+            TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.key().to_vec()),
+            _ => None,
+        });
+        let first = head.as_deref() == Some(entry.key.as_bytes());
+        Ok((entry, first))
+    }
+
+    /// The lease of a granted entry, kept for renew and release.
+    fn grant(&self, mut entry: Entry, ttl: Duration) -> Lease {
+        let lease = entry.lease.take().expect("a queued entry has its lease");
+        self.leases
+            .lock()
+            .expect("lease table poisoned")
+            .insert(entry.token.clone(), lease);
+        Lease {
+            key: std::mem::take(&mut entry.key),
+            token: std::mem::take(&mut entry.token),
+            fencing: Some(entry.revision as u64),
+            ttl: Duration::from_secs(lease_seconds(ttl) as u64),
+            acquired_at: Instant::now(),
+        }
     }
 
     async fn try_acquire_inner(
@@ -82,45 +145,87 @@ impl EtcdLock {
         key: &str,
         ttl: Duration,
     ) -> Result<Option<Lease>, LockError> {
-        let mut client = self.client.clone();
-        let lock_key = self.key(key);
-        let token = new_token();
-        let lease = client
-            .lease_grant(lease_seconds(ttl), None)
-            .await
-            .map_err(err("lease grant"))?
-            .id();
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                lock_key.clone(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then([TxnOp::put(
-                lock_key.clone(),
-                token.clone(),
-                Some(PutOptions::new().with_lease(lease)),
-            )]);
-        let response = client.txn(txn).await.map_err(err("acquire"))?;
-        if !response.succeeded() {
-            client
-                .lease_revoke(lease)
-                .await
-                .map_err(err("lease revoke"))?;
+        let (entry, first) = self.enqueue(key, ttl).await?;
+        if !first {
+            entry.withdraw().await?;
             return Ok(None);
         }
-        let revision = response.header().map_or(0, |h| h.revision());
-        self.leases
-            .lock()
-            .expect("lease table poisoned")
-            .insert(token.clone(), lease);
-        Ok(Some(Lease {
-            key: lock_key,
-            token,
-            fencing: Some(revision as u64),
-            ttl: Duration::from_secs(lease_seconds(ttl) as u64),
-            acquired_at: Instant::now(),
-        }))
+        Ok(Some(self.grant(entry, ttl)))
+    }
+
+    /// Waits in the queue until our key is the first, watching only the key just below it, and
+    /// keeping our lease alive meanwhile. Ends by `deadline`, withdrawing if not granted.
+    async fn acquire_queued(
+        &self,
+        key: &str,
+        ttl: Duration,
+        deadline: Instant,
+    ) -> Result<Option<Lease>, LockError> {
+        let (entry, first) = self.enqueue(key, ttl).await?;
+        if first {
+            return Ok(Some(self.grant(entry, ttl)));
+        }
+        let mut client = self.client.clone();
+        let lease = entry.lease.expect("a queued entry has its lease");
+        let keep_alive_every = Duration::from_secs(lease_seconds(ttl) as u64) / 3;
+        // Bounded by the deadline: every pass returns or waits on a watch until it.
+        loop {
+            let below = GetOptions::new()
+                .with_prefix()
+                .with_max_create_revision(entry.revision - 1)
+                .with_sort(SortTarget::Create, SortOrder::Descend)
+                .with_limit(1);
+            let response = client
+                .get(self.prefix(key), Some(below))
+                .await
+                .map_err(err("acquire"))?;
+            let Some(predecessor) = response.kvs().first().map(|kv| kv.key().to_vec()) else {
+                return Ok(Some(self.grant(entry, ttl)));
+            };
+            // Watched from now, then checked: a watch that starts at a past revision is
+            // "unsynced" in etcd and catches up only on its 100 ms sync loop, which every
+            // handoff would then wait for.
+            let mut stream = client
+                .watch(predecessor.clone(), None)
+                .await
+                .map_err(err("acquire"))?;
+            let still = client
+                .get(predecessor, Some(GetOptions::new().with_count_only()))
+                .await
+                .map_err(err("acquire"))?;
+            if still.count() == 0 {
+                continue; // deleted before the watch began
+            }
+            // Until the predecessor is deleted, renewing our lease on the way.
+            loop {
+                let now = Instant::now();
+                if now >= deadline {
+                    entry.withdraw().await?;
+                    return Ok(None);
+                }
+                tokio::select! {
+                    message = stream.message() => {
+                        let message = message.map_err(err("acquire"))?;
+                        let deleted = message.as_ref().is_none_or(|m| {
+                            m.events().iter().any(|e| e.event_type() == EventType::Delete)
+                        });
+                        if deleted {
+                            break;
+                        }
+                    }
+                    _ = tokio::time::sleep(keep_alive_every.min(deadline - now)) => {
+                        if Instant::now() < deadline {
+                            let (mut keeper, mut answers) = client
+                                .lease_keep_alive(lease)
+                                .await
+                                .map_err(err("keep alive while waiting"))?;
+                            keeper.keep_alive().await.map_err(err("keep alive while waiting"))?;
+                            answers.message().await.map_err(err("keep alive while waiting"))?;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn lease_of(&self, token: &str) -> Option<i64> {
@@ -129,6 +234,41 @@ impl EtcdLock {
             .expect("lease table poisoned")
             .get(token)
             .copied()
+    }
+}
+
+/// Our key in a lock's queue while it is not granted: withdrawn (its lease revoked, which deletes
+/// it) when the wait ends ungranted, and also when the wait is abandoned midway, so that no
+/// waiter key is left for its lease's life.
+struct Entry {
+    client: Client,
+    lease: Option<i64>,
+    key: String,
+    token: String,
+    revision: i64,
+}
+
+impl Entry {
+    async fn withdraw(mut self) -> Result<(), LockError> {
+        let lease = self.lease.take().expect("a queued entry has its lease");
+        match self.client.lease_revoke(lease).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_lease_not_found(&e) => Ok(()),
+            Err(e) => Err(LockError::server("etcd", "withdraw", e)),
+        }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if let Some(lease) = self.lease.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let mut client = self.client.clone();
+            runtime.spawn(async move {
+                let _ = client.lease_revoke(lease).await;
+            });
+        }
     }
 }
 
@@ -142,8 +282,8 @@ impl LockBackend for EtcdLock {
         Capabilities {
             fencing: FencingSource::Revision,
             native_ttl: true,
-            wait_queue: false,
-            native_wait: false,
+            wait_queue: true,
+            native_wait: true,
             scope: LockScope::ConsensusLease,
         }
     }
@@ -154,6 +294,23 @@ impl LockBackend for EtcdLock {
             "acquire",
             self.timeout,
             self.try_acquire_inner(key, ttl),
+        )
+        .await
+    }
+
+    /// Waits in the queue, watching the key just below ours, bounded by `wait`.
+    async fn acquire(
+        &self,
+        key: &str,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<Option<Lease>, LockError> {
+        let deadline = Instant::now() + wait;
+        timed(
+            "etcd",
+            "acquire",
+            wait + self.timeout,
+            self.acquire_queued(key, ttl, deadline),
         )
         .await
     }
@@ -206,10 +363,13 @@ impl LockBackend for EtcdLock {
 
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let mut client = self.client.clone();
-        let lock_key = self.key(key);
+        let prefix = self.prefix(key);
         timed("etcd", "cleanup", self.timeout, async move {
             client
-                .delete(lock_key, None)
+                .delete(
+                    prefix,
+                    Some(etcd_client::DeleteOptions::new().with_prefix()),
+                )
                 .await
                 .map(|_| ())
                 .map_err(err("cleanup"))
