@@ -792,56 +792,77 @@ mod pg_native_wait {
     }
 }
 
-/// ZooKeeper's queue of nodes: `acquire` keeps its node and watches its predecessor (Curator's
-/// recipe), so waiters are granted in order and a release wakes only the next one.
-mod zk_native_wait {
+/// The queues of ZooKeeper (Curator's recipe: a waiter's node stays and watches its predecessor)
+/// and etcd (`concurrency.Mutex`: a waiter's key stays under the lock's prefix and watches the key
+/// just below it): waiters are granted in order and a release wakes only the next one.
+mod queue_wait {
     use std::sync::Arc;
     use std::time::Duration;
 
     use super::*;
 
-    /// The nodes queued under `key` (holder and waiters), as ZooKeeper lists them.
-    async fn queued(tag: &str, key: &str) -> usize {
-        let config = config(BackendKind::Zookeeper, tag);
-        let url = config.urls.join(",");
-        let zk = zookeeper_client::Client::connect(&url)
-            .await
-            .unwrap_or_else(|e| panic!("{url}: {e}; start it with scripts/services.sh up"));
-        let folder = format!("/{}/locks/{key}", config.namespace);
-        match zk.list_children(&folder).await {
-            Ok(children) => children.len(),
-            Err(zookeeper_client::Error::NoNode) => 0,
-            Err(e) => panic!("{folder}: {e}"),
+    /// The entries queued for `key` (holder and waiters), as the server lists them.
+    async fn queued(kind: BackendKind, tag: &str, key: &str) -> usize {
+        let config = config(kind, tag);
+        let start = "start it with scripts/services.sh up";
+        match kind {
+            BackendKind::Zookeeper => {
+                let url = config.urls.join(",");
+                let zk = zookeeper_client::Client::connect(&url)
+                    .await
+                    .unwrap_or_else(|e| panic!("{url}: {e}; {start}"));
+                let folder = format!("/{}/locks/{key}", config.namespace);
+                match zk.list_children(&folder).await {
+                    Ok(children) => children.len(),
+                    Err(zookeeper_client::Error::NoNode) => 0,
+                    Err(e) => panic!("{folder}: {e}"),
+                }
+            }
+            BackendKind::Etcd => {
+                let mut etcd = etcd_client::Client::connect(&config.urls, None)
+                    .await
+                    .unwrap_or_else(|e| panic!("{:?}: {e}; {start}", config.urls));
+                let prefix = format!("/{}/locks/{key}/", config.namespace);
+                let only_count = etcd_client::GetOptions::new()
+                    .with_prefix()
+                    .with_count_only();
+                etcd.get(prefix, Some(only_count)).await.unwrap().count() as usize
+            }
+            other => panic!("{} has no queue to list", other.name()),
         }
     }
 
-    async fn until_queued(tag: &str, key: &str, n: usize) {
+    async fn until_queued(kind: BackendKind, tag: &str, key: &str, n: usize) {
         for _ in 0..200 {
-            if queued(tag, key).await == n {
+            if queued(kind, tag, key).await == n {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        panic!("{n} nodes never queued under {key}");
+        panic!("{}: {n} entries never queued under {key}", kind.name());
     }
 
-    #[tokio::test]
-    async fn waiters_are_granted_in_order_and_one_at_a_time() {
-        let tag = "zk-order";
+    async fn granted_in_order_one_at_a_time(kind: BackendKind) {
+        let tag = "queue-order";
         let key = "order";
         let ttl = Duration::from_secs(30);
-        let a = client(BackendKind::Zookeeper, tag).await;
-        let b = Arc::new(client(BackendKind::Zookeeper, tag).await);
-        let c = Arc::new(client(BackendKind::Zookeeper, tag).await);
-        assert!(a.capabilities().native_wait);
+        let a = client(kind, tag).await;
+        let b = Arc::new(client(kind, tag).await);
+        let c = Arc::new(client(kind, tag).await);
+        assert!(a.capabilities().native_wait, "{}", kind.name());
         let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
+        assert!(
+            b.try_acquire(key, ttl).await.unwrap().is_none(),
+            "a held lock is refused to a try"
+        );
+        until_queued(kind, tag, key, 1).await;
         let wait = |w: Arc<Box<dyn LockBackend>>| {
             tokio::spawn(async move { w.acquire(key, ttl, Duration::from_secs(10)).await })
         };
         let first = wait(b.clone());
-        until_queued(tag, key, 2).await;
+        until_queued(kind, tag, key, 2).await;
         let second = wait(c.clone());
-        until_queued(tag, key, 3).await;
+        until_queued(kind, tag, key, 3).await;
         assert!(a.release(&held).await.unwrap());
         let b_lease = first
             .await
@@ -854,7 +875,7 @@ mod zk_native_wait {
             !second.is_finished(),
             "the second waiter was woken too early"
         );
-        assert_eq!(queued(tag, key).await, 2, "the holder and one waiter");
+        assert_eq!(queued(kind, tag, key).await, 2, "the holder and one waiter");
         assert!(b.release(&b_lease).await.unwrap());
         let c_lease = second.await.unwrap().unwrap().expect("then the second");
         assert!(
@@ -868,15 +889,13 @@ mod zk_native_wait {
         finish(a, b, key).await;
     }
 
-    #[tokio::test]
-    async fn a_wait_that_ends_ungranted_leaves_no_node() {
-        let tag = "zk-timeout";
+    /// Neither a wait that times out nor one abandoned midway (an outer timeout drops it) leaves
+    /// its entry in the queue.
+    async fn an_ungranted_wait_leaves_nothing(kind: BackendKind) {
+        let tag = "queue-timeout";
         let key = "timeout";
         let ttl = Duration::from_secs(30);
-        let (a, b) = (
-            client(BackendKind::Zookeeper, tag).await,
-            client(BackendKind::Zookeeper, tag).await,
-        );
+        let (a, b) = (client(kind, tag).await, client(kind, tag).await);
         let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
         let started = std::time::Instant::now();
         let none = b
@@ -885,137 +904,39 @@ mod zk_native_wait {
             .unwrap();
         assert!(none.is_none());
         assert!(started.elapsed() >= Duration::from_millis(290));
-        assert_eq!(queued(tag, key).await, 1, "only the holder's node is left");
-        // Abandoned midway (an outer timeout drops the wait): its node goes too.
+        assert_eq!(
+            queued(kind, tag, key).await,
+            1,
+            "only the holder's entry is left"
+        );
         let abandoned = tokio::time::timeout(
             Duration::from_millis(200),
             b.acquire(key, ttl, Duration::from_secs(30)),
         )
         .await;
         assert!(abandoned.is_err());
-        until_queued(tag, key, 1).await;
+        until_queued(kind, tag, key, 1).await;
         assert!(a.release(&held).await.unwrap());
-        finish(a, b, key).await;
-    }
-}
-
-/// etcd's queue (`concurrency.Mutex`): a waiter keeps its key under the lock's prefix and
-/// watches only the key just below it.
-mod etcd_native_wait {
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    use super::*;
-
-    /// The keys queued under `key`'s prefix (holder and waiters), as etcd lists them.
-    async fn queued(tag: &str, key: &str) -> usize {
-        let config = config(BackendKind::Etcd, tag);
-        let mut etcd = etcd_client::Client::connect(&config.urls, None)
-            .await
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{:?}: {e}; start it with scripts/services.sh up",
-                    config.urls
-                )
-            });
-        let prefix = format!("/{}/locks/{key}/", config.namespace);
-        let listed = etcd
-            .get(
-                prefix,
-                Some(
-                    etcd_client::GetOptions::new()
-                        .with_prefix()
-                        .with_count_only(),
-                ),
-            )
-            .await
-            .unwrap();
-        listed.count() as usize
-    }
-
-    async fn until_queued(tag: &str, key: &str, n: usize) {
-        for _ in 0..200 {
-            if queued(tag, key).await == n {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("{n} keys never queued under {key}");
-    }
-
-    #[tokio::test]
-    async fn waiters_are_granted_in_order_and_one_at_a_time() {
-        let tag = "etcd-order";
-        let key = "order";
-        let ttl = Duration::from_secs(30);
-        let a = client(BackendKind::Etcd, tag).await;
-        let b = Arc::new(client(BackendKind::Etcd, tag).await);
-        let c = Arc::new(client(BackendKind::Etcd, tag).await);
-        assert!(a.capabilities().native_wait);
-        let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
-        assert!(
-            b.try_acquire(key, ttl).await.unwrap().is_none(),
-            "a held lock is refused to a try"
-        );
-        until_queued(tag, key, 1).await;
-        let wait = |w: Arc<Box<dyn LockBackend>>| {
-            tokio::spawn(async move { w.acquire(key, ttl, Duration::from_secs(10)).await })
-        };
-        let first = wait(b.clone());
-        until_queued(tag, key, 2).await;
-        let second = wait(c.clone());
-        until_queued(tag, key, 3).await;
-        assert!(a.release(&held).await.unwrap());
-        let b_lease = first
-            .await
-            .unwrap()
-            .unwrap()
-            .expect("the first waiter is next");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(
-            !second.is_finished(),
-            "the second waiter was woken too early"
-        );
-        assert_eq!(queued(tag, key).await, 2, "the holder and one waiter");
-        assert!(b.release(&b_lease).await.unwrap());
-        let c_lease = second.await.unwrap().unwrap().expect("then the second");
-        assert!(
-            c_lease.fencing > b_lease.fencing,
-            "fencing tokens grow in grant order"
-        );
-        assert!(c.release(&c_lease).await.unwrap());
-        let b = Arc::try_unwrap(b).ok().unwrap();
-        let c = Arc::try_unwrap(c).ok().unwrap();
-        c.close().await.unwrap();
         finish(a, b, key).await;
     }
 
     #[tokio::test]
-    async fn a_wait_that_ends_ungranted_leaves_no_key() {
-        let tag = "etcd-timeout";
-        let key = "timeout";
-        let ttl = Duration::from_secs(30);
-        let (a, b) = (
-            client(BackendKind::Etcd, tag).await,
-            client(BackendKind::Etcd, tag).await,
-        );
-        let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
-        let started = std::time::Instant::now();
-        let none = b
-            .acquire(key, ttl, Duration::from_millis(300))
-            .await
-            .unwrap();
-        assert!(none.is_none());
-        assert!(started.elapsed() >= Duration::from_millis(290));
-        assert_eq!(queued(tag, key).await, 1, "only the holder's key is left");
-        let abandoned = tokio::time::timeout(
-            Duration::from_millis(200),
-            b.acquire(key, ttl, Duration::from_secs(30)),
-        )
-        .await;
-        assert!(abandoned.is_err());
-        until_queued(tag, key, 1).await;
-        assert!(a.release(&held).await.unwrap());
-        finish(a, b, key).await;
+    async fn zookeeper_grants_in_order_one_at_a_time() {
+        granted_in_order_one_at_a_time(BackendKind::Zookeeper).await;
+    }
+
+    #[tokio::test]
+    async fn etcd_grants_in_order_one_at_a_time() {
+        granted_in_order_one_at_a_time(BackendKind::Etcd).await;
+    }
+
+    #[tokio::test]
+    async fn zookeeper_ungranted_waits_leave_no_node() {
+        an_ungranted_wait_leaves_nothing(BackendKind::Zookeeper).await;
+    }
+
+    #[tokio::test]
+    async fn etcd_ungranted_waits_leave_no_key() {
+        an_ungranted_wait_leaves_nothing(BackendKind::Etcd).await;
     }
 }
