@@ -16,7 +16,6 @@ pub use growth::fit_growth;
 pub use lockbench_core::records::ttl::{
     CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, ProfileP999, TtlRecommendation, VolumePoint,
 };
-pub use lockbench_core::records::{RuntimeSummary, round_micro, tail_samples_needed};
 pub use ttl::{
     ALERT_SHARE, DEFAULT_SAFETY_FACTOR, MIN_LEASE, TtlInputs, exceedance, heartbeat,
     heartbeat_derivation, recommend, review_scales,

@@ -4,13 +4,11 @@
 use std::time::Duration;
 
 use lockbench_core::format_duration;
+use lockbench_core::records::round_micro;
 use statrs::distribution::{Beta, ContinuousCDF};
 
 use crate::growth::fit_growth;
-use crate::{
-    CurrentTtlRisk, HeartbeatRecommendation, ProfileP999, TtlRecommendation, VolumePoint,
-    round_micro,
-};
+use crate::{CurrentTtlRisk, HeartbeatRecommendation, ProfileP999, TtlRecommendation, VolumePoint};
 
 /// Default safety factor: the seed's guidance is 2-3x the P99.9 at maximum load. We take the top
 /// of that range because the measured P99.9 comes from a model whose tail is only as good as its

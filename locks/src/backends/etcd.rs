@@ -94,7 +94,7 @@ impl EtcdLock {
             .await
             .map_err(err("lease grant"))?
             .id();
-        let entry = Entry {
+        let mut entry = Entry {
             client: client.clone(),
             lease: Some(lease),
             key: format!("{}{lease:x}", self.prefix(key)),
@@ -114,7 +114,6 @@ impl EtcdLock {
             TxnOp::get(self.prefix(key), Some(first)),
         ]);
         let response = client.txn(txn).await.map_err(err("acquire"))?;
-        let mut entry = entry;
         entry.revision = response.header().map_or(0, |h| h.revision());
         let head = response.op_responses().into_iter().find_map(|r| match r {
             TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.key().to_vec()),

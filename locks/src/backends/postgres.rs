@@ -209,19 +209,26 @@ impl PgLock {
             .insert(token, held);
     }
 
+    /// What every acquisition starts with: the namespaced key, its advisory lock id and a
+    /// session to ask on.
+    async fn open(&self, key: &str) -> Result<(String, i64, Session), LockError> {
+        let namespaced = format!("{}:{key}", self.namespace);
+        let id = lock_id(&namespaced);
+        let session = self
+            .connections
+            .take()
+            .await
+            .map_err(|e| LockError::server(self.backend(), "take a connection", e))?;
+        Ok((namespaced, id, session))
+    }
+
     async fn try_acquire_inner(
         &self,
         key: &str,
         ttl: Duration,
     ) -> Result<Option<Lease>, LockError> {
         let backend = self.backend();
-        let namespaced = format!("{}:{key}", self.namespace);
-        let id = lock_id(&namespaced);
-        let mut session = self
-            .connections
-            .take()
-            .await
-            .map_err(|e| LockError::server(backend, "take a connection", e))?;
+        let (namespaced, id, mut session) = self.open(key).await?;
         let conn = session.conn();
         // One round trip: the lock, and the fencing number only if the lock was granted.
         // Some(Some(n)): granted with fencing token n; Some(None): granted without; None: held.
@@ -312,13 +319,7 @@ impl PgLock {
         wait: Duration,
     ) -> Result<Option<Lease>, LockError> {
         let backend = self.backend();
-        let namespaced = format!("{}:{key}", self.namespace);
-        let id = lock_id(&namespaced);
-        let mut session = self
-            .connections
-            .take()
-            .await
-            .map_err(|e| LockError::server(backend, "take a connection", e))?;
+        let (namespaced, id, mut session) = self.open(key).await?;
         // lock_timeout is whole milliseconds, and 0 would mean no limit at all.
         let wait_ms = wait.as_millis().max(1);
         let settings = format!(
