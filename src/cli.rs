@@ -36,6 +36,12 @@ pub enum Command {
     /// every reachable backend, replay each spec's incident_profile live when Postgres is
     /// reachable, and write the report.
     Run(MainJobArgs),
+    /// Inject faults (a paused holder, a Redis restart) into processes and servers lockbench
+    /// starts itself, and measure overlaps, stale writes and what fencing did.
+    Faults(FaultsArgs),
+    /// One worker of a fault-lab trial (started by `faults`; reads its plan on stdin).
+    #[command(hide = true)]
+    FaultWorker(FaultWorkerArgs),
 }
 
 /// Flags shared by the commands that simulate.
@@ -320,6 +326,56 @@ pub struct MainJobArgs {
     /// Seed of every simulation and replay (random when omitted).
     #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
     pub seed: Option<String>,
+}
+
+/// `lockbench faults`.
+#[derive(Debug, Args)]
+pub struct FaultsArgs {
+    /// Backend configuration; the protected resource is a table in its pg-session Postgres.
+    #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
+    pub config: PathBuf,
+    /// Scenario (pause, restart) or one variant (pause/naive, restart/aof-always ...); repeat for
+    /// several (default: all).
+    #[arg(long = "scenario", value_name = "NAME")]
+    pub scenarios: Vec<String>,
+    /// Backend to inject faults into; repeat for several (default: every backend in the config
+    /// that the scenarios apply to).
+    #[arg(long = "backend", value_name = "NAME")]
+    pub backends: Vec<String>,
+    /// Trials per (scenario, variant, backend) cell.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "20",
+        allow_hyphen_values = true
+    )]
+    pub trials: String,
+    /// Lock TTL asked for (etcd grants at least 2s, ZooKeeper at least 2 x its tickTime).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "2s",
+        allow_hyphen_values = true
+    )]
+    pub ttl: String,
+    /// Seed of the fault timing (random when omitted; always stored).
+    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
+    pub seed: Option<String>,
+    /// Print machine-readable JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a results directory (matrix, trials, the resource's log); it must not exist or
+    /// be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `lockbench fault-worker`.
+#[derive(Debug, Args)]
+pub struct FaultWorkerArgs {
+    /// The process id of the `faults` run that started it (so that `ps` tells whose it is).
+    #[arg(long, value_name = "PID")]
+    pub lab: Option<u32>,
 }
 
 /// `lockbench compare`.

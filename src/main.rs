@@ -24,6 +24,8 @@ fn main() -> ExitCode {
         Command::Report(args) => commands::report::run(&args),
         Command::Compare(args) => commands::compare::run(&args),
         Command::Run(args) => commands::run::run(&args),
+        Command::Faults(args) => commands::faults::run(&args),
+        Command::FaultWorker(_) => commands::faults::worker(),
     };
     match result {
         Ok(code) => code,

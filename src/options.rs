@@ -12,6 +12,9 @@ use lockbench_locks::{BackendConfig, BackendKind};
 
 use crate::cli::{BenchArgs, ReplayArgs, SimulateArgs, SimulationArgs, TtlArgs};
 
+mod faults;
+pub use faults::FaultsCommand;
+
 /// Most worker threads accepted; more would only add contention on 2-64 core machines.
 const MAX_THREADS: usize = 1024;
 /// Largest volume multiplier accepted.

@@ -56,6 +56,11 @@ impl Progress {
         self.bar.inc(replays);
     }
 
+    /// Prints a line on stderr above the bar (or alone, when the bar is hidden).
+    pub fn println(&self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
+    }
+
     /// Removes the bar.
     pub fn finish(&self) {
         self.bar.finish_and_clear();

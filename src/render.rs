@@ -1,6 +1,9 @@
 //! Terminal output: the tables and the recommendation as people read them, from the typed records
 //! alone.
 
+mod faults;
+pub use faults::fault_matrix;
+
 use std::fmt::Write as _;
 use std::time::Duration;
 

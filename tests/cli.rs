@@ -738,3 +738,50 @@ fn bench_reaches_redis_over_tls() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["results"][0]["ops"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn faults_flags_are_checked() {
+    let f = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![
+            "faults".to_string(),
+            "--config".to_string(),
+            CONFIG.to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let check = |extra: &[&str], fragments: &[&str]| {
+        let args = f(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        rejects(&args, fragments);
+    };
+    check(&["--trials", "0"], &["--trials", "expected 1 to 1000"]);
+    check(&["--trials", "many"], &["--trials"]);
+    check(&["--ttl", "-1s"], &["--ttl"]);
+    check(&["--ttl", "10ms"], &["--ttl", "expected 200ms to 60s"]);
+    check(&["--seed", "abc"], &["--seed"]);
+    check(
+        &["--scenario", "partition"],
+        &[
+            "--scenario",
+            "unknown scenario \"partition\"",
+            "pause/naive",
+        ],
+    );
+    check(&["--backend", "nosuch"], &["--backend", "unknown backend"]);
+    check(
+        &["--scenario", "restart", "--backend", "etcd"],
+        &["--scenario", "nothing to run", "restart applies to redis"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("no-pg.toml");
+    std::fs::write(
+        &config,
+        "[backends.redis]\nurls = [\"redis://127.0.0.1:6390\"]\n",
+    )
+    .unwrap();
+    rejects(
+        &["faults", "--config", config.to_str().unwrap()],
+        &["--config", "protected resource is a Postgres table"],
+    );
+}

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod faults;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -204,6 +204,10 @@ fn load_one(dir: &Path, label: String, evidence: &mut Evidence) -> Result<(), Re
             source,
             record: *record,
         }),
+        Body::Faults { .. } => evidence.skipped.push((
+            dir.to_path_buf(),
+            "a fault matrix, which this report does not read yet".to_string(),
+        )),
         // A report folder is this command's own output, not evidence.
         Body::Other if source.command == "report" => {}
         Body::Other => evidence.skipped.push((

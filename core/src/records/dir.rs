@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::bench::{self, BenchCsvRow, BenchRecord};
 use super::codec::{MANIFEST, RESULTS_JSON, RecordError, SCHEMA_VERSION, from_csv, from_json};
+use super::faults::{self, FaultEventRow, FaultTrialRow, FaultsRecord};
 use super::replay::{self, JobRunRecord, ReplayRecord};
 use super::simulate::{self, SimulationCsvRow, SimulationRecord};
 use super::ttl::TtlRecommendation;
@@ -54,6 +55,15 @@ pub enum Body {
         record: Box<ReplayRecord>,
         /// `replay.csv`.
         rows: Vec<JobRunRecord>,
+    },
+    /// `faults`.
+    Faults {
+        /// `results.json`: the matrix.
+        record: Box<FaultsRecord>,
+        /// `trials.csv`.
+        trials: Vec<FaultTrialRow>,
+        /// `events.csv`.
+        events: Vec<FaultEventRow>,
     },
     /// A command whose results carry no records to read (`report`).
     Other,
@@ -145,6 +155,17 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
                 rows: from_csv(&csv_file, &csv_bytes)?,
             };
             (body, Some(replay::HISTOGRAMS))
+        }
+        "faults" => {
+            let (file, bytes) = load(RESULTS_JSON)?;
+            let (trials_file, trials_bytes) = load(faults::CSV)?;
+            let (events_file, events_bytes) = load(faults::EVENTS_CSV)?;
+            let body = Body::Faults {
+                record: Box::new(from_json(&file, &bytes)?),
+                trials: from_csv(&trials_file, &trials_bytes)?,
+                events: from_csv(&events_file, &events_bytes)?,
+            };
+            (body, None)
         }
         _ => (Body::Other, None),
     };

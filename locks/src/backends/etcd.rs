@@ -89,14 +89,16 @@ impl EtcdLock {
     /// prefix's first key read in one transaction. Returns the entry and whether it is first.
     async fn enqueue(&self, key: &str, ttl: Duration) -> Result<(Entry, bool), LockError> {
         let mut client = self.client.clone();
-        let lease = client
+        let granted = client
             .lease_grant(lease_seconds(ttl), None)
             .await
-            .map_err(err("lease grant"))?
-            .id();
+            .map_err(err("lease grant"))?;
+        let lease = granted.id();
         let mut entry = Entry {
             client: client.clone(),
             lease: Some(lease),
+            // The server may grant more than asked: its minimum is 1.5 x the election timeout.
+            granted: Duration::from_secs(granted.ttl().max(1) as u64),
             key: format!("{}{lease:x}", self.prefix(key)),
             token: new_token(),
             revision: 0,
@@ -124,7 +126,7 @@ impl EtcdLock {
     }
 
     /// The lease of a granted entry, kept for renew and release.
-    fn grant(&self, mut entry: Entry, ttl: Duration) -> Lease {
+    fn grant(&self, mut entry: Entry) -> Lease {
         let lease = entry.lease.take().expect("a queued entry has its lease");
         self.leases
             .lock()
@@ -134,7 +136,7 @@ impl EtcdLock {
             key: std::mem::take(&mut entry.key),
             token: std::mem::take(&mut entry.token),
             fencing: Some(entry.revision as u64),
-            ttl: Duration::from_secs(lease_seconds(ttl) as u64),
+            ttl: entry.granted,
             acquired_at: Instant::now(),
         }
     }
@@ -149,7 +151,7 @@ impl EtcdLock {
             entry.withdraw().await?;
             return Ok(None);
         }
-        Ok(Some(self.grant(entry, ttl)))
+        Ok(Some(self.grant(entry)))
     }
 
     /// Waits in the queue until our key is the first, watching only the key just below it, and
@@ -162,11 +164,11 @@ impl EtcdLock {
     ) -> Result<Option<Lease>, LockError> {
         let (entry, first) = self.enqueue(key, ttl).await?;
         if first {
-            return Ok(Some(self.grant(entry, ttl)));
+            return Ok(Some(self.grant(entry)));
         }
         let mut client = self.client.clone();
         let lease = entry.lease.expect("a queued entry has its lease");
-        let keep_alive_every = Duration::from_secs(lease_seconds(ttl) as u64) / 3;
+        let keep_alive_every = entry.granted / 3;
         // Bounded by the deadline: every pass returns or waits on a watch until it.
         loop {
             let below = GetOptions::new()
@@ -179,7 +181,7 @@ impl EtcdLock {
                 .await
                 .map_err(err("acquire"))?;
             let Some(predecessor) = response.kvs().first().map(|kv| kv.key().to_vec()) else {
-                return Ok(Some(self.grant(entry, ttl)));
+                return Ok(Some(self.grant(entry)));
             };
             // Watched from now, then checked: a watch that starts at a past revision is
             // "unsynced" in etcd and catches up only on its 100 ms sync loop, which every
@@ -245,6 +247,8 @@ struct Entry {
     key: String,
     token: String,
     revision: i64,
+    /// The lease's TTL as the server granted it.
+    granted: Duration,
 }
 
 impl Entry {

@@ -1,0 +1,169 @@
+//! The record of `faults`: `results.json` (the fault matrix), `trials.csv` (one row per trial) and
+//! `events.csv` (the protected resource's log of every trial, for timelines).
+//!
+//! Times are seconds. In a trial's rows they count from the holder's grant, by the one monotonic
+//! clock of the machine every process of the trial wrote with.
+
+use serde::{Deserialize, Serialize};
+
+use super::codec::present;
+
+/// One row per trial.
+pub const CSV: &str = "trials.csv";
+/// The protected resource's log, one row per logged event.
+pub const EVENTS_CSV: &str = "events.csv";
+
+/// `results.json` of `faults`: what `--json` prints.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultsRecord {
+    /// The lock TTL asked for (`--ttl`); each cell says the TTL the backend granted.
+    pub ttl_s: f64,
+    /// Trials per cell (`--trials`).
+    pub trials_per_cell: u32,
+    /// Seed of the fault timing (where in the job each fault starts).
+    pub seed: u64,
+    /// Where the protected resource lives (a Postgres schema), password removed.
+    pub resource: String,
+    /// The namespace of every key, lease and znode this run created (removed after it).
+    pub namespace: String,
+    /// One per (scenario, variant, backend) that ran.
+    pub cells: Vec<FaultCell>,
+    /// Cells that could not run here, and why.
+    pub skipped: Vec<SkippedCell>,
+}
+
+/// What `trials` trials of one (scenario, variant, backend) measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultCell {
+    /// The fault (`pause`, `restart`).
+    pub scenario: String,
+    /// Its configuration (`naive`, `heartbeat-short`, `aof-always` ...).
+    pub variant: String,
+    /// Backend name.
+    pub backend: String,
+    /// What was injected and how, in one sentence.
+    pub injected: String,
+    /// What the backend's design predicts: "overlap" or "no overlap".
+    pub expected: String,
+    /// Where the backend's fencing tokens come from ("none" when it gives none).
+    pub fencing: String,
+    /// The TTL the backend granted the holder (ZooKeeper: the negotiated session timeout), the
+    /// largest over the trials.
+    pub granted_ttl_s: f64,
+    /// Trials run.
+    pub trials: u32,
+    /// Trials in which two workers believed they held the lock at the same time.
+    pub trials_with_overlap: u32,
+    /// Median overlap over the trials that overlapped; `None` when none did.
+    #[serde(deserialize_with = "present")]
+    pub overlap_p50_s: Option<f64>,
+    /// Longest overlap; `None` when no trial overlapped.
+    #[serde(deserialize_with = "present")]
+    pub overlap_max_s: Option<f64>,
+    /// Writes by a worker after the lock had passed to another (an unfenced resource accepts
+    /// every one of them).
+    pub stale_writes: u64,
+    /// Of those, refused by the fenced resource; `None` when the backend gives no fencing token.
+    #[serde(deserialize_with = "present")]
+    pub stale_rejected_by_fence: Option<u64>,
+    /// Writes by the current holder that the fenced resource refused (a fencing counter that went
+    /// back); `None` when the backend gives no fencing token.
+    #[serde(deserialize_with = "present")]
+    pub legitimate_rejected_by_fence: Option<u64>,
+    /// Median time from the fault's start to the contender's grant; `None` when no contender was
+    /// granted within its wait.
+    #[serde(deserialize_with = "present")]
+    pub recovery_p50_s: Option<f64>,
+    /// Longest such time; `None` as above.
+    #[serde(deserialize_with = "present")]
+    pub recovery_max_s: Option<f64>,
+    /// Trials whose contender was not granted the lock within its wait.
+    pub contender_timed_out: u32,
+}
+
+/// A cell that could not run on this machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkippedCell {
+    /// The fault.
+    pub scenario: String,
+    /// Its configuration.
+    pub variant: String,
+    /// Backend name.
+    pub backend: String,
+    /// What it needs that is missing, in one line.
+    pub reason: String,
+}
+
+/// One trial, as a `trials.csv` line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultTrialRow {
+    /// The fault.
+    pub scenario: String,
+    /// Its configuration.
+    pub variant: String,
+    /// Backend name.
+    pub backend: String,
+    /// Trial number in its cell, from 0.
+    pub trial: u32,
+    /// The TTL the backend granted the holder.
+    pub granted_ttl_s: f64,
+    /// When the fault began.
+    pub fault_start_s: f64,
+    /// When it ended (the SIGCONT, the server answering again).
+    pub fault_end_s: f64,
+    /// When the holder stopped believing it held the lock (its last logged event).
+    pub holder_end_s: f64,
+    /// How the holder's job ended (released, lost, gave-up, release-failed).
+    pub holder_outcome: String,
+    /// When the contender was granted the lock; `None` when it was not within its wait.
+    #[serde(deserialize_with = "present")]
+    pub contender_grant_s: Option<f64>,
+    /// When the contender stopped; `None` as above.
+    #[serde(deserialize_with = "present")]
+    pub contender_end_s: Option<f64>,
+    /// Time both believed they held the lock.
+    pub overlap_s: f64,
+    /// Writes after the lock had passed to another worker.
+    pub stale_writes: u64,
+    /// Of those, refused by the fenced resource; `None` without fencing tokens.
+    #[serde(deserialize_with = "present")]
+    pub stale_rejected_by_fence: Option<u64>,
+    /// The current holder's writes the fenced resource refused; `None` without fencing tokens.
+    #[serde(deserialize_with = "present")]
+    pub legitimate_rejected_by_fence: Option<u64>,
+    /// From the fault's start to the contender's grant; `None` as above.
+    #[serde(deserialize_with = "present")]
+    pub recovery_s: Option<f64>,
+}
+
+/// One event of the protected resource's log, as an `events.csv` line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultEventRow {
+    /// The fault.
+    pub scenario: String,
+    /// Its configuration.
+    pub variant: String,
+    /// Backend name.
+    pub backend: String,
+    /// Trial number in its cell.
+    pub trial: u32,
+    /// `holder` or `contender`.
+    pub worker: String,
+    /// `grant` (the first write, with the new token), `write`, or `end`.
+    pub event: String,
+    /// When, from the holder's grant.
+    pub t_s: f64,
+    /// The fencing token presented; `None` when the backend gives none.
+    #[serde(deserialize_with = "present")]
+    pub token: Option<u64>,
+    /// Whether the fenced resource accepted the write; `None` for an `end`, or without a token.
+    #[serde(deserialize_with = "present")]
+    pub fenced_accepted: Option<bool>,
+    /// For an `end`: how the job ended; empty otherwise.
+    pub detail: String,
+}

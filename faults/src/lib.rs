@@ -1,0 +1,44 @@
+//! The fault lab: what each lock backend cannot prevent, measured on real servers.
+//!
+//! A trial runs two workers of the same job as separate processes (`lockbench fault-worker`): the
+//! holder takes the lock, the contender waits for it, and the lab injects one fault ([`Variant`])
+//! into what it started itself: a SIGSTOP of the holder's process, or a SIGKILL and restart of a
+//! private Redis server it runs on its own port and data directory. Both workers write to the
+//! protected resource ([`resource`]), a Postgres log with one monotonic clock and a fence that
+//! keeps the highest token seen. Overlaps, stale writes and what the fence did are computed from
+//! that log ([`overlap`]), never assumed from the scenario.
+//!
+//! Everything the lab starts is stopped by pid and removed after each trial, after an error and
+//! when a Ctrl-C drops the run: worker processes, private servers and their directories, the
+//! run's Postgres schema, and every lock key it used.
+
+mod clock;
+mod lab;
+pub mod overlap;
+mod process;
+pub mod resource;
+mod scenario;
+mod server;
+mod worker;
+
+pub use lab::{FaultLab, LabOptions, LabOutput};
+pub use scenario::{ALL as VARIANTS, Variant};
+pub use server::Persistence;
+pub use worker::{BackendPlan, Check, WorkerPlan, run_worker};
+
+/// What can stop the lab (the run, not a cell: a cell that fails is recorded as skipped).
+#[derive(Debug, thiserror::Error)]
+pub enum FaultError {
+    /// The protected resource (Postgres).
+    #[error("protected resource: {0}")]
+    Resource(String),
+    /// A lock backend.
+    #[error(transparent)]
+    Lock(#[from] lockbench_locks::LockError),
+    /// A worker process.
+    #[error("worker: {0}")]
+    Worker(String),
+    /// A private server.
+    #[error("private server: {0}")]
+    Server(String),
+}

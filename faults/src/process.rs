@@ -1,0 +1,152 @@
+//! Processes the lab starts: workers and private servers. Each is a child of the lab, killed by
+//! pid when its handle is dropped (on success, on error and when a Ctrl-C drops the run).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
+
+use crate::FaultError;
+use crate::worker::WorkerPlan;
+
+/// A worker process.
+pub struct WorkerProcess {
+    name: String,
+    child: Child,
+    lines: tokio::io::Lines<BufReader<ChildStdout>>,
+}
+
+impl WorkerProcess {
+    /// Starts `exe fault-worker --lab PID` with `plan` on its stdin (PID: this process, so that a
+    /// process list tells whose worker it is).
+    pub async fn spawn(exe: &Path, plan: &WorkerPlan) -> Result<Self, FaultError> {
+        let name = plan.worker.clone();
+        let mut child = Command::new(exe)
+            .arg("fault-worker")
+            .arg("--lab")
+            .arg(std::process::id().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| FaultError::Worker(format!("starting {}: {e}", exe.display())))?;
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let json = serde_json::to_vec(plan).expect("a plan serialises");
+        stdin
+            .write_all(&json)
+            .await
+            .map_err(|e| FaultError::Worker(format!("{name}: sending its plan: {e}")))?;
+        drop(stdin);
+        let stdout = child.stdout.take().expect("stdout is piped");
+        Ok(WorkerProcess {
+            name,
+            child,
+            lines: BufReader::new(stdout).lines(),
+        })
+    }
+
+    /// The worker's process id.
+    pub fn pid(&self) -> Option<Pid> {
+        self.child.id().and_then(|id| Pid::from_raw(id as i32))
+    }
+
+    /// The next line the worker says, within `timeout`.
+    async fn next_line(&mut self, timeout: Duration) -> Result<String, FaultError> {
+        match tokio::time::timeout(timeout, self.lines.next_line()).await {
+            Ok(Ok(Some(line))) => Ok(line),
+            Ok(Ok(None)) => Err(self.failure("exited before saying what it did").await),
+            Ok(Err(e)) => Err(FaultError::Worker(format!("{}: {e}", self.name))),
+            Err(_) => Err(FaultError::Worker(format!(
+                "{}: said nothing within {timeout:?}",
+                self.name
+            ))),
+        }
+    }
+
+    /// The next line other than the progress lines a worker says after each write (`wrote N`),
+    /// within `timeout`.
+    pub async fn next_step(&mut self, timeout: Duration) -> Result<String, FaultError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let line = self.next_line(left).await?;
+            if !line.starts_with("wrote ") {
+                return Ok(line);
+            }
+        }
+    }
+
+    /// Waits for a line starting with `word` (`wrote` included: the next write), within
+    /// `timeout`; returns the rest of it.
+    pub async fn expect(&mut self, word: &str, timeout: Duration) -> Result<String, FaultError> {
+        let line = if word == "wrote" {
+            self.next_line(timeout).await?
+        } else {
+            self.next_step(timeout).await?
+        };
+        match line.strip_prefix(word) {
+            Some(rest) => Ok(rest.trim().to_string()),
+            None => Err(FaultError::Worker(format!(
+                "{}: expected \"{word}\", it said \"{line}\"",
+                self.name
+            ))),
+        }
+    }
+
+    /// What the worker wrote on stderr, after it exited, as the error.
+    async fn failure(&mut self, what: &str) -> FaultError {
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        let mut err = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ =
+                tokio::time::timeout(Duration::from_secs(1), stderr.read_to_string(&mut err)).await;
+        }
+        let err = err.lines().last().unwrap_or("").trim().to_string();
+        FaultError::Worker(format!("{} {what}: {err}", self.name))
+    }
+
+    /// Stops it whole (SIGSTOP): every thread, as a stop-the-world pause does.
+    pub fn pause(&self) -> Result<(), FaultError> {
+        self.signal(Signal::STOP)
+    }
+
+    /// Lets it go on (SIGCONT).
+    pub fn resume(&self) -> Result<(), FaultError> {
+        self.signal(Signal::CONT)
+    }
+
+    fn signal(&self, signal: Signal) -> Result<(), FaultError> {
+        let pid = self
+            .pid()
+            .ok_or_else(|| FaultError::Worker(format!("{} has exited", self.name)))?;
+        kill_process(pid, signal)
+            .map_err(|e| FaultError::Worker(format!("signalling {}: {e}", self.name)))
+    }
+
+    /// Waits for it to exit within `timeout` (killing it after); an exit other than 0 is an error.
+    pub async fn finish(mut self, timeout: Duration) -> Result<(), FaultError> {
+        match tokio::time::timeout(timeout, self.child.wait()).await {
+            Ok(Ok(status)) if status.success() => Ok(()),
+            Ok(Ok(_)) => Err(self.failure("failed").await),
+            Ok(Err(e)) => Err(FaultError::Worker(format!("{}: {e}", self.name))),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                Err(FaultError::Worker(format!(
+                    "{} did not finish within {timeout:?}; killed",
+                    self.name
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        // SIGKILL ends a stopped process too.
+        let _ = self.child.start_kill();
+    }
+}

@@ -1,0 +1,219 @@
+//! The protected resource: what the lock guards. Two tables in a Postgres schema the lab creates
+//! for one run and drops after it: `log`, every critical section's grant, writes and end with the
+//! machine's monotonic clock; and `fence`, the highest fencing token seen per trial.
+//!
+//! Every write is offered to both an unfenced resource (the log, which accepts everything) and a
+//! fenced one (the `fence` row, which refuses a token below the highest it has seen: the replay's
+//! `fence(token)` rule). One statement does both, so the two cannot disagree on order.
+
+use std::time::Duration;
+
+use lockbench_locks::Redacted;
+use sqlx::{AssertSqlSafe, Connection, PgConnection, Row};
+
+use crate::FaultError;
+use crate::clock::monotonic_ns;
+
+/// What a worker logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The first write after a grant, presenting the new token.
+    Grant,
+    /// A write inside the critical section.
+    Write,
+    /// The worker stopped believing it held the lock.
+    End,
+}
+
+impl Event {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::Grant => "grant",
+            Event::Write => "write",
+            Event::End => "end",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "grant" => Event::Grant,
+            "write" => Event::Write,
+            "end" => Event::End,
+            _ => return None,
+        })
+    }
+}
+
+/// One logged event, as read back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoggedEvent {
+    /// `holder` or `contender`.
+    pub worker: String,
+    /// What happened.
+    pub event: Event,
+    /// When, by the machine's monotonic clock (nanoseconds).
+    pub t_ns: i64,
+    /// The fencing token presented, where the backend gives one.
+    pub token: Option<u64>,
+    /// Whether the fenced resource accepted it (`None` for an end, or without a token).
+    pub fenced_ok: Option<bool>,
+    /// How the job ended, for an end.
+    pub detail: String,
+}
+
+/// One connection to the resource.
+pub struct Resource {
+    conn: PgConnection,
+    schema: String,
+}
+
+/// The schema of one run: the namespace, then the run's id.
+pub fn schema_name(namespace: &str, run_id: &str) -> String {
+    format!(
+        "{}_faults_{}",
+        lockbench_locks::sql_identifier(namespace),
+        lockbench_locks::sql_identifier(run_id)
+    )
+}
+
+fn resource_error(url: &str, e: impl std::fmt::Display) -> FaultError {
+    FaultError::Resource(format!(
+        "Postgres at {}: {e}; start the local servers with scripts/services.sh up, or fix [backends.pg-session] in the config",
+        Redacted(url)
+    ))
+}
+
+impl Resource {
+    /// Connects to the resource's database (bounded by `timeout`).
+    pub async fn connect(url: &str, schema: &str, timeout: Duration) -> Result<Self, FaultError> {
+        let conn = tokio::time::timeout(timeout, PgConnection::connect(url))
+            .await
+            .map_err(|_| resource_error(url, format!("no connection within {timeout:?}")))?
+            .map_err(|e| resource_error(url, e))?;
+        Ok(Resource {
+            conn,
+            schema: schema.to_string(),
+        })
+    }
+
+    /// Creates the run's schema and tables (the lab, once per run).
+    pub async fn create(&mut self) -> Result<(), FaultError> {
+        let s = &self.schema;
+        sqlx::raw_sql(AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS {s} CASCADE;
+             CREATE SCHEMA {s};
+             CREATE TABLE {s}.log (
+                 seq bigserial PRIMARY KEY,
+                 trial text NOT NULL,
+                 worker text NOT NULL,
+                 event text NOT NULL,
+                 t_ns bigint NOT NULL,
+                 token bigint,
+                 fenced_ok boolean,
+                 detail text NOT NULL DEFAULT '');
+             CREATE INDEX ON {s}.log (trial);
+             CREATE TABLE {s}.fence (trial text PRIMARY KEY, highest bigint NOT NULL);"
+        )))
+        .execute(&mut self.conn)
+        .await
+        .map_err(|e| FaultError::Resource(format!("creating schema {s}: {e}")))?;
+        Ok(())
+    }
+
+    /// Drops the run's schema and everything in it.
+    pub async fn drop_schema(&mut self) -> Result<(), FaultError> {
+        let s = &self.schema;
+        sqlx::raw_sql(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {s} CASCADE")))
+            .execute(&mut self.conn)
+            .await
+            .map_err(|e| FaultError::Resource(format!("dropping schema {s}: {e}")))?;
+        Ok(())
+    }
+
+    /// Logs a grant or a write, offered to the fenced resource too; the time is taken just before
+    /// the statement is sent. Returns whether the fenced resource accepted it.
+    pub async fn write(
+        &mut self,
+        trial: &str,
+        worker: &str,
+        event: Event,
+        token: Option<u64>,
+    ) -> Result<Option<bool>, FaultError> {
+        let s = &self.schema;
+        let token = token.map(|t| t as i64);
+        let t_ns = monotonic_ns();
+        // The fence row accepts a token at least as high as the highest it has seen, atomically
+        // (the conflict update takes the row lock); a write without a token is not offered.
+        let row = sqlx::query(AssertSqlSafe(format!(
+            "WITH f AS (
+                 INSERT INTO {s}.fence AS x (trial, highest)
+                 SELECT $1, $4::bigint WHERE $4::bigint IS NOT NULL
+                 ON CONFLICT (trial) DO UPDATE SET highest = EXCLUDED.highest
+                 WHERE x.highest <= EXCLUDED.highest
+                 RETURNING 1)
+             INSERT INTO {s}.log (trial, worker, event, t_ns, token, fenced_ok)
+             VALUES ($1, $2, $3, $5, $4::bigint,
+                     CASE WHEN $4::bigint IS NULL THEN NULL ELSE EXISTS (SELECT 1 FROM f) END)
+             RETURNING fenced_ok"
+        )))
+        .bind(trial)
+        .bind(worker)
+        .bind(event.as_str())
+        .bind(token)
+        .bind(t_ns)
+        .fetch_one(&mut self.conn)
+        .await
+        .map_err(|e| FaultError::Resource(format!("writing to {s}.log: {e}")))?;
+        Ok(row.get::<Option<bool>, _>(0))
+    }
+
+    /// Logs the end of a critical section.
+    pub async fn end(&mut self, trial: &str, worker: &str, detail: &str) -> Result<(), FaultError> {
+        let s = &self.schema;
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO {s}.log (trial, worker, event, t_ns, detail) VALUES ($1, $2, 'end', $3, $4)"
+        )))
+        .bind(trial)
+        .bind(worker)
+        .bind(monotonic_ns())
+        .bind(detail)
+        .execute(&mut self.conn)
+        .await
+        .map_err(|e| FaultError::Resource(format!("writing to {s}.log: {e}")))?;
+        Ok(())
+    }
+
+    /// A trial's log, in time order.
+    pub async fn trial_log(&mut self, trial: &str) -> Result<Vec<LoggedEvent>, FaultError> {
+        let s = &self.schema;
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT worker, event, t_ns, token, fenced_ok, detail FROM {s}.log
+             WHERE trial = $1 ORDER BY t_ns, seq"
+        )))
+        .bind(trial)
+        .fetch_all(&mut self.conn)
+        .await
+        .map_err(|e| FaultError::Resource(format!("reading {s}.log: {e}")))?;
+        rows.iter()
+            .map(|r| {
+                let event: String = r.get(1);
+                Ok(LoggedEvent {
+                    worker: r.get(0),
+                    event: Event::parse(&event).ok_or_else(|| {
+                        FaultError::Resource(format!("{s}.log: unknown event {event:?}"))
+                    })?,
+                    t_ns: r.get(2),
+                    token: r.get::<Option<i64>, _>(3).map(|t| t as u64),
+                    fenced_ok: r.get(4),
+                    detail: r.get(5),
+                })
+            })
+            .collect()
+    }
+
+    /// Closes the connection.
+    pub async fn close(self) {
+        let _ = self.conn.close().await;
+    }
+}

@@ -1,0 +1,202 @@
+//! The scenarios and their variants: what each injects, how, and what the backend's design
+//! predicts (docs/FAULTS.md has the reasoning and the literature).
+
+use lockbench_locks::{BackendKind, LockScope};
+
+use crate::server::Persistence;
+use crate::worker::Check;
+
+/// A fault and one configuration of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// The holder is stopped for 2 x TTL; after SIGCONT it writes once, then checks its lease.
+    PauseNaive,
+    /// A heartbeat renews every TTL/3; the holder is stopped for TTL/2, less than the time left
+    /// on its lease whenever the stop begins (at least two thirds of it).
+    PauseHeartbeatShort,
+    /// As above, stopped for 1.5 x TTL: longer than any time left on the lease.
+    PauseHeartbeatLong,
+    /// The lock server is killed (SIGKILL) while the lock is held and restarted at once.
+    Restart(Persistence),
+    /// As `Restart(AofEverysec)`, but the append-only files are put back as they were before the
+    /// acquisition (a power loss that dropped what was not yet fsynced).
+    RestartPowerLoss,
+    /// Killed, restarted empty only after the TTL has passed (the Redis distlock page's
+    /// mitigation).
+    RestartDelayed,
+}
+
+/// Every variant, in the matrix's order.
+pub const ALL: [Variant; 9] = [
+    Variant::PauseNaive,
+    Variant::PauseHeartbeatShort,
+    Variant::PauseHeartbeatLong,
+    Variant::Restart(Persistence::None),
+    Variant::Restart(Persistence::Rdb),
+    Variant::Restart(Persistence::AofEverysec),
+    Variant::Restart(Persistence::AofAlways),
+    Variant::RestartPowerLoss,
+    Variant::RestartDelayed,
+];
+
+/// The scenario names, for `--scenario` and messages.
+pub const SCENARIOS: [&str; 2] = ["pause", "restart"];
+
+impl Variant {
+    /// The scenario it belongs to.
+    pub fn scenario(self) -> &'static str {
+        match self {
+            Variant::PauseNaive | Variant::PauseHeartbeatShort | Variant::PauseHeartbeatLong => {
+                "pause"
+            }
+            _ => "restart",
+        }
+    }
+
+    /// Its name within the scenario.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::PauseNaive => "naive",
+            Variant::PauseHeartbeatShort => "heartbeat-short",
+            Variant::PauseHeartbeatLong => "heartbeat-long",
+            Variant::Restart(Persistence::None) => "no-persistence",
+            Variant::Restart(Persistence::Rdb) => "rdb",
+            Variant::Restart(Persistence::AofEverysec) => "aof-everysec",
+            Variant::Restart(Persistence::AofAlways) => "aof-always",
+            Variant::RestartPowerLoss => "power-loss",
+            Variant::RestartDelayed => "delayed-restart",
+        }
+    }
+
+    /// `scenario/variant`.
+    pub fn label(self) -> String {
+        format!("{}/{}", self.scenario(), self.name())
+    }
+
+    /// The variants `--scenario NAME` selects: a scenario (every variant of it) or one
+    /// `scenario/variant`.
+    pub fn select(name: &str) -> Option<Vec<Variant>> {
+        let picked: Vec<Variant> = ALL
+            .into_iter()
+            .filter(|v| v.scenario() == name || v.label() == name)
+            .collect();
+        (!picked.is_empty()).then_some(picked)
+    }
+
+    /// Every accepted `--scenario` value, for messages.
+    pub fn names() -> String {
+        let mut names: Vec<String> = SCENARIOS.iter().map(|s| s.to_string()).collect();
+        names.extend(ALL.iter().map(|v| v.label()));
+        names.join(", ")
+    }
+
+    /// Whether the variant applies to `backend`: pauses to every backend shared by processes,
+    /// restarts to a single Redis node (a private server the lab starts).
+    pub fn applies_to(self, backend: BackendKind) -> bool {
+        match backend {
+            BackendKind::Memory => false,
+            BackendKind::Redis => true,
+            _ => self.scenario() == "pause",
+        }
+    }
+
+    /// The backends it applies to, for messages.
+    pub fn applies_to_names(self) -> String {
+        BackendKind::ALL
+            .iter()
+            .filter(|k| self.applies_to(**k))
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// How the workers check their lease in this variant.
+    pub fn check(self) -> Check {
+        match self {
+            Variant::PauseNaive => Check::AfterEachWrite,
+            Variant::PauseHeartbeatShort | Variant::PauseHeartbeatLong => Check::Heartbeat,
+            // A job sized to end within its TTL, which is what a TTL recommendation is for.
+            _ => Check::AtRelease,
+        }
+    }
+
+    /// The pause, as a multiple of the granted TTL (pause scenarios).
+    pub fn pause_factor(self) -> Option<f64> {
+        match self {
+            Variant::PauseNaive => Some(2.0),
+            Variant::PauseHeartbeatShort => Some(0.5),
+            Variant::PauseHeartbeatLong => Some(1.5),
+            _ => None,
+        }
+    }
+
+    /// The private server's persistence (restart scenarios).
+    pub fn persistence(self) -> Option<Persistence> {
+        match self {
+            Variant::Restart(p) => Some(p),
+            Variant::RestartPowerLoss => Some(Persistence::AofEverysec),
+            Variant::RestartDelayed => Some(Persistence::None),
+            _ => None,
+        }
+    }
+
+    /// What is injected and how, in one sentence.
+    pub fn injected(self) -> String {
+        let persistence = match self.persistence() {
+            Some(Persistence::None) => "no persistence",
+            Some(Persistence::Rdb) => "RDB snapshots only",
+            Some(Persistence::AofEverysec) => "appendfsync everysec",
+            Some(Persistence::AofAlways) => "appendfsync always",
+            None => "",
+        };
+        match self {
+            Variant::PauseNaive => "holder process SIGSTOPped for 2 x TTL then SIGCONTed; it writes once, then renews (token-checked)".to_string(),
+            Variant::PauseHeartbeatShort => "heartbeat every TTL/3, give-up after 2/3 TTL; holder SIGSTOPped for TTL/2 (less than any time left on the lease)".to_string(),
+            Variant::PauseHeartbeatLong => "heartbeat every TTL/3, give-up after 2/3 TTL; holder SIGSTOPped for 1.5 x TTL (more than any time left on the lease)".to_string(),
+            Variant::Restart(_) => format!("private redis-server ({persistence}) SIGKILLed while the lock is held, restarted at once on the same port"),
+            Variant::RestartPowerLoss => "private redis-server (appendfsync everysec) SIGKILLed; its AOF replaced by a copy taken before the acquisition (a power loss), then restarted".to_string(),
+            Variant::RestartDelayed => "private redis-server (no persistence) SIGKILLed, restarted only after TTL + 1 s".to_string(),
+        }
+    }
+
+    /// What the backend's design predicts: true for an overlap.
+    pub fn predicts_overlap(self, scope: LockScope) -> bool {
+        let expires = !matches!(scope, LockScope::Session | LockScope::Transaction);
+        match self {
+            Variant::PauseNaive | Variant::PauseHeartbeatLong => expires,
+            Variant::PauseHeartbeatShort => false,
+            Variant::Restart(Persistence::None | Persistence::Rdb) => true,
+            Variant::Restart(Persistence::AofEverysec | Persistence::AofAlways) => false,
+            Variant::RestartPowerLoss => true,
+            Variant::RestartDelayed => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_selects_its_variants_and_a_label_selects_one() {
+        assert_eq!(Variant::select("pause").unwrap().len(), 3);
+        assert_eq!(Variant::select("restart").unwrap().len(), 6);
+        assert_eq!(
+            Variant::select("restart/aof-always").unwrap(),
+            vec![Variant::Restart(Persistence::AofAlways)]
+        );
+        assert!(Variant::select("partition").is_none());
+        for v in ALL {
+            assert_eq!(Variant::select(&v.label()).unwrap(), vec![v]);
+        }
+    }
+
+    #[test]
+    fn restarts_are_for_redis_and_nothing_runs_on_the_in_process_baseline() {
+        assert!(Variant::RestartDelayed.applies_to(BackendKind::Redis));
+        assert!(!Variant::RestartDelayed.applies_to(BackendKind::Etcd));
+        assert!(Variant::PauseNaive.applies_to(BackendKind::Etcd));
+        assert!(!Variant::PauseNaive.applies_to(BackendKind::Memory));
+        assert_eq!(Variant::RestartDelayed.applies_to_names(), "redis");
+    }
+}

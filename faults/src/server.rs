@@ -1,0 +1,217 @@
+//! Private Redis servers: started by the lab on a free loopback port with a data directory of
+//! their own, killed and restarted as the fault asks, stopped by pid and their directory removed
+//! when dropped. The shared local servers are never touched.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+use crate::FaultError;
+
+/// How a Redis server keeps its data across a restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persistence {
+    /// Nothing: a restart comes back empty.
+    None,
+    /// RDB snapshots on Redis's default save points (none is due within a trial).
+    Rdb,
+    /// Append-only file, fsynced every second (written before each reply).
+    AofEverysec,
+    /// Append-only file, fsynced before each reply.
+    AofAlways,
+}
+
+impl Persistence {
+    fn args(self) -> Vec<&'static str> {
+        match self {
+            Persistence::None => vec!["--save", "", "--appendonly", "no"],
+            Persistence::Rdb => vec!["--save", "3600 1 300 100 60 10000", "--appendonly", "no"],
+            Persistence::AofEverysec => {
+                vec![
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "everysec",
+                ]
+            }
+            Persistence::AofAlways => {
+                vec![
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "always",
+                ]
+            }
+        }
+    }
+}
+
+/// A redis-server the lab started.
+pub struct PrivateRedis {
+    binary: PathBuf,
+    persistence: Persistence,
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// Where the append-only files live inside the data directory (Redis 7).
+const AOF_DIR: &str = "appendonlydir";
+const BACKUP_DIR: &str = "aof-backup";
+
+fn free_port() -> Result<u16, FaultError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| FaultError::Server(format!("finding a free loopback port: {e}")))?;
+    Ok(listener
+        .local_addr()
+        .map_err(|e| FaultError::Server(e.to_string()))?
+        .port())
+}
+
+/// True when `redis-server` answers PING on `port`.
+async fn pong(port: u16) -> bool {
+    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    if stream.write_all(b"PING\r\n").await.is_err() {
+        return false;
+    }
+    let mut reply = [0u8; 7];
+    stream.read_exact(&mut reply).await.is_ok() && &reply == b"+PONG\r\n"
+}
+
+impl PrivateRedis {
+    /// Starts a server with `persistence` on a free port, in a new directory under the system's
+    /// temporary directory; ready when it answers PING (within 5 s).
+    pub async fn start(binary: &Path, persistence: Persistence) -> Result<Self, FaultError> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "lockbench-faults-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| FaultError::Server(format!("creating {}: {e}", dir.display())))?;
+        let mut server = PrivateRedis {
+            binary: binary.to_path_buf(),
+            persistence,
+            port: free_port()?,
+            dir,
+            child: None,
+        };
+        server.launch().await?;
+        Ok(server)
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    async fn launch(&mut self) -> Result<(), FaultError> {
+        let port = self.port.to_string();
+        let dir = self.dir.display().to_string();
+        let mut args = vec![
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            &dir,
+            "--daemonize",
+            "no",
+            "--logfile",
+            "redis.log",
+        ];
+        args.extend(self.persistence.args());
+        let child = Command::new(&self.binary)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                FaultError::Server(format!(
+                    "starting {}: {e}; scripts/services.sh up installs redis-server",
+                    self.binary.display()
+                ))
+            })?;
+        self.child = Some(child);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            if pong(self.port).await {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let log = std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default();
+        Err(FaultError::Server(format!(
+            "redis-server on port {} did not answer within 5s: {}",
+            self.port,
+            log.lines().last().unwrap_or("no log")
+        )))
+    }
+
+    /// SIGKILL: the server dies without writing anything more, as in a crash.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Starts it again on the same port with the same data directory.
+    pub async fn restart(&mut self) -> Result<(), FaultError> {
+        self.kill().await;
+        self.launch().await
+    }
+
+    /// Copies the append-only files as they are now (what the disk held at a moment: a power
+    /// loss later drops everything written since).
+    pub fn snapshot_aof(&self) -> Result<(), FaultError> {
+        let from = self.dir.join(AOF_DIR);
+        let to = self.dir.join(BACKUP_DIR);
+        let _ = std::fs::remove_dir_all(&to);
+        copy_dir(&from, &to)
+    }
+
+    /// Puts the copied append-only files back (the server must be stopped).
+    pub fn restore_aof(&self) -> Result<(), FaultError> {
+        let aof = self.dir.join(AOF_DIR);
+        let _ = std::fs::remove_dir_all(&aof);
+        copy_dir(&self.dir.join(BACKUP_DIR), &aof)
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), FaultError> {
+    let fail = |e: std::io::Error| {
+        FaultError::Server(format!(
+            "copying {} to {}: {e}",
+            from.display(),
+            to.display()
+        ))
+    };
+    std::fs::create_dir_all(to).map_err(fail)?;
+    for entry in std::fs::read_dir(from).map_err(fail)? {
+        let entry = entry.map_err(fail)?;
+        std::fs::copy(entry.path(), to.join(entry.file_name())).map_err(fail)?;
+    }
+    Ok(())
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.start_kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

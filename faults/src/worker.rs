@@ -1,0 +1,202 @@
+//! One worker of a trial, in its own process (`lockbench fault-worker`, the plan on stdin), so
+//! that a pause stops it whole, heartbeat and client threads included, as a real GC pause does.
+//!
+//! It connects, says so, acquires the lock within its wait, logs its grant to the protected
+//! resource with its fencing token, runs its job (a fixed number of writes at a fixed interval),
+//! and logs how the job ended. It tells the lab what it is doing by lines on stdout:
+//! `connected`, `granted <ttl_ms> <token|->`, `wrote <n>` after each write (and its check), then
+//! `done <how>`; or `timed-out`. The lab stops a holder just after a `wrote`, so the stop falls
+//! in the sleep before the next write, never between a write and its check.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockbench_locks::{BackendConfig, BackendKind, Heartbeat, HeartbeatPolicy, LockBackend};
+use serde::{Deserialize, Serialize};
+
+use crate::FaultError;
+use crate::resource::{Event, Resource};
+
+/// How the job makes sure it still holds the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Check {
+    /// Trusts its TTL: finds out only at the release (a job sized to end within it).
+    AtRelease,
+    /// After each write, renews (token-checked): a naive job that writes, then looks.
+    AfterEachWrite,
+    /// A heartbeat renews the lease every third of it; before each write the job asks it whether
+    /// it may go on (renewed within the give-up deadline, two thirds of the lease).
+    Heartbeat,
+}
+
+/// The backend as a worker connects to it (the config's fields; passwords travel on stdin, never
+/// on a command line).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BackendPlan {
+    /// Backend name.
+    pub kind: String,
+    /// Server URLs.
+    pub urls: Vec<String>,
+    /// Key namespace.
+    pub namespace: String,
+    /// Per-operation timeout, ms.
+    pub operation_timeout_ms: u64,
+    /// Connection timeout, ms.
+    pub connect_timeout_ms: u64,
+    /// ZooKeeper's session timeout (its lock TTL), ms.
+    pub session_timeout_ms: u64,
+    /// Hand out fencing tokens (the config can turn them off for Redis and Postgres).
+    pub fencing: bool,
+}
+
+impl BackendPlan {
+    /// The plan of a configured backend.
+    pub fn of(config: &BackendConfig) -> Self {
+        BackendPlan {
+            kind: config.kind.name().to_string(),
+            urls: config.urls.clone(),
+            namespace: config.namespace.clone(),
+            operation_timeout_ms: config.operation_timeout.as_millis() as u64,
+            connect_timeout_ms: config.connect_timeout.as_millis() as u64,
+            session_timeout_ms: config.session_timeout.as_millis() as u64,
+            fencing: config.fencing,
+        }
+    }
+
+    fn config(&self) -> Result<BackendConfig, FaultError> {
+        let kind = BackendKind::parse(&self.kind)
+            .ok_or_else(|| FaultError::Worker(format!("unknown backend {:?}", self.kind)))?;
+        let mut c = BackendConfig::new(kind, self.urls.clone(), &self.namespace);
+        c.operation_timeout = Duration::from_millis(self.operation_timeout_ms);
+        c.connect_timeout = Duration::from_millis(self.connect_timeout_ms);
+        c.session_timeout = Duration::from_millis(self.session_timeout_ms);
+        c.fencing = self.fencing;
+        Ok(c)
+    }
+}
+
+/// Everything a worker does, decided by the lab.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WorkerPlan {
+    /// The trial's id in the resource's log.
+    pub trial: String,
+    /// `holder` or `contender`.
+    pub worker: String,
+    /// The lock server.
+    pub backend: BackendPlan,
+    /// The protected resource's database URL and schema.
+    pub resource_url: String,
+    /// Schema of the run's resource tables.
+    pub resource_schema: String,
+    /// The lock's key.
+    pub key: String,
+    /// TTL asked for, ms.
+    pub ttl_ms: u64,
+    /// How long to wait for the lock, ms (errors meanwhile are retried, as a retry worker does).
+    pub wait_ms: u64,
+    /// Writes in the job.
+    pub writes: u32,
+    /// Time between writes, ms.
+    pub write_every_ms: u64,
+    /// How the job checks its lease.
+    pub check: Check,
+}
+
+/// Releases, trying again after an error: a client's first request after a server restart fails
+/// on the old connection and reconnects.
+async fn release(backend: &dyn LockBackend, lease: &lockbench_locks::Lease) -> &'static str {
+    for _ in 0..3 {
+        match backend.release(lease).await {
+            Ok(true) => return "released",
+            Ok(false) => return "lost-at-release",
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    "release-failed"
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    // The lab reads these lines; if it is gone there is no one to tell.
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Runs the worker to the end of its job. Errors are the lab's to report; the lease, if any, goes
+/// with the process.
+pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
+    let config = plan.backend.config()?;
+    let mut resource = Resource::connect(
+        &plan.resource_url,
+        &plan.resource_schema,
+        config.connect_timeout,
+    )
+    .await?;
+    let backend: Arc<dyn LockBackend> = Arc::from(lockbench_locks::connect(&config).await?);
+    say("connected");
+    let ttl = Duration::from_millis(plan.ttl_ms);
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(plan.wait_ms);
+    let lease = loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match backend.acquire(&plan.key, ttl, left).await {
+            Ok(Some(lease)) => break lease,
+            Ok(None) => {
+                say("timed-out");
+                return Ok(());
+            }
+            // A server restarting: try again until the wait is over.
+            Err(_) if !left.is_zero() => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    resource
+        .write(&plan.trial, &plan.worker, Event::Grant, lease.fencing)
+        .await?;
+    say(&format!(
+        "granted {} {}",
+        lease.ttl.as_millis(),
+        lease.fencing.map_or("-".to_string(), |t| t.to_string())
+    ));
+    let heartbeat = (plan.check == Check::Heartbeat).then(|| {
+        Heartbeat::spawn(
+            backend.clone(),
+            lease.clone(),
+            HeartbeatPolicy::for_lease(lease.ttl),
+        )
+    });
+    let every = Duration::from_millis(plan.write_every_ms);
+    let mut how = None;
+    for n in 1..=plan.writes {
+        tokio::time::sleep(every).await;
+        if let Some(h) = &heartbeat
+            && !h.may_continue()
+        {
+            how = Some("gave-up");
+            break;
+        }
+        resource
+            .write(&plan.trial, &plan.worker, Event::Write, lease.fencing)
+            .await?;
+        if plan.check == Check::AfterEachWrite
+            && !matches!(backend.renew(&lease, lease.ttl).await, Ok(true))
+        {
+            how = Some("lost");
+            break;
+        }
+        say(&format!("wrote {n}"));
+    }
+    if let Some(h) = heartbeat {
+        h.stop();
+    }
+    let how = match how {
+        Some(how) => how,
+        None => release(backend.as_ref(), &lease).await,
+    };
+    resource.end(&plan.trial, &plan.worker, how).await?;
+    say(&format!("done {how}"));
+    let _ = backend.close().await;
+    resource.close().await;
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! `lockbench faults`: the fault lab's matrix; and `lockbench fault-worker`, one worker of a trial.
+
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use lockbench_core::records::faults::{self, FaultsRecord};
+use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
+use lockbench_core::{ResultsDir, ServerRecord};
+use lockbench_faults::{FaultLab, LabOptions, LabOutput, WorkerPlan};
+
+use crate::cli::FaultsArgs;
+use crate::commands::{Interrupted, shared};
+use crate::options::FaultsCommand;
+use crate::progress::Progress;
+use crate::render;
+
+/// Exit code when some cell could not run (the others did).
+const SOME_SKIPPED: u8 = 3;
+
+/// `redis-server` on PATH, for the private servers of the restart scenarios.
+fn find_redis_server() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("redis-server"))
+            .find(|p| p.is_file())
+    })
+}
+
+pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
+    let command = FaultsCommand::resolve(args)?;
+    let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
+    let options = LabOptions {
+        backends: command.backends.clone(),
+        resource_url: command.resource_url.clone(),
+        variants: command.variants.clone(),
+        ttl: command.ttl,
+        trials: command.trials,
+        seed: command.seed,
+        worker_exe: std::env::current_exe().context("finding the lockbench binary")?,
+        redis_server: find_redis_server(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let output = runtime.block_on(run_lab(options))?;
+    let record = &output.record;
+    if command.json {
+        std::io::stdout().write_all(&to_json(record))?;
+    } else {
+        print!("{}", render::fault_matrix(record));
+    }
+    let skipped = !record.skipped.is_empty();
+    if let Some(out) = out {
+        write_results(out, &command, &output)?;
+    }
+    Ok(if skipped {
+        ExitCode::from(SOME_SKIPPED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn run_lab(options: LabOptions) -> Result<LabOutput> {
+    // Listening from here on: a Ctrl-C stops the trial in flight (its processes are killed by
+    // pid when dropped), then the same cleanup as at the end.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("listening for Ctrl-C")?;
+    let mut lab = FaultLab::prepare(options).await?;
+    let progress = Progress::bar(lab.total_trials(), "trials");
+    let tick = |cell: &str| {
+        progress.set_message(cell.to_string());
+        progress.advance(1);
+    };
+    let note = |line: &str| progress.println(&format!("lockbench: faults: {line}"));
+    let outcome = tokio::select! {
+        r = lab.run(&tick, &note) => Some(r),
+        _ = interrupt.recv() => None,
+    };
+    progress.finish();
+    let cleaned = lab.cleanup().await;
+    match outcome {
+        None => {
+            let what = match cleaned {
+                Ok(()) => "stopped the lab's processes and servers, removed its keys and tables; no results written".to_string(),
+                Err(e) => format!("cleanup failed: {e}"),
+            };
+            Err(Interrupted(what).into())
+        }
+        Some(result) => {
+            let output = result?;
+            cleaned.context("removing the fault lab's tables and keys")?;
+            Ok(output)
+        }
+    }
+}
+
+fn write_results(mut out: ResultsDir, command: &FaultsCommand, output: &LabOutput) -> Result<()> {
+    out.add(faults::CSV, to_csv(&output.trials))?;
+    out.add(faults::EVENTS_CSV, to_csv(&output.events))?;
+    out.add(RESULTS_JSON, to_json::<FaultsRecord>(&output.record))?;
+    let servers = command
+        .backends
+        .iter()
+        .map(|c| ServerRecord {
+            backend: c.kind.name().to_string(),
+            urls: c.display_url(),
+            namespace: c.namespace.clone(),
+        })
+        .collect();
+    let manifest = shared::manifest_with_servers(
+        &out,
+        "faults",
+        Some(command.seed),
+        Vec::new(),
+        servers,
+        &command.config_path,
+    );
+    shared::commit(out, manifest)
+}
+
+/// `lockbench fault-worker`: the plan is JSON on stdin (passwords never on a command line).
+pub fn worker() -> Result<ExitCode> {
+    let mut input = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .context("reading the worker's plan on stdin")?;
+    let plan: WorkerPlan = serde_json::from_slice(&input).context(
+        "fault-worker is started by `lockbench faults`, which sends its plan as JSON on stdin",
+    )?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(lockbench_faults::run_worker(plan))?;
+    Ok(ExitCode::SUCCESS)
+}

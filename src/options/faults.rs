@@ -1,0 +1,118 @@
+//! Options of `faults`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lockbench_faults::Variant;
+use lockbench_locks::{BackendConfig, BackendKind};
+
+use super::{
+    UsageError, configured_backend, positive_duration, read_config, resolve_seed, usage, whole_in,
+};
+use crate::cli::FaultsArgs;
+
+/// Most trials per cell: each takes a few TTLs.
+const MAX_TRIALS: u32 = 1000;
+
+/// Options of `faults`.
+#[derive(Clone, Debug)]
+pub struct FaultsCommand {
+    pub backends: Vec<BackendConfig>,
+    pub resource_url: String,
+    pub variants: Vec<Variant>,
+    pub trials: u32,
+    pub ttl: Duration,
+    pub seed: u64,
+    pub json: bool,
+    pub out: Option<PathBuf>,
+    pub config_path: PathBuf,
+}
+
+impl FaultsCommand {
+    /// Checks `faults`'s flags and reads the config file.
+    pub fn resolve(args: &FaultsArgs) -> Result<Self, UsageError> {
+        let (_, configs) = read_config(&args.config)?;
+        let backends = if args.backends.is_empty() {
+            configs
+                .iter()
+                .filter(|c| c.kind != BackendKind::Memory)
+                .cloned()
+                .collect()
+        } else {
+            args.backends
+                .iter()
+                .map(|name| configured_backend(&configs, name, &args.config))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        let mut variants = Vec::new();
+        for name in &args.scenarios {
+            let picked = Variant::select(name).ok_or_else(|| {
+                usage(
+                    "--scenario",
+                    format!(
+                        "unknown scenario \"{name}\"; expected one of: {}",
+                        Variant::names()
+                    ),
+                )
+            })?;
+            for v in picked {
+                if !variants.contains(&v) {
+                    variants.push(v);
+                }
+            }
+        }
+        if variants.is_empty() {
+            variants = lockbench_faults::VARIANTS.to_vec();
+        }
+        if !variants
+            .iter()
+            .any(|v| backends.iter().any(|b| v.applies_to(b.kind)))
+        {
+            let mut what: Vec<String> = variants
+                .iter()
+                .map(|v| format!("{} applies to {}", v.scenario(), v.applies_to_names()))
+                .collect();
+            what.dedup();
+            return Err(usage(
+                "--scenario",
+                format!(
+                    "nothing to run: {} (memory, the in-process baseline, takes no faults)",
+                    what.join("; ")
+                ),
+            ));
+        }
+        // The protected resource is a table in the configured Postgres, whichever backend is
+        // under test.
+        let resource_url = [BackendKind::PgSession, BackendKind::PgXact]
+            .iter()
+            .find_map(|k| configs.iter().find(|c| c.kind == *k))
+            .and_then(|c| c.urls.first().cloned())
+            .ok_or_else(|| {
+                usage(
+                    "--config",
+                    format!(
+                        "{}: the fault lab's protected resource is a Postgres table; configure [backends.pg-session] with a Postgres URL",
+                        args.config.display()
+                    ),
+                )
+            })?;
+        let ttl = positive_duration("--ttl", &args.ttl)?;
+        if ttl < Duration::from_millis(200) || ttl > Duration::from_secs(60) {
+            return Err(usage(
+                "--ttl",
+                "expected 200ms to 60s (each trial lasts a few TTLs)",
+            ));
+        }
+        Ok(FaultsCommand {
+            backends,
+            resource_url,
+            variants,
+            trials: whole_in("--trials", &args.trials, "trials", 1..=MAX_TRIALS)?,
+            ttl,
+            seed: resolve_seed(args.seed.as_deref())?,
+            json: args.json,
+            out: args.out.clone(),
+            config_path: args.config.clone(),
+        })
+    }
+}

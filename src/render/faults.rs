@@ -1,0 +1,90 @@
+//! The fault matrix as `faults` prints it.
+
+use lockbench_core::records::faults::{FaultCell, FaultsRecord};
+
+use super::table;
+
+fn seconds_pair(p50: Option<f64>, max: Option<f64>) -> String {
+    match (p50, max) {
+        (Some(p50), Some(max)) => format!("{p50:.2} / {max:.2}"),
+        _ => "-".to_string(),
+    }
+}
+
+/// What the fence did with the stale writes: "n/m refused", or why there is no figure.
+fn fenced(c: &FaultCell) -> String {
+    match c.stale_rejected_by_fence {
+        None => "no token".to_string(),
+        Some(_) if c.stale_writes == 0 => "-".to_string(),
+        Some(n) => format!("{n}/{} refused", c.stale_writes),
+    }
+}
+
+/// One row per cell, then what each variant injected, then what could not run.
+pub fn fault_matrix(r: &FaultsRecord) -> String {
+    let header = [
+        "scenario/variant",
+        "backend",
+        "fencing",
+        "TTL s",
+        "overlap",
+        "overlap P50/max s",
+        "stale writes",
+        "fence",
+        "holder refused",
+        "to next grant P50/max s",
+        "expected",
+    ];
+    let rows: Vec<Vec<String>> = r
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                format!("{}/{}", c.scenario, c.variant),
+                c.backend.clone(),
+                c.fencing.clone(),
+                format!("{:.1}", c.granted_ttl_s),
+                format!("{}/{}", c.trials_with_overlap, c.trials),
+                seconds_pair(c.overlap_p50_s, c.overlap_max_s),
+                c.stale_writes.to_string(),
+                fenced(c),
+                c.legitimate_rejected_by_fence
+                    .map_or("no token".to_string(), |n| n.to_string()),
+                if c.contender_timed_out == c.trials {
+                    "never".to_string()
+                } else {
+                    seconds_pair(c.recovery_p50_s, c.recovery_max_s)
+                },
+                c.expected.clone(),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "{} trials per cell, TTL asked {:.1} s (granted shown), seed {}; overlap: trials in which two workers believed they held the lock at once; stale writes: writes after the lock had passed on (an unfenced resource accepts them all); holder refused: the new holder's writes the fence refused\n\n",
+        r.trials_per_cell, r.ttl_s, r.seed
+    );
+    out.push_str(&table(&header, &rows, 3));
+    let mut injected: Vec<(String, &str)> = Vec::new();
+    for c in &r.cells {
+        let label = format!("{}/{}", c.scenario, c.variant);
+        if !injected.iter().any(|(l, _)| *l == label) {
+            injected.push((label, &c.injected));
+        }
+    }
+    if !injected.is_empty() {
+        out.push_str("\ninjected:\n");
+        for (label, how) in injected {
+            out.push_str(&format!("  {label}: {how}\n"));
+        }
+    }
+    if !r.skipped.is_empty() {
+        out.push_str("\nnot run:\n");
+        for s in &r.skipped {
+            out.push_str(&format!(
+                "  {}/{} on {}: {}\n",
+                s.scenario, s.variant, s.backend, s.reason
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,290 @@
+//! The fault lab against the real local servers (scripts/services.sh up). Positive controls: a
+//! cell built to overlap that shows no overlap is a bug in the lab, so these assert overlaps in
+//! every trial where the backend's design allows them, none where it prevents them, and a fence
+//! that refuses every stale write wherever the backend gives tokens. Each run must leave the
+//! machine as it found it: no process, directory, schema, key, lease or znode of its own.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml");
+
+/// Runs `lockbench faults ARGS --json` as a child (its pid names what it starts) and returns its
+/// record and pid.
+fn faults(args: &[&str]) -> (Value, u32) {
+    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("faults")
+        .args(["--config", CONFIG, "--json", "--seed", "7"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "lockbench faults {args:?} failed (are the servers up? scripts/services.sh up): {stderr}"
+    );
+    let record: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    (record, pid)
+}
+
+fn cell<'a>(record: &'a Value, label: &str, backend: &str) -> &'a Value {
+    record["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            format!(
+                "{}/{}",
+                c["scenario"].as_str().unwrap(),
+                c["variant"].as_str().unwrap()
+            ) == label
+                && c["backend"] == backend
+        })
+        .unwrap_or_else(|| panic!("no cell {label} on {backend} in {record}"))
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("{v} is not a count"))
+}
+
+/// Output of a command, or a failure naming it.
+fn output(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}; scripts/services.sh up installs it"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Nothing of the run started by `pid` with key namespace `namespace` is left anywhere.
+fn assert_left_nothing(record: &Value, pid: u32) {
+    let namespace = record["namespace"].as_str().unwrap();
+    assert!(namespace.starts_with("lockbench-faults-"), "{namespace}");
+    // Processes: its workers carry `--lab PID`, its private servers a directory named after it.
+    let dir_mark = format!("lockbench-faults-{pid}-");
+    let lab_mark = format!("--lab\0{pid}\0");
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        assert!(
+            !cmdline.contains(&dir_mark) && !cmdline.contains(&lab_mark),
+            "left running: {cmdline:?}"
+        );
+    }
+    let temp = std::env::temp_dir();
+    for entry in std::fs::read_dir(&temp).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(
+            !name.starts_with(&dir_mark),
+            "left behind: {}",
+            temp.join(name).display()
+        );
+    }
+    // The resource schema and the Postgres fencing sequence.
+    let prefix = namespace.replace('-', "_");
+    let pg = output(
+        "psql",
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            "5442",
+            "-U",
+            "postgres",
+            "-Atc",
+            &format!(
+                "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '{prefix}%'; SELECT count(*) FROM pg_class WHERE relname LIKE '{prefix}%'"
+            ),
+        ],
+    );
+    assert_eq!(
+        pg.split_whitespace().collect::<Vec<_>>(),
+        ["0", "0"],
+        "Postgres: {pg}"
+    );
+    for port in ["6390", "6391", "6392", "6393", "6394", "6395"] {
+        let keys = output(
+            "redis-cli",
+            &["-p", port, "--scan", "--pattern", &format!("{namespace}:*")],
+        );
+        assert!(keys.trim().is_empty(), "Redis {port}: {keys}");
+    }
+    let etcd = output(
+        "etcdctl",
+        &[
+            "--endpoints",
+            "http://127.0.0.1:2389",
+            "get",
+            "--prefix",
+            "--keys-only",
+            &format!("/{namespace}/"),
+        ],
+    );
+    assert!(etcd.trim().is_empty(), "etcd: {etcd}");
+    let zk = output(
+        "/usr/share/zookeeper/bin/zkCli.sh",
+        &["-server", "127.0.0.1:2191", "ls", "/"],
+    );
+    assert!(!zk.contains(namespace), "ZooKeeper: {zk}");
+}
+
+#[test]
+fn a_paused_holder_overlaps_where_the_lock_expires_and_the_fence_refuses_its_stale_writes() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "pause/naive",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+        "--backend",
+        "redis",
+        "--backend",
+        "redlock",
+        "--backend",
+        "pg-session",
+        "--backend",
+        "etcd",
+        "--backend",
+        "zookeeper",
+    ]);
+    assert_eq!(record["cells"].as_array().unwrap().len(), 5, "{record}");
+    assert!(record["skipped"].as_array().unwrap().is_empty(), "{record}");
+    for backend in ["redis", "redlock", "etcd", "zookeeper"] {
+        let c = cell(&record, "pause/naive", backend);
+        assert_eq!(n(&c["trials_with_overlap"]), 2, "{backend}: {c}");
+        assert_eq!(c["expected"], "overlap");
+        // Each resumed holder writes once before it looks at its lease.
+        assert_eq!(n(&c["stale_writes"]), 2, "{backend}: {c}");
+        assert!(c["overlap_max_s"].as_f64().unwrap() > 0.0);
+    }
+    // Every backend that declares a fencing source refuses every stale write.
+    for backend in ["redis", "etcd", "zookeeper"] {
+        let c = cell(&record, "pause/naive", backend);
+        assert_eq!(
+            c["stale_rejected_by_fence"], c["stale_writes"],
+            "{backend}: {c}"
+        );
+        assert_eq!(n(&c["legitimate_rejected_by_fence"]), 0, "{backend}: {c}");
+    }
+    // Redlock has no token: the figure is absent, not 0.
+    let redlock = cell(&record, "pause/naive", "redlock");
+    assert!(redlock["stale_rejected_by_fence"].is_null(), "{redlock}");
+    assert_eq!(redlock["fencing"], "none");
+    // The session stays open through the pause: a stall, not an overlap.
+    let pg = cell(&record, "pause/naive", "pg-session");
+    assert_eq!(n(&pg["trials_with_overlap"]), 0, "{pg}");
+    assert_eq!(n(&pg["stale_writes"]), 0, "{pg}");
+    assert!(
+        pg["recovery_p50_s"].as_f64().unwrap() > 2.0,
+        "the contender waited out the pause: {pg}"
+    );
+    // etcd and ZooKeeper grant at least their minimum: the pause follows the granted TTL.
+    assert!(
+        cell(&record, "pause/naive", "etcd")["granted_ttl_s"]
+            .as_f64()
+            .unwrap()
+            >= 1.0
+    );
+    assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn a_heartbeat_survives_a_pause_shorter_than_its_margin_and_stops_a_longer_one_before_it_writes() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "pause/heartbeat-short",
+        "--scenario",
+        "pause/heartbeat-long",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+        "--backend",
+        "redis",
+    ]);
+    let short = cell(&record, "pause/heartbeat-short", "redis");
+    assert_eq!(n(&short["trials_with_overlap"]), 0, "{short}");
+    assert_eq!(n(&short["stale_writes"]), 0, "{short}");
+    let long = cell(&record, "pause/heartbeat-long", "redis");
+    assert_eq!(
+        n(&long["trials_with_overlap"]),
+        2,
+        "the lease expired during the pause: {long}"
+    );
+    assert_eq!(
+        n(&long["stale_writes"]),
+        0,
+        "the holder asked its heartbeat before writing: {long}"
+    );
+    assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn a_redis_restart_without_persistence_hands_the_lock_on_and_appendfsync_always_does_not() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "restart/no-persistence",
+        "--scenario",
+        "restart/aof-always",
+        "--trials",
+        "3",
+        "--ttl",
+        "1s",
+        "--backend",
+        "redis",
+    ]);
+    let lost = cell(&record, "restart/no-persistence", "redis");
+    assert_eq!(n(&lost["trials_with_overlap"]), 3, "{lost}");
+    assert!(n(&lost["stale_writes"]) >= 3, "{lost}");
+    // The fencing counter lives in the same Redis and started again below the holder's token:
+    // the fence refuses the new holder and lets the stale one through.
+    assert!(n(&lost["legitimate_rejected_by_fence"]) >= 3, "{lost}");
+    assert_eq!(n(&lost["stale_rejected_by_fence"]), 0, "{lost}");
+    let kept = cell(&record, "restart/aof-always", "redis");
+    assert_eq!(n(&kept["trials_with_overlap"]), 0, "{kept}");
+    assert_eq!(n(&kept["stale_writes"]), 0, "{kept}");
+    assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn results_directory_holds_the_matrix_the_trials_and_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("faults");
+    let (record, _) = faults(&[
+        "--scenario",
+        "pause/naive",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+        "--backend",
+        "redis",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    for file in ["manifest.json", "results.json", "trials.csv", "events.csv"] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    let written: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(written, record);
+    let events = std::fs::read_to_string(out.join("events.csv")).unwrap();
+    assert!(
+        events.lines().any(|l| l.contains(",holder,grant,")),
+        "{events}"
+    );
+    assert!(
+        events.lines().any(|l| l.contains(",contender,grant,")),
+        "{events}"
+    );
+    assert!(Path::new(&out).join("trials.csv").metadata().unwrap().len() > 0);
+}
