@@ -288,3 +288,59 @@ fn results_directory_holds_the_matrix_the_trials_and_the_log() {
     );
     assert!(Path::new(&out).join("trials.csv").metadata().unwrap().len() > 0);
 }
+
+#[test]
+fn an_interrupted_run_stops_what_it_started_and_removes_what_it_made() {
+    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["faults", "--config", CONFIG, "--seed", "3"])
+        .args([
+            "--scenario",
+            "pause/naive",
+            "--backend",
+            "redis",
+            "--trials",
+            "5",
+            "--ttl",
+            "1s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Interrupted once a worker of it runs (within 20 s).
+    let mark = format!("--lab\0{pid}\0");
+    let started = std::time::Instant::now();
+    let has_worker = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&mark))
+        })
+    };
+    while !has_worker() {
+        assert!(started.elapsed().as_secs() < 20, "no worker started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    interrupt(pid);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no matrix for an interrupted run");
+    let namespace = stderr
+        .split_whitespace()
+        .find(|w| w.starts_with("lockbench-faults-"))
+        .unwrap_or_else(|| panic!("no namespace in {stderr}"))
+        .trim_end_matches(',');
+    assert_left_nothing(&serde_json::json!({ "namespace": namespace }), pid);
+}
+
+/// SIGINT, as a Ctrl-C sends.
+fn interrupt(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}

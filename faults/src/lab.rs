@@ -406,11 +406,12 @@ impl FaultLab {
     }
 
     /// The namespace of this run's keys: a concurrent run, or a leftover, cannot meet them.
-    fn namespace(&self) -> String {
+    pub fn namespace(&self) -> String {
         format!("{}-faults-{}", self.config_namespace(), self.run_id)
     }
 
-    fn resource_schema(&self) -> String {
+    /// The protected resource's schema for this run.
+    pub fn resource_schema(&self) -> String {
         schema_name(self.config_namespace(), &self.run_id)
     }
 

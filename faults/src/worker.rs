@@ -127,6 +127,10 @@ fn say(line: &str) {
 /// Runs the worker to the end of its job. Errors are the lab's to report; the lease, if any, goes
 /// with the process.
 pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
+    // A worker dies with the lab, even a stopped one (SIGKILL ends a stopped process): a lab
+    // killed mid-trial leaves no worker holding or waiting for a lock.
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(|e| FaultError::Worker(format!("asking to die with the lab: {e}")))?;
     let config = plan.backend.config()?;
     let mut resource = Resource::connect(
         &plan.resource_url,

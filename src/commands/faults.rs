@@ -65,11 +65,17 @@ pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
 }
 
 async fn run_lab(options: LabOptions) -> Result<LabOutput> {
-    // Listening from here on: a Ctrl-C stops the trial in flight (its processes are killed by
-    // pid when dropped), then the same cleanup as at the end.
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .context("listening for Ctrl-C")?;
+    // Listening from here on: a Ctrl-C (or a SIGTERM, as a job runner sends) stops the trial in
+    // flight (its processes are killed by pid when dropped), then the same cleanup as at the end.
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).context("listening for Ctrl-C")?;
+    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
     let mut lab = FaultLab::prepare(options).await?;
+    eprintln!(
+        "fault lab: keys under {}, protected resource in schema {}; both removed at the end",
+        lab.namespace(),
+        lab.resource_schema()
+    );
     let progress = Progress::bar(lab.total_trials(), "trials");
     let tick = |cell: &str| {
         progress.set_message(cell.to_string());
@@ -79,6 +85,7 @@ async fn run_lab(options: LabOptions) -> Result<LabOutput> {
     let outcome = tokio::select! {
         r = lab.run(&tick, &note) => Some(r),
         _ = interrupt.recv() => None,
+        _ = terminate.recv() => None,
     };
     progress.finish();
     let cleaned = lab.cleanup().await;
