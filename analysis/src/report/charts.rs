@@ -11,7 +11,7 @@ use plotters::prelude::*;
 pub const WIDTH: u32 = 960;
 /// Pixels.
 pub const HEIGHT: u32 = 540;
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 static FONT_BYTES: &[u8] = include_bytes!("../../fonts/DejaVuSans.ttf");
 
 /// Colours of the series, in order; reference lines are red (TTL) and orange (alert).
@@ -30,7 +30,7 @@ pub const TTL_COLOUR: RGBColor = RGBColor(214, 39, 40);
 /// The alert line.
 pub const ALERT_COLOUR: RGBColor = RGBColor(255, 127, 14);
 
-fn colour(i: usize) -> RGBColor {
+pub(crate) fn colour(i: usize) -> RGBColor {
     COLOURS[i % COLOURS.len()]
 }
 
@@ -58,7 +58,7 @@ pub struct Rendered {
     pub svg: String,
 }
 
-fn err(e: impl std::fmt::Debug) -> String {
+pub(crate) fn err(e: impl std::fmt::Debug) -> String {
     format!("drawing a chart: {e:?}")
 }
 
@@ -163,7 +163,7 @@ where
 }
 
 /// An axis tick: whole numbers with thousands separators, small values with the digits they need.
-fn tick(v: &f64) -> String {
+pub(crate) fn tick(v: &f64) -> String {
     let v = *v;
     if v.abs() >= 10.0 || (v - v.round()).abs() < 1e-9 {
         lockbench_core::format_count(v.round().max(0.0) as u64)

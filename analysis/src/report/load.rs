@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use lockbench_core::RuntimeHistogram;
 use lockbench_core::records::bench::{BenchCsvRow, BenchRecord};
+use lockbench_core::records::faults::{FaultEventRow, FaultTrialRow, FaultsRecord};
 use lockbench_core::records::replay::ReplayRecord;
 use lockbench_core::records::simulate::{SimulationCsvRow, SimulationRecord};
 use lockbench_core::records::ttl::TtlRecommendation;
@@ -83,6 +84,19 @@ pub struct Replay {
     pub record: ReplayRecord,
 }
 
+/// A results directory of `faults`.
+#[derive(Clone, Debug)]
+pub struct Faults {
+    /// Which directory.
+    pub source: Source,
+    /// Its `results.json`: the matrix.
+    pub record: FaultsRecord,
+    /// Its `trials.csv`.
+    pub trials: Vec<FaultTrialRow>,
+    /// Its `events.csv`: the protected resource's log.
+    pub events: Vec<FaultEventRow>,
+}
+
 /// Everything the report draws on, in the order the directories were given.
 #[derive(Clone, Debug, Default)]
 pub struct Evidence {
@@ -94,6 +108,8 @@ pub struct Evidence {
     pub benches: Vec<Bench>,
     /// `replay` directories.
     pub replays: Vec<Replay>,
+    /// `faults` directories.
+    pub faults: Vec<Faults>,
     /// Directories seen but not used (other commands), with why.
     pub skipped: Vec<(PathBuf, String)>,
 }
@@ -107,6 +123,7 @@ impl Evidence {
             .chain(self.ttls.iter().map(|r| &r.source))
             .chain(self.benches.iter().map(|r| &r.source))
             .chain(self.replays.iter().map(|r| &r.source))
+            .chain(self.faults.iter().map(|r| &r.source))
             .collect()
     }
 
@@ -116,6 +133,7 @@ impl Evidence {
             && self.ttls.is_empty()
             && self.benches.is_empty()
             && self.replays.is_empty()
+            && self.faults.is_empty()
     }
 
     /// Every runtime histogram, simulations first, then TTL derivations.
@@ -204,10 +222,16 @@ fn load_one(dir: &Path, label: String, evidence: &mut Evidence) -> Result<(), Re
             source,
             record: *record,
         }),
-        Body::Faults { .. } => evidence.skipped.push((
-            dir.to_path_buf(),
-            "a fault matrix, which this report does not read yet".to_string(),
-        )),
+        Body::Faults {
+            record,
+            trials,
+            events,
+        } => evidence.faults.push(Faults {
+            source,
+            record: *record,
+            trials,
+            events,
+        }),
         // A report folder is this command's own output, not evidence.
         Body::Other if source.command == "report" => {}
         Body::Other => evidence.skipped.push((

@@ -1,7 +1,7 @@
 //! Reports: results directories in, a locking decision record out (`report.md`, a self-contained
 //! `report.html`, and every chart as PNG and SVG).
 //!
-//! [`load`] reads what `simulate`, `ttl`, `bench` and `replay` wrote with `--out` (a directory
+//! [`load`] reads what `simulate`, `ttl`, `bench`, `replay` and `faults` wrote with `--out` (a directory
 //! without a manifest is searched one level down, as `lockbench run` nests them); [`build`] turns
 //! that [`Evidence`] into the document and its charts. Nothing here knows how the figures were
 //! produced: only what the results directories say.
@@ -11,12 +11,13 @@ mod doc;
 mod error;
 mod load;
 mod sections;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 
 pub use doc::{Block, html, markdown};
 pub use error::ReportError;
-pub use load::{Bench, Evidence, Histograms, Replay, Simulation, Source, Ttl, load};
+pub use load::{Bench, Evidence, Faults, Histograms, Replay, Simulation, Source, Ttl, load};
 
 /// A report ready to write.
 pub struct Report {
@@ -37,6 +38,7 @@ pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
             sections::ChartSpec::Curves(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Volume(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Bars(n, c) => (n, charts::render(c)),
+            sections::ChartSpec::Timeline(n, c) => (n, charts::render(c)),
         };
         rendered.push((name.clone(), result.map_err(ReportError::Chart)?));
     }

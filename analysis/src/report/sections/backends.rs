@@ -5,6 +5,7 @@ use lockbench_core::format_count;
 use lockbench_core::records::bench::{BackendFacts, BenchRow};
 
 use super::common::{ChartSpec, Doc, bench_rows, curve_points, us};
+use super::faults;
 use crate::report::charts::{Curve, HBars, PercentileCurves};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
@@ -28,10 +29,11 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         doc.push(Block::Para(
             "No backend benchmark in these results: run `lockbench bench` (or `lockbench run`) and report again.".to_string(),
         ));
+        faults::write_matrix(evidence, doc);
         return;
     }
     doc.push(Block::Para(
-        "Acquire latency counts waiting for the lock; each contender has its own connection or session and waits in the backend's own queue (native) where lockbench has one for it, else polls. Uncontended is one client; the highest contention level measured is shown beside it, with Jain's fairness index of the contenders' grants (1: equal shares). What each backend cannot prevent comes from how it locks (docs/BACKENDS.md), not from this run.".to_string(),
+        "Acquire latency counts waiting for the lock; each contender has its own connection or session and waits in the backend's own queue (native) where lockbench has one for it, else polls. Uncontended is one client; the highest contention level measured is shown beside it, with Jain's fairness index of the contenders' grants (1: equal shares). What each backend cannot prevent is measured by the fault lab where these results hold a fault run (\"measured\"), else it is what follows from how the backend locks (docs/BACKENDS.md).".to_string(),
     ));
     let mut names: Vec<&str> = Vec::new();
     for r in &rows {
@@ -83,7 +85,11 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                     |j| format!("{j:.3}"),
                 )
             }),
-            facts.map_or("not recorded".to_string(), |f| f.cannot_prevent.clone()),
+            faults::cannot_prevent(evidence, name).unwrap_or_else(|| {
+                facts.map_or("not recorded".to_string(), |f| {
+                    format!("by design (no fault run): {}", f.cannot_prevent)
+                })
+            }),
         ]);
     }
     doc.push(Block::Table {
@@ -159,4 +165,5 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
     );
     let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale)";
     doc.chart(caption.to_string(), spec);
+    faults::write_matrix(evidence, doc);
 }

@@ -9,6 +9,7 @@ use lockbench_core::{RuntimeHistogram, format_count, format_seconds};
 use crate::report::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
+use crate::report::timeline::FaultTimeline;
 
 /// A chart to draw: its file stem and the chart.
 pub enum ChartSpec {
@@ -18,12 +19,17 @@ pub enum ChartSpec {
     Volume(String, RuntimeVsVolume),
     /// Horizontal bars.
     Bars(String, HBars),
+    /// A fault-lab trial per backend.
+    Timeline(String, FaultTimeline),
 }
 
 impl ChartSpec {
     pub(crate) fn name(&self) -> &str {
         match self {
-            ChartSpec::Curves(n, _) | ChartSpec::Volume(n, _) | ChartSpec::Bars(n, _) => n,
+            ChartSpec::Curves(n, _)
+            | ChartSpec::Volume(n, _)
+            | ChartSpec::Bars(n, _)
+            | ChartSpec::Timeline(n, _) => n,
         }
     }
 }

@@ -43,6 +43,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         2,
         "4. Idempotency and the lock's role".to_string(),
     ));
+    if let Some(text) = super::faults::stale_writes(evidence) {
+        doc.push(Block::Para(text));
+    }
     if evidence.replays.is_empty() {
         doc.push(Block::Para(
             "No live replay in these results: run `lockbench replay` (or `lockbench run` with Postgres reachable) to see what each mode does to double executions.".to_string(),

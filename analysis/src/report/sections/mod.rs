@@ -4,6 +4,7 @@
 
 mod backends;
 mod common;
+mod faults;
 mod idempotency;
 mod observability;
 mod protocol;

@@ -1,0 +1,278 @@
+//! What the fault lab measured, for section 1 (the matrix, a timeline per overlapping variant,
+//! each backend's measured "cannot prevent") and section 4 (stale writes and the fence).
+
+use lockbench_core::format_count;
+use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow};
+
+use super::common::{ChartSpec, Doc};
+use crate::report::doc::Block;
+use crate::report::load::{Evidence, Faults};
+use crate::report::timeline::{FaultTimeline, Lane, Mark, TrialLanes};
+
+fn label(c: &FaultCell) -> String {
+    format!("{}/{}", c.scenario, c.variant)
+}
+
+fn cells(evidence: &Evidence) -> impl Iterator<Item = (&Faults, &FaultCell)> {
+    evidence
+        .faults
+        .iter()
+        .flat_map(|f| f.record.cells.iter().map(move |c| (f, c)))
+}
+
+fn s2(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |v| format!("{v:.2}"))
+}
+
+/// What the fence did with a cell's stale writes, in words.
+fn fence_words(c: &FaultCell) -> String {
+    match c.stale_rejected_by_fence {
+        None => "no token to check".to_string(),
+        Some(_) if c.stale_writes == 0 => "nothing stale to refuse".to_string(),
+        Some(n) => format!("refused {n} of {}", c.stale_writes),
+    }
+}
+
+/// The measured "cannot prevent" of `backend`: the faults that produced overlaps, in how many
+/// trials, for how long, and what the fence did; `None` when no fault run covered it.
+pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<String> {
+    let mine: Vec<&FaultCell> = cells(evidence)
+        .map(|(_, c)| c)
+        .filter(|c| c.backend == backend)
+        .collect();
+    if mine.is_empty() {
+        return None;
+    }
+    let mut parts: Vec<String> = mine
+        .iter()
+        .filter(|c| c.trials_with_overlap > 0)
+        .map(|c| {
+            let mut text = format!(
+                "{}: overlap in {}/{} trials (up to {} s), {} stale writes, fence {}",
+                label(c),
+                c.trials_with_overlap,
+                c.trials,
+                s2(c.overlap_max_s),
+                c.stale_writes,
+                fence_words(c)
+            );
+            if let Some(n) = c.legitimate_rejected_by_fence.filter(|n| *n > 0) {
+                text +=
+                    &format!(" and refused {n} of the new holder's writes (its counter went back)");
+            }
+            text
+        })
+        .collect();
+    let held: Vec<String> = mine
+        .iter()
+        .filter(|c| c.trials_with_overlap == 0)
+        .map(|c| label(c))
+        .collect();
+    if !held.is_empty() {
+        parts.push(format!("no overlap under {}", held.join(", ")));
+    }
+    Some(format!("measured: {}", parts.join("; ")))
+}
+
+/// The first overlapping trial of `cell` as two lanes.
+fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
+    let same = |scenario: &str, variant: &str, backend: &str| {
+        scenario == c.scenario && variant == c.variant && backend == c.backend
+    };
+    let trial: &FaultTrialRow = f
+        .trials
+        .iter()
+        .find(|t| same(&t.scenario, &t.variant, &t.backend) && t.overlap_s > 0.0)?;
+    let events: Vec<&FaultEventRow> = f
+        .events
+        .iter()
+        .filter(|e| same(&e.scenario, &e.variant, &e.backend) && e.trial == trial.trial)
+        .collect();
+    let contender_grant = trial.contender_grant_s;
+    let lane = |worker: &str, held: Option<(f64, f64)>| {
+        let token = events
+            .iter()
+            .find(|e| e.worker == worker && e.event == "grant")
+            .and_then(|e| e.token)
+            .map_or(String::new(), |t| format!(", token {t}"));
+        let writes = events
+            .iter()
+            .filter(|e| e.worker == worker && e.event != "end")
+            .map(|e| {
+                let stale = worker == "holder" && contender_grant.is_some_and(|g| e.t_s > g);
+                let mark = match (e.fenced_accepted, stale) {
+                    (Some(false), _) => Mark::Refused,
+                    (_, true) => Mark::StaleAccepted,
+                    _ => Mark::Accepted,
+                };
+                (e.t_s, mark)
+            })
+            .collect();
+        Lane {
+            label: format!("{} {worker}{token}", c.backend),
+            held,
+            writes,
+        }
+    };
+    Some(TrialLanes {
+        fault: (trial.fault_start_s, trial.fault_end_s),
+        lanes: [
+            lane("holder", Some((0.0, trial.holder_end_s))),
+            lane("contender", contender_grant.zip(trial.contender_end_s)),
+        ],
+    })
+}
+
+/// Section 1's part: the matrix, what each variant injected, and a timeline per variant that
+/// overlapped somewhere.
+pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
+    if evidence.faults.is_empty() {
+        doc.push(Block::Para(
+            "No fault run in these results: the \"cannot prevent\" column comes from how each backend locks (docs/BACKENDS.md). Run `lockbench faults` (or `lockbench run`) to measure it.".to_string(),
+        ));
+        return;
+    }
+    doc.push(Block::Heading(3, "What the fault lab measured".to_string()));
+    for f in &evidence.faults {
+        doc.push(Block::Para(format!(
+            "`{}`: {} trials per cell, TTL asked {} s, seed {}. In every trial the holder and the contender are separate processes running the same job; both write to a protected resource ({}) that logs each critical section with the machine's monotonic clock and keeps the highest fencing token seen. Overlaps (both believed they held the lock), stale writes (written after the lock had passed on; an unfenced resource accepts them all) and what the fence refused are read from that log, not assumed.",
+            f.source.label, f.record.trials_per_cell, f.record.ttl_s, f.record.seed, f.record.resource
+        )));
+    }
+    let rows: Vec<Vec<String>> = cells(evidence)
+        .map(|(_, c)| {
+            vec![
+                format!("`{}`", label(c)),
+                format!("`{}`", c.backend),
+                format!("{}/{}", c.trials_with_overlap, c.trials),
+                format!("{} / {}", s2(c.overlap_p50_s), s2(c.overlap_max_s)),
+                format_count(c.stale_writes),
+                fence_words(c),
+                c.legitimate_rejected_by_fence
+                    .map_or("no token".to_string(), format_count),
+                if c.contender_timed_out == c.trials {
+                    "never granted".to_string()
+                } else {
+                    format!("{} / {}", s2(c.recovery_p50_s), s2(c.recovery_max_s))
+                },
+                if (c.trials_with_overlap > 0) == (c.expected == "overlap") {
+                    c.expected.clone()
+                } else {
+                    format!("{} (measured otherwise)", c.expected)
+                },
+            ]
+        })
+        .collect();
+    doc.push(Block::Table {
+        head: [
+            "scenario/variant",
+            "backend",
+            "trials with overlap",
+            "overlap P50 / max (s)",
+            "stale writes",
+            "fence",
+            "new holder's writes refused",
+            "fault to next grant P50 / max (s)",
+            "design predicts",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    });
+    let mut injected: Vec<String> = Vec::new();
+    for (_, c) in cells(evidence) {
+        let line = format!("`{}`: {}", label(c), c.injected);
+        if !injected.contains(&line) {
+            injected.push(line);
+        }
+    }
+    doc.push(Block::Para("Injected:".to_string()));
+    doc.push(Block::List(injected));
+    let skipped: Vec<String> = evidence
+        .faults
+        .iter()
+        .flat_map(|f| &f.record.skipped)
+        .map(|s| {
+            format!(
+                "`{}/{}` on `{}`: {}",
+                s.scenario, s.variant, s.backend, s.reason
+            )
+        })
+        .collect();
+    if !skipped.is_empty() {
+        doc.push(Block::Para("Not run:".to_string()));
+        doc.push(Block::List(skipped));
+    }
+    // One timeline per variant that overlapped on some backend: its first overlapping trial on
+    // each such backend.
+    let mut variants: Vec<String> = Vec::new();
+    for (_, c) in cells(evidence) {
+        if c.trials_with_overlap > 0 && !variants.contains(&label(c)) {
+            variants.push(label(c));
+        }
+    }
+    for variant in variants {
+        let trials: Vec<TrialLanes> = cells(evidence)
+            .filter(|(_, c)| label(c) == variant)
+            .filter_map(|(f, c)| trial_lanes(f, c))
+            .take(6)
+            .collect();
+        if trials.is_empty() {
+            continue;
+        }
+        let name = format!("fault-timeline-{}", variant.replace('/', "-"));
+        let spec = ChartSpec::Timeline(
+            name,
+            FaultTimeline {
+                title: format!("{variant}: one trial per backend that overlapped"),
+                trials,
+            },
+        );
+        doc.chart(
+            format!("{variant}: when each worker believed it held the lock, the fault window shaded, every write marked (a cross: refused by the fence; an orange dot: a stale write accepted)"),
+            spec,
+        );
+    }
+}
+
+/// Section 4's paragraph: what reached the protected resource after the lock had passed on.
+pub(super) fn stale_writes(evidence: &Evidence) -> Option<String> {
+    let all: Vec<&FaultCell> = cells(evidence).map(|(_, c)| c).collect();
+    if all.is_empty() {
+        return None;
+    }
+    let stale: u64 = all.iter().map(|c| c.stale_writes).sum();
+    let fenced: Vec<&&FaultCell> = all
+        .iter()
+        .filter(|c| c.stale_rejected_by_fence.is_some() && c.stale_writes > 0)
+        .collect();
+    let refused: u64 = fenced
+        .iter()
+        .filter_map(|c| c.stale_rejected_by_fence)
+        .sum();
+    let fenced_stale: u64 = fenced.iter().map(|c| c.stale_writes).sum();
+    let unfenced: u64 = all
+        .iter()
+        .filter(|c| c.stale_rejected_by_fence.is_none())
+        .map(|c| c.stale_writes)
+        .sum();
+    let failed: Vec<String> = fenced
+        .iter()
+        .filter(|c| c.stale_rejected_by_fence < Some(c.stale_writes))
+        .map(|c| format!("`{}` on `{}`", label(c), c.backend))
+        .collect();
+    let mut text = format!(
+        "In the fault lab, {} writes reached the protected resource after the lock had passed to another worker; an unfenced resource accepted every one. Where the backend gives a fencing token the fence refused {} of {}; {} came from backends without a token, which nothing refused.",
+        format_count(stale),
+        format_count(refused),
+        format_count(fenced_stale),
+        format_count(unfenced)
+    );
+    if !failed.is_empty() {
+        text += &format!(
+            " The fence let stale writes through under {}: a token is only as safe as the counter behind it: a counter in the same Redis restarts with it, so the new holder's token can be at or below the old holder's, and the fence then lets the old one through.",
+            failed.join(", ")
+        );
+    }
+    Some(text)
+}
