@@ -344,3 +344,34 @@ fn interrupt(pid: u32) {
         .unwrap();
     assert!(status.success());
 }
+
+#[test]
+fn redlock_takes_a_restarted_node_and_two_clock_jumps_together_to_grant_a_second_majority() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "redlock",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+        "--backend",
+        "redlock",
+    ]);
+    for alone in ["redlock/restart", "redlock/clock-jump"] {
+        let c = cell(&record, alone, "redlock");
+        assert_eq!(
+            n(&c["trials_with_overlap"]),
+            0,
+            "{alone} alone keeps a majority: {c}"
+        );
+        assert_eq!(n(&c["stale_writes"]), 0, "{c}");
+    }
+    let both = cell(&record, "redlock/restart+clock-jump", "redlock");
+    assert_eq!(n(&both["trials_with_overlap"]), 2, "{both}");
+    assert!(n(&both["stale_writes"]) >= 2, "{both}");
+    assert!(
+        both["stale_rejected_by_fence"].is_null(),
+        "Redlock has no token: {both}"
+    );
+    assert_left_nothing(&record, pid);
+}

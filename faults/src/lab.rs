@@ -58,7 +58,12 @@ pub struct FaultLab {
     resource: Resource,
     /// Every (backend, key) a trial used, for the cleanup.
     used: Vec<(BackendConfig, String)>,
+    /// Where the wall-clock shim was written, once a cell needed it (removed when dropped).
+    shim_dir: Option<OwnedDir>,
 }
+
+/// The wall-clock shim (`shim/wallclock.c`, built by build.rs; empty without a C compiler).
+static WALLCLOCK_SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libwallclock.so"));
 
 /// The workers' names in the log.
 const HOLDER: &str = "holder";
@@ -92,6 +97,7 @@ impl FaultLab {
             run_id,
             resource,
             used: Vec::new(),
+            shim_dir: None,
         })
     }
 
@@ -108,15 +114,25 @@ impl FaultLab {
                 if !variant.applies_to(config.kind) {
                     continue;
                 }
-                if needs_server {
-                    skipped.push(SkippedCell {
+                let missing = if needs_server {
+                    Some(
+                        "needs redis-server on PATH for a private server (scripts/services.sh up installs it)",
+                    )
+                } else if variant.jumps_clocks() && WALLCLOCK_SHIM.is_empty() {
+                    Some(
+                        "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)",
+                    )
+                } else {
+                    None
+                };
+                match missing {
+                    Some(reason) => skipped.push(SkippedCell {
                         scenario: variant.scenario().to_string(),
                         variant: variant.name().to_string(),
                         backend: config.kind.name().to_string(),
-                        reason: "needs redis-server on PATH for a private server (scripts/services.sh up installs it)".to_string(),
-                    });
-                } else {
-                    run.push((variant, config.clone()));
+                        reason: reason.to_string(),
+                    }),
+                    None => run.push((variant, config.clone())),
                 }
             }
         }
@@ -197,14 +213,20 @@ impl FaultLab {
         // ZooKeeper's lock lives as long as its session: the TTL is the session timeout, which
         // the server clamps to 2 to 20 ticks (the grant reports what it negotiated).
         config.session_timeout = self.options.ttl;
-        let mut server = match (variant.persistence(), &self.options.redis_server) {
-            (Some(persistence), Some(binary)) => {
-                let server = PrivateRedis::start(binary, persistence).await?;
-                config.urls = vec![server.url()];
-                Some(server)
+        let mut servers = Vec::new();
+        if let (Some(persistence), Some(binary)) =
+            (variant.persistence(), self.options.redis_server.clone())
+        {
+            let shim = if variant.jumps_clocks() {
+                Some(self.shim()?)
+            } else {
+                None
+            };
+            for _ in 0..variant.private_servers() {
+                servers.push(PrivateRedis::start(&binary, persistence, shim.as_deref()).await?);
             }
-            _ => None,
-        };
+            config.urls = servers.iter().map(PrivateRedis::url).collect();
+        }
         let client = lockbench_locks::connect(&config).await?;
         let capabilities = client.capabilities();
         let mut rows = Vec::new();
@@ -216,7 +238,7 @@ impl FaultLab {
             keys.push(key.clone());
             // Keys on a private server go with it; the shared servers' are removed at the end
             // even when the run is interrupted.
-            if server.is_none() {
+            if servers.is_empty() {
                 self.used.push((config.clone(), key.clone()));
             }
             let id = format!("{}:{}:{trial}", variant.label(), config.kind.name());
@@ -225,7 +247,7 @@ impl FaultLab {
                     variant,
                     &config,
                     client.as_ref(),
-                    server.as_mut(),
+                    &mut servers,
                     &id,
                     &key,
                     rng,
@@ -260,7 +282,7 @@ impl FaultLab {
         self.used.retain(|(c, _)| c.namespace != config.namespace);
         let _ = client.cleanup_namespace().await;
         let _ = client.close().await;
-        if let Some(server) = &mut server {
+        for server in &mut servers {
             server.kill().await;
         }
         outcome?;
@@ -274,7 +296,7 @@ impl FaultLab {
         variant: Variant,
         config: &BackendConfig,
         client: &dyn LockBackend,
-        server: Option<&mut PrivateRedis>,
+        servers: &mut [PrivateRedis],
         id: &str,
         key: &str,
         rng: &mut rand::rngs::StdRng,
@@ -298,7 +320,7 @@ impl FaultLab {
             }
         }
         if variant == Variant::RestartPowerLoss
-            && let Some(server) = &server
+            && let Some(server) = servers.first()
         {
             server.snapshot_aof()?;
         }
@@ -359,24 +381,30 @@ impl FaultLab {
             tokio::time::sleep(every * after).await;
         }
         let start_ns = monotonic_ns();
-        match (variant.pause_factor(), server) {
-            (Some(_), _) => {
-                holder.pause()?;
-                tokio::time::sleep(fault).await;
-                holder.resume()?;
+        if variant.pause_factor().is_some() {
+            holder.pause()?;
+            tokio::time::sleep(fault).await;
+            holder.resume()?;
+        } else {
+            let [first, rest @ ..] = servers else {
+                return Err(FaultError::Server(
+                    "a server fault without a private server".to_string(),
+                ));
+            };
+            if variant.jumps_clocks() {
+                // Two nodes other than the one that restarts.
+                let ahead = (granted_ttl * 2).as_millis() as i64;
+                for server in rest.iter().take(2) {
+                    server.set_clock_offset(ahead)?;
+                }
             }
-            (None, Some(server)) => {
-                server.kill().await;
+            if variant.restarts() {
+                first.kill().await;
                 if variant == Variant::RestartPowerLoss {
-                    server.restore_aof()?;
+                    first.restore_aof()?;
                 }
                 tokio::time::sleep(fault).await;
-                server.restart().await?;
-            }
-            (None, None) => {
-                return Err(FaultError::Server(
-                    "a restart without a private server".to_string(),
-                ));
+                first.restart().await?;
             }
         }
         let window = Window {
@@ -390,11 +418,33 @@ impl FaultLab {
         }
         holder.finish(Duration::from_secs(10)).await?;
         contender.finish(Duration::from_secs(10)).await?;
+        if variant.jumps_clocks() {
+            for server in servers.iter() {
+                server.set_clock_offset(0)?;
+            }
+        }
         let log = self.resource.trial_log(id).await?;
         let figures = overlap::figures(&log, HOLDER, CONTENDER).ok_or_else(|| {
             FaultError::Resource(format!("trial {id}: the holder's grant is not in the log"))
         })?;
         Ok((figures, window, granted_ttl, log))
+    }
+
+    /// The wall-clock shim as a file a server can preload (written once per run).
+    fn shim(&mut self) -> Result<PathBuf, FaultError> {
+        let dir = std::env::temp_dir().join(format!(
+            "lockbench-faults-{}-shim-{}",
+            std::process::id(),
+            self.run_id
+        ));
+        let file = dir.join("libwallclock.so");
+        if self.shim_dir.is_none() {
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::write(&file, WALLCLOCK_SHIM))
+                .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))?;
+            self.shim_dir = Some(OwnedDir(dir));
+        }
+        Ok(file)
     }
 
     /// The config's namespace (one for every backend of a config file).
@@ -432,6 +482,15 @@ impl FaultLab {
         let dropped = self.resource.drop_schema().await;
         self.resource.close().await;
         dropped
+    }
+}
+
+/// A directory the lab wrote, removed when dropped (at the end, after an error, on Ctrl-C).
+struct OwnedDir(PathBuf);
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -24,10 +24,16 @@ pub enum Variant {
     /// Killed, restarted empty only after the TTL has passed (the Redis distlock page's
     /// mitigation).
     RestartDelayed,
+    /// Redlock over five private servers: one restarts without the key.
+    RedlockRestart,
+    /// Redlock over five private servers: two nodes' wall clocks jump ahead by 2 x TTL.
+    RedlockClockJump,
+    /// Both at once: the seed's migration story (a stale node plus two clock jumps).
+    RedlockRestartAndClockJump,
 }
 
 /// Every variant, in the matrix's order.
-pub const ALL: [Variant; 9] = [
+pub const ALL: [Variant; 12] = [
     Variant::PauseNaive,
     Variant::PauseHeartbeatShort,
     Variant::PauseHeartbeatLong,
@@ -37,10 +43,13 @@ pub const ALL: [Variant; 9] = [
     Variant::Restart(Persistence::AofAlways),
     Variant::RestartPowerLoss,
     Variant::RestartDelayed,
+    Variant::RedlockRestart,
+    Variant::RedlockClockJump,
+    Variant::RedlockRestartAndClockJump,
 ];
 
 /// The scenario names, for `--scenario` and messages.
-pub const SCENARIOS: [&str; 2] = ["pause", "restart"];
+pub const SCENARIOS: [&str; 3] = ["pause", "restart", "redlock"];
 
 impl Variant {
     /// The scenario it belongs to.
@@ -49,6 +58,9 @@ impl Variant {
             Variant::PauseNaive | Variant::PauseHeartbeatShort | Variant::PauseHeartbeatLong => {
                 "pause"
             }
+            Variant::RedlockRestart
+            | Variant::RedlockClockJump
+            | Variant::RedlockRestartAndClockJump => "redlock",
             _ => "restart",
         }
     }
@@ -65,6 +77,9 @@ impl Variant {
             Variant::Restart(Persistence::AofAlways) => "aof-always",
             Variant::RestartPowerLoss => "power-loss",
             Variant::RestartDelayed => "delayed-restart",
+            Variant::RedlockRestart => "restart",
+            Variant::RedlockClockJump => "clock-jump",
+            Variant::RedlockRestartAndClockJump => "restart+clock-jump",
         }
     }
 
@@ -91,13 +106,42 @@ impl Variant {
     }
 
     /// Whether the variant applies to `backend`: pauses to every backend shared by processes,
-    /// restarts to a single Redis node (a private server the lab starts).
+    /// restarts to a single Redis node (a private server the lab starts), the redlock faults to
+    /// Redlock (five private servers).
     pub fn applies_to(self, backend: BackendKind) -> bool {
-        match backend {
-            BackendKind::Memory => false,
-            BackendKind::Redis => true,
-            _ => self.scenario() == "pause",
+        match (self.scenario(), backend) {
+            (_, BackendKind::Memory) => false,
+            ("pause", _) => true,
+            ("restart", kind) => kind == BackendKind::Redis,
+            (_, kind) => kind == BackendKind::Redlock,
         }
+    }
+
+    /// Private Redis servers the variant needs (it then locks on them, not on the configured
+    /// ones).
+    pub fn private_servers(self) -> usize {
+        match self.scenario() {
+            "restart" => 1,
+            "redlock" => 5,
+            _ => 0,
+        }
+    }
+
+    /// True when the variant jumps a server's wall clock (the shim must be loaded into it).
+    pub fn jumps_clocks(self) -> bool {
+        matches!(
+            self,
+            Variant::RedlockClockJump | Variant::RedlockRestartAndClockJump
+        )
+    }
+
+    /// True when the variant restarts the first private server empty.
+    pub fn restarts(self) -> bool {
+        self.scenario() == "restart"
+            || matches!(
+                self,
+                Variant::RedlockRestart | Variant::RedlockRestartAndClockJump
+            )
     }
 
     /// The backends it applies to, for messages.
@@ -136,6 +180,9 @@ impl Variant {
             Variant::Restart(p) => Some(p),
             Variant::RestartPowerLoss => Some(Persistence::AofEverysec),
             Variant::RestartDelayed => Some(Persistence::None),
+            Variant::RedlockRestart
+            | Variant::RedlockClockJump
+            | Variant::RedlockRestartAndClockJump => Some(Persistence::None),
             _ => None,
         }
     }
@@ -156,6 +203,9 @@ impl Variant {
             Variant::Restart(_) => format!("private redis-server ({persistence}) SIGKILLed while the lock is held, restarted at once on the same port"),
             Variant::RestartPowerLoss => "private redis-server (appendfsync everysec) SIGKILLed; its AOF replaced by a copy taken before the acquisition (a power loss), then restarted".to_string(),
             Variant::RestartDelayed => "private redis-server (no persistence) SIGKILLed, restarted only after TTL + 1 s".to_string(),
+            Variant::RedlockRestart => "Redlock over five private redis-servers (no persistence); one SIGKILLed and restarted at once, empty".to_string(),
+            Variant::RedlockClockJump => "Redlock over five private redis-servers; the wall clocks of two jump 2 x TTL ahead (an LD_PRELOAD shim shifts their gettimeofday)".to_string(),
+            Variant::RedlockRestartAndClockJump => "Redlock over five private redis-servers; one restarted empty and the wall clocks of two others jump 2 x TTL ahead, at once".to_string(),
         }
     }
 
@@ -169,6 +219,8 @@ impl Variant {
             Variant::Restart(Persistence::AofEverysec | Persistence::AofAlways) => false,
             Variant::RestartPowerLoss => true,
             Variant::RestartDelayed => false,
+            Variant::RedlockRestart | Variant::RedlockClockJump => false,
+            Variant::RedlockRestartAndClockJump => true,
         }
     }
 }
@@ -181,6 +233,7 @@ mod tests {
     fn a_scenario_selects_its_variants_and_a_label_selects_one() {
         assert_eq!(Variant::select("pause").unwrap().len(), 3);
         assert_eq!(Variant::select("restart").unwrap().len(), 6);
+        assert_eq!(Variant::select("redlock").unwrap().len(), 3);
         assert_eq!(
             Variant::select("restart/aof-always").unwrap(),
             vec![Variant::Restart(Persistence::AofAlways)]
@@ -198,5 +251,6 @@ mod tests {
         assert!(Variant::PauseNaive.applies_to(BackendKind::Etcd));
         assert!(!Variant::PauseNaive.applies_to(BackendKind::Memory));
         assert_eq!(Variant::RestartDelayed.applies_to_names(), "redis");
+        assert_eq!(Variant::RedlockClockJump.applies_to_names(), "redlock");
     }
 }

@@ -60,8 +60,13 @@ pub struct PrivateRedis {
     persistence: Persistence,
     port: u16,
     dir: PathBuf,
+    /// The wall-clock shim it runs with, if any (its clock can then be jumped).
+    shim: Option<PathBuf>,
     child: Option<Child>,
 }
+
+/// The file the shim reads the clock offset from, inside the server's directory.
+const CLOCK_FILE: &str = "wallclock-offset-ms";
 
 /// Where the append-only files live inside the data directory (Redis 7).
 const AOF_DIR: &str = "appendonlydir";
@@ -90,8 +95,13 @@ async fn pong(port: u16) -> bool {
 
 impl PrivateRedis {
     /// Starts a server with `persistence` on a free port, in a new directory under the system's
-    /// temporary directory; ready when it answers PING (within 5 s).
-    pub async fn start(binary: &Path, persistence: Persistence) -> Result<Self, FaultError> {
+    /// temporary directory; ready when it answers PING (within 5 s). With `shim` (the wall-clock
+    /// shim's path) its clock can be jumped.
+    pub async fn start(
+        binary: &Path,
+        persistence: Persistence,
+        shim: Option<&Path>,
+    ) -> Result<Self, FaultError> {
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "lockbench-faults-{}-{}",
@@ -105,6 +115,7 @@ impl PrivateRedis {
             persistence,
             port: free_port()?,
             dir,
+            shim: shim.map(Path::to_path_buf),
             child: None,
         };
         server.launch().await?;
@@ -132,7 +143,13 @@ impl PrivateRedis {
             "redis.log",
         ];
         args.extend(self.persistence.args());
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some(shim) = &self.shim {
+            command
+                .env("LD_PRELOAD", shim)
+                .env("LOCKBENCH_WALLCLOCK_FILE", self.dir.join(CLOCK_FILE));
+        }
+        let child = command
             .args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -159,6 +176,22 @@ impl PrivateRedis {
             self.port,
             log.lines().last().unwrap_or("no log")
         )))
+    }
+
+    /// Moves its wall clock `ms` milliseconds ahead of the machine's (0: back in step), as an NTP
+    /// step does; keys with an absolute expiry then expire that much earlier.
+    pub fn set_clock_offset(&self, ms: i64) -> Result<(), FaultError> {
+        if self.shim.is_none() {
+            return Err(FaultError::Server(
+                "this server runs without the wall-clock shim".to_string(),
+            ));
+        }
+        // Written aside and renamed, so the shim never reads half a number.
+        let file = self.dir.join(CLOCK_FILE);
+        let aside = self.dir.join(format!("{CLOCK_FILE}.new"));
+        std::fs::write(&aside, ms.to_string())
+            .and_then(|()| std::fs::rename(&aside, &file))
+            .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))
     }
 
     /// SIGKILL: the server dies without writing anything more, as in a crash.

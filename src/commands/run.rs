@@ -258,6 +258,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     for failed in &bench.failed {
         skipped.push(format!("backend {}: {}", failed.backend, failed.error));
     }
+    faults_of(plan, &bench, &seed, &mut skipped).await?;
 
     let incidents: Vec<&WorkloadSpec> = plan
         .specs
@@ -298,6 +299,67 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         }
     }
     Ok(skipped)
+}
+
+/// `faults` exit code when some cell could not run.
+const SOME_CELLS_SKIPPED: i32 = 3;
+
+/// A short fault matrix on every networked backend the benchmark reached (about half a minute
+/// with `--quick`, three minutes without); it needs Postgres for its protected resource.
+async fn faults_of(
+    plan: &Plan,
+    bench: &BenchRecord,
+    seed: &str,
+    skipped: &mut Vec<String>,
+) -> Result<()> {
+    let mut reached: Vec<&str> = Vec::new();
+    for r in bench
+        .results
+        .iter()
+        .filter(|r| r.ops > 0 && r.backend != "memory")
+    {
+        if !reached.contains(&r.backend.as_str()) {
+            reached.push(&r.backend);
+        }
+    }
+    if !reached.iter().any(|b| b.starts_with("pg-")) {
+        skipped.push("the fault lab: it needs the configured Postgres (pg-session) for its protected resource, and the benchmark did not reach it".to_string());
+        return Ok(());
+    }
+    let config = plan.config.display().to_string();
+    let mut args = s(&["faults", "--config", &config, "--ttl", "1s", "--seed", seed]);
+    let (trials, scenarios): (&str, &[&str]) = if plan.quick {
+        (
+            "1",
+            &[
+                "pause/naive",
+                "restart/no-persistence",
+                "restart/aof-always",
+            ],
+        )
+    } else {
+        ("2", &["pause", "restart"])
+    };
+    args.extend(s(&["--trials", trials]));
+    for scenario in scenarios {
+        args.extend(s(&["--scenario", scenario]));
+    }
+    for backend in &reached {
+        args.extend(s(&["--backend", backend]));
+    }
+    args.extend(s(&[
+        "--out",
+        &plan.staging.join("faults").display().to_string(),
+    ]));
+    let code = step(
+        "what each backend cannot prevent: paused holders, Redis restarts, Redlock's second majority",
+        &args,
+    )
+    .await?;
+    if code != 0 && code != SOME_CELLS_SKIPPED {
+        anyhow::bail!("faults failed (exit code {code}); see above");
+    }
+    Ok(())
 }
 
 /// A spec's incident live with the TTL it has today (scaled with the replayed volume), then each
