@@ -375,3 +375,38 @@ fn redlock_takes_a_restarted_node_and_two_clock_jumps_together_to_grant_a_second
     );
     assert_left_nothing(&record, pid);
 }
+
+#[test]
+fn a_session_lock_leaks_through_a_pool_that_does_not_reset_and_a_transaction_lock_does_not() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "pool-leak",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+        "--backend",
+        "pg-session",
+    ]);
+    let leak = cell(&record, "pool-leak/no-reset", "pg-session");
+    // The second job on the pooled connection is granted while the first still works.
+    assert_eq!(n(&leak["trials_with_overlap"]), 2, "{leak}");
+    assert!(n(&leak["idle_session_advisory_locks_max"]) >= 1, "{leak}");
+    // The contender waits until the pool closes the connection, 2 x TTL after the jobs.
+    assert!(leak["recovery_p50_s"].as_f64().unwrap() > 2.0, "{leak}");
+    assert!(
+        leak["stale_rejected_by_fence"].is_null(),
+        "the jobs lock with raw SQL: {leak}"
+    );
+    let reset = cell(&record, "pool-leak/unlock-all", "pg-session");
+    assert_eq!(n(&reset["idle_session_advisory_locks_max"]), 0, "{reset}");
+    assert_eq!(
+        n(&reset["trials_with_overlap"]),
+        2,
+        "the first job works on unprotected: {reset}"
+    );
+    let xact = cell(&record, "pool-leak/xact", "pg-session");
+    assert_eq!(n(&xact["trials_with_overlap"]), 0, "{xact}");
+    assert_eq!(n(&xact["idle_session_advisory_locks_max"]), 0, "{xact}");
+    assert_left_nothing(&record, pid);
+}

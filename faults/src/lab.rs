@@ -13,11 +13,12 @@ use rand::{RngExt, SeedableRng};
 use crate::FaultError;
 use crate::clock::monotonic_ns;
 use crate::overlap::{self, TrialFigures};
+use crate::pool::{PoolMode, PoolPlan};
 use crate::process::WorkerProcess;
 use crate::resource::{LoggedEvent, Resource, schema_name};
 use crate::scenario::Variant;
 use crate::server::PrivateRedis;
-use crate::worker::{BackendPlan, Check, WorkerPlan};
+use crate::worker::{AnyPlan, BackendPlan, Check, WorkerPlan};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -70,6 +71,16 @@ const HOLDER: &str = "holder";
 const CONTENDER: &str = "contender";
 /// Writes per job.
 const WRITES: u32 = 20;
+
+/// What a trial measured, before it becomes a row.
+struct TrialOutcome {
+    figures: TrialFigures,
+    window: Window,
+    granted_ttl: Duration,
+    log: Vec<LoggedEvent>,
+    /// Advisory locks the idle pooled session held after both jobs (pool-leak trials).
+    idle_session_locks: Option<u64>,
+}
 
 /// One trial's timing, by the machine's monotonic clock.
 struct Window {
@@ -254,18 +265,13 @@ impl FaultLab {
                 )
                 .await;
             match result {
-                Ok((figures, window, granted_ttl, log)) => {
-                    let zero = figures.zero_ns;
-                    rows.push(trial_row(
-                        variant,
-                        &config,
-                        trial,
-                        &figures,
-                        &window,
-                        granted_ttl,
-                    ));
+                Ok(outcome) => {
+                    let zero = outcome.figures.zero_ns;
+                    rows.push(trial_row(variant, &config, trial, &outcome));
                     events.extend(
-                        log.iter()
+                        outcome
+                            .log
+                            .iter()
                             .map(|e| event_row(variant, &config, trial, zero, e)),
                     );
                 }
@@ -300,8 +306,11 @@ impl FaultLab {
         id: &str,
         key: &str,
         rng: &mut rand::rngs::StdRng,
-    ) -> Result<(TrialFigures, Window, Duration, Vec<LoggedEvent>), FaultError> {
+    ) -> Result<TrialOutcome, FaultError> {
         let ttl = self.options.ttl;
+        if let Variant::PoolLeak(mode) = variant {
+            return self.run_pool_trial(mode, config, id, key).await;
+        }
         // A warm-up acquisition, so that fencing counters are past their first value, as in any
         // deployment that has run for a while (a counter that restarts then goes back).
         // The lab's own connection may have been closed by the last trial's restart: the first
@@ -346,7 +355,8 @@ impl FaultLab {
         };
         let connect = config.connect_timeout + Duration::from_secs(10);
         let exe = self.options.worker_exe.clone();
-        let mut holder = WorkerProcess::spawn(&exe, &plan(HOLDER, ttl * 2)).await?;
+        let mut holder =
+            WorkerProcess::spawn(&exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2))).await?;
         holder.expect("connected", connect).await?;
         let granted = holder.expect("granted", ttl * 2 + connect).await?;
         let granted_ttl = granted
@@ -362,7 +372,8 @@ impl FaultLab {
             None => Duration::ZERO,
         };
         let longest = fault + granted_ttl + job * 2 + Duration::from_secs(5);
-        let mut contender = WorkerProcess::spawn(&exe, &plan(CONTENDER, longest)).await?;
+        let mut contender =
+            WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(plan(CONTENDER, longest))).await?;
         contender.expect("connected", connect).await?;
         // The fault begins somewhere in the first third of the job, by the seed. A pause begins
         // as the holder says it finished a write (read as it is said, not from a backlog), so
@@ -427,7 +438,100 @@ impl FaultLab {
         let figures = overlap::figures(&log, HOLDER, CONTENDER).ok_or_else(|| {
             FaultError::Resource(format!("trial {id}: the holder's grant is not in the log"))
         })?;
-        Ok((figures, window, granted_ttl, log))
+        Ok(TrialOutcome {
+            figures,
+            window,
+            granted_ttl,
+            log,
+            idle_session_locks: None,
+        })
+    }
+
+    /// A pool-leak trial: the pool process (two jobs on one pooled connection) and a contender
+    /// with a session of its own. The fault window runs from the first job's grant (its
+    /// connection given back holding the lock) to the pool closing the connection.
+    async fn run_pool_trial(
+        &mut self,
+        mode: PoolMode,
+        config: &BackendConfig,
+        id: &str,
+        key: &str,
+    ) -> Result<TrialOutcome, FaultError> {
+        let ttl = self.options.ttl;
+        let every = ttl / WRITES;
+        let job = every * WRITES;
+        let linger = ttl * 2;
+        let application_name = format!("lockbench-fault-pool-{}", self.run_id);
+        let pool_plan = PoolPlan {
+            trial: id.to_string(),
+            database_url: config.urls.first().cloned().unwrap_or_default(),
+            resource_url: self.options.resource_url.clone(),
+            resource_schema: self.resource_schema(),
+            lock_id: lockbench_locks::backends::postgres::lock_id(&format!(
+                "{}:{key}",
+                config.namespace
+            )),
+            mode,
+            writes: WRITES,
+            write_every_ms: every.as_millis() as u64,
+            linger_ms: linger.as_millis() as u64,
+            application_name: application_name.clone(),
+        };
+        let longest = job * 3 + linger + ttl + Duration::from_secs(10);
+        let contender_plan = WorkerPlan {
+            trial: id.to_string(),
+            worker: CONTENDER.to_string(),
+            backend: BackendPlan::of(config),
+            resource_url: self.options.resource_url.clone(),
+            resource_schema: self.resource_schema(),
+            key: key.to_string(),
+            ttl_ms: ttl.as_millis() as u64,
+            wait_ms: longest.as_millis() as u64,
+            writes: WRITES,
+            write_every_ms: every.as_millis() as u64,
+            check: Check::AtRelease,
+        };
+        let exe = self.options.worker_exe.clone();
+        let connect = config.connect_timeout + Duration::from_secs(10);
+        let mut pool = WorkerProcess::spawn(&exe, "pool", &AnyPlan::Pool(pool_plan)).await?;
+        pool.expect("connected", connect).await?;
+        let mut contender =
+            WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(contender_plan)).await?;
+        contender.expect("connected", connect).await?;
+        let start_ns = monotonic_ns();
+        pool.expect("granted holder", connect).await?;
+        // The jobs are done (job 2 granted or not): what the idle pooled session still holds.
+        loop {
+            if pool.next_step(job * 3 + connect).await? == "idle" {
+                break;
+            }
+        }
+        let idle_session_locks = self.resource.advisory_locks_of(&application_name).await?;
+        pool.expect("done", linger + connect).await?;
+        let end_ns = monotonic_ns();
+        if contender.next_step(longest).await?.starts_with("granted") {
+            contender.expect("done", longest).await?;
+        }
+        pool.finish(Duration::from_secs(10)).await?;
+        contender.finish(Duration::from_secs(10)).await?;
+        let log = self.resource.trial_log(id).await?;
+        let figures = overlap::figures(&log, HOLDER, CONTENDER).ok_or_else(|| {
+            FaultError::Resource(format!(
+                "trial {id}: the first job's grant is not in the log"
+            ))
+        })?;
+        // The window starts at the first job's grant, which the log dates exactly.
+        let window = Window {
+            start_ns: figures.zero_ns.max(start_ns),
+            end_ns,
+        };
+        Ok(TrialOutcome {
+            figures,
+            window,
+            granted_ttl: ttl,
+            log,
+            idle_session_locks: Some(idle_session_locks),
+        })
     }
 
     /// The wall-clock shim as a file a server can preload (written once per run).
@@ -502,17 +606,16 @@ fn trial_row(
     variant: Variant,
     config: &BackendConfig,
     trial: u32,
-    f: &TrialFigures,
-    window: &Window,
-    granted_ttl: Duration,
+    outcome: &TrialOutcome,
 ) -> FaultTrialRow {
+    let (f, window) = (&outcome.figures, &outcome.window);
     let fault_start_s = seconds_from(f.zero_ns, window.start_ns);
     FaultTrialRow {
         scenario: variant.scenario().to_string(),
         variant: variant.name().to_string(),
         backend: config.kind.name().to_string(),
         trial,
-        granted_ttl_s: granted_ttl.as_secs_f64(),
+        granted_ttl_s: outcome.granted_ttl.as_secs_f64(),
         fault_start_s,
         fault_end_s: seconds_from(f.zero_ns, window.end_ns),
         holder_end_s: f.holder_end_s,
@@ -524,6 +627,7 @@ fn trial_row(
         stale_rejected_by_fence: f.stale_rejected,
         legitimate_rejected_by_fence: f.legitimate_rejected,
         recovery_s: f.contender_grant_s.map(|g| g - fault_start_s),
+        idle_session_advisory_locks: outcome.idle_session_locks,
     }
 }
 
@@ -607,6 +711,10 @@ fn aggregate(
             .iter()
             .filter(|r| r.contender_grant_s.is_none())
             .count() as u32,
+        idle_session_advisory_locks_max: rows
+            .iter()
+            .filter_map(|r| r.idle_session_advisory_locks)
+            .max(),
     }
 }
 

@@ -15,6 +15,7 @@
 mod clock;
 mod lab;
 pub mod overlap;
+mod pool;
 mod process;
 pub mod resource;
 mod scenario;
@@ -22,9 +23,10 @@ mod server;
 mod worker;
 
 pub use lab::{FaultLab, LabOptions, LabOutput};
+pub use pool::{PoolMode, PoolPlan};
 pub use scenario::{ALL as VARIANTS, Variant};
 pub use server::Persistence;
-pub use worker::{BackendPlan, Check, WorkerPlan, run_worker};
+pub use worker::{AnyPlan, BackendPlan, Check, WorkerPlan, run};
 
 /// What can stop the lab (the run, not a cell: a cell that fails is recorded as skipped).
 #[derive(Debug, thiserror::Error)]

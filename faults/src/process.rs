@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 
 use crate::FaultError;
-use crate::worker::WorkerPlan;
+use crate::worker::AnyPlan;
 
 /// A worker process.
 pub struct WorkerProcess {
@@ -22,8 +22,8 @@ pub struct WorkerProcess {
 impl WorkerProcess {
     /// Starts `exe fault-worker --lab PID` with `plan` on its stdin (PID: this process, so that a
     /// process list tells whose worker it is).
-    pub async fn spawn(exe: &Path, plan: &WorkerPlan) -> Result<Self, FaultError> {
-        let name = plan.worker.clone();
+    pub async fn spawn(exe: &Path, name: &str, plan: &AnyPlan) -> Result<Self, FaultError> {
+        let name = name.to_string();
         let mut child = Command::new(exe)
             .arg("fault-worker")
             .arg("--lab")

@@ -212,6 +212,20 @@ impl Resource {
             .collect()
     }
 
+    /// Advisory locks granted to the sessions named `application_name` (what `pg_locks` shows
+    /// an operator of a pool whose idle connection still holds one).
+    pub async fn advisory_locks_of(&mut self, application_name: &str) -> Result<u64, FaultError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+             WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = $1",
+        )
+        .bind(application_name)
+        .fetch_one(&mut self.conn)
+        .await
+        .map_err(|e| FaultError::Resource(format!("reading pg_locks: {e}")))?;
+        Ok(n as u64)
+    }
+
     /// Closes the connection.
     pub async fn close(self) {
         let _ = self.conn.close().await;

@@ -3,6 +3,7 @@
 
 use lockbench_locks::{BackendKind, LockScope};
 
+use crate::pool::PoolMode;
 use crate::server::Persistence;
 use crate::worker::Check;
 
@@ -30,10 +31,12 @@ pub enum Variant {
     RedlockClockJump,
     /// Both at once: the seed's migration story (a stale node plus two clock jumps).
     RedlockRestartAndClockJump,
+    /// Two jobs on one pooled Postgres connection; the first skips its release.
+    PoolLeak(PoolMode),
 }
 
 /// Every variant, in the matrix's order.
-pub const ALL: [Variant; 12] = [
+pub const ALL: [Variant; 15] = [
     Variant::PauseNaive,
     Variant::PauseHeartbeatShort,
     Variant::PauseHeartbeatLong,
@@ -46,10 +49,13 @@ pub const ALL: [Variant; 12] = [
     Variant::RedlockRestart,
     Variant::RedlockClockJump,
     Variant::RedlockRestartAndClockJump,
+    Variant::PoolLeak(PoolMode::NoReset),
+    Variant::PoolLeak(PoolMode::UnlockAll),
+    Variant::PoolLeak(PoolMode::Xact),
 ];
 
 /// The scenario names, for `--scenario` and messages.
-pub const SCENARIOS: [&str; 3] = ["pause", "restart", "redlock"];
+pub const SCENARIOS: [&str; 4] = ["pause", "restart", "redlock", "pool-leak"];
 
 impl Variant {
     /// The scenario it belongs to.
@@ -61,6 +67,7 @@ impl Variant {
             Variant::RedlockRestart
             | Variant::RedlockClockJump
             | Variant::RedlockRestartAndClockJump => "redlock",
+            Variant::PoolLeak(_) => "pool-leak",
             _ => "restart",
         }
     }
@@ -80,6 +87,9 @@ impl Variant {
             Variant::RedlockRestart => "restart",
             Variant::RedlockClockJump => "clock-jump",
             Variant::RedlockRestartAndClockJump => "restart+clock-jump",
+            Variant::PoolLeak(PoolMode::NoReset) => "no-reset",
+            Variant::PoolLeak(PoolMode::UnlockAll) => "unlock-all",
+            Variant::PoolLeak(PoolMode::Xact) => "xact",
         }
     }
 
@@ -113,6 +123,7 @@ impl Variant {
             (_, BackendKind::Memory) => false,
             ("pause", _) => true,
             ("restart", kind) => kind == BackendKind::Redis,
+            ("pool-leak", kind) => kind == BackendKind::PgSession,
             (_, kind) => kind == BackendKind::Redlock,
         }
     }
@@ -206,6 +217,9 @@ impl Variant {
             Variant::RedlockRestart => "Redlock over five private redis-servers (no persistence); one SIGKILLed and restarted at once, empty".to_string(),
             Variant::RedlockClockJump => "Redlock over five private redis-servers; the wall clocks of two jump 2 x TTL ahead (an LD_PRELOAD shim shifts their gettimeofday)".to_string(),
             Variant::RedlockRestartAndClockJump => "Redlock over five private redis-servers; one restarted empty and the wall clocks of two others jump 2 x TTL ahead, at once".to_string(),
+            Variant::PoolLeak(PoolMode::NoReset) => "one process, a pool of one Postgres connection given back without a reset: job 1 takes the session lock, gives the connection back, works, skips its release; job 2 takes the same connection while job 1 works; the pool closes it 2 x TTL after both".to_string(),
+            Variant::PoolLeak(PoolMode::UnlockAll) => "as no-reset, but the pool runs pg_advisory_unlock_all() on every connection given back (what DISCARD ALL includes)".to_string(),
+            Variant::PoolLeak(PoolMode::Xact) => "as no-reset, but each job takes pg_advisory_xact_lock in a transaction held to its end (job 1's error path rolls it back)".to_string(),
         }
     }
 
@@ -221,6 +235,10 @@ impl Variant {
             Variant::RestartDelayed => false,
             Variant::RedlockRestart | Variant::RedlockClockJump => false,
             Variant::RedlockRestartAndClockJump => true,
+            // Re-entrant per session: job 2 is granted while job 1 works. Unlocking on return
+            // ends the leak, not the misuse: job 1 keeps working after its lock went back.
+            Variant::PoolLeak(PoolMode::NoReset | PoolMode::UnlockAll) => true,
+            Variant::PoolLeak(PoolMode::Xact) => false,
         }
     }
 }
@@ -234,6 +252,7 @@ mod tests {
         assert_eq!(Variant::select("pause").unwrap().len(), 3);
         assert_eq!(Variant::select("restart").unwrap().len(), 6);
         assert_eq!(Variant::select("redlock").unwrap().len(), 3);
+        assert_eq!(Variant::select("pool-leak").unwrap().len(), 3);
         assert_eq!(
             Variant::select("restart/aof-always").unwrap(),
             vec![Variant::Restart(Persistence::AofAlways)]

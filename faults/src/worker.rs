@@ -117,20 +117,43 @@ async fn release(backend: &dyn LockBackend, lease: &lockbench_locks::Lease) -> &
     "release-failed"
 }
 
-fn say(line: &str) {
+/// One line to the lab.
+pub(crate) fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     // The lab reads these lines; if it is gone there is no one to tell.
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
 }
 
+/// A worker dies with the lab, even a stopped one (SIGKILL ends a stopped process): a lab killed
+/// mid-trial leaves no worker holding or waiting for a lock.
+pub(crate) fn die_with_the_lab() -> Result<(), FaultError> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(|e| FaultError::Worker(format!("asking to die with the lab: {e}")))
+}
+
+/// What a worker process is asked to do (JSON on its stdin).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnyPlan {
+    /// One worker through a lock backend.
+    Lock(WorkerPlan),
+    /// A pool of one connection and two jobs on it (`pool-leak`).
+    Pool(crate::pool::PoolPlan),
+}
+
+/// Runs whichever worker `plan` asks for.
+pub async fn run(plan: AnyPlan) -> Result<(), FaultError> {
+    match plan {
+        AnyPlan::Lock(plan) => run_worker(plan).await,
+        AnyPlan::Pool(plan) => crate::pool::run_pool(plan).await,
+    }
+}
+
 /// Runs the worker to the end of its job. Errors are the lab's to report; the lease, if any, goes
 /// with the process.
 pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
-    // A worker dies with the lab, even a stopped one (SIGKILL ends a stopped process): a lab
-    // killed mid-trial leaves no worker holding or waiting for a lock.
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-        .map_err(|e| FaultError::Worker(format!("asking to die with the lab: {e}")))?;
+    die_with_the_lab()?;
     let config = plan.backend.config()?;
     let mut resource = Resource::connect(
         &plan.resource_url,

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use lockbench_core::records::faults::{self, FaultsRecord};
 use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
 use lockbench_core::{ResultsDir, ServerRecord};
-use lockbench_faults::{FaultLab, LabOptions, LabOutput, WorkerPlan};
+use lockbench_faults::{AnyPlan, FaultLab, LabOptions, LabOutput};
 
 use crate::cli::FaultsArgs;
 use crate::commands::{Interrupted, shared};
@@ -135,13 +135,13 @@ pub fn worker() -> Result<ExitCode> {
     std::io::stdin()
         .read_to_end(&mut input)
         .context("reading the worker's plan on stdin")?;
-    let plan: WorkerPlan = serde_json::from_slice(&input).context(
+    let plan: AnyPlan = serde_json::from_slice(&input).context(
         "fault-worker is started by `lockbench faults`, which sends its plan as JSON on stdin",
     )?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(lockbench_faults::run_worker(plan))?;
+    runtime.block_on(lockbench_faults::run(plan))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -77,6 +77,22 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
             out.push_str(&format!("  {label}: {how}\n"));
         }
     }
+    let pooled: Vec<String> = r
+        .cells
+        .iter()
+        .filter_map(|c| {
+            c.idle_session_advisory_locks_max.map(|n| {
+                format!(
+                    "  {}/{}: the idle pooled session held {n} advisory lock(s) after its jobs (pg_locks)\n",
+                    c.scenario, c.variant
+                )
+            })
+        })
+        .collect();
+    if !pooled.is_empty() {
+        out.push_str("\nwhat an operator sees:\n");
+        out.push_str(&pooled.concat());
+    }
     if !r.skipped.is_empty() {
         out.push_str("\nnot run:\n");
         for s in &r.skipped {

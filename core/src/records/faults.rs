@@ -81,6 +81,10 @@ pub struct FaultCell {
     pub recovery_max_s: Option<f64>,
     /// Trials whose contender was not granted the lock within its wait.
     pub contender_timed_out: u32,
+    /// pool-leak: the most advisory locks the idle pooled session held after its jobs (what
+    /// `pg_locks` shows an operator); `None` for other faults.
+    #[serde(deserialize_with = "present")]
+    pub idle_session_advisory_locks_max: Option<u64>,
 }
 
 /// A cell that could not run on this machine.
@@ -138,6 +142,9 @@ pub struct FaultTrialRow {
     /// From the fault's start to the contender's grant; `None` as above.
     #[serde(deserialize_with = "present")]
     pub recovery_s: Option<f64>,
+    /// pool-leak: advisory locks the idle pooled session held after its jobs; `None` otherwise.
+    #[serde(deserialize_with = "present")]
+    pub idle_session_advisory_locks: Option<u64>,
 }
 
 /// One event of the protected resource's log, as an `events.csv` line.

@@ -188,6 +188,22 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
     }
     doc.push(Block::Para("Injected:".to_string()));
     doc.push(Block::List(injected));
+    let pooled: Vec<String> = cells(evidence)
+        .filter_map(|(_, c)| {
+            c.idle_session_advisory_locks_max.map(|n| {
+                format!(
+                    "`{}`: the idle pooled session held {n} advisory lock(s) after its jobs",
+                    label(c)
+                )
+            })
+        })
+        .collect();
+    if !pooled.is_empty() {
+        doc.push(Block::Para(
+            "What an operator sees in `pg_locks` (advisory locks granted to an idle session: the alert the observability section recommends):".to_string(),
+        ));
+        doc.push(Block::List(pooled));
+    }
     let skipped: Vec<String> = evidence
         .faults
         .iter()
