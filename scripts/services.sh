@@ -42,7 +42,9 @@ wait_for() {
 }
 
 install() {
-    ensure_packages redis-server redis-tools postgresql etcd-server etcd-client zookeeper protobuf-compiler
+    # iproute2 and nftables: the fault lab's partitions (a network namespace of its own).
+    ensure_packages redis-server redis-tools postgresql etcd-server etcd-client zookeeper protobuf-compiler \
+        iproute2 nftables
     [ -n "$PG_BIN" ] || PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 }
 

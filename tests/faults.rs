@@ -410,3 +410,39 @@ fn a_session_lock_leaks_through_a_pool_that_does_not_reset_and_a_transaction_loc
     assert_eq!(n(&xact["idle_session_advisory_locks_max"]), 0, "{xact}");
     assert_left_nothing(&record, pid);
 }
+
+#[test]
+fn a_partitioned_holder_with_a_give_up_deadline_stops_before_the_lock_passes_and_one_without_does_not()
+ {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "partition",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+        "--backend",
+        "redis",
+    ]);
+    let careful = cell(&record, "partition/heartbeat", "redis");
+    assert_eq!(n(&careful["trials_with_overlap"]), 0, "{careful}");
+    assert_eq!(n(&careful["stale_writes"]), 0, "{careful}");
+    assert_eq!(
+        n(&careful["contender_timed_out"]),
+        0,
+        "the lock passed on: {careful}"
+    );
+    let naive = cell(&record, "partition/no-give-up", "redis");
+    assert_eq!(n(&naive["trials_with_overlap"]), 2, "{naive}");
+    assert!(n(&naive["stale_writes"]) >= 2, "{naive}");
+    assert_eq!(
+        naive["stale_rejected_by_fence"], naive["stale_writes"],
+        "{naive}"
+    );
+    assert_left_nothing(&record, pid);
+    // Its namespace, veth and subnet claim are gone too.
+    let namespaces = output("ip", &["netns", "list"]);
+    assert!(!namespaces.contains("lbf-"), "{namespaces}");
+    let links = output("ip", &["-o", "link", "show"]);
+    assert!(!links.contains(": lbf"), "{links}");
+}

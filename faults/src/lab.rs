@@ -1,6 +1,7 @@
 //! Runs the matrix: every selected (variant, backend) cell for N trials, each trial two worker
 //! processes, one fault, and the figures read back from the protected resource.
 
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,6 +13,8 @@ use rand::{RngExt, SeedableRng};
 
 use crate::FaultError;
 use crate::clock::monotonic_ns;
+use crate::forward::Forwarder;
+use crate::netns::Namespace;
 use crate::overlap::{self, TrialFigures};
 use crate::pool::{PoolMode, PoolPlan};
 use crate::process::WorkerProcess;
@@ -71,6 +74,35 @@ const HOLDER: &str = "holder";
 const CONTENDER: &str = "contender";
 /// Writes per job.
 const WRITES: u32 = 20;
+
+/// What a cell's trials run on: the lab's own client of the lock, its private servers, and the
+/// namespace of a partition.
+struct Kit {
+    client: Box<dyn LockBackend>,
+    servers: Vec<PrivateRedis>,
+    partition: Option<Partition>,
+}
+
+/// A partitioned holder's surroundings.
+struct Partition {
+    ns: Namespace,
+    /// Carries the holder's connections to the resource across the namespace's edge.
+    _forwarder: Forwarder,
+    /// The resource's URL as seen from inside the namespace.
+    resource_url: String,
+}
+
+/// The address of a Postgres URL, for a forwarder.
+fn resource_addr(url: &str) -> Result<std::net::SocketAddr, FaultError> {
+    let parsed =
+        url::Url::parse(url).map_err(|e| FaultError::Resource(format!("the resource URL: {e}")))?;
+    let host = parsed.host_str().unwrap_or("127.0.0.1");
+    let port = parsed.port().unwrap_or(5432);
+    std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| FaultError::Resource(format!("cannot resolve {host}:{port}")))
+}
 
 /// What a trial measured, before it becomes a row.
 struct TrialOutcome {
@@ -133,6 +165,8 @@ impl FaultLab {
                     Some(
                         "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)",
                     )
+                } else if variant.partitions() {
+                    crate::netns::unavailable()
                 } else {
                     None
                 };
@@ -224,6 +258,27 @@ impl FaultLab {
         // ZooKeeper's lock lives as long as its session: the TTL is the session timeout, which
         // the server clamps to 2 to 20 ticks (the grant reports what it negotiated).
         config.session_timeout = self.options.ttl;
+        // A partition: the holder in a namespace of the lab's, the server on its host end, the
+        // resource reached through a forwarder the partition does not cut.
+        let partition = if variant.partitions() {
+            let ns = Namespace::create(&format!("{}{index}", self.run_id))?;
+            let forwarder =
+                Forwarder::start(ns.host_ip(), resource_addr(&self.options.resource_url)?).await?;
+            let mut inside = url::Url::parse(&self.options.resource_url)
+                .map_err(|e| FaultError::Resource(format!("the resource URL: {e}")))?;
+            let _ = inside.set_host(Some(&ns.host_ip().to_string()));
+            let _ = inside.set_port(Some(forwarder.port()));
+            Some(Partition {
+                ns,
+                _forwarder: forwarder,
+                resource_url: inside.to_string(),
+            })
+        } else {
+            None
+        };
+        let bind = partition
+            .as_ref()
+            .map_or(Ipv4Addr::LOCALHOST, |p| p.ns.host_ip());
         let mut servers = Vec::new();
         if let (Some(persistence), Some(binary)) =
             (variant.persistence(), self.options.redis_server.clone())
@@ -234,12 +289,18 @@ impl FaultLab {
                 None
             };
             for _ in 0..variant.private_servers() {
-                servers.push(PrivateRedis::start(&binary, persistence, shim.as_deref()).await?);
+                servers
+                    .push(PrivateRedis::start(&binary, persistence, shim.as_deref(), bind).await?);
             }
             config.urls = servers.iter().map(PrivateRedis::url).collect();
         }
         let client = lockbench_locks::connect(&config).await?;
         let capabilities = client.capabilities();
+        let mut kit = Kit {
+            client,
+            servers,
+            partition,
+        };
         let mut rows = Vec::new();
         let mut events = Vec::new();
         let mut outcome = Ok(());
@@ -249,20 +310,12 @@ impl FaultLab {
             keys.push(key.clone());
             // Keys on a private server go with it; the shared servers' are removed at the end
             // even when the run is interrupted.
-            if servers.is_empty() {
+            if kit.servers.is_empty() {
                 self.used.push((config.clone(), key.clone()));
             }
             let id = format!("{}:{}:{trial}", variant.label(), config.kind.name());
             let result = self
-                .run_trial(
-                    variant,
-                    &config,
-                    client.as_ref(),
-                    &mut servers,
-                    &id,
-                    &key,
-                    rng,
-                )
+                .run_trial(variant, &config, &mut kit, &id, &key, rng)
                 .await;
             match result {
                 Ok(outcome) => {
@@ -283,12 +336,12 @@ impl FaultLab {
             progress(&format!("{} on {}", variant.label(), config.kind.name()));
         }
         for key in &keys {
-            let _ = client.cleanup(key).await;
+            let _ = kit.client.cleanup(key).await;
         }
         self.used.retain(|(c, _)| c.namespace != config.namespace);
-        let _ = client.cleanup_namespace().await;
-        let _ = client.close().await;
-        for server in &mut servers {
+        let _ = kit.client.cleanup_namespace().await;
+        let _ = kit.client.close().await;
+        for server in &mut kit.servers {
             server.kill().await;
         }
         outcome?;
@@ -296,13 +349,11 @@ impl FaultLab {
         Ok((cell, rows, events))
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn run_trial(
         &mut self,
         variant: Variant,
         config: &BackendConfig,
-        client: &dyn LockBackend,
-        servers: &mut [PrivateRedis],
+        kit: &mut Kit,
         id: &str,
         key: &str,
         rng: &mut rand::rngs::StdRng,
@@ -318,9 +369,9 @@ impl FaultLab {
         let mut tries = 0;
         loop {
             tries += 1;
-            match client.try_acquire(key, ttl).await {
+            match kit.client.try_acquire(key, ttl).await {
                 Ok(Some(lease)) => {
-                    client.release(&lease).await?;
+                    kit.client.release(&lease).await?;
                     break;
                 }
                 Ok(None) => break,
@@ -329,34 +380,43 @@ impl FaultLab {
             }
         }
         if variant == Variant::RestartPowerLoss
-            && let Some(server) = servers.first()
+            && let Some(server) = kit.servers.first()
         {
             server.snapshot_aof()?;
         }
         // The job: 20 writes, sized to a TTL (pauses) or to two thirds of one (restarts, whose
-        // holder trusts its TTL and checks only at the release).
-        let job = match variant.check() {
-            Check::AtRelease => ttl * 2 / 3,
-            _ => ttl,
+        // holder trusts its TTL and checks only at the release); a partitioned holder's job
+        // lasts three TTLs, to outlive its partition.
+        let (job, writes) = match variant.check() {
+            _ if variant.partitions() => (ttl * 3, WRITES * 3),
+            Check::AtRelease => (ttl * 2 / 3, WRITES),
+            _ => (ttl, WRITES),
         };
-        let every = job / WRITES;
+        let every = job / writes;
+        let inside = kit.partition.as_ref().map(|p| p.resource_url.clone());
         let plan = |worker: &str, wait: Duration| WorkerPlan {
             trial: id.to_string(),
             worker: worker.to_string(),
             backend: BackendPlan::of(config),
-            resource_url: self.options.resource_url.clone(),
+            // The holder of a partition reaches the resource from inside its namespace.
+            resource_url: match &inside {
+                Some(url) if worker == HOLDER => url.clone(),
+                _ => self.options.resource_url.clone(),
+            },
             resource_schema: self.resource_schema(),
             key: key.to_string(),
             ttl_ms: ttl.as_millis() as u64,
             wait_ms: wait.as_millis() as u64,
-            writes: WRITES,
+            writes,
             write_every_ms: every.as_millis() as u64,
             check: variant.check(),
         };
         let connect = config.connect_timeout + Duration::from_secs(10);
         let exe = self.options.worker_exe.clone();
+        let prefix = kit.partition.as_ref().map_or(Vec::new(), |p| p.ns.prefix());
         let mut holder =
-            WorkerProcess::spawn(&exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2))).await?;
+            WorkerProcess::spawn_in(&prefix, &exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2)))
+                .await?;
         holder.expect("connected", connect).await?;
         let granted = holder.expect("granted", ttl * 2 + connect).await?;
         let granted_ttl = granted
@@ -369,6 +429,7 @@ impl FaultLab {
         let fault = match variant.pause_factor() {
             Some(k) => granted_ttl.mul_f64(k),
             None if variant == Variant::RestartDelayed => granted_ttl + Duration::from_secs(1),
+            None if variant.partitions() => granted_ttl * 2,
             None => Duration::ZERO,
         };
         let longest = fault + granted_ttl + job * 2 + Duration::from_secs(5);
@@ -379,7 +440,7 @@ impl FaultLab {
         // as the holder says it finished a write (read as it is said, not from a backlog), so
         // that the stop falls in its sleep before the next write.
         let after = rng.random_range(2..=WRITES / 3);
-        if variant.pause_factor().is_some() {
+        if variant.pause_factor().is_some() || variant.partitions() {
             loop {
                 let n = holder
                     .expect("wrote", every * 4 + Duration::from_secs(5))
@@ -396,8 +457,13 @@ impl FaultLab {
             holder.pause()?;
             tokio::time::sleep(fault).await;
             holder.resume()?;
+        } else if let Some(partition) = &mut kit.partition {
+            let port = kit.servers.first().map_or(0, PrivateRedis::port);
+            partition.ns.partition(port)?;
+            tokio::time::sleep(fault).await;
+            partition.ns.heal()?;
         } else {
-            let [first, rest @ ..] = servers else {
+            let [first, rest @ ..] = &mut kit.servers[..] else {
                 return Err(FaultError::Server(
                     "a server fault without a private server".to_string(),
                 ));
@@ -430,7 +496,7 @@ impl FaultLab {
         holder.finish(Duration::from_secs(10)).await?;
         contender.finish(Duration::from_secs(10)).await?;
         if variant.jumps_clocks() {
-            for server in servers.iter() {
+            for server in &kit.servers {
                 server.set_clock_offset(0)?;
             }
         }

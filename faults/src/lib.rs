@@ -13,7 +13,9 @@
 //! run's Postgres schema, and every lock key it used.
 
 mod clock;
+mod forward;
 mod lab;
+mod netns;
 pub mod overlap;
 mod pool;
 mod process;

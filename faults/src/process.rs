@@ -23,8 +23,27 @@ impl WorkerProcess {
     /// Starts `exe fault-worker --lab PID` with `plan` on its stdin (PID: this process, so that a
     /// process list tells whose worker it is).
     pub async fn spawn(exe: &Path, name: &str, plan: &AnyPlan) -> Result<Self, FaultError> {
+        Self::spawn_in(&[], exe, name, plan).await
+    }
+
+    /// [`WorkerProcess::spawn`] behind `prefix` (`ip netns exec NAME`: inside a namespace; `ip`
+    /// execs the worker, so the process is still the lab's child).
+    pub async fn spawn_in(
+        prefix: &[String],
+        exe: &Path,
+        name: &str,
+        plan: &AnyPlan,
+    ) -> Result<Self, FaultError> {
         let name = name.to_string();
-        let mut child = Command::new(exe)
+        let mut command = match prefix.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        let mut child = command
             .arg("fault-worker")
             .arg("--lab")
             .arg(std::process::id().to_string())

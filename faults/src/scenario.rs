@@ -33,10 +33,15 @@ pub enum Variant {
     RedlockRestartAndClockJump,
     /// Two jobs on one pooled Postgres connection; the first skips its release.
     PoolLeak(PoolMode),
+    /// The holder cut off from its Redis for 2 x TTL; a heartbeat renews and the job stops at
+    /// the give-up deadline.
+    PartitionHeartbeat,
+    /// As above, but the job never asks the heartbeat: it keeps working.
+    PartitionNoGiveUp,
 }
 
 /// Every variant, in the matrix's order.
-pub const ALL: [Variant; 15] = [
+pub const ALL: [Variant; 17] = [
     Variant::PauseNaive,
     Variant::PauseHeartbeatShort,
     Variant::PauseHeartbeatLong,
@@ -52,10 +57,12 @@ pub const ALL: [Variant; 15] = [
     Variant::PoolLeak(PoolMode::NoReset),
     Variant::PoolLeak(PoolMode::UnlockAll),
     Variant::PoolLeak(PoolMode::Xact),
+    Variant::PartitionHeartbeat,
+    Variant::PartitionNoGiveUp,
 ];
 
 /// The scenario names, for `--scenario` and messages.
-pub const SCENARIOS: [&str; 4] = ["pause", "restart", "redlock", "pool-leak"];
+pub const SCENARIOS: [&str; 5] = ["pause", "restart", "redlock", "pool-leak", "partition"];
 
 impl Variant {
     /// The scenario it belongs to.
@@ -68,6 +75,7 @@ impl Variant {
             | Variant::RedlockClockJump
             | Variant::RedlockRestartAndClockJump => "redlock",
             Variant::PoolLeak(_) => "pool-leak",
+            Variant::PartitionHeartbeat | Variant::PartitionNoGiveUp => "partition",
             _ => "restart",
         }
     }
@@ -90,6 +98,8 @@ impl Variant {
             Variant::PoolLeak(PoolMode::NoReset) => "no-reset",
             Variant::PoolLeak(PoolMode::UnlockAll) => "unlock-all",
             Variant::PoolLeak(PoolMode::Xact) => "xact",
+            Variant::PartitionHeartbeat => "heartbeat",
+            Variant::PartitionNoGiveUp => "no-give-up",
         }
     }
 
@@ -122,7 +132,7 @@ impl Variant {
         match (self.scenario(), backend) {
             (_, BackendKind::Memory) => false,
             ("pause", _) => true,
-            ("restart", kind) => kind == BackendKind::Redis,
+            ("restart" | "partition", kind) => kind == BackendKind::Redis,
             ("pool-leak", kind) => kind == BackendKind::PgSession,
             (_, kind) => kind == BackendKind::Redlock,
         }
@@ -132,7 +142,7 @@ impl Variant {
     /// ones).
     pub fn private_servers(self) -> usize {
         match self.scenario() {
-            "restart" => 1,
+            "restart" | "partition" => 1,
             "redlock" => 5,
             _ => 0,
         }
@@ -144,6 +154,11 @@ impl Variant {
             self,
             Variant::RedlockClockJump | Variant::RedlockRestartAndClockJump
         )
+    }
+
+    /// True when the variant cuts the holder off from its server (a network namespace).
+    pub fn partitions(self) -> bool {
+        self.scenario() == "partition"
     }
 
     /// True when the variant restarts the first private server empty.
@@ -169,7 +184,10 @@ impl Variant {
     pub fn check(self) -> Check {
         match self {
             Variant::PauseNaive => Check::AfterEachWrite,
-            Variant::PauseHeartbeatShort | Variant::PauseHeartbeatLong => Check::Heartbeat,
+            Variant::PauseHeartbeatShort
+            | Variant::PauseHeartbeatLong
+            | Variant::PartitionHeartbeat => Check::Heartbeat,
+            Variant::PartitionNoGiveUp => Check::HeartbeatUnchecked,
             // A job sized to end within its TTL, which is what a TTL recommendation is for.
             _ => Check::AtRelease,
         }
@@ -193,7 +211,9 @@ impl Variant {
             Variant::RestartDelayed => Some(Persistence::None),
             Variant::RedlockRestart
             | Variant::RedlockClockJump
-            | Variant::RedlockRestartAndClockJump => Some(Persistence::None),
+            | Variant::RedlockRestartAndClockJump
+            | Variant::PartitionHeartbeat
+            | Variant::PartitionNoGiveUp => Some(Persistence::None),
             _ => None,
         }
     }
@@ -220,6 +240,8 @@ impl Variant {
             Variant::PoolLeak(PoolMode::NoReset) => "one process, a pool of one Postgres connection given back without a reset: job 1 takes the session lock, gives the connection back, works, skips its release; job 2 takes the same connection while job 1 works; the pool closes it 2 x TTL after both".to_string(),
             Variant::PoolLeak(PoolMode::UnlockAll) => "as no-reset, but the pool runs pg_advisory_unlock_all() on every connection given back (what DISCARD ALL includes)".to_string(),
             Variant::PoolLeak(PoolMode::Xact) => "as no-reset, but each job takes pg_advisory_xact_lock in a transaction held to its end (job 1's error path rolls it back)".to_string(),
+            Variant::PartitionHeartbeat => "holder in a network namespace of the lab's, its packets to its private redis-server dropped by nftables for 2 x TTL; a heartbeat renews every TTL/3 and the job stops when no renewal succeeded for 2/3 TTL".to_string(),
+            Variant::PartitionNoGiveUp => "as partition/heartbeat, but the job never asks the heartbeat and keeps working through the partition".to_string(),
         }
     }
 
@@ -239,6 +261,8 @@ impl Variant {
             // ends the leak, not the misuse: job 1 keeps working after its lock went back.
             Variant::PoolLeak(PoolMode::NoReset | PoolMode::UnlockAll) => true,
             Variant::PoolLeak(PoolMode::Xact) => false,
+            Variant::PartitionHeartbeat => false,
+            Variant::PartitionNoGiveUp => true,
         }
     }
 }
@@ -253,6 +277,7 @@ mod tests {
         assert_eq!(Variant::select("restart").unwrap().len(), 6);
         assert_eq!(Variant::select("redlock").unwrap().len(), 3);
         assert_eq!(Variant::select("pool-leak").unwrap().len(), 3);
+        assert_eq!(Variant::select("partition").unwrap().len(), 2);
         assert_eq!(
             Variant::select("restart/aof-always").unwrap(),
             vec![Variant::Restart(Persistence::AofAlways)]

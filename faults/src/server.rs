@@ -2,6 +2,7 @@
 //! their own, killed and restarted as the fault asks, stopped by pid and their directory removed
 //! when dropped. The shared local servers are never touched.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -62,6 +63,8 @@ pub struct PrivateRedis {
     dir: PathBuf,
     /// The wall-clock shim it runs with, if any (its clock can then be jumped).
     shim: Option<PathBuf>,
+    /// The address it listens on: loopback, or a lab namespace's host end.
+    bind: Ipv4Addr,
     child: Option<Child>,
 }
 
@@ -72,8 +75,8 @@ const CLOCK_FILE: &str = "wallclock-offset-ms";
 const AOF_DIR: &str = "appendonlydir";
 const BACKUP_DIR: &str = "aof-backup";
 
-fn free_port() -> Result<u16, FaultError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+fn free_port(ip: Ipv4Addr) -> Result<u16, FaultError> {
+    let listener = std::net::TcpListener::bind((ip, 0))
         .map_err(|e| FaultError::Server(format!("finding a free loopback port: {e}")))?;
     Ok(listener
         .local_addr()
@@ -81,9 +84,9 @@ fn free_port() -> Result<u16, FaultError> {
         .port())
 }
 
-/// True when `redis-server` answers PING on `port`.
-async fn pong(port: u16) -> bool {
-    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+/// True when `redis-server` answers PING on `ip:port`.
+async fn pong(ip: Ipv4Addr, port: u16) -> bool {
+    let Ok(mut stream) = tokio::net::TcpStream::connect((ip, port)).await else {
         return false;
     };
     if stream.write_all(b"PING\r\n").await.is_err() {
@@ -96,11 +99,13 @@ async fn pong(port: u16) -> bool {
 impl PrivateRedis {
     /// Starts a server with `persistence` on a free port, in a new directory under the system's
     /// temporary directory; ready when it answers PING (within 5 s). With `shim` (the wall-clock
-    /// shim's path) its clock can be jumped.
+    /// shim's path) its clock can be jumped. It listens on `bind`: loopback, or the host end of a
+    /// lab namespace (protected mode off there: the /30 is the lab's own).
     pub async fn start(
         binary: &Path,
         persistence: Persistence,
         shim: Option<&Path>,
+        bind: Ipv4Addr,
     ) -> Result<Self, FaultError> {
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -113,9 +118,10 @@ impl PrivateRedis {
         let mut server = PrivateRedis {
             binary: binary.to_path_buf(),
             persistence,
-            port: free_port()?,
+            port: free_port(bind)?,
             dir,
             shim: shim.map(Path::to_path_buf),
+            bind,
             child: None,
         };
         server.launch().await?;
@@ -124,17 +130,26 @@ impl PrivateRedis {
 
     /// Its URL.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("redis://{}:{}", self.bind, self.port)
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     async fn launch(&mut self) -> Result<(), FaultError> {
         let port = self.port.to_string();
         let dir = self.dir.display().to_string();
+        let bind = self.bind.to_string();
+        let protected = if self.bind.is_loopback() { "yes" } else { "no" };
         let mut args = vec![
             "--port",
             &port,
             "--bind",
-            "127.0.0.1",
+            &bind,
+            "--protected-mode",
+            protected,
             "--dir",
             &dir,
             "--daemonize",
@@ -165,7 +180,7 @@ impl PrivateRedis {
         self.child = Some(child);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while tokio::time::Instant::now() < deadline {
-            if pong(self.port).await {
+            if pong(self.bind, self.port).await {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(10)).await;

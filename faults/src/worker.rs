@@ -29,6 +29,8 @@ pub enum Check {
     /// A heartbeat renews the lease every third of it; before each write the job asks it whether
     /// it may go on (renewed within the give-up deadline, two thirds of the lease).
     Heartbeat,
+    /// A heartbeat renews, but the job never asks it (it only logs failed renewals, say).
+    HeartbeatUnchecked,
 }
 
 /// The backend as a worker connects to it (the config's fields; passwords travel on stdin, never
@@ -186,7 +188,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         lease.ttl.as_millis(),
         lease.fencing.map_or("-".to_string(), |t| t.to_string())
     ));
-    let heartbeat = (plan.check == Check::Heartbeat).then(|| {
+    let heartbeat = matches!(plan.check, Check::Heartbeat | Check::HeartbeatUnchecked).then(|| {
         Heartbeat::spawn(
             backend.clone(),
             lease.clone(),
@@ -198,6 +200,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     for n in 1..=plan.writes {
         tokio::time::sleep(every).await;
         if let Some(h) = &heartbeat
+            && plan.check == Check::Heartbeat
             && !h.may_continue()
         {
             how = Some("gave-up");

@@ -304,8 +304,8 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
 /// `faults` exit code when some cell could not run.
 const SOME_CELLS_SKIPPED: i32 = 3;
 
-/// A short fault matrix on every networked backend the benchmark reached (about half a minute
-/// with `--quick`, three minutes without); it needs Postgres for its protected resource.
+/// A short fault matrix on every networked backend the benchmark reached (about a minute with
+/// `--quick`, four without); it needs Postgres for its protected resource.
 async fn faults_of(
     plan: &Plan,
     bench: &BenchRecord,
@@ -352,7 +352,7 @@ async fn faults_of(
         &plan.staging.join("faults").display().to_string(),
     ]));
     let code = step(
-        "what each backend cannot prevent: paused holders, Redis restarts, Redlock's second majority",
+        "what each backend cannot prevent: pauses, restarts, clock jumps, pool leaks, partitions",
         &args,
     )
     .await?;

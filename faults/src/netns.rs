@@ -1,0 +1,204 @@
+//! A network namespace of the lab's own for a partitioned holder: a veth pair to the host, the
+//! host end on a private /30, and an nftables table inside the namespace that drops the holder's
+//! traffic to the lock server while the partition lasts (Jepsen's partition, without netem, which
+//! this kernel lacks). Removed when dropped; nothing outside the namespace and its veth changes.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::FaultError;
+
+/// The namespace, its veth pair and its addresses.
+pub struct Namespace {
+    name: String,
+    host_veth: String,
+    host_ip: Ipv4Addr,
+    partitioned: bool,
+    /// The file that claims its /30 among the labs on this machine.
+    claim: PathBuf,
+}
+
+/// Claims a free 10.213.K.0/30 for this process: a file `lockbench-faults-subnet-K` created
+/// exclusively in the temporary directory, holding the claimer's pid; a claim whose process is
+/// gone is taken over.
+fn claim_subnet() -> Result<(u8, PathBuf), FaultError> {
+    let pid = std::process::id().to_string();
+    for k in 0..=255u8 {
+        let path = std::env::temp_dir().join(format!("lockbench-faults-subnet-{k}"));
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut file) => {
+                    std::io::Write::write_all(&mut file, pid.as_bytes())
+                        .map_err(|e| FaultError::Server(format!("{}: {e}", path.display())))?;
+                    return Ok((k, path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let owner = std::fs::read_to_string(&path).unwrap_or_default();
+                    let alive = !owner.is_empty()
+                        && std::path::Path::new(&format!("/proc/{}", owner.trim())).exists();
+                    if alive {
+                        break;
+                    }
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(e) => return Err(FaultError::Server(format!("{}: {e}", path.display()))),
+            }
+        }
+    }
+    Err(FaultError::Server(
+        "every 10.213.K.0/30 is claimed by a running lab".to_string(),
+    ))
+}
+
+const TABLE: &str = "lockbench_partition";
+
+fn run(args: &[&str]) -> Result<(), FaultError> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| FaultError::Server(format!("{}: {e}", args.join(" "))))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(FaultError::Server(format!(
+            "{}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// Why a partition cannot run here, if it cannot.
+pub fn unavailable() -> Option<&'static str> {
+    if !rustix::process::geteuid().is_root() {
+        return Some("needs root, to create a network namespace and its nftables table");
+    }
+    if !on_path("ip") || !on_path("nft") {
+        return Some(
+            "needs ip and nft (apt-get install iproute2 nftables; scripts/services.sh up installs them)",
+        );
+    }
+    None
+}
+
+impl Namespace {
+    /// Creates `lbf-<tag>` with a veth pair on a /30 of 10.213.0.0/16 no other lab here uses:
+    /// the host end gets .1, the namespace end .2.
+    pub fn create(tag: &str) -> Result<Self, FaultError> {
+        let (subnet, claim) = claim_subnet()?;
+        let short: String = tag.chars().take(6).collect();
+        let ns = Namespace {
+            name: format!("lbf-{tag}"),
+            host_veth: format!("lbf{short}h"),
+            host_ip: Ipv4Addr::new(10, 213, subnet, 1),
+            partitioned: false,
+            claim,
+        };
+        let inner = format!("lbf{short}n");
+        let host_cidr = format!("{}/30", ns.host_ip);
+        let inner_cidr = format!("10.213.{subnet}.2/30");
+        run(&["ip", "netns", "add", &ns.name])?;
+        // From here on a failure drops `ns`, which removes what exists.
+        run(&[
+            "ip",
+            "link",
+            "add",
+            &ns.host_veth,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &inner,
+        ])?;
+        run(&["ip", "link", "set", &inner, "netns", &ns.name])?;
+        run(&["ip", "addr", "add", &host_cidr, "dev", &ns.host_veth])?;
+        run(&["ip", "link", "set", &ns.host_veth, "up"])?;
+        ns.exec(&["ip", "addr", "add", &inner_cidr, "dev", &inner])?;
+        ns.exec(&["ip", "link", "set", &inner, "up"])?;
+        ns.exec(&["ip", "link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    fn exec(&self, args: &[&str]) -> Result<(), FaultError> {
+        let mut all = vec!["ip", "netns", "exec", &self.name];
+        all.extend_from_slice(args);
+        run(&all)
+    }
+
+    /// The host end's address: what a server must listen on to be reached from inside.
+    pub fn host_ip(&self) -> Ipv4Addr {
+        self.host_ip
+    }
+
+    /// The command prefix that runs a program inside the namespace.
+    pub fn prefix(&self) -> Vec<String> {
+        ["ip", "netns", "exec", &self.name]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    /// Drops every packet between the namespace and `port` on the host end, both ways.
+    pub fn partition(&mut self, port: u16) -> Result<(), FaultError> {
+        let ip = self.host_ip.to_string();
+        let port = port.to_string();
+        self.exec(&["nft", "add", "table", "inet", TABLE])?;
+        self.partitioned = true;
+        self.exec(&[
+            "nft",
+            "add",
+            "chain",
+            "inet",
+            TABLE,
+            "out",
+            "{ type filter hook output priority 0 ; }",
+        ])?;
+        self.exec(&[
+            "nft",
+            "add",
+            "chain",
+            "inet",
+            TABLE,
+            "in",
+            "{ type filter hook input priority 0 ; }",
+        ])?;
+        self.exec(&[
+            "nft", "add", "rule", "inet", TABLE, "out", "ip", "daddr", &ip, "tcp", "dport", &port,
+            "drop",
+        ])?;
+        self.exec(&[
+            "nft", "add", "rule", "inet", TABLE, "in", "ip", "saddr", &ip, "tcp", "sport", &port,
+            "drop",
+        ])
+    }
+
+    /// Heals the partition (deletes the table).
+    pub fn heal(&mut self) -> Result<(), FaultError> {
+        if !self.partitioned {
+            return Ok(());
+        }
+        self.partitioned = false;
+        self.exec(&["nft", "delete", "table", "inet", TABLE])
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        // Deleting the namespace deletes its table and its veth end, and with it the host end.
+        let _ = run(&["ip", "netns", "del", &self.name]);
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host_veth])
+            .output();
+        let _ = std::fs::remove_file(&self.claim);
+    }
+}
