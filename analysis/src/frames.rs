@@ -2,15 +2,17 @@
 //!
 //! Every `simulate` and `ttl` directory contributes its `summary.csv` rows to one runtimes frame,
 //! every `bench` directory its `bench.csv` rows to one backends frame, every `replay` directory
-//! its `results.json` to one replays frame; each file is read through its typed record
+//! its `results.json` to one replays frame, every `faults` directory its cells to one faults
+//! frame; each file is read through its typed record
 //! (`lockbench_core::records`), so a column missing or renamed refuses the directory. [`compare`]
 //! joins two such sets on their keys (workload, profile, scale; backend, mode, keys, wait mode,
-//! contenders; backend, workload, profile, scale, lock mode) and gives each metric before, after
-//! and the change.
+//! contenders; backend, workload, profile, scale, lock mode; scenario/variant, backend) and gives
+//! each metric before, after and the change.
 
 use std::path::{Path, PathBuf};
 
 use lockbench_core::records::bench::BenchCsvRow;
+use lockbench_core::records::faults::FaultCell;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 use lockbench_core::records::simulate::SimulationCsvRow;
 use polars::prelude::*;
@@ -26,6 +28,8 @@ pub struct Frames {
     pub bench: DataFrame,
     /// One row per live replay.
     pub replays: DataFrame,
+    /// One row per fault-lab cell.
+    pub faults: DataFrame,
 }
 
 /// A kind of row, its keys and the metrics compared.
@@ -58,6 +62,18 @@ const REPLAYS: Table = Table {
         "double_executions",
         "duplicate_charges_accepted",
         "stale_writes_rejected",
+    ],
+};
+
+const FAULTS: Table = Table {
+    name: "faults",
+    keys: &["scenario", "backend"],
+    metrics: &[
+        "overlap_share",
+        "overlap_max_s",
+        "stale_writes",
+        "stale_rejected_by_fence",
+        "recovery_p50_s",
     ],
 };
 
@@ -146,6 +162,27 @@ fn replay_frame(rows: &[&ReplayRecord]) -> PolarsResult<DataFrame> {
     )
 }
 
+/// The faults frame: one row per cell, the overlap as the share of trials that overlapped (so
+/// runs with different trial counts compare).
+fn fault_frame(rows: &[&FaultCell]) -> PolarsResult<DataFrame> {
+    let text =
+        |f: &dyn Fn(&FaultCell) -> String| -> Vec<String> { rows.iter().map(|r| f(r)).collect() };
+    let number = |f: &dyn Fn(&FaultCell) -> Option<f64>| -> Vec<Option<f64>> {
+        rows.iter().map(|r| f(r)).collect()
+    };
+    df!(
+        "scenario" => text(&|c| format!("{}/{}", c.scenario, c.variant)),
+        "backend" => text(&|c| c.backend.clone()),
+        "overlap_share" => number(&|c| {
+            (c.trials > 0).then(|| f64::from(c.trials_with_overlap) / f64::from(c.trials))
+        }),
+        "overlap_max_s" => number(&|c| Some(c.overlap_max_s.unwrap_or(0.0))),
+        "stale_writes" => number(&|c| Some(c.stale_writes as f64)),
+        "stale_rejected_by_fence" => number(&|c| c.stale_rejected_by_fence.map(|v| v as f64)),
+        "recovery_p50_s" => number(&|c| c.recovery_p50_s),
+    )
+}
+
 /// Loads the frames of `dirs` (results directories or folders of them), every file read through
 /// its record.
 pub fn load_frames(dirs: &[PathBuf]) -> Result<Frames, ReportError> {
@@ -159,18 +196,24 @@ pub fn load_frames(dirs: &[PathBuf]) -> Result<Frames, ReportError> {
         .collect();
     let bench_rows: Vec<&BenchCsvRow> = evidence.benches.iter().flat_map(|b| &b.rows).collect();
     let replays: Vec<&ReplayRecord> = evidence.replays.iter().map(|r| &r.record).collect();
+    let cells: Vec<&FaultCell> = evidence
+        .faults
+        .iter()
+        .flat_map(|f| &f.record.cells)
+        .collect();
     let frame = |f: PolarsResult<DataFrame>| f.map_err(|e| polars_error(&first, e));
     Ok(Frames {
         runtimes: frame(runtime_frame(&runtime_rows))?,
         bench: frame(bench_frame(&bench_rows))?,
         replays: frame(replay_frame(&replays))?,
+        faults: frame(fault_frame(&cells))?,
     })
 }
 
 /// One metric of one row, before and after.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Change {
-    /// `runtimes`, `bench` or `replays`.
+    /// `runtimes`, `bench`, `replays` or `faults`.
     pub table: String,
     /// The row's keys, `name=value` joined by spaces.
     pub key: String,
@@ -191,6 +234,7 @@ pub fn compare(a: &Frames, b: &Frames) -> Result<Vec<Change>, ReportError> {
         (&RUNTIMES, &a.runtimes, &b.runtimes),
         (&BENCH, &a.bench, &b.bench),
         (&REPLAYS, &a.replays, &b.replays),
+        (&FAULTS, &a.faults, &b.faults),
     ] {
         out.extend(
             compare_table(table, fa, fb).map_err(|e| ReportError::Input {
