@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use lockbench_bench::BenchResult;
 use lockbench_core::records::bench::{self, BackendFacts, BenchFailure, BenchRecord};
 use lockbench_core::records::{RESULTS_JSON, to_json};
-use lockbench_core::{ResultsDir, RuntimeHistogram, ServerRecord};
+use lockbench_core::{ResultsDir, RuntimeHistogram};
 use lockbench_locks::{BackendConfig, Capabilities, LockBackend};
 
 use crate::cli::BenchArgs;
@@ -178,16 +178,7 @@ fn write_results(
             &entries,
         ),
     )?;
-    // The servers measured, with passwords removed: the config's URLs never reach a file as given.
-    let servers = command
-        .backends
-        .iter()
-        .map(|c| ServerRecord {
-            backend: c.kind.name().to_string(),
-            urls: c.display_url(),
-            namespace: c.namespace.clone(),
-        })
-        .collect();
+    let servers = shared::server_records(&command.backends);
     let manifest = shared::manifest_with_servers(
         &out,
         "bench",

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use lockbench_core::ResultsDir;
 use lockbench_core::records::faults::{self, FaultsRecord};
 use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
-use lockbench_core::{ResultsDir, ServerRecord};
 use lockbench_faults::{AnyPlan, FaultLab, LabOptions, LabOutput};
 
 use crate::cli::FaultsArgs;
@@ -109,15 +109,7 @@ fn write_results(mut out: ResultsDir, command: &FaultsCommand, output: &LabOutpu
     out.add(faults::CSV, to_csv(&output.trials))?;
     out.add(faults::EVENTS_CSV, to_csv(&output.events))?;
     out.add(RESULTS_JSON, to_json::<FaultsRecord>(&output.record))?;
-    let servers = command
-        .backends
-        .iter()
-        .map(|c| ServerRecord {
-            backend: c.kind.name().to_string(),
-            urls: c.display_url(),
-            namespace: c.namespace.clone(),
-        })
-        .collect();
+    let servers = shared::server_records(&command.backends);
     let manifest = shared::manifest_with_servers(
         &out,
         "faults",

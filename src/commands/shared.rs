@@ -136,6 +136,19 @@ pub fn manifest_with_servers(
     }
 }
 
+/// The servers a run used, as its manifest names them: passwords removed, so the config's URLs
+/// never reach a file as given.
+pub fn server_records(backends: &[lockbench_locks::BackendConfig]) -> Vec<ServerRecord> {
+    backends
+        .iter()
+        .map(|c| ServerRecord {
+            backend: c.kind.name().to_string(),
+            urls: c.display_url(),
+            namespace: c.namespace.clone(),
+        })
+        .collect()
+}
+
 /// Adds the manifest last and moves the directory into place.
 pub fn commit(out: ResultsDir, manifest: Manifest) -> Result<()> {
     // `run` stages its steps in a hidden folder and names the final one itself.
