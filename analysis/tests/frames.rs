@@ -33,6 +33,12 @@ fn every_results_directory_loads_into_frames() {
         "memory and redis at 1 and 4 contenders"
     );
     assert_eq!(f.replays.height(), 4);
+    assert_eq!(
+        f.faults.height(),
+        11,
+        "one row per fault cell: {}",
+        f.faults
+    );
     for column in ["workload", "profile", "scale", "runtime_p999_s"] {
         assert!(f.runtimes.column(column).is_ok(), "{column}");
     }
@@ -42,7 +48,7 @@ fn every_results_directory_loads_into_frames() {
 fn comparing_a_run_with_itself_changes_nothing() {
     let f = load_frames(&[fixture()]).unwrap();
     let changes = compare(&f, &f).unwrap();
-    assert_eq!(changes.len(), 16 * 3 + 4 * 4 + 4 * 4);
+    assert_eq!(changes.len(), 16 * 3 + 4 * 4 + 4 * 4 + 11 * 5);
     for c in &changes {
         assert_eq!(c.before, c.after, "{c:?}");
         if c.before.is_some_and(|b| b != 0.0) {

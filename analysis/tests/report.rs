@@ -62,6 +62,13 @@ fn the_report_follows_the_decision_record() {
     assert!(md.contains("- alert: BillingLockHoldNearTtl"));
     assert!(md.contains("expr: lock_hold_seconds{job=\"billing\"} >"));
     assert!(md.contains("| `redis` | counter |"));
+    // The fault run replaces "by design" with what it measured, and says where the fence failed.
+    assert!(md.contains("### What the fault lab measured"));
+    assert!(md.contains("measured: pause/naive: overlap in 1/1 trials"));
+    assert!(md.contains("refused 21 of the new holder's writes (its counter went back)"));
+    assert!(
+        md.contains("The fence let stale writes through under `restart/no-persistence` on `redis`")
+    );
     assert!(md.contains("`etcd`: etcd: cannot reach http://127.0.0.1:1"));
 }
 
@@ -83,6 +90,10 @@ fn every_chart_is_a_real_png_and_svg() {
         [
             "acquire-percentiles",
             "acquire-bars",
+            "fault-timeline-pause-naive",
+            "fault-timeline-restart-no-persistence",
+            "fault-timeline-redlock-restart-clock-jump",
+            "fault-timeline-pool-leak-no-reset",
             "runtime-percentiles-billing",
             "runtime-volume-billing",
             "runtime-percentiles-migration",
@@ -132,7 +143,7 @@ fn the_html_page_refers_to_nothing_outside_itself() {
             "the page refers outside: {external}"
         );
     }
-    assert_eq!(lower.matches("<svg").count(), 7, "every chart inline");
+    assert_eq!(lower.matches("<svg").count(), 11, "every chart inline");
 }
 
 #[test]

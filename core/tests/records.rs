@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use lockbench_core::Manifest;
 use lockbench_core::records::bench::BenchRecord;
+use lockbench_core::records::faults::{FaultEventRow, FaultsRecord};
 use lockbench_core::records::replay::ReplayRecord;
 use lockbench_core::records::simulate::{SimulationCsvRow, SimulationRecord};
 use lockbench_core::records::ttl::TtlRecommendation;
@@ -48,6 +49,7 @@ fn every_record_of_the_committed_run_writes_back_as_it_was_read() {
         "replay-heartbeat",
         "replay-fencing",
         "replay-idempotency-keys",
+        "faults",
     ] {
         round_trip::<Manifest>(&fixture(dir).join("manifest.json"));
     }
@@ -65,6 +67,41 @@ fn every_record_of_the_committed_run_writes_back_as_it_was_read() {
         let r: ReplayRecord = round_trip(&fixture(&format!("replay-{mode}/results.json")));
         assert_eq!(r.per_run.len() as u64, r.runs);
     }
+    let faults: FaultsRecord = round_trip(&fixture("faults/results.json"));
+    assert!(faults.cells.iter().any(|c| c.trials_with_overlap > 0));
+}
+
+#[test]
+fn a_fault_run_reads_as_matrix_trials_and_log() {
+    let read = read_dir(&fixture("faults")).unwrap();
+    match read.body {
+        Body::Faults {
+            record,
+            trials,
+            events,
+        } => {
+            let per_cell: u32 = record.cells.iter().map(|c| c.trials).sum();
+            assert_eq!(trials.len() as u32, per_cell);
+            assert!(events.iter().any(|e| e.event == "grant"));
+            let again: Vec<FaultEventRow> =
+                from_csv(Path::new("events.csv"), &to_csv(&events)).unwrap();
+            assert_eq!(again, events);
+        }
+        other => panic!("read as {other:?}"),
+    }
+}
+
+#[test]
+fn a_fault_cell_without_its_pool_figure_is_refused() {
+    // The cell's last field, with the comma before it.
+    let dir = doctored("faults", "results.json", |t| {
+        t.replacen(",\n      \"idle_session_advisory_locks_max\": null", "", 1)
+    });
+    let e = read_dir(dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("results.json") && e.contains("idle_session_advisory_locks_max"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -335,10 +335,16 @@ async fn faults_of(
                 "pause/naive",
                 "restart/no-persistence",
                 "restart/aof-always",
+                "redlock/restart+clock-jump",
+                "pool-leak/no-reset",
+                "partition/heartbeat",
             ],
         )
     } else {
-        ("2", &["pause", "restart"])
+        (
+            "2",
+            &["pause", "restart", "redlock", "pool-leak", "partition"],
+        )
     };
     args.extend(s(&["--trials", trials]));
     for scenario in scenarios {

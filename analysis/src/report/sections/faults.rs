@@ -48,12 +48,13 @@ pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<Strin
         .filter(|c| c.trials_with_overlap > 0)
         .map(|c| {
             let mut text = format!(
-                "{}: overlap in {}/{} trials (up to {} s), {} stale writes, fence {}",
+                "{}: overlap in {}/{} trials (up to {} s), {} stale write{}, fence: {}",
                 label(c),
                 c.trials_with_overlap,
                 c.trials,
                 s2(c.overlap_max_s),
-                c.stale_writes,
+                format_count(c.stale_writes),
+                if c.stale_writes == 1 { "" } else { "s" },
                 fence_words(c)
             );
             if let Some(n) = c.legitimate_rejected_by_fence.filter(|n| *n > 0) {
@@ -236,7 +237,12 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
         if trials.is_empty() {
             continue;
         }
-        let name = format!("fault-timeline-{}", variant.replace('/', "-"));
+        // File names of letters, digits and dashes only (`restart+clock-jump` too).
+        let stem: String = variant
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let name = format!("fault-timeline-{stem}");
         let spec = ChartSpec::Timeline(
             name,
             FaultTimeline {
