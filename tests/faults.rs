@@ -446,3 +446,35 @@ fn a_partitioned_holder_with_a_give_up_deadline_stops_before_the_lock_passes_and
     let links = output("ip", &["-o", "link", "show"]);
     assert!(!links.contains(": lbf"), "{links}");
 }
+
+#[test]
+fn postgres_keeps_a_partitioned_holders_lock_until_tcp_keepalive_gives_up() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "partition/heartbeat",
+        "--scenario",
+        "partition/keepalive",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+        "--backend",
+        "pg-session",
+    ]);
+    // The partition lasts 2 x TTL + 6 s = 8 s.
+    let default = cell(&record, "partition/heartbeat", "pg-session");
+    assert_eq!(n(&default["trials_with_overlap"]), 0, "{default}");
+    let stalled = default["recovery_p50_s"].as_f64().unwrap();
+    assert!(
+        stalled > 8.0,
+        "the session kept the lock through the partition: {default}"
+    );
+    let keepalive = cell(&record, "partition/keepalive", "pg-session");
+    assert_eq!(n(&keepalive["trials_with_overlap"]), 0, "{keepalive}");
+    let freed = keepalive["recovery_p50_s"].as_f64().unwrap();
+    assert!(
+        freed < 8.0,
+        "keepalive freed the lock during the partition: {keepalive}"
+    );
+    assert_left_nothing(&record, pid);
+}

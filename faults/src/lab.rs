@@ -8,7 +8,7 @@ use std::time::Duration;
 use lockbench_core::records::faults::{
     FaultCell, FaultEventRow, FaultTrialRow, FaultsRecord, SkippedCell,
 };
-use lockbench_locks::{BackendConfig, LockBackend, Redacted};
+use lockbench_locks::{BackendConfig, BackendKind, LockBackend, Redacted};
 use rand::{RngExt, SeedableRng};
 
 use crate::FaultError;
@@ -17,6 +17,7 @@ use crate::forward::Forwarder;
 use crate::netns::Namespace;
 use crate::overlap::{self, TrialFigures};
 use crate::pool::{PoolMode, PoolPlan};
+use crate::postgres::PrivatePostgres;
 use crate::process::WorkerProcess;
 use crate::resource::{LoggedEvent, Resource, schema_name};
 use crate::scenario::Variant;
@@ -80,6 +81,8 @@ const WRITES: u32 = 20;
 struct Kit {
     client: Box<dyn LockBackend>,
     servers: Vec<PrivateRedis>,
+    /// A partition's private Postgres (the pg-session cells).
+    postgres: Option<PrivatePostgres>,
     partition: Option<Partition>,
 }
 
@@ -150,8 +153,10 @@ impl FaultLab {
         let mut skipped = Vec::new();
         for &variant in &self.options.variants {
             for config in &self.options.backends {
-                let needs_server =
-                    variant.persistence().is_some() && self.options.redis_server.is_none();
+                // Private Redis servers, except for a partition on Postgres (a private postgres).
+                let needs_server = variant.persistence().is_some()
+                    && !(variant.partitions() && config.kind == BackendKind::PgSession)
+                    && self.options.redis_server.is_none();
                 // A variant that does not apply to a backend is not a cell (the options refuse a
                 // selection with no cell at all).
                 if !variant.applies_to(config.kind) {
@@ -166,7 +171,11 @@ impl FaultLab {
                         "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)",
                     )
                 } else if variant.partitions() {
-                    crate::netns::unavailable()
+                    crate::netns::unavailable().or_else(|| {
+                        (config.kind == BackendKind::PgSession)
+                            .then(crate::postgres::unavailable)
+                            .flatten()
+                    })
                 } else {
                     None
                 };
@@ -280,7 +289,24 @@ impl FaultLab {
             .as_ref()
             .map_or(Ipv4Addr::LOCALHOST, |p| p.ns.host_ip());
         let mut servers = Vec::new();
-        if let (Some(persistence), Some(binary)) =
+        let mut postgres = None;
+        let on_postgres = config.kind == BackendKind::PgSession;
+        if variant.partitions() && on_postgres {
+            let settings: Vec<String> = if variant == Variant::PartitionKeepalive {
+                [
+                    "tcp_keepalives_idle=1",
+                    "tcp_keepalives_interval=1",
+                    "tcp_keepalives_count=2",
+                ]
+                .map(String::from)
+                .to_vec()
+            } else {
+                Vec::new()
+            };
+            let server = PrivatePostgres::start(bind, &settings).await?;
+            config.urls = vec![server.url()];
+            postgres = Some(server);
+        } else if let (Some(persistence), Some(binary)) =
             (variant.persistence(), self.options.redis_server.clone())
         {
             let shim = if variant.jumps_clocks() {
@@ -299,6 +325,7 @@ impl FaultLab {
         let mut kit = Kit {
             client,
             servers,
+            postgres,
             partition,
         };
         let mut rows = Vec::new();
@@ -343,6 +370,9 @@ impl FaultLab {
         let _ = kit.client.close().await;
         for server in &mut kit.servers {
             server.kill().await;
+        }
+        if let Some(pg) = &mut kit.postgres {
+            pg.stop().await;
         }
         outcome?;
         let cell = aggregate(variant, &config, capabilities, &rows);
@@ -429,6 +459,10 @@ impl FaultLab {
         let fault = match variant.pause_factor() {
             Some(k) => granted_ttl.mul_f64(k),
             None if variant == Variant::RestartDelayed => granted_ttl + Duration::from_secs(1),
+            // Long enough for a short TCP keepalive to show against the system's default.
+            None if variant.partitions() && kit.postgres.is_some() => {
+                granted_ttl * 2 + Duration::from_secs(6)
+            }
             None if variant.partitions() => granted_ttl * 2,
             None => Duration::ZERO,
         };
@@ -458,7 +492,10 @@ impl FaultLab {
             tokio::time::sleep(fault).await;
             holder.resume()?;
         } else if let Some(partition) = &mut kit.partition {
-            let port = kit.servers.first().map_or(0, PrivateRedis::port);
+            let port = match &kit.postgres {
+                Some(pg) => pg.port(),
+                None => kit.servers.first().map_or(0, PrivateRedis::port),
+            };
             partition.ns.partition(port)?;
             tokio::time::sleep(fault).await;
             partition.ns.heal()?;

@@ -18,6 +18,7 @@ mod lab;
 mod netns;
 pub mod overlap;
 mod pool;
+mod postgres;
 mod process;
 pub mod resource;
 mod scenario;

@@ -38,10 +38,13 @@ pub enum Variant {
     PartitionHeartbeat,
     /// As above, but the job never asks the heartbeat: it keeps working.
     PartitionNoGiveUp,
+    /// Postgres: as `PartitionHeartbeat`, the server's TCP keepalive set to give up after about
+    /// 3 s (idle 1 s, 2 probes 1 s apart) instead of the system's two hours.
+    PartitionKeepalive,
 }
 
 /// Every variant, in the matrix's order.
-pub const ALL: [Variant; 17] = [
+pub const ALL: [Variant; 18] = [
     Variant::PauseNaive,
     Variant::PauseHeartbeatShort,
     Variant::PauseHeartbeatLong,
@@ -59,6 +62,7 @@ pub const ALL: [Variant; 17] = [
     Variant::PoolLeak(PoolMode::Xact),
     Variant::PartitionHeartbeat,
     Variant::PartitionNoGiveUp,
+    Variant::PartitionKeepalive,
 ];
 
 /// The scenario names, for `--scenario` and messages.
@@ -75,7 +79,9 @@ impl Variant {
             | Variant::RedlockClockJump
             | Variant::RedlockRestartAndClockJump => "redlock",
             Variant::PoolLeak(_) => "pool-leak",
-            Variant::PartitionHeartbeat | Variant::PartitionNoGiveUp => "partition",
+            Variant::PartitionHeartbeat
+            | Variant::PartitionNoGiveUp
+            | Variant::PartitionKeepalive => "partition",
             _ => "restart",
         }
     }
@@ -100,6 +106,7 @@ impl Variant {
             Variant::PoolLeak(PoolMode::Xact) => "xact",
             Variant::PartitionHeartbeat => "heartbeat",
             Variant::PartitionNoGiveUp => "no-give-up",
+            Variant::PartitionKeepalive => "keepalive",
         }
     }
 
@@ -132,7 +139,11 @@ impl Variant {
         match (self.scenario(), backend) {
             (_, BackendKind::Memory) => false,
             ("pause", _) => true,
-            ("restart" | "partition", kind) => kind == BackendKind::Redis,
+            ("restart", kind) => kind == BackendKind::Redis,
+            ("partition", BackendKind::PgSession) => true,
+            ("partition", kind) => {
+                kind == BackendKind::Redis && self != Variant::PartitionKeepalive
+            }
             ("pool-leak", kind) => kind == BackendKind::PgSession,
             (_, kind) => kind == BackendKind::Redlock,
         }
@@ -186,7 +197,8 @@ impl Variant {
             Variant::PauseNaive => Check::AfterEachWrite,
             Variant::PauseHeartbeatShort
             | Variant::PauseHeartbeatLong
-            | Variant::PartitionHeartbeat => Check::Heartbeat,
+            | Variant::PartitionHeartbeat
+            | Variant::PartitionKeepalive => Check::Heartbeat,
             Variant::PartitionNoGiveUp => Check::HeartbeatUnchecked,
             // A job sized to end within its TTL, which is what a TTL recommendation is for.
             _ => Check::AtRelease,
@@ -213,7 +225,8 @@ impl Variant {
             | Variant::RedlockClockJump
             | Variant::RedlockRestartAndClockJump
             | Variant::PartitionHeartbeat
-            | Variant::PartitionNoGiveUp => Some(Persistence::None),
+            | Variant::PartitionNoGiveUp
+            | Variant::PartitionKeepalive => Some(Persistence::None),
             _ => None,
         }
     }
@@ -240,8 +253,9 @@ impl Variant {
             Variant::PoolLeak(PoolMode::NoReset) => "one process, a pool of one Postgres connection given back without a reset: job 1 takes the session lock, gives the connection back, works, skips its release; job 2 takes the same connection while job 1 works; the pool closes it 2 x TTL after both".to_string(),
             Variant::PoolLeak(PoolMode::UnlockAll) => "as no-reset, but the pool runs pg_advisory_unlock_all() on every connection given back (what DISCARD ALL includes)".to_string(),
             Variant::PoolLeak(PoolMode::Xact) => "as no-reset, but each job takes pg_advisory_xact_lock in a transaction held to its end (job 1's error path rolls it back)".to_string(),
-            Variant::PartitionHeartbeat => "holder in a network namespace of the lab's, its packets to its private redis-server dropped by nftables for 2 x TTL; a heartbeat renews every TTL/3 and the job stops when no renewal succeeded for 2/3 TTL".to_string(),
+            Variant::PartitionHeartbeat => "holder in a network namespace of the lab's, its packets to and from its private server (redis-server, or postgres) dropped by nftables for 2 x TTL (Postgres: 2 x TTL + 6 s); a heartbeat renews every TTL/3 and the job stops when no renewal succeeded for 2/3 TTL".to_string(),
             Variant::PartitionNoGiveUp => "as partition/heartbeat, but the job never asks the heartbeat and keeps working through the partition".to_string(),
+            Variant::PartitionKeepalive => "as partition/heartbeat on Postgres, the server's TCP keepalive giving up after about 3 s (tcp_keepalives_idle 1 s, interval 1 s, count 2) instead of the system's two hours".to_string(),
         }
     }
 
@@ -262,7 +276,9 @@ impl Variant {
             Variant::PoolLeak(PoolMode::NoReset | PoolMode::UnlockAll) => true,
             Variant::PoolLeak(PoolMode::Xact) => false,
             Variant::PartitionHeartbeat => false,
-            Variant::PartitionNoGiveUp => true,
+            // Postgres holds the lock for the open session whatever the job does: a stall.
+            Variant::PartitionNoGiveUp => expires,
+            Variant::PartitionKeepalive => false,
         }
     }
 }
@@ -277,7 +293,9 @@ mod tests {
         assert_eq!(Variant::select("restart").unwrap().len(), 6);
         assert_eq!(Variant::select("redlock").unwrap().len(), 3);
         assert_eq!(Variant::select("pool-leak").unwrap().len(), 3);
-        assert_eq!(Variant::select("partition").unwrap().len(), 2);
+        assert_eq!(Variant::select("partition").unwrap().len(), 3);
+        assert!(Variant::PartitionKeepalive.applies_to(BackendKind::PgSession));
+        assert!(!Variant::PartitionKeepalive.applies_to(BackendKind::Redis));
         assert_eq!(
             Variant::select("restart/aof-always").unwrap(),
             vec![Variant::Restart(Persistence::AofAlways)]

@@ -1,0 +1,210 @@
+//! A private Postgres for a partitioned holder: initialised by the lab in a directory of its own
+//! (`initdb`, trust authentication, no fsync), listening on a lab namespace's host end so that the
+//! server sees the holder's own TCP connection, whose death only TCP keepalive can tell it about.
+//! Run as the `postgres` user (Postgres refuses root), stopped by pid and removed when dropped.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use sqlx::Connection as _;
+use tokio::process::{Child, Command};
+
+use crate::FaultError;
+
+/// A postgres the lab started.
+pub struct PrivatePostgres {
+    dir: PathBuf,
+    port: u16,
+    bind: Ipv4Addr,
+    child: Option<Child>,
+}
+
+fn fail(what: impl std::fmt::Display) -> FaultError {
+    FaultError::Server(format!("private postgres: {what}"))
+}
+
+/// The newest installed server's binaries (Debian's layout).
+fn bin_dir() -> Result<PathBuf, FaultError> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .map_err(|e| {
+            fail(format!(
+                "/usr/lib/postgresql: {e}; scripts/services.sh up installs postgresql"
+            ))
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("postgres").is_file())
+        .collect();
+    dirs.sort_by_key(|p| {
+        p.parent()
+            .and_then(|v| v.file_name())
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    });
+    dirs.pop().ok_or_else(|| {
+        fail("no server in /usr/lib/postgresql; scripts/services.sh up installs postgresql")
+    })
+}
+
+/// The `postgres` user's uid and gid, from /etc/passwd.
+fn postgres_user() -> Result<(u32, u32), FaultError> {
+    let passwd = std::fs::read_to_string("/etc/passwd").map_err(fail)?;
+    passwd
+        .lines()
+        .find_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            (fields.first() == Some(&"postgres") && fields.len() > 3)
+                .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+                .flatten()
+        })
+        .ok_or_else(|| fail("no postgres user; scripts/services.sh up installs postgresql"))
+}
+
+/// Why the lab could not run a private postgres here, if it could not.
+pub fn unavailable() -> Option<&'static str> {
+    (bin_dir().is_err() || postgres_user().is_err())
+        .then_some("needs a PostgreSQL server installed (scripts/services.sh up installs it)")
+}
+
+impl PrivatePostgres {
+    /// Initialises and starts a server listening on `bind` (a free port), with `settings`
+    /// (`name=value`) on its command line; ready when it accepts a connection (within 15 s).
+    pub async fn start(bind: Ipv4Addr, settings: &[String]) -> Result<Self, FaultError> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let bin = bin_dir()?;
+        let (uid, gid) = postgres_user()?;
+        let dir = std::env::temp_dir().join(format!(
+            "lockbench-faults-{}-pg-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+        let port = std::net::TcpListener::bind((bind, 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| fail(format!("a free port on {bind}: {e}")))?
+            .port();
+        let mut server = PrivatePostgres {
+            dir,
+            port,
+            bind,
+            child: None,
+        };
+        std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid))
+            .map_err(|e| fail(format!("chown {}: {e}", server.dir.display())))?;
+        let data = server.dir.join("data");
+        let init = Command::new(bin.join("initdb"))
+            .args([
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "-D",
+            ])
+            .arg(&data)
+            .uid(uid)
+            .gid(gid)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .await
+            .map_err(|e| fail(format!("initdb: {e}")))?;
+        if !init.status.success() {
+            return Err(fail(format!(
+                "initdb: {}",
+                String::from_utf8_lossy(&init.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            )));
+        }
+        // Trust the lab's namespaces' addresses too.
+        let hba = data.join("pg_hba.conf");
+        let mut rules = std::fs::read_to_string(&hba).map_err(fail)?;
+        rules.push_str("host all all 10.213.0.0/16 trust\n");
+        std::fs::write(&hba, rules).map_err(fail)?;
+        let mut command = Command::new(bin.join("postgres"));
+        command
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string()])
+            .args(["-c", &format!("listen_addresses={bind}")])
+            .args([
+                "-c",
+                &format!("unix_socket_directories={}", server.dir.display()),
+            ])
+            .args(["-c", "fsync=off", "-c", "max_connections=20"]);
+        for setting in settings {
+            command.args(["-c", setting]);
+        }
+        let child = command
+            .uid(uid)
+            .gid(gid)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| fail(format!("starting postgres: {e}")))?;
+        server.child = Some(child);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            if sqlx::PgConnection::connect(&server.url()).await.is_ok() {
+                return Ok(server);
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(fail(format!("no connection on {bind}:{port} within 15s")));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Its URL.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@{}:{}/postgres", self.bind, self.port)
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops it: SIGQUIT (immediate shutdown, which takes its backends down with it), SIGKILL if
+    /// it is still there after 5 s.
+    pub async fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            quit(&child);
+            if tokio::time::timeout(Duration::from_secs(5), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+            }
+        }
+    }
+}
+
+/// SIGQUIT to the postmaster: a SIGKILL would leave its backends running until they notice.
+fn quit(child: &Child) {
+    if let Some(pid) = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id as i32))
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::QUIT);
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            quit(child);
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
