@@ -478,3 +478,37 @@ fn postgres_keeps_a_partitioned_holders_lock_until_tcp_keepalive_gives_up() {
     );
     assert_left_nothing(&record, pid);
 }
+
+#[test]
+fn zookeeper_keeps_its_lock_through_the_clock_jump_that_breaks_redlock() {
+    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["faults", "--config", CONFIG, "--json", "--seed", "5"])
+        .args(["--scenario", "clock-jump", "--trials", "2", "--ttl", "1s"])
+        .args(["--backend", "zookeeper", "--backend", "etcd"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    // etcd cannot take the jump here: the cell is listed as not run, so the exit code is 3.
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let zk = cell(&record, "clock-jump/forward", "zookeeper");
+    assert_eq!(n(&zk["trials"]), 2, "{zk}");
+    assert_eq!(
+        n(&zk["trials_with_overlap"]),
+        0,
+        "sessions expire by a monotonic clock: {zk}"
+    );
+    let skipped = record["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{record}");
+    assert_eq!(skipped[0]["backend"], "etcd");
+    assert!(skipped[0]["reason"].as_str().unwrap().contains("vDSO"));
+    assert_left_nothing(&record, pid);
+}

@@ -1,16 +1,19 @@
-/* The fault lab's wall-clock shim, loaded into a private redis-server with LD_PRELOAD.
+/* The fault lab's wall-clock shim, loaded into a private server with LD_PRELOAD.
  *
- * Redis expires keys by the wall clock (mstime() -> gettimeofday). This shifts what
- * gettimeofday returns by the milliseconds written in the file that LOCKBENCH_WALLCLOCK_FILE
- * names (0 while the file is missing or empty), read on every call so that the lab can jump the
- * clock while the server runs. Nothing else is touched: libfaketime, which replaces every clock
- * call, aborts redis-server built with jemalloc (wolfcw/libfaketime#130).
+ * Redis expires keys by the wall clock (mstime() -> gettimeofday); the JVM reads it with
+ * clock_gettime(CLOCK_REALTIME). This shifts both by the milliseconds written in the file that
+ * LOCKBENCH_WALLCLOCK_FILE names (0 while the file is missing or empty), read on every call so
+ * that the lab can jump the clock while the server runs. The clocks are read with raw system
+ * calls, not through dlsym: nothing here can recurse into an allocator that reads the clock
+ * (libfaketime, which wraps every clock call, aborts redis-server built with jemalloc,
+ * wolfcw/libfaketime#130). CLOCK_MONOTONIC and the others are left alone.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 static long long offset_ms(void)
@@ -30,16 +33,37 @@ static long long offset_ms(void)
     return strtoll(buf, NULL, 10);
 }
 
+static int realtime(clockid_t clock, struct timespec *ts)
+{
+    return (int)syscall(SYS_clock_gettime, clock, ts);
+}
+
+static void shift(struct timespec *ts)
+{
+    long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + offset_ms() * 1000000LL;
+    ts->tv_sec = ns / 1000000000LL;
+    ts->tv_nsec = ns % 1000000000LL;
+}
+
+int clock_gettime(clockid_t clock, struct timespec *ts)
+{
+    int r = realtime(clock, ts);
+    if (r == 0 && ts != NULL && (clock == CLOCK_REALTIME || clock == CLOCK_REALTIME_COARSE))
+        shift(ts);
+    return r;
+}
+
 int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
-    static int (*real)(struct timeval *restrict, void *restrict);
-    if (real == NULL)
-        real = (int (*)(struct timeval *restrict, void *restrict))dlsym(RTLD_NEXT, "gettimeofday");
-    int r = real(tv, tz);
-    if (r == 0 && tv != NULL) {
-        long long us = (long long)tv->tv_sec * 1000000LL + tv->tv_usec + offset_ms() * 1000LL;
-        tv->tv_sec = us / 1000000LL;
-        tv->tv_usec = us % 1000000LL;
-    }
-    return r;
+    (void)tz;
+    if (tv == NULL)
+        return 0;
+    struct timespec ts;
+    int r = realtime(CLOCK_REALTIME, &ts);
+    if (r != 0)
+        return r;
+    shift(&ts);
+    tv->tv_sec = ts.tv_sec;
+    tv->tv_usec = ts.tv_nsec / 1000;
+    return 0;
 }

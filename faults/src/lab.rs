@@ -23,6 +23,7 @@ use crate::resource::{LoggedEvent, Resource, schema_name};
 use crate::scenario::Variant;
 use crate::server::PrivateRedis;
 use crate::worker::{AnyPlan, BackendPlan, Check, WorkerPlan};
+use crate::zookeeper::PrivateZookeeper;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -83,6 +84,8 @@ struct Kit {
     servers: Vec<PrivateRedis>,
     /// A partition's private Postgres (the pg-session cells).
     postgres: Option<PrivatePostgres>,
+    /// The clock-jump control's private ZooKeeper.
+    zookeeper: Option<PrivateZookeeper>,
     partition: Option<Partition>,
 }
 
@@ -170,6 +173,18 @@ impl FaultLab {
                     Some(
                         "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)",
                     )
+                } else if variant == Variant::ClockJump && config.kind == BackendKind::Etcd {
+                    Some(
+                        "etcd is a Go binary: it reads the wall clock from the vDSO, which no LD_PRELOAD reaches, and the machine's clock is not the lab's to change (its leases expire by Go's monotonic clock)",
+                    )
+                } else if variant == Variant::ClockJump {
+                    if WALLCLOCK_SHIM.is_empty() {
+                        Some(
+                            "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)",
+                        )
+                    } else {
+                        crate::zookeeper::unavailable()
+                    }
                 } else if variant.partitions() {
                     crate::netns::unavailable().or_else(|| {
                         (config.kind == BackendKind::PgSession)
@@ -291,7 +306,13 @@ impl FaultLab {
         let mut servers = Vec::new();
         let mut postgres = None;
         let on_postgres = config.kind == BackendKind::PgSession;
-        if variant.partitions() && on_postgres {
+        let mut zookeeper = None;
+        if variant == Variant::ClockJump {
+            let shim = self.shim()?;
+            let server = PrivateZookeeper::start(&shim).await?;
+            config.urls = vec![server.url()];
+            zookeeper = Some(server);
+        } else if variant.partitions() && on_postgres {
             let settings: Vec<String> = if variant == Variant::PartitionKeepalive {
                 [
                     "tcp_keepalives_idle=1",
@@ -326,6 +347,7 @@ impl FaultLab {
             client,
             servers,
             postgres,
+            zookeeper,
             partition,
         };
         let mut rows = Vec::new();
@@ -373,6 +395,9 @@ impl FaultLab {
         }
         if let Some(pg) = &mut kit.postgres {
             pg.stop().await;
+        }
+        if let Some(zk) = &mut kit.zookeeper {
+            zk.stop().await;
         }
         outcome?;
         let cell = aggregate(variant, &config, capabilities, &rows);
@@ -491,6 +516,8 @@ impl FaultLab {
             holder.pause()?;
             tokio::time::sleep(fault).await;
             holder.resume()?;
+        } else if let Some(zk) = &kit.zookeeper {
+            zk.jump_clock((granted_ttl * 2).as_millis() as i64).await?;
         } else if let Some(partition) = &mut kit.partition {
             let port = match &kit.postgres {
                 Some(pg) => pg.port(),
@@ -536,6 +563,9 @@ impl FaultLab {
             for server in &kit.servers {
                 server.set_clock_offset(0)?;
             }
+        }
+        if let Some(zk) = &kit.zookeeper {
+            zk.reset_clock()?;
         }
         let log = self.resource.trial_log(id).await?;
         let figures = overlap::figures(&log, HOLDER, CONTENDER).ok_or_else(|| {

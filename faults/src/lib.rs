@@ -24,6 +24,7 @@ pub mod resource;
 mod scenario;
 mod server;
 mod worker;
+mod zookeeper;
 
 pub use lab::{FaultLab, LabOptions, LabOutput};
 pub use pool::{PoolMode, PoolPlan};

@@ -41,10 +41,12 @@ pub enum Variant {
     /// Postgres: as `PartitionHeartbeat`, the server's TCP keepalive set to give up after about
     /// 3 s (idle 1 s, 2 probes 1 s apart) instead of the system's two hours.
     PartitionKeepalive,
+    /// A control: the lock server's wall clock jumps 2 x TTL ahead while the lock is held.
+    ClockJump,
 }
 
 /// Every variant, in the matrix's order.
-pub const ALL: [Variant; 18] = [
+pub const ALL: [Variant; 19] = [
     Variant::PauseNaive,
     Variant::PauseHeartbeatShort,
     Variant::PauseHeartbeatLong,
@@ -63,10 +65,18 @@ pub const ALL: [Variant; 18] = [
     Variant::PartitionHeartbeat,
     Variant::PartitionNoGiveUp,
     Variant::PartitionKeepalive,
+    Variant::ClockJump,
 ];
 
 /// The scenario names, for `--scenario` and messages.
-pub const SCENARIOS: [&str; 5] = ["pause", "restart", "redlock", "pool-leak", "partition"];
+pub const SCENARIOS: [&str; 6] = [
+    "pause",
+    "restart",
+    "redlock",
+    "pool-leak",
+    "partition",
+    "clock-jump",
+];
 
 impl Variant {
     /// The scenario it belongs to.
@@ -82,6 +92,7 @@ impl Variant {
             Variant::PartitionHeartbeat
             | Variant::PartitionNoGiveUp
             | Variant::PartitionKeepalive => "partition",
+            Variant::ClockJump => "clock-jump",
             _ => "restart",
         }
     }
@@ -107,6 +118,7 @@ impl Variant {
             Variant::PartitionHeartbeat => "heartbeat",
             Variant::PartitionNoGiveUp => "no-give-up",
             Variant::PartitionKeepalive => "keepalive",
+            Variant::ClockJump => "forward",
         }
     }
 
@@ -141,6 +153,7 @@ impl Variant {
             ("pause", _) => true,
             ("restart", kind) => kind == BackendKind::Redis,
             ("partition", BackendKind::PgSession) => true,
+            ("clock-jump", kind) => matches!(kind, BackendKind::Zookeeper | BackendKind::Etcd),
             ("partition", kind) => {
                 kind == BackendKind::Redis && self != Variant::PartitionKeepalive
             }
@@ -256,6 +269,7 @@ impl Variant {
             Variant::PartitionHeartbeat => "holder in a network namespace of the lab's, its packets to and from its private server (redis-server, or postgres) dropped by nftables for 2 x TTL (Postgres: 2 x TTL + 6 s); a heartbeat renews every TTL/3 and the job stops when no renewal succeeded for 2/3 TTL".to_string(),
             Variant::PartitionNoGiveUp => "as partition/heartbeat, but the job never asks the heartbeat and keeps working through the partition".to_string(),
             Variant::PartitionKeepalive => "as partition/heartbeat on Postgres, the server's TCP keepalive giving up after about 3 s (tcp_keepalives_idle 1 s, interval 1 s, count 2) instead of the system's two hours".to_string(),
+            Variant::ClockJump => "a private server's wall clock jumps 2 x TTL ahead while the lock is held (the LD_PRELOAD shim in its JVM; checked by the creation time it stamps on a znode), the same jump that takes Redlock nodes' keys".to_string(),
         }
     }
 
@@ -279,6 +293,8 @@ impl Variant {
             // Postgres holds the lock for the open session whatever the job does: a stall.
             Variant::PartitionNoGiveUp => expires,
             Variant::PartitionKeepalive => false,
+            // Sessions and leases expire by a monotonic clock.
+            Variant::ClockJump => false,
         }
     }
 }
@@ -296,6 +312,7 @@ mod tests {
         assert_eq!(Variant::select("partition").unwrap().len(), 3);
         assert!(Variant::PartitionKeepalive.applies_to(BackendKind::PgSession));
         assert!(!Variant::PartitionKeepalive.applies_to(BackendKind::Redis));
+        assert_eq!(Variant::ClockJump.applies_to_names(), "etcd, zookeeper");
         assert_eq!(
             Variant::select("restart/aof-always").unwrap(),
             vec![Variant::Restart(Persistence::AofAlways)]

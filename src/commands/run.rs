@@ -343,7 +343,14 @@ async fn faults_of(
     } else {
         (
             "2",
-            &["pause", "restart", "redlock", "pool-leak", "partition"],
+            &[
+                "pause",
+                "restart",
+                "redlock",
+                "pool-leak",
+                "partition",
+                "clock-jump",
+            ],
         )
     };
     args.extend(s(&["--trials", trials]));
