@@ -90,6 +90,8 @@ fn every_chart_is_a_real_png_and_svg() {
         [
             "acquire-percentiles",
             "acquire-bars",
+            "contention-handoff",
+            "contention-grants",
             "fault-timeline-pause-naive",
             "fault-timeline-restart-no-persistence",
             "fault-timeline-redlock-restart-clock-jump",
@@ -143,7 +145,7 @@ fn the_html_page_refers_to_nothing_outside_itself() {
             "the page refers outside: {external}"
         );
     }
-    assert_eq!(lower.matches("<svg").count(), 11, "every chart inline");
+    assert_eq!(lower.matches("<svg").count(), 13, "every chart inline");
 }
 
 #[test]

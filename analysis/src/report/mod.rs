@@ -9,6 +9,7 @@
 pub mod charts;
 mod doc;
 mod error;
+pub mod lines;
 mod load;
 mod sections;
 pub mod timeline;
@@ -39,6 +40,7 @@ pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
             sections::ChartSpec::Volume(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Bars(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Timeline(n, c) => (n, charts::render(c)),
+            sections::ChartSpec::Contention(n, c) => (n, charts::render(c)),
         };
         rendered.push((name.clone(), result.map_err(ReportError::Chart)?));
     }

@@ -165,5 +165,6 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
     );
     let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale)";
     doc.chart(caption.to_string(), spec);
+    super::contention::write(evidence, doc);
     faults::write_matrix(evidence, doc);
 }

@@ -8,6 +8,7 @@ use lockbench_core::{RuntimeHistogram, format_count, format_seconds};
 
 use crate::report::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume};
 use crate::report::doc::Block;
+use crate::report::lines::ContentionLines;
 use crate::report::load::Evidence;
 use crate::report::timeline::FaultTimeline;
 
@@ -21,6 +22,8 @@ pub enum ChartSpec {
     Bars(String, HBars),
     /// A fault-lab trial per backend.
     Timeline(String, FaultTimeline),
+    /// Figures against contention, one line per backend and wait mode.
+    Contention(String, ContentionLines),
 }
 
 impl ChartSpec {
@@ -29,7 +32,8 @@ impl ChartSpec {
             ChartSpec::Curves(n, _)
             | ChartSpec::Volume(n, _)
             | ChartSpec::Bars(n, _)
-            | ChartSpec::Timeline(n, _) => n,
+            | ChartSpec::Timeline(n, _)
+            | ChartSpec::Contention(n, _) => n,
         }
     }
 }

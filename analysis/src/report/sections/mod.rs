@@ -4,6 +4,7 @@
 
 mod backends;
 mod common;
+mod contention;
 mod faults;
 mod idempotency;
 mod observability;

@@ -1,0 +1,126 @@
+//! A line chart against contention: one line per backend and wait mode, the contention level on
+//! a logarithmic axis (1, 2, 4 ... 64), the value on a linear or logarithmic one; a line may be
+//! dashed (a P99 beside its P50).
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::prelude::*;
+
+use super::charts::{Chart, FONT, colour, err, tick};
+
+/// One line: its legend entry, its points (contenders, value), its colour index, dashed or not.
+#[derive(Clone, Debug)]
+pub struct Line {
+    /// Legend entry.
+    pub label: String,
+    /// (contenders, value) points, in order of contenders.
+    pub points: Vec<(f64, f64)>,
+    /// Colour index (a backend's lines share one).
+    pub colour: usize,
+    /// Dashed (a tail percentile).
+    pub dashed: bool,
+}
+
+/// The chart.
+pub struct ContentionLines {
+    /// Chart title.
+    pub title: String,
+    /// Value axis label.
+    pub y_label: String,
+    /// Logarithmic value axis.
+    pub log_y: bool,
+    /// The lines.
+    pub lines: Vec<Line>,
+}
+
+impl Chart for ContentionLines {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let xs = self.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+        let x_max = xs.fold(2.0f64, f64::max) * 1.3;
+        let ys = self
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .filter(|v| v.is_finite() && *v > 0.0);
+        let (lo, hi) = ys.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+        let hi = if hi > 0.0 { hi } else { 1.0 };
+        let mut builder = ChartBuilder::on(root);
+        builder
+            .caption(&self.title, (FONT, 22))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(72);
+        let x_range = (0.8..x_max).log_scale();
+        if self.log_y {
+            let lo = if lo.is_finite() {
+                lo / 1.5
+            } else {
+                hi / 1000.0
+            };
+            // Headroom above the highest line for the legend.
+            let mut chart = builder
+                .build_cartesian_2d(x_range, (lo..hi * 6.0).log_scale())
+                .map_err(err)?;
+            self.draw_on(&mut chart)
+        } else {
+            let mut chart = builder
+                .build_cartesian_2d(x_range, 0.0..hi * 1.5)
+                .map_err(err)?;
+            self.draw_on(&mut chart)
+        }
+    }
+}
+
+impl ContentionLines {
+    fn draw_on<'a, DB, X, Y>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .x_desc("contenders")
+            .y_desc(&self.y_label)
+            .label_style((FONT, 14))
+            .draw()
+            .map_err(err)?;
+        for line in &self.lines {
+            let style = colour(line.colour).stroke_width(2);
+            if line.dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(line.points.clone(), 8, 5, style))
+                    .map_err(err)?
+                    .label(line.label.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 7, y)], style));
+            } else {
+                chart
+                    .draw_series(LineSeries::new(line.points.clone(), style))
+                    .map_err(err)?
+                    .label(line.label.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            }
+            chart
+                .draw_series(
+                    line.points
+                        .iter()
+                        .map(|p| Circle::new(*p, 3, colour(line.colour).filled())),
+                )
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font((FONT, 13))
+            .draw()
+            .map_err(err)
+    }
+}

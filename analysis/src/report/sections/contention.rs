@@ -1,0 +1,97 @@
+//! Section 1's contention curves: handoff latency (P50 solid, P99 dashed) and grants per second
+//! against the number of contenders on one key, one line per backend and wait mode, from the
+//! benchmark's closed-loop rows.
+
+use lockbench_core::records::bench::{BenchRow, KeySpread, LoopKind};
+
+use super::common::{ChartSpec, Doc, bench_rows};
+use crate::report::lines::{ContentionLines, Line};
+use crate::report::load::Evidence;
+
+/// (backend (wait mode), its rows by contenders).
+fn series<'a>(rows: &[&'a BenchRow]) -> Vec<(String, Vec<&'a BenchRow>)> {
+    let mut out: Vec<(String, Vec<&BenchRow>)> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| r.mode == LoopKind::Closed && r.keys == KeySpread::One && r.backend != "memory")
+    {
+        let label = format!("{} ({})", r.backend, r.wait_mode);
+        match out.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, rs)) => rs.push(r),
+            None => out.push((label, vec![r])),
+        }
+    }
+    for (_, rs) in &mut out {
+        rs.sort_by_key(|r| r.contenders);
+        rs.dedup_by_key(|r| r.contenders);
+    }
+    out
+}
+
+pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+    let rows = bench_rows(evidence);
+    let series = series(&rows);
+    // Curves need two contention levels and a handoff somewhere (one contender never hands off).
+    let curves = series.iter().any(|(_, rs)| rs.len() >= 2)
+        && series
+            .iter()
+            .any(|(_, rs)| rs.iter().any(|r| r.handoff_us.count > 0));
+    if !curves {
+        return;
+    }
+    let mut handoff = Vec::new();
+    let mut grants = Vec::new();
+    for (i, (label, rs)) in series.iter().enumerate() {
+        let points = |f: &dyn Fn(&BenchRow) -> f64| -> Vec<(f64, f64)> {
+            rs.iter()
+                .filter(|r| r.handoff_us.count > 0)
+                .map(|r| (r.contenders as f64, f(r)))
+                .collect()
+        };
+        handoff.push(Line {
+            label: format!("{label} P50"),
+            points: points(&|r| r.handoff_us.p50),
+            colour: i,
+            dashed: false,
+        });
+        handoff.push(Line {
+            label: format!("{label} P99"),
+            points: points(&|r| r.handoff_us.p99),
+            colour: i,
+            dashed: true,
+        });
+        grants.push(Line {
+            label: label.clone(),
+            points: rs
+                .iter()
+                .map(|r| (r.contenders as f64, r.throughput_per_s))
+                .collect(),
+            colour: i,
+            dashed: false,
+        });
+    }
+    doc.chart(
+        "Handoff latency (one holder's release to the next holder's grant) against contenders on one key: P50 solid, P99 dashed, per backend and wait mode (log scales)".to_string(),
+        ChartSpec::Contention(
+            "contention-handoff".to_string(),
+            ContentionLines {
+                title: "Handoff latency against contention".to_string(),
+                y_label: "handoff (us)".to_string(),
+                log_y: true,
+                lines: handoff,
+            },
+        ),
+    );
+    doc.chart(
+        "Grants per second against contenders on one key, per backend and wait mode".to_string(),
+        ChartSpec::Contention(
+            "contention-grants".to_string(),
+            ContentionLines {
+                title: "Grants per second against contention".to_string(),
+                y_label: "grants/s".to_string(),
+                log_y: true,
+                lines: grants,
+            },
+        ),
+    );
+}
