@@ -15,6 +15,7 @@
 mod clock;
 mod forward;
 mod lab;
+mod matrix;
 mod netns;
 pub mod overlap;
 mod pool;
@@ -23,6 +24,7 @@ mod process;
 pub mod resource;
 mod scenario;
 mod server;
+mod trial;
 mod worker;
 mod zookeeper;
 

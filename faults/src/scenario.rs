@@ -317,7 +317,7 @@ mod tests {
             Variant::select("restart/aof-always").unwrap(),
             vec![Variant::Restart(Persistence::AofAlways)]
         );
-        assert!(Variant::select("partition").is_none());
+        assert!(Variant::select("flood").is_none());
         for v in ALL {
             assert_eq!(Variant::select(&v.label()).unwrap(), vec![v]);
         }

@@ -1,0 +1,140 @@
+//! A trial's figures as its rows, and a cell's trials as its line in the matrix.
+
+use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow};
+use lockbench_locks::BackendConfig;
+
+use crate::resource::LoggedEvent;
+use crate::scenario::Variant;
+use crate::trial::TrialOutcome;
+
+fn seconds_from(zero: i64, ns: i64) -> f64 {
+    (ns - zero) as f64 / 1e9
+}
+
+pub(crate) fn trial_row(
+    variant: Variant,
+    config: &BackendConfig,
+    trial: u32,
+    outcome: &TrialOutcome,
+) -> FaultTrialRow {
+    let (f, window) = (&outcome.figures, &outcome.window);
+    let fault_start_s = seconds_from(f.zero_ns, window.start_ns);
+    FaultTrialRow {
+        scenario: variant.scenario().to_string(),
+        variant: variant.name().to_string(),
+        backend: config.kind.name().to_string(),
+        trial,
+        granted_ttl_s: outcome.granted_ttl.as_secs_f64(),
+        fault_start_s,
+        fault_end_s: seconds_from(f.zero_ns, window.end_ns),
+        holder_end_s: f.holder_end_s,
+        holder_outcome: f.holder_outcome.clone(),
+        contender_grant_s: f.contender_grant_s,
+        contender_end_s: f.contender_end_s,
+        overlap_s: f.overlap_s,
+        stale_writes: f.stale_writes,
+        stale_rejected_by_fence: f.stale_rejected,
+        legitimate_rejected_by_fence: f.legitimate_rejected,
+        recovery_s: f.contender_grant_s.map(|g| g - fault_start_s),
+        idle_session_advisory_locks: outcome.idle_session_locks,
+    }
+}
+
+pub(crate) fn event_row(
+    variant: Variant,
+    config: &BackendConfig,
+    trial: u32,
+    zero: i64,
+    e: &LoggedEvent,
+) -> FaultEventRow {
+    FaultEventRow {
+        scenario: variant.scenario().to_string(),
+        variant: variant.name().to_string(),
+        backend: config.kind.name().to_string(),
+        trial,
+        worker: e.worker.clone(),
+        event: e.event.as_str().to_string(),
+        t_s: seconds_from(zero, e.t_ns),
+        token: e.token,
+        fenced_accepted: e.fenced_ok,
+        detail: e.detail.clone(),
+    }
+}
+
+/// The median and the largest of a few trials' figures (at most `--trials` values).
+fn p50_max(mut values: Vec<f64>) -> (Option<f64>, Option<f64>) {
+    if values.is_empty() {
+        return (None, None);
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let p50 = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    };
+    (Some(p50), values.last().copied())
+}
+
+pub(crate) fn aggregate(
+    variant: Variant,
+    config: &BackendConfig,
+    capabilities: lockbench_locks::Capabilities,
+    rows: &[FaultTrialRow],
+) -> FaultCell {
+    let overlaps: Vec<f64> = rows
+        .iter()
+        .map(|r| r.overlap_s)
+        .filter(|o| *o > 0.0)
+        .collect();
+    let recoveries: Vec<f64> = rows.iter().filter_map(|r| r.recovery_s).collect();
+    let trials_with_overlap = overlaps.len() as u32;
+    let (overlap_p50_s, overlap_max_s) = p50_max(overlaps);
+    let (recovery_p50_s, recovery_max_s) = p50_max(recoveries);
+    let sum = |f: fn(&FaultTrialRow) -> Option<u64>| -> Option<u64> {
+        rows.iter().map(f).try_fold(0, |acc, v| v.map(|v| acc + v))
+    };
+    FaultCell {
+        scenario: variant.scenario().to_string(),
+        variant: variant.name().to_string(),
+        backend: config.kind.name().to_string(),
+        injected: variant.injected(),
+        expected: if variant.predicts_overlap(capabilities.scope) {
+            "overlap"
+        } else {
+            "no overlap"
+        }
+        .to_string(),
+        fencing: capabilities.fencing.describe().to_string(),
+        granted_ttl_s: rows.iter().map(|r| r.granted_ttl_s).fold(0.0, f64::max),
+        trials: rows.len() as u32,
+        trials_with_overlap,
+        overlap_p50_s,
+        overlap_max_s,
+        stale_writes: rows.iter().map(|r| r.stale_writes).sum(),
+        stale_rejected_by_fence: sum(|r| r.stale_rejected_by_fence),
+        legitimate_rejected_by_fence: sum(|r| r.legitimate_rejected_by_fence),
+        recovery_p50_s,
+        recovery_max_s,
+        contender_timed_out: rows
+            .iter()
+            .filter(|r| r.contender_grant_s.is_none())
+            .count() as u32,
+        idle_session_advisory_locks_max: rows
+            .iter()
+            .filter_map(|r| r.idle_session_advisory_locks)
+            .max(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(p50_max(vec![]), (None, None));
+        assert_eq!(p50_max(vec![3.0, 1.0, 2.0]), (Some(2.0), Some(3.0)));
+        assert_eq!(p50_max(vec![4.0, 1.0, 2.0, 3.0]), (Some(2.5), Some(4.0)));
+    }
+}

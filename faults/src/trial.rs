@@ -1,0 +1,337 @@
+//! One trial: two worker processes (or, for a pool leak, the pool process and a contender), one
+//! fault injected into what the lab started, and the figures read back from the protected
+//! resource.
+
+use std::time::Duration;
+
+use lockbench_locks::{BackendConfig, LockBackend};
+use rand::RngExt;
+
+use crate::FaultError;
+use crate::clock::monotonic_ns;
+use crate::forward::Forwarder;
+use crate::lab::{CONTENDER, FaultLab, HOLDER, WRITES};
+use crate::netns::Namespace;
+use crate::overlap::{self, TrialFigures};
+use crate::pool::{PoolMode, PoolPlan};
+use crate::postgres::PrivatePostgres;
+use crate::process::WorkerProcess;
+use crate::resource::LoggedEvent;
+use crate::scenario::Variant;
+use crate::server::PrivateRedis;
+use crate::worker::{AnyPlan, BackendPlan, Check, WorkerPlan};
+use crate::zookeeper::PrivateZookeeper;
+
+/// What a cell's trials run on: the lab's own client of the lock, its private servers, and the
+/// namespace of a partition.
+pub(crate) struct Kit {
+    pub(crate) client: Box<dyn LockBackend>,
+    pub(crate) servers: Vec<PrivateRedis>,
+    /// A partition's private Postgres (the pg-session cells).
+    pub(crate) postgres: Option<PrivatePostgres>,
+    /// The clock-jump control's private ZooKeeper.
+    pub(crate) zookeeper: Option<PrivateZookeeper>,
+    pub(crate) partition: Option<Partition>,
+}
+
+/// A partitioned holder's surroundings.
+pub(crate) struct Partition {
+    pub(crate) ns: Namespace,
+    /// Carries the holder's connections to the resource across the namespace's edge.
+    pub(crate) _forwarder: Forwarder,
+    /// The resource's URL as seen from inside the namespace.
+    pub(crate) resource_url: String,
+}
+
+/// The address of a Postgres URL, for a forwarder.
+pub(crate) fn resource_addr(url: &str) -> Result<std::net::SocketAddr, FaultError> {
+    let parsed =
+        url::Url::parse(url).map_err(|e| FaultError::Resource(format!("the resource URL: {e}")))?;
+    let host = parsed.host_str().unwrap_or("127.0.0.1");
+    let port = parsed.port().unwrap_or(5432);
+    std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| FaultError::Resource(format!("cannot resolve {host}:{port}")))
+}
+
+/// What a trial measured, before it becomes a row.
+pub(crate) struct TrialOutcome {
+    pub(crate) figures: TrialFigures,
+    pub(crate) window: Window,
+    pub(crate) granted_ttl: Duration,
+    pub(crate) log: Vec<LoggedEvent>,
+    /// Advisory locks the idle pooled session held after both jobs (pool-leak trials).
+    pub(crate) idle_session_locks: Option<u64>,
+}
+
+/// One trial's timing, by the machine's monotonic clock.
+pub(crate) struct Window {
+    pub(crate) start_ns: i64,
+    pub(crate) end_ns: i64,
+}
+
+impl FaultLab {
+    pub(crate) async fn run_trial(
+        &mut self,
+        variant: Variant,
+        config: &BackendConfig,
+        kit: &mut Kit,
+        id: &str,
+        key: &str,
+        rng: &mut rand::rngs::StdRng,
+    ) -> Result<TrialOutcome, FaultError> {
+        let ttl = self.options.ttl;
+        if let Variant::PoolLeak(mode) = variant {
+            return self.run_pool_trial(mode, config, id, key).await;
+        }
+        // A warm-up acquisition, so that fencing counters are past their first value, as in any
+        // deployment that has run for a while (a counter that restarts then goes back).
+        // The lab's own connection may have been closed by the last trial's restart: the first
+        // request after one fails and reconnects, so it is tried again.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match kit.client.try_acquire(key, ttl).await {
+                Ok(Some(lease)) => {
+                    kit.client.release(&lease).await?;
+                    break;
+                }
+                Ok(None) => break,
+                Err(_) if tries < 3 => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if variant == Variant::RestartPowerLoss
+            && let Some(server) = kit.servers.first()
+        {
+            server.snapshot_aof()?;
+        }
+        // The job: 20 writes, sized to a TTL (pauses) or to two thirds of one (restarts, whose
+        // holder trusts its TTL and checks only at the release); a partitioned holder's job
+        // lasts three TTLs, to outlive its partition.
+        let (job, writes) = match variant.check() {
+            _ if variant.partitions() => (ttl * 3, WRITES * 3),
+            Check::AtRelease => (ttl * 2 / 3, WRITES),
+            _ => (ttl, WRITES),
+        };
+        let every = job / writes;
+        let inside = kit.partition.as_ref().map(|p| p.resource_url.clone());
+        let plan = |worker: &str, wait: Duration| WorkerPlan {
+            trial: id.to_string(),
+            worker: worker.to_string(),
+            backend: BackendPlan::of(config),
+            // The holder of a partition reaches the resource from inside its namespace.
+            resource_url: match &inside {
+                Some(url) if worker == HOLDER => url.clone(),
+                _ => self.options.resource_url.clone(),
+            },
+            resource_schema: self.resource_schema(),
+            key: key.to_string(),
+            ttl_ms: ttl.as_millis() as u64,
+            wait_ms: wait.as_millis() as u64,
+            writes,
+            write_every_ms: every.as_millis() as u64,
+            check: variant.check(),
+        };
+        let connect = config.connect_timeout + Duration::from_secs(10);
+        let exe = self.options.worker_exe.clone();
+        let prefix = kit.partition.as_ref().map_or(Vec::new(), |p| p.ns.prefix());
+        let mut holder =
+            WorkerProcess::spawn_in(&prefix, &exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2)))
+                .await?;
+        holder.expect("connected", connect).await?;
+        let granted = holder.expect("granted", ttl * 2 + connect).await?;
+        let granted_ttl = granted
+            .split_whitespace()
+            .next()
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .map(Duration::from_millis)
+            .ok_or_else(|| FaultError::Worker(format!("holder: unreadable grant \"{granted}\"")))?;
+        // The fault's length, and how long anyone may have to wait for the lock because of it.
+        let fault = match variant.pause_factor() {
+            Some(k) => granted_ttl.mul_f64(k),
+            None if variant == Variant::RestartDelayed => granted_ttl + Duration::from_secs(1),
+            // Long enough for a short TCP keepalive to show against the system's default.
+            None if variant.partitions() && kit.postgres.is_some() => {
+                granted_ttl * 2 + Duration::from_secs(6)
+            }
+            None if variant.partitions() => granted_ttl * 2,
+            None => Duration::ZERO,
+        };
+        let longest = fault + granted_ttl + job * 2 + Duration::from_secs(5);
+        let mut contender =
+            WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(plan(CONTENDER, longest))).await?;
+        contender.expect("connected", connect).await?;
+        // The fault begins somewhere in the first third of the job, by the seed. A pause begins
+        // as the holder says it finished a write (read as it is said, not from a backlog), so
+        // that the stop falls in its sleep before the next write.
+        let after = rng.random_range(2..=WRITES / 3);
+        if variant.pause_factor().is_some() || variant.partitions() {
+            loop {
+                let n = holder
+                    .expect("wrote", every * 4 + Duration::from_secs(5))
+                    .await?;
+                if n.parse::<u32>().is_ok_and(|n| n >= after) {
+                    break;
+                }
+            }
+        } else {
+            tokio::time::sleep(every * after).await;
+        }
+        let start_ns = monotonic_ns();
+        if variant.pause_factor().is_some() {
+            holder.pause()?;
+            tokio::time::sleep(fault).await;
+            holder.resume()?;
+        } else if let Some(zk) = &kit.zookeeper {
+            zk.jump_clock((granted_ttl * 2).as_millis() as i64).await?;
+        } else if let Some(partition) = &mut kit.partition {
+            let port = match &kit.postgres {
+                Some(pg) => pg.port(),
+                None => kit.servers.first().map_or(0, PrivateRedis::port),
+            };
+            partition.ns.partition(port)?;
+            tokio::time::sleep(fault).await;
+            partition.ns.heal()?;
+        } else {
+            let [first, rest @ ..] = &mut kit.servers[..] else {
+                return Err(FaultError::Server(
+                    "a server fault without a private server".to_string(),
+                ));
+            };
+            if variant.jumps_clocks() {
+                // Two nodes other than the one that restarts.
+                let ahead = (granted_ttl * 2).as_millis() as i64;
+                for server in rest.iter().take(2) {
+                    server.set_clock_offset(ahead)?;
+                }
+            }
+            if variant.restarts() {
+                first.kill().await;
+                if variant == Variant::RestartPowerLoss {
+                    first.restore_aof()?;
+                }
+                tokio::time::sleep(fault).await;
+                first.restart().await?;
+            }
+        }
+        let window = Window {
+            start_ns,
+            end_ns: monotonic_ns(),
+        };
+        holder.expect("done", longest).await?;
+        // A contender says either `granted` (then its job, then `done`) or `timed-out`.
+        if contender.next_step(longest).await?.starts_with("granted") {
+            contender.expect("done", longest).await?;
+        }
+        holder.finish(Duration::from_secs(10)).await?;
+        contender.finish(Duration::from_secs(10)).await?;
+        if variant.jumps_clocks() {
+            for server in &kit.servers {
+                server.set_clock_offset(0)?;
+            }
+        }
+        if let Some(zk) = &kit.zookeeper {
+            zk.reset_clock()?;
+        }
+        let log = self.resource.trial_log(id).await?;
+        let figures = overlap::figures(&log, HOLDER, CONTENDER).ok_or_else(|| {
+            FaultError::Resource(format!("trial {id}: the holder's grant is not in the log"))
+        })?;
+        Ok(TrialOutcome {
+            figures,
+            window,
+            granted_ttl,
+            log,
+            idle_session_locks: None,
+        })
+    }
+
+    /// A pool-leak trial: the pool process (two jobs on one pooled connection) and a contender
+    /// with a session of its own. The fault window runs from the first job's grant (its
+    /// connection given back holding the lock) to the pool closing the connection.
+    async fn run_pool_trial(
+        &mut self,
+        mode: PoolMode,
+        config: &BackendConfig,
+        id: &str,
+        key: &str,
+    ) -> Result<TrialOutcome, FaultError> {
+        let ttl = self.options.ttl;
+        let every = ttl / WRITES;
+        let job = every * WRITES;
+        let linger = ttl * 2;
+        let application_name = format!("lockbench-fault-pool-{}", self.run_id);
+        let pool_plan = PoolPlan {
+            trial: id.to_string(),
+            database_url: config.urls.first().cloned().unwrap_or_default(),
+            resource_url: self.options.resource_url.clone(),
+            resource_schema: self.resource_schema(),
+            lock_id: lockbench_locks::backends::postgres::lock_id(&format!(
+                "{}:{key}",
+                config.namespace
+            )),
+            mode,
+            writes: WRITES,
+            write_every_ms: every.as_millis() as u64,
+            linger_ms: linger.as_millis() as u64,
+            application_name: application_name.clone(),
+        };
+        let longest = job * 3 + linger + ttl + Duration::from_secs(10);
+        let contender_plan = WorkerPlan {
+            trial: id.to_string(),
+            worker: CONTENDER.to_string(),
+            backend: BackendPlan::of(config),
+            resource_url: self.options.resource_url.clone(),
+            resource_schema: self.resource_schema(),
+            key: key.to_string(),
+            ttl_ms: ttl.as_millis() as u64,
+            wait_ms: longest.as_millis() as u64,
+            writes: WRITES,
+            write_every_ms: every.as_millis() as u64,
+            check: Check::AtRelease,
+        };
+        let exe = self.options.worker_exe.clone();
+        let connect = config.connect_timeout + Duration::from_secs(10);
+        let mut pool = WorkerProcess::spawn(&exe, "pool", &AnyPlan::Pool(pool_plan)).await?;
+        pool.expect("connected", connect).await?;
+        let mut contender =
+            WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(contender_plan)).await?;
+        contender.expect("connected", connect).await?;
+        let start_ns = monotonic_ns();
+        pool.expect("granted holder", connect).await?;
+        // The jobs are done (job 2 granted or not): what the idle pooled session still holds.
+        loop {
+            if pool.next_step(job * 3 + connect).await? == "idle" {
+                break;
+            }
+        }
+        let idle_session_locks = self.resource.advisory_locks_of(&application_name).await?;
+        pool.expect("done", linger + connect).await?;
+        let end_ns = monotonic_ns();
+        if contender.next_step(longest).await?.starts_with("granted") {
+            contender.expect("done", longest).await?;
+        }
+        pool.finish(Duration::from_secs(10)).await?;
+        contender.finish(Duration::from_secs(10)).await?;
+        let log = self.resource.trial_log(id).await?;
+        let figures = overlap::figures(&log, HOLDER, CONTENDER).ok_or_else(|| {
+            FaultError::Resource(format!(
+                "trial {id}: the first job's grant is not in the log"
+            ))
+        })?;
+        // The window starts at the first job's grant, which the log dates exactly.
+        let window = Window {
+            start_ns: figures.zero_ns.max(start_ns),
+            end_ns,
+        };
+        Ok(TrialOutcome {
+            figures,
+            window,
+            granted_ttl: ttl,
+            log,
+            idle_session_locks: Some(idle_session_locks),
+        })
+    }
+}
