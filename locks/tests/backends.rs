@@ -940,3 +940,105 @@ mod queue_wait {
         an_ungranted_wait_leaves_nothing(BackendKind::Etcd).await;
     }
 }
+
+/// Redis has no queue: a release publishes on the key's channel and a subscribed waiter tries
+/// again (Redisson's design), with the holder's TTL bounding a wait for a message never sent.
+mod redis_subscribed_wait {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Subscribers of `key`'s release channel, as the server counts them.
+    async fn subscribers(tag: &str, key: &str) -> i64 {
+        let config = config(BackendKind::Redis, tag);
+        let url = &config.urls[0];
+        let client = ::redis::Client::open(url.as_str()).unwrap();
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}; start it with scripts/services.sh up"));
+        let channel = format!("{}:released:{key}", config.namespace);
+        let counts: Vec<::redis::Value> = ::redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&channel)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        ::redis::from_redis_value(counts[1].clone()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_release_wakes_the_waiter_long_before_the_ttl() {
+        let tag = "pubsub-grant";
+        let (a, b) = (
+            client(BackendKind::Redis, tag).await,
+            client(BackendKind::Redis, tag).await,
+        );
+        assert!(b.capabilities().native_wait);
+        let key = "wake";
+        // A 60 s TTL and a 10 s wait: only the release's message can grant the waiter in time.
+        let held = a
+            .try_acquire(key, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap();
+        let (granted, released) = tokio::join!(
+            b.acquire(key, Duration::from_secs(60), Duration::from_secs(10)),
+            async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                a.release(&held).await.unwrap()
+            }
+        );
+        assert!(released);
+        let lease = granted.unwrap().expect("woken by the release");
+        assert_eq!(subscribers(tag, key).await, 0, "the waiter unsubscribed");
+        assert!(b.release(&lease).await.unwrap());
+        finish(a, b, key).await;
+    }
+
+    #[tokio::test]
+    async fn a_lock_whose_holder_dies_is_taken_when_its_ttl_ends() {
+        let tag = "pubsub-ttl";
+        let (a, b) = (
+            client(BackendKind::Redis, tag).await,
+            client(BackendKind::Redis, tag).await,
+        );
+        let key = "expire";
+        // The holder never releases: no message comes, the TTL bounds the wait.
+        let _held = a
+            .try_acquire(key, Duration::from_millis(500))
+            .await
+            .unwrap()
+            .unwrap();
+        let lease = b
+            .acquire(key, Duration::from_secs(5), Duration::from_secs(5))
+            .await
+            .unwrap()
+            .expect("granted after the holder's TTL");
+        assert!(b.release(&lease).await.unwrap());
+        finish(a, b, key).await;
+    }
+
+    #[tokio::test]
+    async fn a_timed_out_wait_leaves_no_subscription() {
+        let tag = "pubsub-timeout";
+        let (a, b) = (
+            client(BackendKind::Redis, tag).await,
+            client(BackendKind::Redis, tag).await,
+        );
+        let key = "timeout";
+        let held = a
+            .try_acquire(key, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .unwrap();
+        let none = b
+            .acquire(key, Duration::from_secs(30), Duration::from_millis(300))
+            .await
+            .unwrap();
+        assert!(none.is_none());
+        assert_eq!(subscribers(tag, key).await, 0);
+        assert!(a.release(&held).await.unwrap());
+        finish(a, b, key).await;
+    }
+}

@@ -1,5 +1,10 @@
 //! One Redis server: `SET key token NX PX ttl` inside a script that also increments the key's
 //! fencing counter, and compare-and-pexpire / compare-and-delete scripts for renew and release.
+//!
+//! Waiting for a held lock follows Redisson: a release publishes on the key's channel, and a
+//! waiter subscribed to it tries again when the message comes, or when the holder's TTL runs out
+//! (a message it missed, a holder that died), whichever is first. Redis keeps no queue: every
+//! waiter wakes on a release and one wins.
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +34,15 @@ return 0";
 pub(crate) const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
     return redis.call('DEL', KEYS[1])
+end
+return 0";
+
+/// Deletes only for the token's owner, and says so on the key's channel (ARGV[2]).
+const RELEASE_NOTIFY: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+    redis.call('PUBLISH', ARGV[2], '1')
+    return 1
 end
 return 0";
 
@@ -64,6 +78,11 @@ pub(crate) async fn connect_node(
 /// Redis single-node locks.
 pub struct RedisLock {
     conn: RedisConnection,
+    /// The server, for the subscriber connection a waiter opens.
+    client: redis::Client,
+    /// A waiter's subscriber connection, kept for the next wait.
+    subscriber: tokio::sync::Mutex<Option<redis::aio::PubSub>>,
+    connect_timeout: Duration,
     /// When false, acquire is a plain `SET NX PX` and leases carry no fencing token.
     fencing: bool,
     namespace: String,
@@ -81,15 +100,113 @@ impl RedisLock {
             url: String::new(),
             reason: "no URL configured".into(),
         })?;
+        let client = redis::Client::open(url.as_str()).map_err(|e| LockError::Unreachable {
+            backend: "redis",
+            url: Redacted(url).to_string(),
+            reason: e.to_string(),
+        })?;
         Ok(RedisLock {
             conn: connect_node("redis", url, config).await?,
+            client,
+            subscriber: tokio::sync::Mutex::new(None),
+            connect_timeout: config.connect_timeout,
             fencing: config.fencing,
             namespace: config.namespace.clone(),
             timeout: config.operation_timeout,
             acquire: Script::new(ACQUIRE),
             renew: Script::new(RENEW),
-            release: Script::new(RELEASE),
+            release: Script::new(RELEASE_NOTIFY),
         })
+    }
+
+    fn channel(&self, key: &str) -> String {
+        format!("{}:released:{key}", self.namespace)
+    }
+
+    /// Milliseconds left on `key`'s lock (0 when it is gone or has no expiry).
+    async fn ttl_left(&self, key: &str) -> Result<u64, LockError> {
+        let mut conn = self.conn.clone();
+        let lock_key = self.key(key);
+        let ms: i64 = timed("redis", "acquire", self.timeout, async {
+            redis::cmd("PTTL")
+                .arg(&lock_key)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| LockError::server("redis", "acquire", e))
+        })
+        .await?;
+        Ok(ms.max(0) as u64)
+    }
+
+    /// Waits on the key's channel until granted or `deadline` (see the module's doc).
+    async fn acquire_subscribed(
+        &self,
+        key: &str,
+        ttl: Duration,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<Lease>, LockError> {
+        use futures::StreamExt as _;
+        let mut slot = self.subscriber.lock().await;
+        if slot.is_none() {
+            let opened = tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub())
+                .await
+                .map_err(|_| LockError::server("redis", "subscribe", "no connection in time"))?
+                .map_err(|e| LockError::server("redis", "subscribe", e))?;
+            *slot = Some(opened);
+        }
+        let pubsub = slot.as_mut().expect("opened above");
+        let channel = self.channel(key);
+        let subscribed = timed("redis", "subscribe", self.timeout, async {
+            pubsub
+                .subscribe(&channel)
+                .await
+                .map_err(|e| LockError::server("redis", "subscribe", e))
+        })
+        .await;
+        if let Err(e) = subscribed {
+            // A connection that failed once (a restarted server) is opened again next time.
+            *slot = None;
+            return Err(e);
+        }
+        let mut closed = false;
+        let outcome = async {
+            loop {
+                // Tried after subscribing, so a release between the first try and the
+                // subscription is not missed.
+                if let Some(lease) = self.try_acquire(key, ttl).await? {
+                    return Ok(Some(lease));
+                }
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
+                    return Ok(None);
+                }
+                // The holder's TTL bounds the wait for a message it may never send.
+                let left = Duration::from_millis(self.ttl_left(key).await?.max(1));
+                let wait = left.min(deadline - now);
+                if closed {
+                    // The subscriber connection is gone: poll until the wait ends.
+                    tokio::time::sleep(wait.min(Duration::from_millis(20))).await;
+                    continue;
+                }
+                let mut messages = pubsub.on_message();
+                if let Ok(None) = tokio::time::timeout(wait, messages.next()).await {
+                    closed = true;
+                }
+            }
+        }
+        .await;
+        // A subscriber left subscribed would wake on every later release of the key.
+        let unsubscribed = timed("redis", "unsubscribe", self.timeout, async {
+            pubsub
+                .unsubscribe(&channel)
+                .await
+                .map_err(|e| LockError::server("redis", "unsubscribe", e))
+        })
+        .await;
+        if closed || unsubscribed.is_err() {
+            *slot = None;
+        }
+        outcome
     }
 
     fn key(&self, key: &str) -> String {
@@ -116,7 +233,7 @@ impl LockBackend for RedisLock {
             },
             native_ttl: true,
             wait_queue: false,
-            native_wait: false,
+            native_wait: true,
             scope: LockScope::Key,
         }
     }
@@ -160,6 +277,22 @@ impl LockBackend for RedisLock {
         }))
     }
 
+    async fn acquire(
+        &self,
+        key: &str,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Result<Option<Lease>, LockError> {
+        let deadline = tokio::time::Instant::now() + wait;
+        if let Some(lease) = self.try_acquire(key, ttl).await? {
+            return Ok(Some(lease));
+        }
+        if wait.is_zero() {
+            return Ok(None);
+        }
+        self.acquire_subscribed(key, ttl, deadline).await
+    }
+
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, LockError> {
         let mut conn = self.conn.clone();
         let done: i64 = timed("redis", "renew", self.timeout, async {
@@ -177,10 +310,17 @@ impl LockBackend for RedisLock {
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
         let mut conn = self.conn.clone();
+        // The lease's key is the namespaced lock key; its channel is named after the logical key.
+        let logical = lease
+            .key
+            .strip_prefix(&format!("{}:lock:", self.namespace))
+            .unwrap_or(&lease.key);
+        let channel = self.channel(logical);
         let done: i64 = timed("redis", "release", self.timeout, async {
             self.release
                 .key(&lease.key)
                 .arg(&lease.token)
+                .arg(&channel)
                 .invoke_async(&mut conn)
                 .await
                 .map_err(|e| LockError::server("redis", "release", e))
