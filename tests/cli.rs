@@ -761,12 +761,8 @@ fn faults_flags_are_checked() {
     check(&["--ttl", "10ms"], &["--ttl", "expected 200ms to 60s"]);
     check(&["--seed", "abc"], &["--seed"]);
     check(
-        &["--scenario", "partition"],
-        &[
-            "--scenario",
-            "unknown scenario \"partition\"",
-            "pause/naive",
-        ],
+        &["--scenario", "flood"],
+        &["--scenario", "unknown scenario \"flood\"", "pause/naive"],
     );
     check(&["--backend", "nosuch"], &["--backend", "unknown backend"]);
     check(
