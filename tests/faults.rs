@@ -440,11 +440,16 @@ fn a_partitioned_holder_with_a_give_up_deadline_stops_before_the_lock_passes_and
         "{naive}"
     );
     assert_left_nothing(&record, pid);
-    // Its namespace, veth and subnet claim are gone too.
+    // Its namespace (lbf-RUNID...) and veth pair (lbfRUNIDh/n, six characters of it) are gone
+    // too; another lab's may exist.
+    let run = record["namespace"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("lockbench-faults-");
     let namespaces = output("ip", &["netns", "list"]);
-    assert!(!namespaces.contains("lbf-"), "{namespaces}");
+    assert!(!namespaces.contains(&format!("lbf-{run}")), "{namespaces}");
     let links = output("ip", &["-o", "link", "show"]);
-    assert!(!links.contains(": lbf"), "{links}");
+    assert!(!links.contains(&format!(": lbf{}", &run[..6])), "{links}");
 }
 
 #[test]

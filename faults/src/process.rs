@@ -16,6 +16,8 @@ use crate::worker::AnyPlan;
 pub struct WorkerProcess {
     name: String,
     child: Child,
+    /// Open after the plan, for the `go` line.
+    stdin: Option<tokio::process::ChildStdin>,
     lines: tokio::io::Lines<BufReader<ChildStdout>>,
 }
 
@@ -54,18 +56,34 @@ impl WorkerProcess {
             .spawn()
             .map_err(|e| FaultError::Worker(format!("starting {}: {e}", exe.display())))?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
-        let json = serde_json::to_vec(plan).expect("a plan serialises");
+        let mut json = serde_json::to_vec(plan).expect("a plan serialises");
+        json.push(b'\n');
         stdin
             .write_all(&json)
             .await
             .map_err(|e| FaultError::Worker(format!("{name}: sending its plan: {e}")))?;
-        drop(stdin);
         let stdout = child.stdout.take().expect("stdout is piped");
         Ok(WorkerProcess {
             name,
             child,
+            stdin: Some(stdin),
             lines: BufReader::new(stdout).lines(),
         })
+    }
+
+    /// Tells a worker that waits for it to go on, waiting at most `wait` for the lock.
+    pub async fn go(&mut self, wait: Duration) -> Result<(), FaultError> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| FaultError::Worker(format!("{}: told to go twice", self.name)))?;
+        stdin
+            .write_all(format!("go {}\n", wait.as_millis()).as_bytes())
+            .await
+            .and(stdin.flush().await)
+            .map_err(|e| FaultError::Worker(format!("{}: telling it to go: {e}", self.name)))?;
+        self.stdin = None;
+        Ok(())
     }
 
     /// The worker's process id.

@@ -168,15 +168,26 @@ impl Resource {
         Ok(row.get::<Option<bool>, _>(0))
     }
 
-    /// Logs the end of a critical section.
+    /// Logs the end of a critical section, now.
     pub async fn end(&mut self, trial: &str, worker: &str, detail: &str) -> Result<(), FaultError> {
+        self.end_at(trial, worker, detail, monotonic_ns()).await
+    }
+
+    /// Logs the end of a critical section that ended at `t_ns` (the machine's monotonic clock).
+    pub async fn end_at(
+        &mut self,
+        trial: &str,
+        worker: &str,
+        detail: &str,
+        t_ns: i64,
+    ) -> Result<(), FaultError> {
         let s = &self.schema;
         sqlx::query(AssertSqlSafe(format!(
             "INSERT INTO {s}.log (trial, worker, event, t_ns, detail) VALUES ($1, $2, 'end', $3, $4)"
         )))
         .bind(trial)
         .bind(worker)
-        .bind(monotonic_ns())
+        .bind(t_ns)
         .bind(detail)
         .execute(&mut self.conn)
         .await

@@ -130,12 +130,18 @@ impl FaultLab {
             key: key.to_string(),
             ttl_ms: ttl.as_millis() as u64,
             wait_ms: wait.as_millis() as u64,
+            wait_for_go: worker == CONTENDER,
             writes,
             write_every_ms: every.as_millis() as u64,
             check: variant.check(),
         };
         let connect = config.connect_timeout + Duration::from_secs(10);
         let exe = self.options.worker_exe.clone();
+        // The contender first: its start-up (a process, two connections) then cannot eat into the
+        // holder's job; it asks for the lock when told to, just after the holder's grant.
+        let mut contender =
+            WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(plan(CONTENDER, ttl))).await?;
+        contender.expect("connected", connect).await?;
         let prefix = kit.partition.as_ref().map_or(Vec::new(), |p| p.ns.prefix());
         let mut holder =
             WorkerProcess::spawn_in(&prefix, &exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2)))
@@ -160,12 +166,10 @@ impl FaultLab {
             None => Duration::ZERO,
         };
         let longest = fault + granted_ttl + job * 2 + Duration::from_secs(5);
-        let mut contender =
-            WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(plan(CONTENDER, longest))).await?;
-        contender.expect("connected", connect).await?;
+        contender.go(longest).await?;
         // The fault begins somewhere in the first third of the job, by the seed. A pause begins
-        // as the holder says it finished a write (read as it is said, not from a backlog), so
-        // that the stop falls in its sleep before the next write.
+        // as the holder says it finished a write (read as it is said: the lab is waiting on the
+        // line), so that the stop falls in its sleep before the next write.
         let after = rng.random_range(2..=WRITES / 3);
         if variant.pause_factor().is_some() || variant.partitions() {
             loop {
@@ -288,19 +292,21 @@ impl FaultLab {
             key: key.to_string(),
             ttl_ms: ttl.as_millis() as u64,
             wait_ms: longest.as_millis() as u64,
+            wait_for_go: true,
             writes: WRITES,
             write_every_ms: every.as_millis() as u64,
             check: Check::AtRelease,
         };
         let exe = self.options.worker_exe.clone();
         let connect = config.connect_timeout + Duration::from_secs(10);
-        let mut pool = WorkerProcess::spawn(&exe, "pool", &AnyPlan::Pool(pool_plan)).await?;
-        pool.expect("connected", connect).await?;
         let mut contender =
             WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(contender_plan)).await?;
         contender.expect("connected", connect).await?;
+        let mut pool = WorkerProcess::spawn(&exe, "pool", &AnyPlan::Pool(pool_plan)).await?;
+        pool.expect("connected", connect).await?;
         let start_ns = monotonic_ns();
         pool.expect("granted holder", connect).await?;
+        contender.go(longest).await?;
         // The jobs are done (job 2 granted or not): what the idle pooled session still holds.
         loop {
             if pool.next_step(job * 3 + connect).await? == "idle" {

@@ -98,6 +98,10 @@ pub struct WorkerPlan {
     pub ttl_ms: u64,
     /// How long to wait for the lock, ms (errors meanwhile are retried, as a retry worker does).
     pub wait_ms: u64,
+    /// Wait for the lab's `go <wait_ms>` line on stdin before acquiring (a contender, started
+    /// before the holder so that its start-up cannot eat into the holder's job); the wait in the
+    /// line replaces `wait_ms`.
+    pub wait_for_go: bool,
     /// Writes in the job.
     pub writes: u32,
     /// Time between writes, ms.
@@ -117,6 +121,24 @@ async fn release(backend: &dyn LockBackend, lease: &lockbench_locks::Lease) -> &
         }
     }
     "release-failed"
+}
+
+/// Waits for the lab's `go <wait_ms>` on stdin (the plan came before it, on its own line).
+async fn go() -> Result<u64, FaultError> {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut line = String::new();
+    tokio::io::BufReader::new(tokio::io::stdin())
+        .read_line(&mut line)
+        .await
+        .map_err(|e| FaultError::Worker(format!("reading the lab's go: {e}")))?;
+    line.trim()
+        .strip_prefix("go ")
+        .and_then(|ms| ms.parse().ok())
+        .ok_or_else(|| {
+            FaultError::Worker(format!(
+                "expected \"go <wait_ms>\" from the lab, got {line:?}"
+            ))
+        })
 }
 
 /// One line to the lab.
@@ -165,8 +187,13 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     .await?;
     let backend: Arc<dyn LockBackend> = Arc::from(lockbench_locks::connect(&config).await?);
     say("connected");
+    let wait_ms = if plan.wait_for_go {
+        go().await?
+    } else {
+        plan.wait_ms
+    };
     let ttl = Duration::from_millis(plan.ttl_ms);
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(plan.wait_ms);
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
     let lease = loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match backend.acquire(&plan.key, ttl, left).await {
@@ -220,11 +247,16 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     if let Some(h) = heartbeat {
         h.stop();
     }
+    // The critical section ends when the job decides to release, before the release reaches
+    // the server: a contender granted by the release must not seem to overlap it.
+    let ended = crate::clock::monotonic_ns();
     let how = match how {
         Some(how) => how,
         None => release(backend.as_ref(), &lease).await,
     };
-    resource.end(&plan.trial, &plan.worker, how).await?;
+    resource
+        .end_at(&plan.trial, &plan.worker, how, ended)
+        .await?;
     say(&format!("done {how}"));
     let _ = backend.close().await;
     resource.close().await;

@@ -121,12 +121,21 @@ fn write_results(mut out: ResultsDir, command: &FaultsCommand, output: &LabOutpu
     shared::commit(out, manifest)
 }
 
-/// `lockbench fault-worker`: the plan is JSON on stdin (passwords never on a command line).
+/// `lockbench fault-worker`: the plan is one line of JSON on stdin (passwords never on a command
+/// line); a contender then waits for the lab's `go` line on the same stdin.
 pub fn worker() -> Result<ExitCode> {
+    // Byte by byte, so that nothing after the plan's line is taken from stdin here.
     let mut input = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut input)
-        .context("reading the worker's plan on stdin")?;
+    let mut byte = [0u8; 1];
+    let mut stdin = std::io::stdin();
+    while stdin
+        .read(&mut byte)
+        .context("reading the worker's plan on stdin")?
+        == 1
+        && byte[0] != b'\n'
+    {
+        input.push(byte[0]);
+    }
     let plan: AnyPlan = serde_json::from_slice(&input).context(
         "fault-worker is started by `lockbench faults`, which sends its plan as JSON on stdin",
     )?;
