@@ -36,8 +36,9 @@ pub enum Command {
     /// every reachable backend, replay each spec's incident_profile live when Postgres is
     /// reachable, and write the report.
     Run(MainJobArgs),
-    /// Inject faults (a paused holder, a Redis restart) into processes and servers lockbench
-    /// starts itself, and measure overlaps, stale writes and what fencing did.
+    /// Inject faults (pauses, restarts, clock jumps, pool leaks, partitions) into processes,
+    /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
+    /// what fencing did.
     Faults(FaultsArgs),
     /// One worker of a fault-lab trial (started by `faults`; reads its plan on stdin).
     #[command(hide = true)]
@@ -331,11 +332,11 @@ pub struct MainJobArgs {
 /// `lockbench faults`.
 #[derive(Debug, Args)]
 pub struct FaultsArgs {
-    /// Backend configuration; the protected resource is a table in its pg-session Postgres.
+    /// Backend configuration; the protected resource is a schema in its pg-session Postgres.
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,
-    /// Scenario (pause, restart) or one variant (pause/naive, restart/aof-always ...); repeat for
-    /// several (default: all).
+    /// Scenario (pause, restart, redlock, pool-leak, partition, clock-jump) or one variant
+    /// (pause/naive, restart/aof-always ...; docs/FAULTS.md); repeat for several (default: all).
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,
     /// Backend to inject faults into; repeat for several (default: every backend in the config
