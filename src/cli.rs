@@ -33,8 +33,8 @@ pub enum Command {
     /// Show what changed between two sets of results (staging before and after a change).
     Compare(CompareArgs),
     /// The main job: simulate every spec and derive its TTL (pricing its current_ttl), benchmark
-    /// every reachable backend, replay each spec's incident_profile live when Postgres is
-    /// reachable, and write the report.
+    /// every reachable backend, run a short fault matrix on them, replay each spec's
+    /// incident_profile live when Postgres is reachable, and write the report.
     Run(MainJobArgs),
     /// Inject faults (pauses, restarts, clock jumps, pool leaks, partitions) into processes,
     /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
@@ -315,7 +315,8 @@ pub struct MainJobArgs {
     /// Backend configuration (server URLs, namespace, timeouts).
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,
-    /// Fewer replays, shorter benchmarks and fewer live runs: about half a minute in all.
+    /// Fewer replays, shorter benchmarks, one trial of six fault cells and fewer live runs: about
+    /// a minute in all.
     #[arg(long)]
     pub quick: bool,
     /// Where everything goes (default results/run-TIMESTAMP); it must not exist or be empty.
