@@ -188,8 +188,11 @@ impl FaultLab {
             trials: Vec::new(),
             events: Vec::new(),
         };
-        let mut rng = rand::rngs::StdRng::seed_from_u64(self.options.seed);
         for (index, (variant, config)) in cells.into_iter().enumerate() {
+            // Each cell's timing from the seed and the cell alone, whichever others were chosen.
+            let mut rng = rand::rngs::StdRng::seed_from_u64(
+                self.options.seed ^ cell_hash(&variant.label(), config.kind.name()),
+            );
             match self
                 .run_cell(index, variant, &config, &mut rng, progress)
                 .await
@@ -309,7 +312,7 @@ impl FaultLab {
             keys.push(key.clone());
             // Keys on a private server go with it; the shared servers' are removed at the end
             // even when the run is interrupted.
-            if kit.servers.is_empty() {
+            if kit.servers.is_empty() && kit.postgres.is_none() && kit.zookeeper.is_none() {
                 self.used.push((config.clone(), key.clone()));
             }
             let id = format!("{}:{}:{trial}", variant.label(), config.kind.name());
@@ -406,6 +409,16 @@ impl FaultLab {
         self.resource.close().await;
         dropped
     }
+}
+
+/// FNV-1a of a cell's name: its share of the seed.
+fn cell_hash(label: &str, backend: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in label.bytes().chain([b'@']).chain(backend.bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
 }
 
 /// A directory the lab wrote, removed when dropped (at the end, after an error, on Ctrl-C).

@@ -19,47 +19,67 @@ pub struct Namespace {
     claim: PathBuf,
 }
 
-/// Claims a free 10.213.K.0/30 for this process: a file `lockbench-faults-subnet-K` created
-/// exclusively in the temporary directory, holding the claimer's pid; a claim whose process is
-/// gone is taken over.
+/// True when some interface already has an address in 10.213.`k`.0/30 (a namespace a killed lab
+/// left behind, say): that /30 is not free, whoever claimed it.
+fn in_use(k: u8) -> bool {
+    Command::new("ip")
+        .args([
+            "-o",
+            "-4",
+            "addr",
+            "show",
+            "to",
+            &format!("10.213.{k}.0/30"),
+        ])
+        .output()
+        .map_or(true, |o| !o.stdout.is_empty())
+}
+
+/// Claims a free 10.213.K.0/30 for this process: a file `lockbench-faults-subnet-K` in the
+/// temporary directory holding the claimer's pid, put in place whole by a hard link (which fails
+/// if the file exists); a claim whose process is gone is taken over; a /30 an interface already
+/// uses is skipped.
 fn claim_subnet() -> Result<(u8, PathBuf), FaultError> {
     let pid = std::process::id().to_string();
-    for k in 0..=255u8 {
-        let path = std::env::temp_dir().join(format!("lockbench-faults-subnet-{k}"));
+    let temp = std::env::temp_dir();
+    let mine = temp.join(format!("lockbench-faults-subnet-claim-{pid}"));
+    std::fs::write(&mine, &pid)
+        .map_err(|e| FaultError::Server(format!("{}: {e}", mine.display())))?;
+    let claimed = (0..=255u8).find_map(|k| {
+        let path = temp.join(format!("lockbench-faults-subnet-{k}"));
         for _ in 0..2 {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(mut file) => {
-                    std::io::Write::write_all(&mut file, pid.as_bytes())
-                        .map_err(|e| FaultError::Server(format!("{}: {e}", path.display())))?;
-                    return Ok((k, path));
+            match std::fs::hard_link(&mine, &path) {
+                Ok(()) if in_use(k) => {
+                    let _ = std::fs::remove_file(&path);
+                    return None;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                Ok(()) => return Some((k, path)),
+                Err(_) => {
                     let owner = std::fs::read_to_string(&path).unwrap_or_default();
-                    let alive = !owner.is_empty()
-                        && std::path::Path::new(&format!("/proc/{}", owner.trim())).exists();
+                    let alive = owner.trim().is_empty()
+                        || std::path::Path::new(&format!("/proc/{}", owner.trim())).exists();
                     if alive {
-                        break;
+                        return None;
                     }
                     let _ = std::fs::remove_file(&path);
                 }
-                Err(e) => return Err(FaultError::Server(format!("{}: {e}", path.display()))),
             }
         }
-    }
-    Err(FaultError::Server(
-        "every 10.213.K.0/30 is claimed by a running lab".to_string(),
-    ))
+        None
+    });
+    let _ = std::fs::remove_file(&mine);
+    claimed.ok_or_else(|| {
+        FaultError::Server("no 10.213.K.0/30 is free (every one is claimed or in use)".to_string())
+    })
 }
 
 const TABLE: &str = "lockbench_partition";
 
+/// Runs `args` (an `ip` or `nft` command), bounded by 10 s (coreutils' `timeout`).
 fn run(args: &[&str]) -> Result<(), FaultError> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
+    let out = Command::new("timeout")
+        .arg("10")
+        .args(args)
         .output()
         .map_err(|e| FaultError::Server(format!("{}: {e}", args.join(" "))))?;
     if out.status.success() {

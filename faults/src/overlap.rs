@@ -79,12 +79,14 @@ pub fn figures(log: &[LoggedEvent], holder: &str, contender: &str) -> Option<Tri
     let zero = h.grant;
     let overlap_ns = overlap(log);
     // A write is stale when another worker was granted the lock after its writer was, and before
-    // it. The fence can only refuse it if the new holder has presented its token by then, which
-    // its grant event does at once.
+    // it, in the order the resource applied them (its `seq`: the fence decides in that order,
+    // and a write stamped before a grant can still reach the resource after it). The fence can
+    // only refuse it if the new holder has presented its token by then, which its grant event
+    // does at once.
     let grants: Vec<(&str, i64)> = log
         .iter()
         .filter(|e| e.event == Event::Grant)
-        .map(|e| (e.worker.as_str(), e.t_ns))
+        .map(|e| (e.worker.as_str(), e.seq))
         .collect();
     let own_grant = |worker: &str| grants.iter().find(|(w, _)| *w == worker).map(|g| g.1);
     let is_stale = |e: &LoggedEvent| {
@@ -93,7 +95,7 @@ pub fn figures(log: &[LoggedEvent], holder: &str, contender: &str) -> Option<Tri
         };
         grants
             .iter()
-            .any(|(w, t)| *w != e.worker && *t > mine && *t < e.t_ns)
+            .any(|(w, seq)| *w != e.worker && *seq > mine && *seq < e.seq)
     };
     let writes: Vec<&LoggedEvent> = log
         .iter()
@@ -140,6 +142,7 @@ mod tests {
         ok: Option<bool>,
     ) -> LoggedEvent {
         LoggedEvent {
+            seq: ms,
             worker: worker.to_string(),
             event,
             t_ns: ms * 1_000_000,
@@ -234,6 +237,21 @@ mod tests {
         let f = figures(&log, "holder", "contender").unwrap();
         // 300..1000 (the pool's two jobs), then 1200..1300 (the second job and the contender).
         assert!((f.overlap_s - 0.8).abs() < 1e-9, "{f:?}");
+    }
+
+    #[test]
+    fn a_write_stamped_before_a_grant_but_applied_after_it_is_stale() {
+        let mut late = ev("holder", Event::Write, 499, Some(5), Some(false));
+        late.seq = 501;
+        let log = vec![
+            ev("holder", Event::Grant, 0, Some(5), Some(true)),
+            ev("contender", Event::Grant, 500, Some(6), Some(true)),
+            late,
+        ];
+        let f = figures(&log, "holder", "contender").unwrap();
+        assert_eq!(f.stale_writes, 1);
+        assert_eq!(f.stale_rejected, Some(1));
+        assert_eq!(f.legitimate_rejected, Some(0));
     }
 
     #[test]

@@ -166,7 +166,11 @@ pub async fn run_pool(plan: PoolPlan) -> Result<(), FaultError> {
     let mut pool = PgPoolOptions::new()
         .max_connections(1)
         .min_connections(1)
-        .acquire_timeout(Duration::from_secs(30));
+        // Job 2 may wait for job 1's connection through its whole job (xact).
+        .acquire_timeout(
+            Duration::from_millis(plan.write_every_ms * u64::from(plan.writes) * 2)
+                + Duration::from_secs(10),
+        );
     if plan.mode == PoolMode::UnlockAll {
         pool = pool.after_release(|conn, _| {
             Box::pin(async move {
@@ -192,9 +196,8 @@ pub async fn run_pool(plan: PoolPlan) -> Result<(), FaultError> {
         )
         .await
     };
-    let (a, b) = tokio::join!(first, second);
-    a?;
-    b?;
+    // A failed job 1 ends the process at once (job 2 would wait for it forever).
+    tokio::try_join!(first, second)?;
     say("idle");
     tokio::time::sleep(Duration::from_millis(plan.linger_ms)).await;
     pool.close().await;

@@ -111,8 +111,11 @@ impl PrivatePostgres {
             .gid(gid)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .output()
+            .kill_on_drop(true)
+            .output();
+        let init = tokio::time::timeout(Duration::from_secs(30), init)
             .await
+            .map_err(|_| fail("initdb did not finish within 30s"))?
             .map_err(|e| fail(format!("initdb: {e}")))?;
         if !init.status.success() {
             return Err(fail(format!(
@@ -154,7 +157,11 @@ impl PrivatePostgres {
         server.child = Some(child);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
         loop {
-            if sqlx::PgConnection::connect(&server.url()).await.is_ok() {
+            let attempt = tokio::time::timeout(
+                Duration::from_secs(2),
+                sqlx::PgConnection::connect(&server.url()),
+            );
+            if let Ok(Ok(_)) = attempt.await {
                 return Ok(server);
             }
             if tokio::time::Instant::now() > deadline {
@@ -201,9 +208,15 @@ fn quit(child: &Child) {
 
 impl Drop for PrivatePostgres {
     fn drop(&mut self) {
-        if let Some(child) = &self.child {
+        if let Some(child) = &mut self.child {
             quit(child);
-            std::thread::sleep(Duration::from_millis(200));
+            // Gone (its backends with it) before its directory is removed: 3 s at most, then
+            // SIGKILL.
+            let deadline = std::time::Instant::now() + Duration::from_secs(3);
+            while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.start_kill();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }

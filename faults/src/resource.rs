@@ -48,6 +48,8 @@ impl Event {
 /// One logged event, as read back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoggedEvent {
+    /// The order the resource applied it in (the fence decides in this order, not by `t_ns`).
+    pub seq: i64,
     /// `holder` or `contender`.
     pub worker: String,
     /// What happened.
@@ -77,6 +79,19 @@ pub fn schema_name(namespace: &str, run_id: &str) -> String {
     )
 }
 
+/// Every statement on the resource is bounded.
+const STATEMENT: Duration = Duration::from_secs(10);
+
+async fn bounded<T>(
+    what: &str,
+    future: impl std::future::Future<Output = Result<T, sqlx::Error>>,
+) -> Result<T, FaultError> {
+    tokio::time::timeout(STATEMENT, future)
+        .await
+        .map_err(|_| FaultError::Resource(format!("{what}: no answer within {STATEMENT:?}")))?
+        .map_err(|e| FaultError::Resource(format!("{what}: {e}")))
+}
+
 fn resource_error(url: &str, e: impl std::fmt::Display) -> FaultError {
     FaultError::Resource(format!(
         "Postgres at {}: {e}; start the local servers with scripts/services.sh up, or fix [backends.pg-session] in the config",
@@ -100,8 +115,10 @@ impl Resource {
     /// Creates the run's schema and tables (the lab, once per run).
     pub async fn create(&mut self) -> Result<(), FaultError> {
         let s = &self.schema;
-        sqlx::raw_sql(AssertSqlSafe(format!(
-            "DROP SCHEMA IF EXISTS {s} CASCADE;
+        bounded(
+            &format!("creating schema {s}"),
+            sqlx::raw_sql(AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS {s} CASCADE;
              CREATE SCHEMA {s};
              CREATE TABLE {s}.log (
                  seq bigserial PRIMARY KEY,
@@ -114,20 +131,22 @@ impl Resource {
                  detail text NOT NULL DEFAULT '');
              CREATE INDEX ON {s}.log (trial);
              CREATE TABLE {s}.fence (trial text PRIMARY KEY, highest bigint NOT NULL);"
-        )))
-        .execute(&mut self.conn)
-        .await
-        .map_err(|e| FaultError::Resource(format!("creating schema {s}: {e}")))?;
+            )))
+            .execute(&mut self.conn),
+        )
+        .await?;
         Ok(())
     }
 
     /// Drops the run's schema and everything in it.
     pub async fn drop_schema(&mut self) -> Result<(), FaultError> {
         let s = &self.schema;
-        sqlx::raw_sql(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {s} CASCADE")))
-            .execute(&mut self.conn)
-            .await
-            .map_err(|e| FaultError::Resource(format!("dropping schema {s}: {e}")))?;
+        bounded(
+            &format!("dropping schema {s}"),
+            sqlx::raw_sql(AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {s} CASCADE")))
+                .execute(&mut self.conn),
+        )
+        .await?;
         Ok(())
     }
 
@@ -145,8 +164,10 @@ impl Resource {
         let t_ns = monotonic_ns();
         // The fence row accepts a token at least as high as the highest it has seen, atomically
         // (the conflict update takes the row lock); a write without a token is not offered.
-        let row = sqlx::query(AssertSqlSafe(format!(
-            "WITH f AS (
+        let row = bounded(
+            &format!("writing to {s}.log"),
+            sqlx::query(AssertSqlSafe(format!(
+                "WITH f AS (
                  INSERT INTO {s}.fence AS x (trial, highest)
                  SELECT $1, $4::bigint WHERE $4::bigint IS NOT NULL
                  ON CONFLICT (trial) DO UPDATE SET highest = EXCLUDED.highest
@@ -156,15 +177,15 @@ impl Resource {
              VALUES ($1, $2, $3, $5, $4::bigint,
                      CASE WHEN $4::bigint IS NULL THEN NULL ELSE EXISTS (SELECT 1 FROM f) END)
              RETURNING fenced_ok"
-        )))
-        .bind(trial)
-        .bind(worker)
-        .bind(event.as_str())
-        .bind(token)
-        .bind(t_ns)
-        .fetch_one(&mut self.conn)
-        .await
-        .map_err(|e| FaultError::Resource(format!("writing to {s}.log: {e}")))?;
+            )))
+            .bind(trial)
+            .bind(worker)
+            .bind(event.as_str())
+            .bind(token)
+            .bind(t_ns)
+            .fetch_one(&mut self.conn),
+        )
+        .await?;
         Ok(row.get::<Option<bool>, _>(0))
     }
 
@@ -182,30 +203,30 @@ impl Resource {
         t_ns: i64,
     ) -> Result<(), FaultError> {
         let s = &self.schema;
-        sqlx::query(AssertSqlSafe(format!(
+        bounded(&format!("writing to {s}.log"), sqlx::query(AssertSqlSafe(format!(
             "INSERT INTO {s}.log (trial, worker, event, t_ns, detail) VALUES ($1, $2, 'end', $3, $4)"
         )))
         .bind(trial)
         .bind(worker)
         .bind(t_ns)
         .bind(detail)
-        .execute(&mut self.conn)
-        .await
-        .map_err(|e| FaultError::Resource(format!("writing to {s}.log: {e}")))?;
+        .execute(&mut self.conn)).await?;
         Ok(())
     }
 
     /// A trial's log, in time order.
     pub async fn trial_log(&mut self, trial: &str) -> Result<Vec<LoggedEvent>, FaultError> {
         let s = &self.schema;
-        let rows = sqlx::query(AssertSqlSafe(format!(
-            "SELECT worker, event, t_ns, token, fenced_ok, detail FROM {s}.log
+        let rows = bounded(
+            &format!("reading {s}.log"),
+            sqlx::query(AssertSqlSafe(format!(
+                "SELECT worker, event, t_ns, token, fenced_ok, detail, seq FROM {s}.log
              WHERE trial = $1 ORDER BY t_ns, seq"
-        )))
-        .bind(trial)
-        .fetch_all(&mut self.conn)
-        .await
-        .map_err(|e| FaultError::Resource(format!("reading {s}.log: {e}")))?;
+            )))
+            .bind(trial)
+            .fetch_all(&mut self.conn),
+        )
+        .await?;
         rows.iter()
             .map(|r| {
                 let event: String = r.get(1);
@@ -218,6 +239,7 @@ impl Resource {
                     token: r.get::<Option<i64>, _>(3).map(|t| t as u64),
                     fenced_ok: r.get(4),
                     detail: r.get(5),
+                    seq: r.get(6),
                 })
             })
             .collect()
@@ -226,14 +248,16 @@ impl Resource {
     /// Advisory locks granted to the sessions named `application_name` (what `pg_locks` shows
     /// an operator of a pool whose idle connection still holds one).
     pub async fn advisory_locks_of(&mut self, application_name: &str) -> Result<u64, FaultError> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+        let n: i64 = bounded(
+            "reading pg_locks",
+            sqlx::query_scalar(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
              WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = $1",
+            )
+            .bind(application_name)
+            .fetch_one(&mut self.conn),
         )
-        .bind(application_name)
-        .fetch_one(&mut self.conn)
-        .await
-        .map_err(|e| FaultError::Resource(format!("reading pg_locks: {e}")))?;
+        .await?;
         Ok(n as u64)
     }
 

@@ -13,8 +13,8 @@ pub enum Variant {
     /// The holder is stopped for 2 x TTL; after SIGCONT it writes once, then checks its lease.
     PauseNaive,
     /// A heartbeat renews every TTL/3 and gives up after 2/3 TTL without one; the holder is
-    /// stopped for TTL/4, which never reaches the give-up deadline whenever the stop begins (the
-    /// last renewal is at most TTL/3 old).
+    /// stopped for TTL/6, which never reaches the give-up deadline whenever the stop begins (the
+    /// last renewal is at most TTL/3 old: TTL/6 of margin).
     PauseHeartbeatShort,
     /// As above, stopped for 1.5 x TTL: longer than any time left on the lease.
     PauseHeartbeatLong,
@@ -223,7 +223,7 @@ impl Variant {
     pub fn pause_factor(self) -> Option<f64> {
         match self {
             Variant::PauseNaive => Some(2.0),
-            Variant::PauseHeartbeatShort => Some(0.25),
+            Variant::PauseHeartbeatShort => Some(1.0 / 6.0),
             Variant::PauseHeartbeatLong => Some(1.5),
             _ => None,
         }
@@ -256,7 +256,7 @@ impl Variant {
         };
         match self {
             Variant::PauseNaive => "holder process SIGSTOPped for 2 x TTL then SIGCONTed; it writes once, then renews (token-checked)".to_string(),
-            Variant::PauseHeartbeatShort => "heartbeat every TTL/3, give-up after 2/3 TTL; holder SIGSTOPped for TTL/4 (never reaches the give-up deadline)".to_string(),
+            Variant::PauseHeartbeatShort => "heartbeat every TTL/3, give-up after 2/3 TTL; holder SIGSTOPped for TTL/6 (never reaches the give-up deadline)".to_string(),
             Variant::PauseHeartbeatLong => "heartbeat every TTL/3, give-up after 2/3 TTL; holder SIGSTOPped for 1.5 x TTL (more than any time left on the lease)".to_string(),
             Variant::Restart(_) => format!("private redis-server ({persistence}) SIGKILLed while the lock is held, restarted at once on the same port"),
             Variant::RestartPowerLoss => "private redis-server (appendfsync everysec) SIGKILLed; its AOF replaced by a copy taken before the acquisition (a power loss), then restarted".to_string(),

@@ -93,7 +93,8 @@ async fn pong(ip: Ipv4Addr, port: u16) -> bool {
         return false;
     }
     let mut reply = [0u8; 7];
-    stream.read_exact(&mut reply).await.is_ok() && &reply == b"+PONG\r\n"
+    let read = tokio::time::timeout(Duration::from_millis(500), stream.read_exact(&mut reply));
+    matches!(read.await, Ok(Ok(_))) && &reply == b"+PONG\r\n"
 }
 
 impl PrivateRedis {
@@ -156,6 +157,10 @@ impl PrivateRedis {
             "no",
             "--logfile",
             "redis.log",
+            // Keep the command line (its --dir names the lab): a process list then tells whose
+            // server it is.
+            "--set-proc-title",
+            "no",
         ];
         args.extend(self.persistence.args());
         let mut command = Command::new(&self.binary);

@@ -50,10 +50,13 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
                 fenced(c),
                 c.legitimate_rejected_by_fence
                     .map_or("no token".to_string(), |n| n.to_string()),
-                if c.contender_timed_out == c.trials {
-                    "never".to_string()
-                } else {
-                    seconds_pair(c.recovery_p50_s, c.recovery_max_s)
+                match c.contender_timed_out {
+                    0 => seconds_pair(c.recovery_p50_s, c.recovery_max_s),
+                    n if n == c.trials => "never".to_string(),
+                    n => format!(
+                        "{} ({n} never)",
+                        seconds_pair(c.recovery_p50_s, c.recovery_max_s)
+                    ),
                 },
                 c.expected.clone(),
             ]

@@ -29,13 +29,14 @@ pub struct Lane {
     pub writes: Vec<(f64, Mark)>,
 }
 
-/// One trial: the fault window and its two lanes.
+/// One trial: the fault window and a lane per worker (holder and contender; a pool leak's two
+/// jobs and its contender).
 #[derive(Clone, Debug)]
 pub struct TrialLanes {
     /// The fault's start and end.
     pub fault: (f64, f64),
-    /// Holder, then contender.
-    pub lanes: [Lane; 2],
+    /// The workers, in the order they were granted the lock.
+    pub lanes: Vec<Lane>,
 }
 
 /// The chart.
@@ -51,7 +52,7 @@ const STALE: RGBColor = RGBColor(255, 127, 14);
 
 impl Chart for FaultTimeline {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let lanes = (self.trials.len() * 2) as f64;
+        let lanes = self.trials.iter().map(|t| t.lanes.len()).sum::<usize>() as f64;
         let x_max = self
             .trials
             .iter()
@@ -82,9 +83,11 @@ impl Chart for FaultTimeline {
             .map_err(err)?;
         // Lanes from the top: the first trial's holder highest.
         let lane_y = |i: usize| lanes - i as f64 - 0.5;
-        for (t, trial) in self.trials.iter().enumerate() {
-            let top = lane_y(2 * t) + 0.5;
-            let bottom = lane_y(2 * t + 1) - 0.5;
+        let mut first = 0;
+        for trial in &self.trials {
+            let count = trial.lanes.len();
+            let top = lane_y(first) + 0.5;
+            let bottom = lane_y(first + count - 1) - 0.5;
             chart
                 .draw_series([Rectangle::new(
                     [(trial.fault.0, bottom), (trial.fault.1, top)],
@@ -92,8 +95,10 @@ impl Chart for FaultTimeline {
                 )])
                 .map_err(err)?;
             for (k, lane) in trial.lanes.iter().enumerate() {
-                let y = lane_y(2 * t + k);
-                let fill = colour(k).mix(0.55).filled();
+                let y = lane_y(first + k);
+                let fill = colour(k.min(1) + k.saturating_sub(1) * 2)
+                    .mix(0.55)
+                    .filled();
                 if let Some((from, to)) = lane.held {
                     chart
                         .draw_series([Rectangle::new(
@@ -122,6 +127,7 @@ impl Chart for FaultTimeline {
                     chart.draw_series([shape]).map_err(err)?;
                 }
             }
+            first += count;
         }
         // The legend, by hand: the marks are not series.
         let legend = [

@@ -89,38 +89,50 @@ fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
         .iter()
         .filter(|e| same(&e.scenario, &e.variant, &e.backend) && e.trial == trial.trial)
         .collect();
-    let contender_grant = trial.contender_grant_s;
-    let lane = |worker: &str, held: Option<(f64, f64)>| {
-        let token = events
-            .iter()
-            .find(|e| e.worker == worker && e.event == "grant")
-            .and_then(|e| e.token)
-            .map_or(String::new(), |t| format!(", token {t}"));
-        let writes = events
-            .iter()
-            .filter(|e| e.worker == worker && e.event != "end")
-            .map(|e| {
-                let stale = worker == "holder" && contender_grant.is_some_and(|g| e.t_s > g);
-                let mark = match (e.fenced_accepted, stale) {
-                    (Some(false), _) => Mark::Refused,
-                    (_, true) => Mark::StaleAccepted,
-                    _ => Mark::Accepted,
-                };
-                (e.t_s, mark)
-            })
-            .collect();
-        Lane {
-            label: format!("{} {worker}{token}", c.backend),
-            held,
-            writes,
-        }
-    };
+    // A lane per worker that was granted, in the order of their grants.
+    let mut grants: Vec<(&str, f64)> = events
+        .iter()
+        .filter(|e| e.event == "grant")
+        .map(|e| (e.worker.as_str(), e.t_s))
+        .collect();
+    grants.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let lanes = grants
+        .iter()
+        .map(|&(worker, granted)| {
+            let mine: Vec<&&FaultEventRow> = events.iter().filter(|e| e.worker == worker).collect();
+            let token = mine
+                .iter()
+                .find(|e| e.event == "grant")
+                .and_then(|e| e.token)
+                .map_or(String::new(), |t| format!(", token {t}"));
+            let last = mine.iter().map(|e| e.t_s).fold(granted, f64::max);
+            // Stale as the lab counts it: written after another worker was granted the lock
+            // after this one was.
+            let writes = mine
+                .iter()
+                .filter(|e| e.event != "end")
+                .map(|e| {
+                    let stale = grants
+                        .iter()
+                        .any(|&(w, t)| w != worker && t > granted && t < e.t_s);
+                    let mark = match (e.fenced_accepted, stale) {
+                        (Some(false), _) => Mark::Refused,
+                        (_, true) => Mark::StaleAccepted,
+                        _ => Mark::Accepted,
+                    };
+                    (e.t_s, mark)
+                })
+                .collect();
+            Lane {
+                label: format!("{} {worker}{token}", c.backend),
+                held: Some((granted, last)),
+                writes,
+            }
+        })
+        .collect();
     Some(TrialLanes {
         fault: (trial.fault_start_s, trial.fault_end_s),
-        lanes: [
-            lane("holder", Some((0.0, trial.holder_end_s))),
-            lane("contender", contender_grant.zip(trial.contender_end_s)),
-        ],
+        lanes,
     })
 }
 
@@ -151,10 +163,14 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
                 fence_words(c),
                 c.legitimate_rejected_by_fence
                     .map_or("no token".to_string(), format_count),
-                if c.contender_timed_out == c.trials {
-                    "never granted".to_string()
-                } else {
-                    format!("{} / {}", s2(c.recovery_p50_s), s2(c.recovery_max_s))
+                match c.contender_timed_out {
+                    0 => format!("{} / {}", s2(c.recovery_p50_s), s2(c.recovery_max_s)),
+                    n if n == c.trials => "never granted".to_string(),
+                    n => format!(
+                        "{} / {} ({n} never granted)",
+                        s2(c.recovery_p50_s),
+                        s2(c.recovery_max_s)
+                    ),
                 },
                 if (c.trials_with_overlap > 0) == (c.expected == "overlap") {
                     c.expected.clone()
@@ -229,11 +245,17 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
         }
     }
     for variant in variants {
-        let trials: Vec<TrialLanes> = cells(evidence)
+        // At most twelve lanes in one chart.
+        let mut trials: Vec<TrialLanes> = Vec::new();
+        for t in cells(evidence)
             .filter(|(_, c)| label(c) == variant)
             .filter_map(|(f, c)| trial_lanes(f, c))
-            .take(6)
-            .collect();
+        {
+            if trials.iter().map(|t| t.lanes.len()).sum::<usize>() + t.lanes.len() > 12 {
+                break;
+            }
+            trials.push(t);
+        }
         if trials.is_empty() {
             continue;
         }
