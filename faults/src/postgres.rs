@@ -6,13 +6,13 @@
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use sqlx::Connection as _;
 use tokio::process::{Child, Command};
 
 use crate::FaultError;
+use crate::server::{free_port, private_dir};
 
 /// A postgres the lab started.
 pub struct PrivatePostgres {
@@ -73,19 +73,10 @@ impl PrivatePostgres {
     /// Initialises and starts a server listening on `bind` (a free port), with `settings`
     /// (`name=value`) on its command line; ready when it accepts a connection (within 15 s).
     pub async fn start(bind: Ipv4Addr, settings: &[String]) -> Result<Self, FaultError> {
-        static N: AtomicU32 = AtomicU32::new(0);
         let bin = bin_dir()?;
         let (uid, gid) = postgres_user()?;
-        let dir = std::env::temp_dir().join(format!(
-            "lockbench-faults-{}-pg-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
-        let port = std::net::TcpListener::bind((bind, 0))
-            .and_then(|l| l.local_addr())
-            .map_err(|e| fail(format!("a free port on {bind}: {e}")))?
-            .port();
+        let dir = private_dir("pg")?;
+        let port = free_port(bind)?;
         let mut server = PrivatePostgres {
             dir,
             port,

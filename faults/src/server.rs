@@ -69,19 +69,44 @@ pub struct PrivateRedis {
 }
 
 /// The file the shim reads the clock offset from, inside the server's directory.
-const CLOCK_FILE: &str = "wallclock-offset-ms";
+pub(crate) const CLOCK_FILE: &str = "wallclock-offset-ms";
 
 /// Where the append-only files live inside the data directory (Redis 7).
 const AOF_DIR: &str = "appendonlydir";
 const BACKUP_DIR: &str = "aof-backup";
 
-fn free_port(ip: Ipv4Addr) -> Result<u16, FaultError> {
+/// A free port on `ip` (the lab's private servers listen on it).
+pub(crate) fn free_port(ip: Ipv4Addr) -> Result<u16, FaultError> {
     let listener = std::net::TcpListener::bind((ip, 0))
         .map_err(|e| FaultError::Server(format!("finding a free loopback port: {e}")))?;
     Ok(listener
         .local_addr()
         .map_err(|e| FaultError::Server(e.to_string()))?
         .port())
+}
+
+/// A new directory `lockbench-faults-PID-KIND-N` under the system's temporary directory for a
+/// private server (the lab's pid in its name, so that a process list and the tests can tell whose).
+pub(crate) fn private_dir(kind: &str) -> Result<PathBuf, FaultError> {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "lockbench-faults-{}-{kind}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| FaultError::Server(format!("creating {}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// Sets the wall-clock shim's offset for the server whose directory is `dir`, written aside and
+/// renamed so that the shim never reads half a number.
+pub(crate) fn write_clock_offset(dir: &Path, ms: i64) -> Result<(), FaultError> {
+    let file = dir.join(CLOCK_FILE);
+    let aside = dir.join(format!("{CLOCK_FILE}.new"));
+    std::fs::write(&aside, ms.to_string())
+        .and_then(|()| std::fs::rename(&aside, &file))
+        .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))
 }
 
 /// True when `redis-server` answers PING on `ip:port`.
@@ -108,14 +133,7 @@ impl PrivateRedis {
         shim: Option<&Path>,
         bind: Ipv4Addr,
     ) -> Result<Self, FaultError> {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "lockbench-faults-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| FaultError::Server(format!("creating {}: {e}", dir.display())))?;
+        let dir = private_dir("redis")?;
         let mut server = PrivateRedis {
             binary: binary.to_path_buf(),
             persistence,
@@ -206,12 +224,7 @@ impl PrivateRedis {
                 "this server runs without the wall-clock shim".to_string(),
             ));
         }
-        // Written aside and renamed, so the shim never reads half a number.
-        let file = self.dir.join(CLOCK_FILE);
-        let aside = self.dir.join(format!("{CLOCK_FILE}.new"));
-        std::fs::write(&aside, ms.to_string())
-            .and_then(|()| std::fs::rename(&aside, &file))
-            .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))
+        write_clock_offset(&self.dir, ms)
     }
 
     /// SIGKILL: the server dies without writing anything more, as in a crash.

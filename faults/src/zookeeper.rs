@@ -4,19 +4,19 @@
 //! wall-clock jump must not expire its locks; the lab checks that the jump reached the server by
 //! the creation time the server stamps on a znode.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::process::{Child, Command};
 use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::FaultError;
+use crate::server::{CLOCK_FILE, free_port, private_dir, write_clock_offset};
 
 /// Where Debian's zookeeper package puts the server.
 const JAR: &str = "/usr/share/java/zookeeper.jar";
-const CLOCK_FILE: &str = "wallclock-offset-ms";
 
 /// A ZooKeeper server the lab started.
 pub struct PrivateZookeeper {
@@ -41,17 +41,9 @@ impl PrivateZookeeper {
     /// Starts a standalone server (tickTime 500 ms: sessions of 1 s to 10 s) with `shim`
     /// preloaded; ready when a client connects (within 20 s).
     pub async fn start(shim: &Path) -> Result<Self, FaultError> {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "lockbench-faults-{}-zk-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
+        let dir = private_dir("zk")?;
         std::fs::create_dir_all(dir.join("data")).map_err(fail)?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(fail)?
-            .port();
+        let port = free_port(Ipv4Addr::LOCALHOST)?;
         let config = format!(
             "tickTime=500\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n",
             dir.join("data").display()
@@ -111,11 +103,7 @@ impl PrivateZookeeper {
     /// Moves its wall clock `ms` ahead, then checks the server sees it: a znode created now must
     /// carry a creation time that far ahead (within a second). Returns the measured shift, ms.
     pub async fn jump_clock(&self, ms: i64) -> Result<i64, FaultError> {
-        let file = self.dir.join(CLOCK_FILE);
-        let aside = self.dir.join(format!("{CLOCK_FILE}.new"));
-        std::fs::write(&aside, ms.to_string())
-            .and_then(|()| std::fs::rename(&aside, &file))
-            .map_err(fail)?;
+        write_clock_offset(&self.dir, ms)?;
         let client = self.client().await?;
         let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
         let (stat, _) = client
@@ -137,7 +125,7 @@ impl PrivateZookeeper {
 
     /// Puts its wall clock back in step.
     pub fn reset_clock(&self) -> Result<(), FaultError> {
-        std::fs::write(self.dir.join(CLOCK_FILE), "0").map_err(fail)
+        write_clock_offset(&self.dir, 0)
     }
 
     /// Stops it.
