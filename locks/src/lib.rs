@@ -13,6 +13,7 @@ mod config;
 mod error;
 mod heartbeat;
 mod lease;
+mod requests;
 
 pub use config::{
     BackendConfig, BackendKind, ConfigError, Redacted, parse_config, replay_database,
@@ -21,6 +22,7 @@ pub use config::{
 pub use error::LockError;
 pub use heartbeat::{Heartbeat, HeartbeatPolicy, HeartbeatState};
 pub use lease::{Capabilities, FencingSource, Lease, LockScope, new_token};
+pub use requests::Requests;
 
 use std::time::Duration;
 
@@ -85,6 +87,12 @@ pub trait LockBackend: Send + Sync {
 
     /// Removes whatever `key` left on the server (fencing counters, parent znodes).
     async fn cleanup(&self, key: &str) -> Result<(), LockError>;
+
+    /// Requests this client has sent to its server or servers so far (see [`Requests`]); `None`
+    /// for a backend without a server.
+    fn requests(&self) -> Option<u64> {
+        None
+    }
 
     /// Frees the leases this client still holds and closes its connections.
     async fn close(&self) -> Result<(), LockError> {

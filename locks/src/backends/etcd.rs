@@ -23,12 +23,15 @@ use etcd_client::{
 
 use crate::error::timed;
 use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, new_token,
+    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Requests,
+    new_token,
 };
 
 /// etcd lease locks.
 pub struct EtcdLock {
     client: Client,
+    /// Calls and stream messages sent, the waiters' included.
+    requests: Requests,
     namespace: String,
     timeout: Duration,
     leases: Mutex<HashMap<String, i64>>,
@@ -74,6 +77,7 @@ impl EtcdLock {
             .map_err(|e| unreachable(e.to_string()))?;
         Ok(EtcdLock {
             client,
+            requests: Requests::default(),
             namespace: config.namespace.clone(),
             timeout: config.operation_timeout,
             leases: Mutex::new(HashMap::new()),
@@ -89,6 +93,7 @@ impl EtcdLock {
     /// prefix's first key read in one transaction. Returns the entry and whether it is first.
     async fn enqueue(&self, key: &str, ttl: Duration) -> Result<(Entry, bool), LockError> {
         let mut client = self.client.clone();
+        self.requests.sent();
         let granted = client
             .lease_grant(lease_seconds(ttl), None)
             .await
@@ -96,6 +101,7 @@ impl EtcdLock {
         let lease = granted.id();
         let mut entry = Entry {
             client: client.clone(),
+            requests: self.requests.clone(),
             lease: Some(lease),
             // The server may grant more than asked: its minimum is 1.5 x the election timeout.
             granted: Duration::from_secs(granted.ttl().max(1) as u64),
@@ -115,6 +121,7 @@ impl EtcdLock {
             ),
             TxnOp::get(self.prefix(key), Some(first)),
         ]);
+        self.requests.sent();
         let response = client.txn(txn).await.map_err(err("acquire"))?;
         entry.revision = response.header().map_or(0, |h| h.revision());
         let head = response.op_responses().into_iter().find_map(|r| match r {
@@ -176,6 +183,7 @@ impl EtcdLock {
                 .with_max_create_revision(entry.revision - 1)
                 .with_sort(SortTarget::Create, SortOrder::Descend)
                 .with_limit(1);
+            self.requests.sent();
             let response = client
                 .get(self.prefix(key), Some(below))
                 .await
@@ -186,10 +194,12 @@ impl EtcdLock {
             // Watched from now, then checked: a watch that starts at a past revision is
             // "unsynced" in etcd and catches up only on its 100 ms sync loop, which every
             // handoff would then wait for.
+            self.requests.sent();
             let mut stream = client
                 .watch(predecessor.clone(), None)
                 .await
                 .map_err(err("acquire"))?;
+            self.requests.sent();
             let still = client
                 .get(predecessor, Some(GetOptions::new().with_count_only()))
                 .await
@@ -216,6 +226,7 @@ impl EtcdLock {
                     }
                     _ = tokio::time::sleep(keep_alive_every.min(deadline - now)) => {
                         if Instant::now() < deadline {
+                            self.requests.sent();
                             let (mut keeper, mut answers) = client
                                 .lease_keep_alive(lease)
                                 .await
@@ -243,6 +254,7 @@ impl EtcdLock {
 /// waiter key is left for its lease's life.
 struct Entry {
     client: Client,
+    requests: Requests,
     lease: Option<i64>,
     key: String,
     token: String,
@@ -254,6 +266,7 @@ struct Entry {
 impl Entry {
     async fn withdraw(mut self) -> Result<(), LockError> {
         let lease = self.lease.take().expect("a queued entry has its lease");
+        self.requests.sent();
         match self.client.lease_revoke(lease).await {
             Ok(_) => Ok(()),
             Err(e) if is_lease_not_found(&e) => Ok(()),
@@ -268,6 +281,7 @@ impl Drop for Entry {
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             let mut client = self.client.clone();
+            self.requests.sent();
             runtime.spawn(async move {
                 let _ = client.lease_revoke(lease).await;
             });
@@ -279,6 +293,10 @@ impl Drop for Entry {
 impl LockBackend for EtcdLock {
     fn name(&self) -> &'static str {
         "etcd"
+    }
+
+    fn requests(&self) -> Option<u64> {
+        Some(self.requests.count())
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -325,6 +343,7 @@ impl LockBackend for EtcdLock {
             return Ok(false);
         };
         let mut client = self.client.clone();
+        self.requests.sent();
         timed("etcd", "renew", self.timeout, async move {
             let attempt = async {
                 let (mut keeper, mut stream) = client.lease_keep_alive(id).await?;
@@ -353,6 +372,7 @@ impl LockBackend for EtcdLock {
             return Ok(false);
         };
         let mut client = self.client.clone();
+        self.requests.sent();
         timed("etcd", "release", self.timeout, async move {
             match client.lease_revoke(id).await {
                 Ok(_) => Ok(true),

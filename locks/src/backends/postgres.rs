@@ -34,7 +34,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::error::timed;
 use crate::{
     BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Redacted,
-    new_token,
+    Requests, new_token,
 };
 
 /// How soon a backend waiting in the lock queue notices that its client went away.
@@ -128,6 +128,8 @@ pub struct PgLock {
     sequence: String,
     timeout: Duration,
     held: Mutex<HashMap<String, Held>>,
+    /// Query strings sent (a multi-statement string is one).
+    requests: Requests,
 }
 
 /// The advisory lock id of a namespaced key: FNV-1a, kept positive so that it reads back from
@@ -185,6 +187,7 @@ impl PgLock {
             sequence,
             timeout: config.operation_timeout,
             held: Mutex::new(HashMap::new()),
+            requests: Requests::default(),
         })
     }
 
@@ -230,6 +233,7 @@ impl PgLock {
         let backend = self.backend();
         let (namespaced, id, mut session) = self.open(key).await?;
         let conn = session.conn();
+        self.requests.sent();
         // One round trip: the lock, and the fencing number only if the lock was granted.
         // Some(Some(n)): granted with fencing token n; Some(None): granted without; None: held.
         let granted: Option<Option<i64>> = match self.scope {
@@ -270,6 +274,7 @@ impl PgLock {
                     .map_err(|e| LockError::server(backend, "acquire", e))?
                     .flatten();
                 if granted.is_none() {
+                    self.requests.sent();
                     sqlx::raw_sql("ROLLBACK")
                         .execute(&mut *conn)
                         .await
@@ -342,12 +347,14 @@ impl PgLock {
             }
         };
         let conn = session.conn();
+        self.requests.sent();
         let rows = match sqlx::raw_sql(AssertSqlSafe(sql))
             .fetch_all(&mut *conn)
             .await
         {
             Ok(rows) => rows,
             Err(e) if is_lock_timeout(&e) => {
+                self.requests.sent();
                 sqlx::raw_sql("ROLLBACK")
                     .execute(&mut *conn)
                     .await
@@ -378,6 +385,10 @@ fn is_lock_timeout(e: &sqlx::Error) -> bool {
 impl LockBackend for PgLock {
     fn name(&self) -> &'static str {
         self.backend()
+    }
+
+    fn requests(&self) -> Option<u64> {
+        Some(self.requests.count())
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -431,6 +442,7 @@ impl LockBackend for PgLock {
             return Ok(false);
         };
         let backend = self.backend();
+        self.requests.sent();
         let still = timed(backend, "renew", self.timeout, async {
             sqlx::query_scalar::<_, bool>(
                 "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
@@ -457,6 +469,7 @@ impl LockBackend for PgLock {
             return Ok(false);
         };
         let backend = self.backend();
+        self.requests.sent();
         timed(backend, "release", self.timeout, async {
             let conn = held.session.conn();
             let released = match self.scope {

@@ -15,7 +15,7 @@ use super::redis_connection::RedisConnection;
 use crate::error::timed;
 use crate::{
     BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Redacted,
-    new_token,
+    Requests, new_token,
 };
 
 /// Acquire and fence in one round trip: the counter moves only when the lock is granted.
@@ -78,6 +78,8 @@ pub(crate) async fn connect_node(
 /// Redis single-node locks.
 pub struct RedisLock {
     conn: RedisConnection,
+    /// Requests on both connections (commands, SUBSCRIBE, UNSUBSCRIBE).
+    requests: Requests,
     /// The server, for the subscriber connection a waiter opens.
     client: redis::Client,
     /// A waiter's subscriber connection, kept for the next wait.
@@ -105,8 +107,12 @@ impl RedisLock {
             url: Redacted(url).to_string(),
             reason: e.to_string(),
         })?;
+        let requests = Requests::default();
         Ok(RedisLock {
-            conn: connect_node("redis", url, config).await?,
+            conn: connect_node("redis", url, config)
+                .await?
+                .counted(requests.clone()),
+            requests,
             client,
             subscriber: tokio::sync::Mutex::new(None),
             connect_timeout: config.connect_timeout,
@@ -156,6 +162,7 @@ impl RedisLock {
         }
         let pubsub = slot.as_mut().expect("opened above");
         let channel = self.channel(key);
+        self.requests.sent();
         let subscribed = timed("redis", "subscribe", self.timeout, async {
             pubsub
                 .subscribe(&channel)
@@ -196,6 +203,7 @@ impl RedisLock {
         }
         .await;
         // A subscriber left subscribed would wake on every later release of the key.
+        self.requests.sent();
         let unsubscribed = timed("redis", "unsubscribe", self.timeout, async {
             pubsub
                 .unsubscribe(&channel)
@@ -222,6 +230,10 @@ impl RedisLock {
 impl LockBackend for RedisLock {
     fn name(&self) -> &'static str {
         "redis"
+    }
+
+    fn requests(&self) -> Option<u64> {
+        Some(self.requests.count())
     }
 
     fn capabilities(&self) -> Capabilities {

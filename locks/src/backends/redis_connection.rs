@@ -32,6 +32,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
+use crate::Requests;
+
 /// Any byte stream to a server: TCP, TLS over TCP, a Unix socket.
 trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
@@ -40,6 +42,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 #[derive(Clone)]
 pub struct RedisConnection {
     shared: Arc<Shared>,
+    requests: Requests,
 }
 
 struct Shared {
@@ -68,6 +71,7 @@ impl RedisConnection {
         }
         let stream = connect(&info, connect_timeout).await?;
         Ok(RedisConnection {
+            requests: Requests::default(),
             shared: Arc::new(Shared {
                 info,
                 connect_timeout,
@@ -79,9 +83,15 @@ impl RedisConnection {
         })
     }
 
-    /// Sends `packed` and returns replies `skip..skip + count`.
+    /// The same connection, its requests counted in `requests` (shared by its clones).
+    pub fn counted(self, requests: Requests) -> Self {
+        RedisConnection { requests, ..self }
+    }
+
+    /// Sends `packed` and returns replies `skip..skip + count`: one request, whatever it holds.
     async fn exchange(&self, packed: &[u8], skip: usize, count: usize) -> RedisResult<Vec<Value>> {
         let mut io = self.shared.io.lock().await;
+        self.requests.sent();
         // Out of the slot for the length of the request: if this future is dropped or fails, the
         // socket goes with it, never back for the next request to read this one's reply.
         let mut stream = match io.stream.take() {

@@ -17,12 +17,15 @@ use super::redis::{RELEASE, RENEW, connect_node};
 use super::redis_connection::RedisConnection;
 use crate::error::timed;
 use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, new_token,
+    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Requests,
+    new_token,
 };
 
 /// Redlock across independent Redis nodes.
 pub struct Redlock {
     nodes: Vec<RedisConnection>,
+    /// Requests to every node, one count.
+    requests: Requests,
     namespace: String,
     /// Per-node timeout: small next to the TTL, so that a dead node costs little validity.
     node_timeout: Duration,
@@ -49,12 +52,18 @@ impl Redlock {
                 ),
             });
         }
+        let requests = Requests::default();
         let mut nodes = Vec::with_capacity(config.urls.len());
         for url in &config.urls {
-            nodes.push(connect_node("redlock", url, config).await?);
+            nodes.push(
+                connect_node("redlock", url, config)
+                    .await?
+                    .counted(requests.clone()),
+            );
         }
         Ok(Redlock {
             nodes,
+            requests,
             namespace: config.namespace.clone(),
             node_timeout: config.operation_timeout.min(Duration::from_millis(250)),
             renew: Script::new(RENEW),
@@ -108,6 +117,10 @@ impl Redlock {
 impl LockBackend for Redlock {
     fn name(&self) -> &'static str {
         "redlock"
+    }
+
+    fn requests(&self) -> Option<u64> {
+        Some(self.requests.count())
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -17,7 +17,8 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::error::timed;
 use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, new_token,
+    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Requests,
+    new_token,
 };
 
 const PREFIX: &str = "lock-";
@@ -29,6 +30,8 @@ pub struct ZkLock {
     timeout: Duration,
     session_timeout: Duration,
     folders: Mutex<HashSet<String>>,
+    /// Operations sent (the session's pings are not counted: they are per session, not per grant).
+    requests: Requests,
 }
 
 fn err(operation: &'static str) -> impl Fn(zookeeper_client::Error) -> LockError {
@@ -73,6 +76,7 @@ impl ZkLock {
             timeout: config.operation_timeout,
             session_timeout,
             folders: Mutex::new(HashSet::new()),
+            requests: Requests::default(),
         })
     }
 
@@ -89,6 +93,7 @@ impl ZkLock {
         {
             return Ok(());
         }
+        self.requests.sent();
         match self
             .client
             .mkdir(
@@ -114,6 +119,7 @@ impl ZkLock {
         self.ensure_folder(&folder).await?;
         let token = new_token();
         let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+        self.requests.sent();
         let (_, sequence) = self
             .client
             .create(&format!("{folder}/{PREFIX}"), token.as_bytes(), &options)
@@ -125,6 +131,7 @@ impl ZkLock {
 
     async fn try_acquire_inner(&self, key: &str) -> Result<Option<Lease>, LockError> {
         let (folder, token, ours, node) = self.enqueue(key).await?;
+        self.requests.sent();
         let children = self
             .client
             .list_children(&folder)
@@ -132,6 +139,7 @@ impl ZkLock {
             .map_err(err("acquire"))?;
         let lowest = children.iter().filter_map(|c| sequence_of(c)).min();
         if lowest != Some(ours) {
+            self.requests.sent();
             self.client
                 .delete(&node, None)
                 .await
@@ -157,10 +165,12 @@ impl ZkLock {
         let (folder, token, ours, path) = self.enqueue(key).await?;
         let node = QueuedNode {
             client: self.client.clone(),
+            requests: self.requests.clone(),
             path: Some(path),
         };
         // Bounded by the deadline: every pass either returns or waits on a watch until it.
         loop {
+            self.requests.sent();
             let children = self
                 .client
                 .list_children(&folder)
@@ -180,6 +190,7 @@ impl ZkLock {
                     acquired_at: Instant::now(),
                 }));
             };
+            self.requests.sent();
             let (stat, watcher) = self
                 .client
                 .check_and_watch_stat(&format!("{folder}/{predecessor}"))
@@ -205,6 +216,7 @@ impl ZkLock {
 
     /// Deletes a folder if it exists and is empty; one still in use by another client stays.
     async fn delete_folder(&self, folder: &str) -> Result<(), LockError> {
+        self.requests.sent();
         timed("zookeeper", "cleanup", self.timeout, async {
             match self.client.delete(folder, None).await {
                 Ok(())
@@ -218,6 +230,7 @@ impl ZkLock {
 
     /// True when `lease`'s node exists, belongs to this session and carries its token.
     async fn holds(&self, lease: &Lease) -> Result<bool, LockError> {
+        self.requests.sent();
         match self.client.get_data(&lease.key).await {
             Ok((data, stat)) => Ok(data == lease.token.as_bytes()
                 && stat.ephemeral_owner == self.client.session_id().0),
@@ -232,6 +245,7 @@ impl ZkLock {
 /// session's life.
 struct QueuedNode {
     client: Client,
+    requests: Requests,
     path: Option<String>,
 }
 
@@ -243,6 +257,7 @@ impl QueuedNode {
 
     async fn delete(mut self) -> Result<(), LockError> {
         let path = self.path.take().expect("a queued node has its path");
+        self.requests.sent();
         match self.client.delete(&path, None).await {
             Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
             Err(e) => Err(err("give up waiting")(e)),
@@ -256,6 +271,7 @@ impl Drop for QueuedNode {
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             let client = self.client.clone();
+            self.requests.sent();
             runtime.spawn(async move {
                 let _ = client.delete(&path, None).await;
             });
@@ -267,6 +283,10 @@ impl Drop for QueuedNode {
 impl LockBackend for ZkLock {
     fn name(&self) -> &'static str {
         "zookeeper"
+    }
+
+    fn requests(&self) -> Option<u64> {
+        Some(self.requests.count())
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -317,6 +337,7 @@ impl LockBackend for ZkLock {
             if !self.holds(lease).await? {
                 return Ok(false);
             }
+            self.requests.sent();
             match self.client.delete(&lease.key, None).await {
                 Ok(()) => Ok(true),
                 Err(zookeeper_client::Error::NoNode) => Ok(false),
