@@ -311,7 +311,9 @@ pub fn bench_table(results: &[BenchRow]) -> String {
         "renew P50",
         "release P50",
         "handoff P50",
+        "P99",
         "try fail",
+        "req/grant",
         "fair",
         "ops/s",
     ];
@@ -342,7 +344,14 @@ pub fn bench_table(results: &[BenchRow]) -> String {
                 } else {
                     us(r.handoff_us.p50)
                 },
+                if r.handoff_us.count == 0 {
+                    "-".to_string()
+                } else {
+                    us(r.handoff_us.p99)
+                },
                 format!("{:.1} %", r.try_fail_rate * 100.0),
+                r.requests_per_grant
+                    .map_or("-".to_string(), |n| format!("{n:.2}")),
                 r.fairness_jain
                     .map_or("-".to_string(), |j| format!("{j:.3}")),
                 format!("{:.0}", r.throughput_per_s),
@@ -350,7 +359,7 @@ pub fn bench_table(results: &[BenchRow]) -> String {
         })
         .collect();
     let mut out = String::from(
-        "latencies in microseconds; acquire includes waiting for the lock; fair: Jain's index of the contenders' grants (1 = equal shares, - = one contender or open loop)\n\n",
+        "latencies in microseconds; acquire includes waiting for the lock; handoff: from a release to the grant of a contender that was waiting for it; req/grant: requests sent to the server per grant (- = no server); fair: Jain's index of the contenders' grants (1 = equal shares, - = one contender or open loop)\n\n",
     );
     out.push_str(&table(&header, &rows, 4));
     out

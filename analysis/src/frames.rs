@@ -51,6 +51,8 @@ const BENCH: Table = Table {
         "acquire_p50_us",
         "acquire_p99_us",
         "acquire_p999_us",
+        "handoff_p99_us",
+        "requests_per_grant",
         "throughput_per_s",
     ],
 };
@@ -125,6 +127,8 @@ fn bench_frame(rows: &[&BenchCsvRow]) -> PolarsResult<DataFrame> {
         "acquire_p50_us" => number(|r| r.acquire_p50_us),
         "acquire_p99_us" => number(|r| r.acquire_p99_us),
         "acquire_p999_us" => number(|r| r.acquire_p999_us),
+        "handoff_p99_us" => number(|r| r.handoff_p99_us),
+        "requests_per_grant" => rows.iter().map(|r| r.requests_per_grant).collect::<Vec<Option<f64>>>(),
         "throughput_per_s" => number(|r| r.throughput_per_s),
     )
 }

@@ -49,7 +49,14 @@ fn memory_cycle(c: &mut Criterion) {
     c.bench_function("memory-cycle-acquire-renew-release", |b| {
         b.iter(|| {
             runtime.block_on(async {
-                let c = cycle(&backend as &dyn LockBackend, "k", &options, Instant::now()).await;
+                let c = cycle(
+                    &backend as &dyn LockBackend,
+                    "k",
+                    &options,
+                    Instant::now(),
+                    None,
+                )
+                .await;
                 black_box(c.acquire.unwrap_or(Duration::ZERO))
             })
         })

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use lockbench_locks::{Lease, LockBackend, LockError};
 
-use crate::{BenchOptions, WaitMode};
+use crate::{BenchOptions, HandoffClock, WaitMode};
 
 /// What one cycle measured.
 #[derive(Clone, Debug, Default)]
@@ -14,6 +14,9 @@ pub struct Cycle {
     pub acquire: Option<Duration>,
     /// When the lock was granted.
     pub acquired_at: Option<Instant>,
+    /// Handoffs this grant ended (see [`crate::handoff`]): from each release this contender was
+    /// waiting for to its grant.
+    pub handoffs: Vec<Duration>,
     /// Try-acquire attempts made, and how many found the lock held.
     pub attempts: u64,
     /// Attempts that found the lock held.
@@ -30,8 +33,9 @@ pub struct Cycle {
     pub error: Option<String>,
 }
 
-/// Takes the lock by `deadline`, as `options.wait_mode` says: one try, then either the backend's
-/// own queue or polling with the configured backoff. Counts the tries in `out`.
+/// Takes the lock by `deadline`, as `options.wait_mode` says: in the backend's own queue (one
+/// request, which tries first itself), or by tries with the configured backoff between them.
+/// Counts the tries in `out` (a queued acquisition is one).
 async fn acquire(
     client: &dyn LockBackend,
     key: &str,
@@ -39,6 +43,11 @@ async fn acquire(
     deadline: Instant,
     out: &mut Cycle,
 ) -> Result<Option<Lease>, LockError> {
+    if options.wait_mode == WaitMode::Native {
+        out.attempts += 1;
+        let wait = deadline.saturating_duration_since(Instant::now());
+        return client.acquire(key, options.ttl, wait).await;
+    }
     let mut backoff = options.poll.first;
     loop {
         out.attempts += 1;
@@ -50,11 +59,6 @@ async fn acquire(
         if now >= deadline {
             return Ok(None);
         }
-        if options.wait_mode == WaitMode::Native {
-            // Queued on the server until granted or the wait's end: one more request.
-            out.attempts += 1;
-            return client.acquire(key, options.ttl, deadline - now).await;
-        }
         // tokio's timer rounds up to the millisecond, which the waiting contenders' figures
         // include, as a real polling client's would.
         let pause = backoff.mul_f64(0.5 + rand::random_range(0.0..0.5));
@@ -64,27 +68,36 @@ async fn acquire(
 }
 
 /// Runs one cycle on `key`. `intended` is when the cycle should have started: now in a closed
-/// loop, the arrival's scheduled time in an open loop.
+/// loop, the arrival's scheduled time in an open loop. `handoff` is the clock of the key when
+/// other contenders share it.
 pub async fn cycle(
     client: &dyn LockBackend,
     key: &str,
     options: &BenchOptions,
     intended: Instant,
+    handoff: Option<&HandoffClock>,
 ) -> Cycle {
     let mut out = Cycle::default();
     let deadline = intended + options.wait;
-    let lease = match acquire(client, key, options, deadline, &mut out).await {
+    let ask = handoff.map(HandoffClock::asking);
+    let acquired = acquire(client, key, options, deadline, &mut out).await;
+    let granted = Instant::now();
+    let lease = match acquired {
         Ok(Some(lease)) => lease,
-        Ok(None) => {
-            out.gave_up = true;
-            return out;
-        }
-        Err(e) => {
-            out.error = Some(e.to_string());
+        other => {
+            if let (Some(clock), Some(ask)) = (handoff, ask) {
+                clock.left(ask);
+            }
+            match other {
+                Err(e) => out.error = Some(e.to_string()),
+                _ => out.gave_up = true,
+            }
             return out;
         }
     };
-    let granted = Instant::now();
+    if let (Some(clock), Some(ask)) = (handoff, ask) {
+        out.handoffs = clock.granted(ask, granted);
+    }
     out.acquire = Some(granted - intended);
     out.acquired_at = Some(granted);
     if !options.hold.is_zero() {
@@ -96,6 +109,9 @@ pub async fn cycle(
             Ok(_) => out.renew = Some(started.elapsed()),
             Err(e) => out.error = Some(e.to_string()),
         }
+    }
+    if let Some(clock) = handoff {
+        clock.releasing();
     }
     let started = Instant::now();
     match client.release(&lease).await {

@@ -9,12 +9,14 @@
 
 mod armed_timer;
 mod cycle;
+pub mod handoff;
 mod measure;
 mod options;
 mod result;
 
 pub use armed_timer::ArmedTimer;
 pub use cycle::{Cycle, cycle};
+pub use handoff::HandoffClock;
 pub use measure::measure;
 pub use options::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
 pub use result::{BenchResult, Metrics};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use lockbench_locks::LockBackend;
 
-use crate::{BenchOptions, BenchResult, KeyMode, LoadMode, Metrics, WaitMode, cycle};
+use crate::{BenchOptions, BenchResult, HandoffClock, KeyMode, LoadMode, Metrics, WaitMode, cycle};
 
 /// Keys an open loop spreads arrivals over in [`KeyMode::Many`]: far more than can be in flight,
 /// so arrivals rarely share a key.
@@ -53,11 +53,6 @@ pub async fn measure(
     )
 }
 
-/// Nanoseconds since `origin`, for sharing an instant through an atomic (0 = never).
-fn since(origin: Instant, at: Instant) -> u64 {
-    at.saturating_duration_since(origin).as_nanos() as u64 + 1
-}
-
 async fn closed(
     clients: Vec<Arc<dyn LockBackend>>,
     options: &BenchOptions,
@@ -65,9 +60,10 @@ async fn closed(
     stop_at: Instant,
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> (Metrics, Vec<String>, Instant) {
-    let origin = Instant::now();
     let measured_ops = Arc::new(AtomicU64::new(0));
-    let last_release = Arc::new(AtomicU64::new(0));
+    // Contenders on one key hand it over to each other; on a key each, nobody waits.
+    let clock = (options.keys == KeyMode::One && clients.len() > 1)
+        .then(|| Arc::new(HandoffClock::default()));
     let limit = options.ops.unwrap_or(u64::MAX);
     let keys: Vec<String> = (0..clients.len())
         .map(|i| match options.keys {
@@ -79,30 +75,26 @@ async fn closed(
         .into_iter()
         .zip(keys.clone())
         .map(|(client, key)| {
-            let (options, measured_ops, last_release, progress) = (
+            let (options, measured_ops, clock, progress) = (
                 options.clone(),
                 measured_ops.clone(),
-                last_release.clone(),
+                clock.clone(),
                 progress.clone(),
             );
             tokio::spawn(async move {
                 let mut metrics = Metrics::default();
                 let mut finished = Instant::now();
+                // The client's request count when its first measured cycle began.
+                let mut requests_from = None;
                 while Instant::now() < stop_at && measured_ops.load(Ordering::Relaxed) < limit {
                     let start = Instant::now();
-                    let c = cycle(client.as_ref(), &key, &options, start).await;
-                    // On one key nobody else can release between our grant and our release, so
-                    // the latest release now is the one that handed the lock to us.
-                    let released_before = match last_release.load(Ordering::Acquire) {
-                        0 => None,
-                        ns => Some(origin + Duration::from_nanos(ns - 1)),
-                    };
-                    if let Some(at) = c.released_at {
-                        last_release.store(since(origin, at), Ordering::Release);
+                    if start >= measure_from && requests_from.is_none() {
+                        requests_from = Some(client.requests());
                     }
+                    let c = cycle(client.as_ref(), &key, &options, start, clock.as_deref()).await;
                     finished = Instant::now();
                     if start >= measure_from {
-                        metrics.add(&c, released_before);
+                        metrics.add(&c);
                         if c.acquire.is_some() {
                             measured_ops.fetch_add(1, Ordering::Relaxed);
                             progress(1);
@@ -118,6 +110,9 @@ async fn closed(
                         // task), so the task yields only once its cooperative budget is spent.
                         tokio::task::coop::consume_budget().await;
                     }
+                }
+                if let Some(Some(from)) = requests_from {
+                    metrics.requests = client.requests().map(|n| n - from);
                 }
                 (metrics, finished)
             })
@@ -151,11 +146,14 @@ async fn open(
     let interval = Duration::from_secs_f64(1.0 / rate_per_s);
     let origin = Instant::now();
     let metrics = Arc::new(Mutex::new(Metrics::default()));
+    let clock = (options.keys == KeyMode::One).then(|| Arc::new(HandoffClock::default()));
     let in_flight = Arc::new(tokio::sync::Semaphore::new(options.max_in_flight));
     let limit = options.ops.unwrap_or(u64::MAX);
     let mut measured_arrivals = 0u64;
     let mut tasks = Vec::new();
     let mut used_keys = 0u64;
+    let requests = || -> Option<u64> { clients.iter().map(|c| c.requests()).sum() };
+    let mut requests_from = None;
     for i in 0u64.. {
         // Arrivals follow the schedule, not the backend: a slow answer delays nobody's start, and
         // each latency counts from when its request was due.
@@ -168,6 +166,9 @@ async fn open(
             tokio::time::sleep_until(tokio::time::Instant::from_std(intended)).await;
         }
         let measured = intended >= measure_from;
+        if measured && requests_from.is_none() {
+            requests_from = Some(requests());
+        }
         measured_arrivals += u64::from(measured);
         let Ok(permit) = in_flight.clone().try_acquire_owned() else {
             if measured {
@@ -184,12 +185,17 @@ async fn open(
         };
         used_keys = used_keys.max(i + 1);
         let client = clients[(i % clients.len() as u64) as usize].clone();
-        let (options, metrics, progress) = (options.clone(), metrics.clone(), progress.clone());
+        let (options, metrics, progress, clock) = (
+            options.clone(),
+            metrics.clone(),
+            progress.clone(),
+            clock.clone(),
+        );
         tasks.push(tokio::spawn(async move {
-            let c = cycle(client.as_ref(), &key, &options, intended).await;
+            let c = cycle(client.as_ref(), &key, &options, intended, clock.as_deref()).await;
             drop(permit);
             if measured {
-                metrics.lock().expect("metrics poisoned").add(&c, None);
+                metrics.lock().expect("metrics poisoned").add(&c);
                 if c.acquire.is_some() {
                     progress(1);
                 }
@@ -204,8 +210,12 @@ async fn open(
             .map(|i| format!("bench-{i}"))
             .collect(),
     };
-    let total = Arc::try_unwrap(metrics)
+    let mut total = Arc::try_unwrap(metrics)
         .map(|m| m.into_inner().expect("metrics poisoned"))
         .unwrap_or_else(|shared| shared.lock().expect("metrics poisoned").clone());
+    if let Some(Some(from)) = requests_from {
+        // Arrivals before the measured part may still have been in flight: a slight overcount.
+        total.requests = requests().map(|n| n - from);
+    }
     (total, keys, until)
 }

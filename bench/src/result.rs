@@ -1,7 +1,7 @@
 //! What a run measured: one HdrHistogram per metric, and the record row that summarises them in
 //! microseconds (`lockbench_core::records::bench`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
 use lockbench_core::records::bench::{BenchRow, KeySpread, LatencySummary, LoopKind, WaitKind};
@@ -17,7 +17,8 @@ pub struct Metrics {
     pub renew: RuntimeHistogram,
     /// Release latency.
     pub release: RuntimeHistogram,
-    /// From one holder's release to the next holder's grant, for acquisitions that had to wait.
+    /// From a release to the grant of a contender that was waiting for it (see
+    /// [`crate::handoff`]).
     pub handoff: RuntimeHistogram,
     /// Try-acquire attempts.
     pub attempts: u64,
@@ -29,6 +30,9 @@ pub struct Metrics {
     pub errors: u64,
     /// The first error message.
     pub first_error: Option<String>,
+    /// Requests the clients sent to the server while measuring; `None` when the backend does
+    /// not count them (it has no server).
+    pub requests: Option<u64>,
     /// Measured grants of each contender, closed loop only (an open loop's clients serve
     /// arrivals in turn, so their shares say nothing about fairness).
     pub contender_grants: Vec<u64>,
@@ -46,25 +50,23 @@ impl Default for Metrics {
             gave_up: 0,
             errors: 0,
             first_error: None,
+            requests: None,
             contender_grants: Vec::new(),
         }
     }
 }
 
 impl Metrics {
-    /// Adds one measured cycle; `last_release` is the most recent release by another contender.
-    pub fn add(&mut self, c: &Cycle, last_release: Option<Instant>) {
+    /// Adds one measured cycle.
+    pub fn add(&mut self, c: &Cycle) {
         self.attempts += c.attempts;
         self.failed_attempts += c.failed_attempts;
         self.gave_up += u64::from(c.gave_up);
         if let Some(d) = c.acquire {
             self.acquire.record(d);
         }
-        if let (Some(granted), Some(released), true) =
-            (c.acquired_at, last_release, c.failed_attempts > 0)
-            && granted > released
-        {
-            self.handoff.record(granted - released);
+        for &d in &c.handoffs {
+            self.handoff.record(d);
         }
         if let Some(d) = c.renew {
             self.renew.record(d);
@@ -88,6 +90,10 @@ impl Metrics {
         self.failed_attempts += other.failed_attempts;
         self.gave_up += other.gave_up;
         self.errors += other.errors;
+        self.requests = match (self.requests, other.requests) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         if self.first_error.is_none() {
             self.first_error.clone_from(&other.first_error);
         }
@@ -163,6 +169,10 @@ impl BenchResult {
                 crate::WaitMode::Poll => WaitKind::Poll,
             },
             fairness_jain: jain_index(&metrics.contender_grants),
+            requests_per_grant: metrics
+                .requests
+                .filter(|_| ops > 0)
+                .map(|n| (n as f64 / ops as f64 * 100.0).round() / 100.0),
         };
         BenchResult { row, metrics }
     }

@@ -224,8 +224,9 @@ async fn a_server_that_dies_mid_run_does_not_hang_the_run() {
 }
 
 /// pg-session contenders wait in Postgres's queue: the row says native, the contenders hand the
-/// lock to each other (handoffs measured), nobody gives up, and the shares are fair; with
-/// `--wait-mode poll` the same backend polls and says so.
+/// lock to each other (handoffs measured), nobody gives up, the shares are fair, and each grant
+/// costs exactly its three requests (queued lock, renew, release); with `--wait-mode poll` the
+/// same backend polls, says so, and pays for its failed tries.
 #[tokio::test]
 async fn postgres_contenders_wait_in_the_servers_queue() {
     use lockbench_bench::WaitMode;
@@ -245,8 +246,20 @@ async fn postgres_contenders_wait_in_the_servers_queue() {
         assert_eq!(row.errors, 0, "{:?}", row.first_error);
         assert_eq!(row.gave_up, 0);
         assert!(row.ops >= 400, "ops {}", row.ops);
-        assert!(row.try_fail_rate > 0.0, "the contenders contended");
         assert!(row.handoff_us.count > 0, "handoffs measured");
+        let per_grant = row
+            .requests_per_grant
+            .expect("Postgres counts its requests");
+        match mode {
+            WaitMode::Native => assert_eq!(per_grant, 3.0, "queued: no try ever fails"),
+            WaitMode::Poll => {
+                assert!(row.try_fail_rate > 0.0, "the contenders contended");
+                assert!(
+                    per_grant > 3.0,
+                    "failed tries are requests too: {per_grant}"
+                );
+            }
+        }
         let fairness = row
             .fairness_jain
             .expect("four contenders have a fairness index");
@@ -276,4 +289,54 @@ async fn a_backend_without_a_queue_is_polled_and_says_so() {
         result.row.wait_mode,
         lockbench_core::records::bench::WaitKind::Poll
     );
+}
+
+/// A queue with a watch on the predecessor wakes one waiter per release: the herd cost of a grant
+/// stays what one waiter's own requests cost however many wait. ZooKeeper: create, list, watch,
+/// list again, renew (read), release (read, delete): 7 at most. etcd: lease, put-and-read, read
+/// below, watch, check, read below again, renew, release: 8 at most. A herd (every waiter woken
+/// by every release) would add a listing and a watch per waiter per grant.
+#[tokio::test]
+async fn queues_wake_one_waiter_per_release() {
+    use lockbench_bench::WaitMode;
+    for (kind, name, most) in [
+        (BackendKind::Zookeeper, "zookeeper", 7.0),
+        (BackendKind::Etcd, "etcd", 8.0),
+    ] {
+        let options = BenchOptions {
+            wait_mode: WaitMode::Native,
+            ..quick(Some(150))
+        };
+        let pool = clients(kind, 6, "herd").await;
+        let (result, keys) = measure(name, pool.clone(), &options, Arc::new(|_| {})).await;
+        let row = &result.row;
+        assert_eq!(row.errors, 0, "{name}: {:?}", row.first_error);
+        assert!(row.handoff_us.count > 0, "{name}: the contenders waited");
+        let per_grant = row.requests_per_grant.expect("counted");
+        // A listing that finds its predecessor gone already costs one more pass, rarely.
+        assert!(
+            per_grant <= most + 0.5,
+            "{name}: {per_grant} requests per grant at 6 contenders (at most {most} without a herd)"
+        );
+        for key in keys {
+            pool[0].cleanup(&key).await.unwrap();
+        }
+        pool[0].cleanup_namespace().await.unwrap();
+        for c in &pool {
+            c.close().await.unwrap();
+        }
+    }
+}
+
+/// The in-process baseline has no server to count requests to.
+#[tokio::test]
+async fn memory_has_no_requests_to_count() {
+    let (result, _) = measure(
+        "memory",
+        clients(BackendKind::Memory, 1, "norequests").await,
+        &quick(Some(100)),
+        Arc::new(|_| {}),
+    )
+    .await;
+    assert_eq!(result.row.requests_per_grant, None);
 }

@@ -149,8 +149,12 @@ pub struct BenchRow {
     pub release_us: LatencySummary,
     /// Renew latency.
     pub renew_us: LatencySummary,
-    /// Release-to-next-grant latency under contention.
+    /// Under contention, from a release to the grant of a contender that was waiting for it.
     pub handoff_us: LatencySummary,
+    /// Herd cost: requests the contenders sent to the server per measured grant, the waiting's
+    /// included; `None` for a backend that has no server to ask.
+    #[serde(deserialize_with = "present")]
+    pub requests_per_grant: Option<f64>,
     /// Measured acquisitions per second.
     pub throughput_per_s: f64,
     /// Length of the measured part.
@@ -236,6 +240,9 @@ pub struct BenchCsvRow {
     pub fairness_jain: Option<f64>,
     /// Acquisitions per second.
     pub throughput_per_s: f64,
+    /// Requests to the server per grant; empty for a backend without a server.
+    #[serde(deserialize_with = "present")]
+    pub requests_per_grant: Option<f64>,
     /// Acquire P50.
     pub acquire_p50_us: f64,
     /// Acquire P90.
@@ -277,6 +284,7 @@ impl From<&BenchRow> for BenchCsvRow {
             try_fail_rate: (r.try_fail_rate * 1e6).round() / 1e6,
             fairness_jain: r.fairness_jain,
             throughput_per_s: (r.throughput_per_s * 10.0).round() / 10.0,
+            requests_per_grant: r.requests_per_grant,
             acquire_p50_us: r.acquire_us.p50,
             acquire_p90_us: r.acquire_us.p90,
             acquire_p99_us: r.acquire_us.p99,

@@ -33,7 +33,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         return;
     }
     doc.push(Block::Para(
-        "Acquire latency counts waiting for the lock; each contender has its own connection or session and waits in the backend's own queue (native) where lockbench has one for it, else polls. Uncontended is one client; the highest contention level measured is shown beside it, with Jain's fairness index of the contenders' grants (1: equal shares). What each backend cannot prevent is measured by the fault lab where these results hold a fault run (\"measured\"), else it is what follows from how the backend locks (docs/BACKENDS.md).".to_string(),
+        "Acquire latency counts waiting for the lock; each contender has its own connection or session and waits in the backend's own queue (native) where lockbench has one for it, else polls. Uncontended is one client; the highest contention level measured is shown beside it, with the handoff (from a release to the grant of a contender that was waiting for it), the herd cost (requests the contenders sent to the server per grant, their waiting included) and Jain's fairness index of the contenders' grants (1: equal shares). What each backend cannot prevent is measured by the fault lab where these results hold a fault run (\"measured\"), else it is what follows from how the backend locks (docs/BACKENDS.md).".to_string(),
     ));
     let mut names: Vec<&str> = Vec::new();
     for r in &rows {
@@ -68,13 +68,25 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             most.map_or("-".to_string(), |r| {
                 format!("{} ({})", r.contenders, r.wait_mode)
             }),
-            figures(most),
+            most.map_or("not measured".to_string(), |r| {
+                format!(
+                    "{} / {} / {}; {}",
+                    us(r.acquire_us.p50),
+                    us(r.acquire_us.p99),
+                    us(r.acquire_us.p999),
+                    us(r.acquire_us.max)
+                )
+            }),
             most.map_or("-".to_string(), |r| {
                 if r.handoff_us.count == 0 {
                     "no handoff (never waited)".to_string()
                 } else {
-                    us(r.handoff_us.p50)
+                    format!("{} / {}", us(r.handoff_us.p50), us(r.handoff_us.p99))
                 }
+            }),
+            most.map_or("-".to_string(), |r| {
+                r.requests_per_grant
+                    .map_or_else(|| "no server".to_string(), |n| format!("{n:.2}"))
             }),
             most.map_or("-".to_string(), |r| {
                 format_count(r.throughput_per_s.round() as u64)
@@ -98,8 +110,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             "fencing token",
             "acquire P50 / P99 / P99.9, 1 client (us)",
             "contenders (wait)",
-            "acquire P50 / P99 / P99.9 contended (us)",
-            "handoff P50 (us)",
+            "acquire P50 / P99 / P99.9 contended; longest wait (us)",
+            "handoff P50 / P99 (us)",
+            "requests per grant",
             "acquisitions/s",
             "fairness (Jain)",
             "cannot prevent",

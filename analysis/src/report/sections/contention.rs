@@ -1,6 +1,6 @@
-//! Section 1's contention curves: handoff latency (P50 solid, P99 dashed) and grants per second
-//! against the number of contenders on one key, one line per backend and wait mode, from the
-//! benchmark's closed-loop rows.
+//! Section 1's contention curves: handoff latency (P50 solid, P99 dashed), grants per second and
+//! requests per grant (the herd cost) against the number of contenders on one key, one line per
+//! backend and wait mode, from the benchmark's closed-loop rows.
 
 use lockbench_core::records::bench::{BenchRow, KeySpread, LoopKind};
 
@@ -41,6 +41,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
     }
     let mut handoff = Vec::new();
     let mut grants = Vec::new();
+    let mut herd = Vec::new();
     for (i, (label, rs)) in series.iter().enumerate() {
         let points = |f: &dyn Fn(&BenchRow) -> f64| -> Vec<(f64, f64)> {
             rs.iter()
@@ -69,9 +70,18 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             colour: i,
             dashed: false,
         });
+        herd.push(Line {
+            label: label.clone(),
+            points: rs
+                .iter()
+                .filter_map(|r| r.requests_per_grant.map(|n| (r.contenders as f64, n)))
+                .collect(),
+            colour: i,
+            dashed: false,
+        });
     }
     doc.chart(
-        "Handoff latency (one holder's release to the next holder's grant) against contenders on one key: P50 solid, P99 dashed, per backend and wait mode (log scales)".to_string(),
+        "Handoff latency (from a release to the grant of a contender that was waiting for it; a releaser taking the lock straight back does not end it) against contenders on one key: P50 solid, P99 dashed, per backend and wait mode (log scales)".to_string(),
         ChartSpec::Contention(
             "contention-handoff".to_string(),
             ContentionLines {
@@ -94,4 +104,18 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             },
         ),
     );
+    if herd.iter().any(|l| l.points.len() >= 2) {
+        doc.chart(
+            "Herd cost: requests the contenders sent to the server per grant, their waiting included, against contenders on one key (a queue stays flat; a herd or polling climbs)".to_string(),
+            ChartSpec::Contention(
+                "contention-requests".to_string(),
+                ContentionLines {
+                    title: "Requests per grant against contention".to_string(),
+                    y_label: "requests per grant".to_string(),
+                    log_y: true,
+                    lines: herd,
+                },
+            ),
+        );
+    }
 }
