@@ -92,6 +92,7 @@ fn every_chart_is_a_real_png_and_svg() {
             "acquire-bars",
             "contention-handoff",
             "contention-grants",
+            "contention-requests",
             "fault-timeline-pause-naive",
             "fault-timeline-restart-no-persistence",
             "fault-timeline-redlock-restart-clock-jump",
@@ -145,7 +146,7 @@ fn the_html_page_refers_to_nothing_outside_itself() {
             "the page refers outside: {external}"
         );
     }
-    assert_eq!(lower.matches("<svg").count(), 13, "every chart inline");
+    assert_eq!(lower.matches("<svg").count(), 14, "every chart inline");
 }
 
 #[test]
