@@ -108,6 +108,9 @@ clientPort=$ZK_PORT
 clientPortAddress=127.0.0.1
 admin.enableServer=false
 maxSessionTimeout=120000
+# One session per bench contender, all from 127.0.0.1: the default cap of 60 per address would
+# refuse a 64-contender level.
+maxClientCnxns=200
 CFG
     cat >"$conf/log4j.properties" <<'CFG'
 log4j.rootLogger=WARN, CONSOLE

@@ -29,8 +29,8 @@ fn every_results_directory_loads_into_frames() {
     assert_eq!(f.runtimes.height(), 16, "{}", f.runtimes);
     assert_eq!(
         f.bench.height(),
-        4,
-        "memory and redis at 1 and 4 contenders"
+        6,
+        "memory and redis at 1, 2 and 4 contenders"
     );
     assert_eq!(f.replays.height(), 4);
     assert_eq!(
@@ -48,7 +48,7 @@ fn every_results_directory_loads_into_frames() {
 fn comparing_a_run_with_itself_changes_nothing() {
     let f = load_frames(&[fixture()]).unwrap();
     let changes = compare(&f, &f).unwrap();
-    assert_eq!(changes.len(), 16 * 3 + 4 * 6 + 4 * 4 + 11 * 5);
+    assert_eq!(changes.len(), 16 * 3 + 6 * 6 + 4 * 4 + 11 * 5);
     for c in &changes {
         assert_eq!(c.before, c.after, "{c:?}");
         if c.before.is_some_and(|b| b != 0.0) {

@@ -116,8 +116,27 @@ async fn measure_backend(
     // A client per contender: contenders are separate workers, each with its own connection or
     // session, as in production.
     let mut clients: Vec<Arc<dyn LockBackend>> = Vec::with_capacity(most);
-    for _ in 0..most {
-        clients.push(Arc::from(lockbench_locks::connect(config).await?));
+    for i in 0..most {
+        match lockbench_locks::connect(config).await {
+            Ok(client) => clients.push(Arc::from(client)),
+            // The server answered the first clients: it is up, and refuses more of them.
+            Err(lockbench_locks::LockError::Unreachable {
+                backend,
+                url,
+                reason,
+            }) if i > 0 => {
+                return Err(lockbench_locks::LockError::Unreachable {
+                    backend,
+                    url,
+                    reason: format!(
+                        "{reason} (client {} of {most}; the first {i} connected: the server may cap connections per client address, as ZooKeeper's maxClientCnxns does at 60 by default)",
+                        i + 1
+                    ),
+                }
+                .into());
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     let capabilities = clients[0].capabilities();
     let _armed = lockbench_bench::ArmedTimer::spawn(config.operation_timeout);

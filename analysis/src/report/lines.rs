@@ -1,6 +1,7 @@
 //! A line chart against contention: one line per backend and wait mode, the contention level on
 //! a logarithmic axis (1, 2, 4 ... 64), the value on a linear or logarithmic one; a line may be
-//! dashed (a P99 beside its P50).
+//! dashed (a P99 beside its P50). The legend has a column of its own to the right of the plot, so
+//! that with a dozen lines it hides none of them.
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{Ranged, ValueFormatter};
@@ -44,7 +45,10 @@ impl Chart for ContentionLines {
             .filter(|v| v.is_finite() && *v > 0.0);
         let (lo, hi) = ys.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
         let hi = if hi > 0.0 { hi } else { 1.0 };
-        let mut builder = ChartBuilder::on(root);
+        let (width, _) = root.dim_in_pixel();
+        let (plot, legend) = root.split_horizontally(width as i32 - LEGEND_WIDTH);
+        self.draw_legend(&legend)?;
+        let mut builder = ChartBuilder::on(&plot);
         builder
             .caption(&self.title, (FONT, 22))
             .margin(16)
@@ -57,21 +61,49 @@ impl Chart for ContentionLines {
             } else {
                 hi / 1000.0
             };
-            // Headroom above the highest line for the legend.
             let mut chart = builder
-                .build_cartesian_2d(x_range, (lo..hi * 6.0).log_scale())
+                .build_cartesian_2d(x_range, (lo..hi * 1.5).log_scale())
                 .map_err(err)?;
             self.draw_on(&mut chart)
         } else {
             let mut chart = builder
-                .build_cartesian_2d(x_range, 0.0..hi * 1.5)
+                .build_cartesian_2d(x_range, 0.0..hi * 1.15)
                 .map_err(err)?;
             self.draw_on(&mut chart)
         }
     }
 }
 
+/// Pixels kept right of the plot for the legend.
+const LEGEND_WIDTH: i32 = 230;
+
 impl ContentionLines {
+    /// One entry per line, top down: a sample of its stroke (dashed or solid), then its label.
+    fn draw_legend<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let top = 60;
+        let step = 19;
+        for (i, line) in self.lines.iter().enumerate() {
+            let y = top + step * i as i32;
+            let style = colour(line.colour).stroke_width(2);
+            let segments: &[(i32, i32)] = if line.dashed {
+                &[(4, 11), (16, 23), (28, 34)]
+            } else {
+                &[(4, 34)]
+            };
+            for &(from, to) in segments {
+                area.draw(&PathElement::new(vec![(from, y), (to, y)], style))
+                    .map_err(err)?;
+            }
+            area.draw(&Text::new(
+                line.label.clone(),
+                (42, y - 7),
+                (FONT, 13).into_font().color(&BLACK),
+            ))
+            .map_err(err)?;
+        }
+        Ok(())
+    }
+
     fn draw_on<'a, DB, X, Y>(
         &self,
         chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
@@ -92,35 +124,31 @@ impl ContentionLines {
             .draw()
             .map_err(err)?;
         for line in &self.lines {
+            // A zero (no grant at that level) has no place on a logarithmic axis: left out.
+            let points: Vec<(f64, f64)> = line
+                .points
+                .iter()
+                .copied()
+                .filter(|p| !self.log_y || p.1 > 0.0)
+                .collect();
             let style = colour(line.colour).stroke_width(2);
             if line.dashed {
                 chart
-                    .draw_series(DashedLineSeries::new(line.points.clone(), 8, 5, style))
-                    .map_err(err)?
-                    .label(line.label.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 7, y)], style));
+                    .draw_series(DashedLineSeries::new(points.iter().copied(), 8, 5, style))
+                    .map_err(err)?;
             } else {
                 chart
-                    .draw_series(LineSeries::new(line.points.clone(), style))
-                    .map_err(err)?
-                    .label(line.label.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+                    .draw_series(LineSeries::new(points.iter().copied(), style))
+                    .map_err(err)?;
             }
             chart
                 .draw_series(
-                    line.points
+                    points
                         .iter()
                         .map(|p| Circle::new(*p, 3, colour(line.colour).filled())),
                 )
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font((FONT, 13))
-            .draw()
-            .map_err(err)
+        Ok(())
     }
 }

@@ -152,7 +152,7 @@ pub struct BenchRow {
     /// Under contention, from a release to the grant of a contender that was waiting for it.
     pub handoff_us: LatencySummary,
     /// Herd cost: requests the contenders sent to the server per measured grant, the waiting's
-    /// included; `None` for a backend that has no server to ask.
+    /// included; `None` for a backend that has no server to ask, or when nothing was granted.
     #[serde(deserialize_with = "present")]
     pub requests_per_grant: Option<f64>,
     /// Measured acquisitions per second.

@@ -2,7 +2,7 @@
 //! backend declared about itself.
 
 use lockbench_core::format_count;
-use lockbench_core::records::bench::{BackendFacts, BenchRow};
+use lockbench_core::records::bench::{BackendFacts, BenchRow, WaitKind};
 
 use super::common::{ChartSpec, Doc, bench_rows, curve_points, us};
 use super::faults;
@@ -35,23 +35,28 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
     doc.push(Block::Para(
         "Acquire latency counts waiting for the lock; each contender has its own connection or session and waits in the backend's own queue (native) where lockbench has one for it, else polls. Uncontended is one client; the highest contention level measured is shown beside it, with the handoff (from a release to the grant of a contender that was waiting for it), the herd cost (requests the contenders sent to the server per grant, their waiting included) and Jain's fairness index of the contenders' grants (1: equal shares). What each backend cannot prevent is measured by the fault lab where these results hold a fault run (\"measured\"), else it is what follows from how the backend locks (docs/BACKENDS.md).".to_string(),
     ));
-    let mut names: Vec<&str> = Vec::new();
+    // A row per backend and wait mode: the same backend measured waiting natively and polling is
+    // two rows, not one of them hidden behind the other.
+    let mut groups: Vec<(&str, WaitKind)> = Vec::new();
     for r in &rows {
-        if !names.contains(&r.backend.as_str()) {
-            names.push(&r.backend);
+        if !groups.contains(&(r.backend.as_str(), r.wait_mode)) {
+            groups.push((&r.backend, r.wait_mode));
         }
     }
     let mut table = Vec::new();
-    for name in &names {
+    for &(name, wait) in &groups {
         let mine: Vec<&BenchRow> = rows
             .iter()
             .copied()
-            .filter(|r| r.backend == *name)
+            .filter(|r| r.backend == name && r.wait_mode == wait)
             .collect();
         let alone = mine.iter().find(|r| r.contenders == 1);
         let most = mine.iter().max_by_key(|r| r.contenders);
         let figures = |r: Option<&&BenchRow>| {
             r.map_or("not measured".to_string(), |r| {
+                if r.ops == 0 {
+                    return format!("no grant in {:.1} s", r.measured_s);
+                }
                 format!(
                     "{} / {} / {}",
                     us(r.acquire_us.p50),
@@ -69,6 +74,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                 format!("{} ({})", r.contenders, r.wait_mode)
             }),
             most.map_or("not measured".to_string(), |r| {
+                if r.ops == 0 {
+                    return format!("no grant in {:.1} s", r.measured_s);
+                }
                 format!(
                     "{} / {} / {}; {}",
                     us(r.acquire_us.p50),
@@ -78,24 +86,26 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                 )
             }),
             most.map_or("-".to_string(), |r| {
-                if r.handoff_us.count == 0 {
+                if r.ops == 0 {
+                    "no grant".to_string()
+                } else if r.handoff_us.count == 0 {
                     "no handoff (never waited)".to_string()
                 } else {
                     format!("{} / {}", us(r.handoff_us.p50), us(r.handoff_us.p99))
                 }
             }),
-            most.map_or("-".to_string(), |r| {
-                r.requests_per_grant
-                    .map_or_else(|| "no server".to_string(), |n| format!("{n:.2}"))
+            most.map_or("-".to_string(), |r| match (r.requests_per_grant, r.ops) {
+                (Some(n), _) => format!("{n:.2}"),
+                (None, 0) => "no grant".to_string(),
+                (None, _) => "no server".to_string(),
             }),
             most.map_or("-".to_string(), |r| {
                 format_count(r.throughput_per_s.round() as u64)
             }),
-            most.map_or("-".to_string(), |r| {
-                r.fairness_jain.map_or_else(
-                    || "one contender or open loop".to_string(),
-                    |j| format!("{j:.3}"),
-                )
+            most.map_or("-".to_string(), |r| match (r.fairness_jain, r.ops) {
+                (Some(j), _) => format!("{j:.3}"),
+                (None, 0) => "no grant".to_string(),
+                (None, _) => "one contender or open loop".to_string(),
             }),
             faults::cannot_prevent(evidence, name).unwrap_or_else(|| {
                 facts.map_or("not recorded".to_string(), |f| {
