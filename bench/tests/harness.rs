@@ -24,6 +24,17 @@ async fn clients(kind: BackendKind, n: usize, namespace: &str) -> Vec<Arc<dyn Lo
     out
 }
 
+/// Removes what a measurement left on the server and closes every client.
+async fn tidy(pool: &[Arc<dyn LockBackend>], keys: Vec<String>) {
+    for key in keys {
+        pool[0].cleanup(&key).await.unwrap();
+    }
+    pool[0].cleanup_namespace().await.unwrap();
+    for c in pool {
+        c.close().await.unwrap();
+    }
+}
+
 fn quick(ops: Option<u64>) -> BenchOptions {
     BenchOptions {
         ops,
@@ -264,13 +275,7 @@ async fn postgres_contenders_wait_in_the_servers_queue() {
             .fairness_jain
             .expect("four contenders have a fairness index");
         assert!((0.25..=1.0).contains(&fairness), "fairness {fairness}");
-        for key in keys {
-            pool[0].cleanup(&key).await.unwrap();
-        }
-        pool[0].cleanup_namespace().await.unwrap();
-        for c in &pool {
-            c.close().await.unwrap();
-        }
+        tidy(&pool, keys).await;
     }
 }
 
@@ -318,13 +323,7 @@ async fn queues_wake_one_waiter_per_release() {
             per_grant <= most + 0.5,
             "{name}: {per_grant} requests per grant at 6 contenders (at most {most} without a herd)"
         );
-        for key in keys {
-            pool[0].cleanup(&key).await.unwrap();
-        }
-        pool[0].cleanup_namespace().await.unwrap();
-        for c in &pool {
-            c.close().await.unwrap();
-        }
+        tidy(&pool, keys).await;
     }
 }
 

@@ -52,39 +52,30 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             .collect();
         let alone = mine.iter().find(|r| r.contenders == 1);
         let most = mine.iter().max_by_key(|r| r.contenders);
-        let figures = |r: Option<&&BenchRow>| {
+        // P50 / P99 / P99.9, and the longest wait when contended.
+        let figures = |r: Option<&&BenchRow>, longest: bool| {
             r.map_or("not measured".to_string(), |r| {
                 if r.ops == 0 {
                     return format!("no grant in {:.1} s", r.measured_s);
                 }
-                format!(
-                    "{} / {} / {}",
-                    us(r.acquire_us.p50),
-                    us(r.acquire_us.p99),
-                    us(r.acquire_us.p999)
-                )
+                let a = &r.acquire_us;
+                let tail = if longest {
+                    format!("; {}", us(a.max))
+                } else {
+                    String::new()
+                };
+                format!("{} / {} / {}{tail}", us(a.p50), us(a.p99), us(a.p999))
             })
         };
         let facts = facts(evidence, name);
         table.push(vec![
             format!("`{name}`"),
             facts.map_or("not recorded".to_string(), |f| f.fencing.clone()),
-            figures(alone),
+            figures(alone, false),
             most.map_or("-".to_string(), |r| {
                 format!("{} ({})", r.contenders, r.wait_mode)
             }),
-            most.map_or("not measured".to_string(), |r| {
-                if r.ops == 0 {
-                    return format!("no grant in {:.1} s", r.measured_s);
-                }
-                format!(
-                    "{} / {} / {}; {}",
-                    us(r.acquire_us.p50),
-                    us(r.acquire_us.p99),
-                    us(r.acquire_us.p999),
-                    us(r.acquire_us.max)
-                )
-            }),
+            figures(most, true),
             most.map_or("-".to_string(), |r| {
                 if r.ops == 0 {
                     "no grant".to_string()
