@@ -40,6 +40,10 @@ pub enum Command {
     /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
     /// what fencing did.
     Faults(FaultsArgs),
+    /// Merge the shards of a split `simulate` or `ttl` run (`--shard I/N`) into the results
+    /// directory the whole run would have written: histograms added exactly, the TTL derived
+    /// from the merged whole.
+    Merge(MergeArgs),
     /// One worker of a fault-lab trial (started by `faults`; reads its plan on stdin).
     #[command(hide = true)]
     FaultWorker(FaultWorkerArgs),
@@ -68,6 +72,15 @@ pub struct SimulationArgs {
     /// Also write a results directory (manifest, histograms, CSV); it must not exist or be empty.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Run shard I of N: the replays whose index is I mod N (with --seed and --run-id; merge the
+    /// shards' directories with `lockbench merge`). Default: JOB_COMPLETION_INDEX with
+    /// LOCKBENCH_SHARDS (a Kubernetes Indexed Job), or SLURM_ARRAY_TASK_ID with
+    /// SLURM_ARRAY_TASK_COUNT (a Slurm job array).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// The run id every shard of a split run carries (default LOCKBENCH_RUN_ID).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
 }
 
 /// `lockbench simulate`.
@@ -390,6 +403,20 @@ pub struct CompareArgs {
     #[arg(value_name = "AFTER")]
     pub after: PathBuf,
     /// Print machine-readable JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lockbench merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' results directories, one per shard, in any order.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged results directory goes; it must not exist or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print the merged record as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
 }

@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Faults(args) => commands::faults::run(&args),
+        Command::Merge(args) => commands::merge::run(&args),
         Command::FaultWorker(_) => commands::faults::worker(),
     };
     match result {

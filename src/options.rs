@@ -13,6 +13,7 @@ use lockbench_locks::{BackendConfig, BackendKind};
 use crate::cli::{BenchArgs, ReplayArgs, SimulateArgs, SimulationArgs, TtlArgs};
 
 mod faults;
+pub mod shard;
 pub use faults::FaultsCommand;
 
 /// Most worker threads accepted; more would only add contention on 2-64 core machines.
@@ -43,6 +44,8 @@ pub struct SimulationOptions {
     pub threads: usize,
     pub json: bool,
     pub out: Option<PathBuf>,
+    /// This process's shard of a split run; `None` for the whole run.
+    pub shard: Option<lockbench_core::ShardRecord>,
 }
 
 /// Options of `simulate`.
@@ -69,6 +72,20 @@ pub struct TtlOptions {
 impl SimulationOptions {
     fn resolve(args: &SimulationArgs) -> Result<Self, UsageError> {
         let replays = whole_in("--replays", &args.replays, "replays", 1..=MAX_REPLAYS)?;
+        let shard = shard::resolve(args.shard.as_deref(), args.run_id.as_deref(), &|name| {
+            std::env::var(name).ok()
+        })?;
+        if let Some(s) = &shard
+            && args.seed.is_none()
+        {
+            return Err(usage(
+                "--seed",
+                format!(
+                    "shard {}/{} of run {}: every shard must draw from the same seed, give --seed",
+                    s.index, s.count, s.run_id
+                ),
+            ));
+        }
         let seed = resolve_seed(args.seed.as_deref())?;
         let threads = match &args.threads {
             Some(text) => whole_in("--threads", text, "threads", 1..=MAX_THREADS)?,
@@ -80,7 +97,20 @@ impl SimulationOptions {
             threads,
             json: args.json,
             out: args.out.clone(),
+            shard,
         })
+    }
+
+    /// The replays this process runs.
+    pub fn engine_shard(&self) -> lockbench_workloads::Shard {
+        self.shard
+            .as_ref()
+            .map_or(lockbench_workloads::Shard::WHOLE, |s| {
+                lockbench_workloads::Shard {
+                    index: s.index,
+                    count: s.count,
+                }
+            })
     }
 }
 

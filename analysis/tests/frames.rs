@@ -68,7 +68,7 @@ fn a_slower_run_shows_its_change_and_rows_on_one_side_show_as_missing() {
     let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
     let row = lines
         .iter()
-        .position(|l| l.starts_with("billing,baseline,1,"))
+        .position(|l| l.starts_with("billing,baseline,1.0,"))
         .unwrap();
     let mut cells: Vec<String> = lines[row].split(',').map(str::to_string).collect();
     let p50: f64 = cells[6].parse().unwrap();

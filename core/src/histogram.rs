@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use serde::{Deserialize, Serialize};
 
 /// Runtimes are recorded in microseconds: a job runtime needs no finer grain.
 const RUNTIME_UNIT_NS: u64 = 1_000;
@@ -45,6 +46,36 @@ pub struct RuntimeHistogram {
 struct Threshold {
     limit_ns: u64,
     above: u64,
+}
+
+/// What a histogram knows exactly and its HdrHistogram encoding rounds to buckets: written beside
+/// an interval log (`exact.json`), so that a histogram read back, and histograms of several shards
+/// added, are exactly the ones recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExactFigures {
+    /// Values recorded.
+    pub count: u64,
+    /// Their sum in nanoseconds.
+    pub sum_ns: u128,
+    /// The smallest, in nanoseconds (`u64::MAX` when empty).
+    pub min_ns: u64,
+    /// The largest, in nanoseconds.
+    pub max_ns: u64,
+    /// Values above the highest trackable one.
+    pub saturated: u64,
+    /// Values strictly above each registered limit.
+    pub thresholds: Vec<ThresholdCount>,
+}
+
+/// Values strictly above one limit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdCount {
+    /// The limit in nanoseconds.
+    pub limit_ns: u64,
+    /// Values above it.
+    pub above: u64,
 }
 
 impl Default for RuntimeHistogram {
@@ -224,6 +255,49 @@ impl RuntimeHistogram {
         Self::decode_v2(text, RUNTIME_UNIT_NS)
     }
 
+    /// The figures [`Self::with_exact`] restores.
+    pub fn exact(&self) -> ExactFigures {
+        ExactFigures {
+            count: self.count,
+            sum_ns: self.sum_ns,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+            saturated: self.saturated,
+            thresholds: self
+                .thresholds
+                .iter()
+                .map(|t| ThresholdCount {
+                    limit_ns: t.limit_ns,
+                    above: t.above,
+                })
+                .collect(),
+        }
+    }
+
+    /// This histogram (read back from its log) with the exact figures written beside it. Refused
+    /// when they do not describe the same values (another count).
+    pub fn with_exact(mut self, exact: &ExactFigures) -> Result<Self, HistogramError> {
+        if exact.count != self.count {
+            return Err(HistogramError::Decode(format!(
+                "the exact figures count {} values and the histogram {}",
+                exact.count, self.count
+            )));
+        }
+        self.sum_ns = exact.sum_ns;
+        self.min_ns = exact.min_ns;
+        self.max_ns = exact.max_ns;
+        self.saturated = exact.saturated;
+        self.thresholds = exact
+            .thresholds
+            .iter()
+            .map(|t| Threshold {
+                limit_ns: t.limit_ns,
+                above: t.above,
+            })
+            .collect();
+        Ok(self)
+    }
+
     fn decode_v2(text: &str, unit_ns: u64) -> Result<Self, HistogramError> {
         use base64::Engine as _;
         let bytes = base64::engine::general_purpose::STANDARD
@@ -232,6 +306,14 @@ impl RuntimeHistogram {
         let decoded: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+        // Histograms of other settings have other buckets: adding them would not be exact.
+        if decoded.sigfig() != SIGNIFICANT_DIGITS || decoded.high() != HIGHEST_UNITS {
+            return Err(HistogramError::Decode(format!(
+                "recorded with {} significant digits up to {}, but lockbench records {SIGNIFICANT_DIGITS} up to {HIGHEST_UNITS}",
+                decoded.sigfig(),
+                decoded.high()
+            )));
+        }
         let mut h = Self::with_unit(unit_ns);
         for v in decoded.iter_recorded() {
             let units = v.value_iterated_to();
@@ -278,22 +360,26 @@ pub fn interval_log(comment: &str, entries: &[(String, &RuntimeHistogram)]) -> V
         .begin_log_with(&mut bytes, &mut serializer)
         .expect("writing to memory cannot fail");
     for (tag, h) in entries {
-        let clean: String = tag
-            .chars()
-            .map(|c| {
-                if c == ',' || c.is_whitespace() {
-                    '_'
-                } else {
-                    c
-                }
-            })
-            .collect();
+        let clean = log_tag(tag);
         writer
             .write_histogram(h.hdr(), Duration::ZERO, Duration::ZERO, Tag::new(&clean))
             .expect("writing to memory cannot fail");
     }
     drop(writer);
     bytes
+}
+
+/// `tag` as an interval log holds it: commas and whitespace become `_`.
+pub(crate) fn log_tag(tag: &str) -> String {
+    tag.chars()
+        .map(|c| {
+            if c == ',' || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// Reads an interval log written by [`interval_log`] back: each tagged histogram, in the unit the

@@ -16,8 +16,12 @@ pub mod records;
 mod results;
 
 pub use format::{format_count, format_duration, format_hms, format_seconds};
-pub use histogram::{HistogramError, RuntimeHistogram, interval_log, read_interval_log};
-pub use manifest::{Machine, Manifest, ServerRecord, SpecRecord, unix_now_s};
+pub use histogram::{
+    ExactFigures, HistogramError, RuntimeHistogram, ThresholdCount, interval_log, read_interval_log,
+};
+pub use manifest::{
+    Machine, Manifest, ServerRecord, ShardOrigin, ShardRecord, SpecRecord, unix_now_s,
+};
 pub use results::{ResultsDir, ResultsError};
 
 /// The version of lockbench that produced a result, stored in every manifest.

@@ -40,6 +40,42 @@ pub struct Manifest {
     pub config: Option<String>,
     /// Files in the directory besides the manifest.
     pub files: Vec<String>,
+    /// The shard this directory is, when the run was split into shards; `None` for a whole run.
+    #[serde(deserialize_with = "present")]
+    pub shard: Option<ShardRecord>,
+    /// The shards `lockbench merge` made this directory from, in index order; empty otherwise.
+    pub merged_from: Vec<ShardOrigin>,
+}
+
+/// One shard of a run split over several processes or machines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardRecord {
+    /// This shard, from 0.
+    pub index: u64,
+    /// How many shards the run has.
+    pub count: u64,
+    /// The run every shard of it names (`--run-id`).
+    pub run_id: String,
+    /// Where it ran (`LOCKBENCH_ZONE`, e.g. an availability zone); `None` when not given.
+    #[serde(deserialize_with = "present")]
+    pub zone: Option<String>,
+}
+
+/// What a merged directory keeps of each shard's manifest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardOrigin {
+    /// The shard.
+    pub shard: ShardRecord,
+    /// Its host.
+    #[serde(deserialize_with = "present")]
+    pub hostname: Option<String>,
+    /// When it finished, seconds since the Unix epoch.
+    pub created_unix_s: u64,
+    /// The commit its binary was built from.
+    #[serde(deserialize_with = "present")]
+    pub git_commit: Option<String>,
 }
 
 /// The machine a run happened on.

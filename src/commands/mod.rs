@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod compare;
 pub mod faults;
+pub mod merge;
 pub mod replay;
 pub mod report;
 pub mod run;

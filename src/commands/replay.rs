@@ -10,7 +10,7 @@ use lockbench_core::records::replay::{self, HoldMode, ReplayRecord, SimulatedCom
 use lockbench_core::records::{RESULTS_JSON, RuntimeSummary, to_csv, to_json};
 use lockbench_core::{ResultsDir, RuntimeHistogram, SpecRecord};
 use lockbench_replay::{LiveError, LiveReplay, LiveReport, LockMode};
-use lockbench_workloads::{JobModel, SimOptions, simulate};
+use lockbench_workloads::{JobModel, Shard, SimOptions, simulate};
 
 use crate::cli::ReplayArgs;
 use crate::commands::{Interrupted, shared};
@@ -32,6 +32,7 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
             seed: command.live.seed,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             thresholds: Vec::new(),
+            shard: Shard::WHOLE,
         },
         &|_| {},
     );

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use lockbench_core::records::simulate::{self, SimulationRow};
-use lockbench_core::records::{RESULTS_JSON, SCHEMA_VERSION};
+use lockbench_core::records::{RESULTS_JSON, SCHEMA_VERSION, to_json};
 use lockbench_core::{
     Machine, Manifest, ResultsDir, RuntimeHistogram, ServerRecord, SpecRecord, TOOL_VERSION,
     unix_now_s,
@@ -38,6 +38,7 @@ pub fn simulate_one(
         seed: simulation.seed,
         threads: simulation.threads,
         thresholds: thresholds.to_vec(),
+        shard: simulation.engine_shard(),
     };
     let histogram = simulate(model, &options, &|n| progress.advance(n));
     let row = SimulationRow::new(
@@ -61,6 +62,7 @@ pub fn write_results(
     specs: &[&WorkloadSpec],
     simulated: &[Simulated],
     record: Vec<u8>,
+    merged_from: Vec<lockbench_core::ShardOrigin>,
 ) -> Result<()> {
     let mut out = out;
     let rows: Vec<SimulationRow> = simulated.iter().map(|s| s.row.clone()).collect();
@@ -76,6 +78,10 @@ pub fn write_results(
             &entries,
         ),
     )?;
+    out.add(
+        lockbench_core::records::exact::EXACT,
+        to_json(&lockbench_core::records::exact::ExactRecord::of(&entries)),
+    )?;
     out.add(RESULTS_JSON, record)?;
     let specs = specs
         .iter()
@@ -84,13 +90,17 @@ pub fn write_results(
             text: s.text.clone(),
         })
         .collect();
-    let manifest = manifest(
-        &out,
-        command,
-        Some(simulation.seed),
-        simulation.threads,
-        specs,
-    );
+    let manifest = Manifest {
+        shard: simulation.shard.clone(),
+        merged_from,
+        ..manifest(
+            &out,
+            command,
+            Some(simulation.seed),
+            simulation.threads,
+            specs,
+        )
+    };
     commit(out, manifest)
 }
 
@@ -117,6 +127,8 @@ pub fn manifest(
         backends: Vec::new(),
         config: None,
         files: out.file_names().map(str::to_string).collect(),
+        shard: None,
+        merged_from: Vec::new(),
     }
 }
 

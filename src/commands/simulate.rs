@@ -37,7 +37,11 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
             }
         }
     }
-    let progress = Progress::new(options.simulation.replays * models.len() as u64);
+    let per_model = options
+        .simulation
+        .engine_shard()
+        .replays_of(options.simulation.replays);
+    let progress = Progress::new(per_model * models.len() as u64);
     let started = Instant::now();
     let simulated: Vec<Simulated> = models
         .iter()
@@ -49,7 +53,8 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
     // behind docs/PERFORMANCE.md, over the simulation's wall time alone.
     let samples: u64 = models
         .iter()
-        .map(|(_, m)| m.samples_per_replay() * options.simulation.replays)
+        .zip(&simulated)
+        .map(|((_, m), s)| m.samples_per_replay() * s.histogram.count())
         .sum();
     let record = SimulationRecord {
         seed: options.simulation.seed,
@@ -75,6 +80,7 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
             &spec_refs,
             &simulated,
             bytes,
+            Vec::new(),
         )?;
     }
     Ok(ExitCode::SUCCESS)

@@ -2,10 +2,12 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use lockbench_analysis::{ProfileP999, TtlInputs, VolumePoint, recommend, review_scales};
 use lockbench_core::records::to_json;
+use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
@@ -13,6 +15,29 @@ use crate::commands::shared::{Simulated, prepare_out, simulate_one, write_result
 use crate::options::TtlOptions;
 use crate::progress::Progress;
 use crate::render;
+
+/// What the derivation takes besides the simulated runtimes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TtlParams {
+    pub target_scale: f64,
+    pub safety_factor: f64,
+    pub current_ttl: Option<Duration>,
+    pub runs_per_year: f64,
+    pub seed: u64,
+}
+
+impl TtlParams {
+    /// The parameters a recommendation was derived with, read back from it.
+    pub fn of(r: &TtlRecommendation) -> Self {
+        TtlParams {
+            target_scale: r.target_scale,
+            safety_factor: r.safety_factor,
+            current_ttl: r.current_ttl.as_ref().map(|c| c.ttl),
+            runs_per_year: r.runs_per_year,
+            seed: r.seed,
+        }
+    }
+}
 
 pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     let options = TtlOptions::resolve(args)?;
@@ -33,70 +58,50 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
         JobModel::new(&spec, n, above)?;
     }
     let thresholds: Vec<_> = options.current_ttl.into_iter().collect();
-    let progress = Progress::new(options.simulation.replays * (names.len() as u64 + 2));
+    // A shard cannot know which profile the whole run will find worst, so it simulates every
+    // profile at half and double the target too; `merge` keeps what the whole run would have.
+    let sharded = options.simulation.shard.is_some();
+    let growth_runs = if sharded { 2 * names.len() } else { 2 };
+    let per_model = options
+        .simulation
+        .engine_shard()
+        .replays_of(options.simulation.replays);
+    let progress = Progress::new(per_model * (names.len() + growth_runs) as u64);
 
     // 1. Every candidate profile at the target scale; the worst P99.9 decides.
     let mut simulated: Vec<Simulated> = at_target
         .iter()
         .map(|m| simulate_one(m, &spec, &options.simulation, &thresholds, &progress))
         .collect();
-    let worst = (0..simulated.len())
-        .max_by_key(|i| simulated[*i].row.runtime.p999)
-        .expect("a spec has at least one profile");
-    let chosen = names[worst].clone();
-    let exceeding = options
-        .current_ttl
-        .and_then(|ttl| simulated[worst].histogram.count_above(ttl));
-
-    // 2. The chosen profile at half and double the target, to see how runtime grows.
-    for scale in [below, above] {
-        let model = JobModel::new(&spec, &chosen, scale)?;
-        simulated.push(simulate_one(
-            &model,
-            &spec,
-            &options.simulation,
-            &[],
-            &progress,
-        ));
+    // 2. The chosen profile (every profile, in a shard) at half and double the target, to see
+    //    how runtime grows.
+    let growing: Vec<String> = if sharded {
+        names.clone()
+    } else {
+        vec![names[worst(&simulated)].clone()]
+    };
+    for name in &growing {
+        for scale in [below, above] {
+            let model = JobModel::new(&spec, name, scale)?;
+            simulated.push(simulate_one(
+                &model,
+                &spec,
+                &options.simulation,
+                &[],
+                &progress,
+            ));
+        }
     }
     progress.finish();
 
-    let target_row = &simulated[worst].row;
-    let mut volume_points: Vec<VolumePoint> = simulated
-        .iter()
-        .filter(|s| s.row.profile == chosen)
-        .map(|s| VolumePoint {
-            scale: s.row.scale,
-            volume: s.row.volume,
-            p999: s.row.runtime.p999,
-        })
-        .collect();
-    volume_points.sort_by_key(|p| p.volume);
-    let recommendation = recommend(TtlInputs {
-        workload: spec.workload.name.clone(),
-        profile: chosen.clone(),
-        profiles_considered: simulated[..names.len()]
-            .iter()
-            .map(|s| ProfileP999 {
-                profile: s.row.profile.clone(),
-                p999: s.row.runtime.p999,
-            })
-            .collect(),
-        unit: spec.workload.unit.clone(),
+    let params = TtlParams {
         target_scale: target,
-        target_volume: target_row.volume,
-        seed: options.simulation.seed,
-        replays: options.simulation.replays,
-        measured_p999: target_row.runtime.p999,
-        p999_ci_s: target_row.p999_ci_s,
-        p999_ci_open: target_row.p999_ci_open,
         safety_factor: options.safety_factor,
-        volume_points,
-        pause_p999: spec.profile(&chosen)?.pause_p999(),
-        current_ttl: options.current_ttl.zip(exceeding),
+        current_ttl: options.current_ttl,
         runs_per_year: options.runs_per_year,
-    });
-
+        seed: options.simulation.seed,
+    };
+    let (recommendation, _) = derive(&spec, names.len(), &params, &simulated)?;
     let record = to_json(&recommendation);
     if options.simulation.json {
         std::io::stdout().write_all(&record)?;
@@ -111,7 +116,76 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
             &[&spec],
             &simulated,
             record,
+            Vec::new(),
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The candidate with the worst P99.9 among the first entries (the last of equals).
+fn worst(candidates: &[Simulated]) -> usize {
+    (0..candidates.len())
+        .max_by_key(|i| candidates[*i].row.runtime.p999)
+        .expect("a spec has at least one profile")
+}
+
+/// The recommendation from simulated runtimes: the first `profiles` entries are every candidate
+/// profile at the target scale (counted above the current TTL), the others hold the profiles at
+/// half and double the target. Returns it with the entries it used, in the order a whole run
+/// writes them: the candidates, then the chosen profile below and above the target.
+pub fn derive(
+    spec: &WorkloadSpec,
+    profiles: usize,
+    params: &TtlParams,
+    simulated: &[Simulated],
+) -> Result<(TtlRecommendation, Vec<usize>)> {
+    let worst = worst(&simulated[..profiles]);
+    let chosen = simulated[worst].row.profile.clone();
+    let [below, _, above] = review_scales(params.target_scale);
+    let at = |scale: f64| {
+        (profiles..simulated.len())
+            .find(|&i| simulated[i].row.profile == chosen && simulated[i].row.scale == scale)
+            .with_context(|| format!("no run of profile {chosen} at scale {scale}"))
+    };
+    let used: Vec<usize> = (0..profiles).chain([at(below)?, at(above)?]).collect();
+    let target_row = &simulated[worst].row;
+    let exceeding = params
+        .current_ttl
+        .and_then(|ttl| simulated[worst].histogram.count_above(ttl));
+    let mut volume_points: Vec<VolumePoint> = used
+        .iter()
+        .map(|&i| &simulated[i].row)
+        .filter(|row| row.profile == chosen)
+        .map(|row| VolumePoint {
+            scale: row.scale,
+            volume: row.volume,
+            p999: row.runtime.p999,
+        })
+        .collect();
+    volume_points.sort_by_key(|p| p.volume);
+    let recommendation = recommend(TtlInputs {
+        workload: spec.workload.name.clone(),
+        profile: chosen.clone(),
+        profiles_considered: simulated[..profiles]
+            .iter()
+            .map(|s| ProfileP999 {
+                profile: s.row.profile.clone(),
+                p999: s.row.runtime.p999,
+            })
+            .collect(),
+        unit: spec.workload.unit.clone(),
+        target_scale: params.target_scale,
+        target_volume: target_row.volume,
+        seed: params.seed,
+        replays: simulated[worst].histogram.count(),
+        measured_p999: target_row.runtime.p999,
+        p999_ci_s: target_row.p999_ci_s,
+        p999_ci_open: target_row.p999_ci_open,
+        safety_factor: params.safety_factor,
+        volume_points,
+        pause_p999: spec.profile(&chosen)?.pause_p999(),
+        current_ttl: params.current_ttl.zip(exceeding),
+        runs_per_year: params.runs_per_year,
+    });
+    Ok((recommendation, used))
 }

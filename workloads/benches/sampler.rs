@@ -9,7 +9,7 @@ use std::path::Path;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lockbench_workloads::latency::Latency;
 use lockbench_workloads::sampler::Sampler;
-use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, replay_rng, simulate};
+use lockbench_workloads::{JobModel, Shard, SimOptions, WorkloadSpec, replay_rng, simulate};
 use rand::Rng;
 use rand_distr::Distribution;
 
@@ -94,6 +94,7 @@ fn replays(c: &mut Criterion) {
                     seed: 42,
                     threads,
                     thresholds: Vec::new(),
+                    shard: Shard::WHOLE,
                 };
                 b.iter(|| black_box(simulate(&model, &options, &|_| {})))
             },

@@ -13,11 +13,13 @@ mod error;
 pub mod latency;
 mod model;
 pub mod sampler;
+mod shard;
 mod sim;
 mod spec;
 
 pub use error::SpecError;
 pub use model::{CompiledStep, JobModel, MAX_ITEMS};
+pub use shard::Shard;
 pub use sim::{LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate};
 pub use spec::{
     Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step, Target,

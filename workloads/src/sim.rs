@@ -11,6 +11,7 @@ use lockbench_core::RuntimeHistogram;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::Shard;
 use crate::model::{CompiledEpisode, CompiledPauses, CompiledStep, Effect, JobModel};
 
 /// Replays handed to a thread at a time: large enough to amortise the shared counter, small
@@ -30,16 +31,19 @@ pub struct SimOptions {
     pub threads: usize,
     /// Runtimes above which replays are counted exactly (a current TTL to price).
     pub thresholds: Vec<Duration>,
+    /// The replays this process runs ([`Shard::WHOLE`]: all of them).
+    pub shard: Shard,
 }
 
-/// Runs `options.replays` replays of `model` and returns their runtimes. `progress` is called
-/// with the number of replays just finished, from any worker thread.
+/// Runs `options.replays` replays of `model` (those of `options.shard`) and returns their
+/// runtimes. `progress` is called with the number of replays just finished, from any worker
+/// thread.
 pub fn simulate(
     model: &JobModel,
     options: &SimOptions,
     progress: &(dyn Fn(u64) + Sync),
 ) -> RuntimeHistogram {
-    let replays = options.replays.min(MAX_REPLAYS);
+    let replays = options.shard.replays_of(options.replays.min(MAX_REPLAYS));
     let next = AtomicU64::new(0);
     let threads = options.threads.max(1);
     let parts: Vec<RuntimeHistogram> = std::thread::scope(|scope| {
@@ -54,8 +58,8 @@ pub fn simulate(
                             break;
                         }
                         let last = (first + CHUNK).min(replays);
-                        for index in first..last {
-                            let mut rng = replay_rng(options.seed, index);
+                        for k in first..last {
+                            let mut rng = replay_rng(options.seed, options.shard.global(k));
                             let runtime_s = replay(model, &mut rng, &mut scratch);
                             histogram.record_ns(seconds_to_ns(runtime_s));
                         }

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
-use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, simulate};
+use lockbench_workloads::{JobModel, Shard, SimOptions, WorkloadSpec, simulate};
 use statrs::distribution::{ContinuousCDF, Gamma};
 
 fn run(spec_text: &str, profile: &str, replays: u64, threads: usize) -> RuntimeHistogram {
@@ -15,6 +15,7 @@ fn run(spec_text: &str, profile: &str, replays: u64, threads: usize) -> RuntimeH
         seed: 20261130,
         threads,
         thresholds: Vec::new(),
+        shard: Shard::WHOLE,
     };
     simulate(&model, &options, &|_| {})
 }
@@ -168,6 +169,7 @@ slowdown = 2.0
         seed: 7,
         threads: 2,
         thresholds: vec![limit],
+        shard: Shard::WHOLE,
     };
     let h = simulate(&model, &options, &|_| {});
     // Exactly two outcomes: 10 s (75 %) or 20 s (25 %).
@@ -198,4 +200,49 @@ duration = "1s"
     let h = run(&spec, "gc", 20_000, 2);
     let mean = h.mean().as_secs_f64();
     assert!((mean / 1100.0 - 1.0).abs() < 0.01, "mean runtime {mean}");
+}
+
+/// Shards 0..N of a simulation, each run apart with any thread count, add up to the whole run:
+/// the same count, sum, extremes, percentiles and threshold counts, for the shipped billing spec's
+/// most varied profile.
+#[test]
+fn shards_add_up_to_the_whole_simulation() {
+    let spec = WorkloadSpec::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/specs/billing.toml"
+    )))
+    .expect("the shipped billing spec");
+    let model = JobModel::new(&spec, "gc-pressure", 0.1).expect("profile exists");
+    let limit = Duration::from_secs(300);
+    let options = |shard: Shard, threads: usize| SimOptions {
+        replays: 1_001,
+        seed: 42,
+        threads,
+        thresholds: vec![limit],
+        shard,
+    };
+    let whole = simulate(&model, &options(Shard::WHOLE, 2), &|_| {});
+    for count in [2u64, 3, 7] {
+        let mut merged = RuntimeHistogram::with_thresholds(&[limit]);
+        for index in 0..count {
+            let threads = 1 + (index as usize % 2);
+            merged.merge(&simulate(
+                &model,
+                &options(Shard { index, count }, threads),
+                &|_| {},
+            ));
+        }
+        assert_eq!(merged.count(), whole.count(), "{count} shards");
+        assert_eq!(merged.mean(), whole.mean(), "{count} shards");
+        assert_eq!(merged.min(), whole.min(), "{count} shards");
+        assert_eq!(merged.max(), whole.max(), "{count} shards");
+        assert_eq!(merged.count_above(limit), whole.count_above(limit));
+        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(
+                merged.quantile(q),
+                whole.quantile(q),
+                "q {q}, {count} shards"
+            );
+        }
+    }
 }

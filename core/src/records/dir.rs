@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::bench::{self, BenchCsvRow, BenchRecord};
 use super::codec::{MANIFEST, RESULTS_JSON, RecordError, SCHEMA_VERSION, from_csv, from_json};
+use super::exact::{self, ExactRecord};
 use super::faults::{self, FaultEventRow, FaultTrialRow, FaultsRecord};
 use super::replay::{self, JobRunRecord, ReplayRecord};
 use super::simulate::{self, SimulationCsvRow, SimulationRecord};
@@ -21,7 +22,8 @@ pub struct ResultsRead {
     pub manifest: Manifest,
     /// Its records, by the command that wrote it.
     pub body: Body,
-    /// Its HdrHistogram log, by tag (empty for a command that writes none).
+    /// Its HdrHistogram log, by tag (empty for a command that writes none), with the exact
+    /// figures of `exact.json` where the command writes one (simulate, ttl).
     pub histograms: Vec<(String, RuntimeHistogram)>,
 }
 
@@ -82,6 +84,34 @@ fn read(file: &Path) -> Result<Vec<u8>, RecordError> {
             "cannot read it ({e}); expected a results directory written by lockbench --out"
         ),
     })
+}
+
+/// Each histogram of a log with its exact figures: every tag must have them, and nothing else.
+fn with_exact(
+    logged: Vec<(String, RuntimeHistogram)>,
+    record: &ExactRecord,
+) -> Result<Vec<(String, RuntimeHistogram)>, String> {
+    if record.histograms.len() != logged.len() {
+        return Err(format!(
+            "{} histograms described, but the log holds {}",
+            record.histograms.len(),
+            logged.len()
+        ));
+    }
+    logged
+        .into_iter()
+        .map(|(tag, h)| {
+            let exact = record
+                .histograms
+                .iter()
+                .find(|e| e.tag == tag)
+                .ok_or_else(|| format!("no exact figures for the histogram `{tag}`"))?;
+            let h = h
+                .with_exact(&exact.figures)
+                .map_err(|e| format!("`{tag}`: {e}"))?;
+            Ok((tag, h))
+        })
+        .collect()
 }
 
 fn histograms(file: &Path) -> Result<Vec<(String, RuntimeHistogram)>, RecordError> {
@@ -169,10 +199,19 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
         }
         _ => (Body::Other, None),
     };
-    let histograms = match log {
+    let mut histograms = match log {
         Some(name) => histograms(&dir.join(name))?,
         None => Vec::new(),
     };
+    if matches!(manifest.command.as_str(), "simulate" | "ttl") {
+        let (file, bytes) = load(exact::EXACT)?;
+        let record: ExactRecord = from_json(&file, &bytes)?;
+        histograms =
+            with_exact(histograms, &record).map_err(|message| RecordError::Unreadable {
+                file: file.clone(),
+                message,
+            })?;
+    }
     Ok(ResultsRead {
         manifest,
         body,

@@ -11,6 +11,7 @@
 pub mod bench;
 pub(crate) mod codec;
 mod dir;
+pub mod exact;
 pub mod faults;
 pub mod replay;
 pub mod seconds;

@@ -1,0 +1,348 @@
+//! `lockbench merge`: the shards of a split `simulate` or `ttl` run into the results directory the
+//! whole run would have written.
+//!
+//! The shards must belong together: one command, one run id, one shard count with every index
+//! once, one seed, the same specs, the same flags (apart from where each shard wrote and how many
+//! threads it had) and the same lockbench build. Their histograms are added exactly (HdrHistogram
+//! buckets, and the exact count, sum, extremes and threshold counts of `exact.json`), so the
+//! percentiles and counts are the single-process run's; a TTL is derived from the merged
+//! histograms only, never from the shards' own.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
+use lockbench_core::records::{Body, ResultsRead, read_dir, to_json};
+use lockbench_core::{Manifest, ResultsDir, RuntimeHistogram, ShardOrigin, ShardRecord};
+use lockbench_workloads::WorkloadSpec;
+
+use crate::cli::MergeArgs;
+use crate::commands::shared::{Simulated, write_results};
+use crate::commands::ttl::{TtlParams, derive};
+use crate::options::{SimulationOptions, UsageError, usage};
+use crate::render;
+
+/// Flags that may differ between the shards of one run (each with its value; `--json` too).
+const PER_SHARD_FLAGS: [&str; 4] = ["--shard", "--run-id", "--out", "--threads"];
+
+struct Shard {
+    dir: PathBuf,
+    read: ResultsRead,
+    shard: ShardRecord,
+}
+
+pub fn run(args: &MergeArgs) -> Result<ExitCode> {
+    let out = ResultsDir::new(&args.out)?;
+    let mut shards = Vec::new();
+    for dir in &args.dirs {
+        let read = read_dir(dir)?;
+        let shard = read.manifest.shard.clone().ok_or_else(|| {
+            refuse(
+                dir,
+                format!(
+                    "not a shard: its {} run was not split (run it with --shard I/N --run-id ID)",
+                    read.manifest.command
+                ),
+            )
+        })?;
+        shards.push(Shard {
+            dir: dir.clone(),
+            read,
+            shard,
+        });
+    }
+    check(&mut shards)?;
+    let first = &shards[0];
+    let specs = specs(first)?;
+    let merged = merged_runs(&shards)?;
+    let simulation = SimulationOptions {
+        replays: merged.first().map_or(0, |s| s.histogram.count()),
+        seed: first.read.manifest.seed.unwrap_or_default(),
+        threads: shards.iter().map(|s| s.read.manifest.threads).sum(),
+        json: args.json,
+        out: None,
+        shard: None,
+    };
+    let origins: Vec<ShardOrigin> = shards.iter().map(origin).collect();
+    let spec_refs: Vec<&WorkloadSpec> = specs.iter().collect();
+    match &first.read.body {
+        Body::Simulate { .. } => {
+            let records: Vec<&SimulationRecord> = shards
+                .iter()
+                .filter_map(|s| match &s.read.body {
+                    Body::Simulate { record, .. } => Some(record),
+                    _ => None,
+                })
+                .collect();
+            let samples: u64 = records.iter().map(|r| r.latency_samples).sum();
+            // The shards ran side by side: the run took as long as its slowest shard.
+            let elapsed = records.iter().map(|r| r.elapsed_s).fold(0.0, f64::max);
+            let record = SimulationRecord {
+                seed: simulation.seed,
+                threads: simulation.threads,
+                results: merged.iter().map(|s| s.row.clone()).collect(),
+                latency_samples: samples,
+                elapsed_s: elapsed,
+                samples_per_s: samples as f64 / elapsed.max(1e-9),
+            };
+            if args.json {
+                std::io::stdout().write_all(&to_json(&record))?;
+            } else {
+                print!("{}", render::simulation_table(&record));
+            }
+            let bytes = to_json(&record);
+            write_results(
+                out,
+                "simulate",
+                &simulation,
+                &spec_refs,
+                &merged,
+                bytes,
+                origins,
+            )?;
+        }
+        Body::Ttl { record, .. } => {
+            let params = TtlParams::of(record);
+            let (recommendation, used) = derive(
+                &specs[0],
+                record.profiles_considered.len(),
+                &params,
+                &merged,
+            )?;
+            // What a whole run writes: the candidates and the chosen profile's growth runs.
+            let kept: Vec<Simulated> = merged
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| used.contains(i))
+                .map(|(_, s)| s)
+                .collect();
+            let bytes = to_json(&recommendation);
+            if args.json {
+                std::io::stdout().write_all(&bytes)?;
+            } else {
+                print!("{}", render::ttl_report(&recommendation));
+            }
+            write_results(out, "ttl", &simulation, &spec_refs, &kept, bytes, origins)?;
+        }
+        _ => {
+            return Err(refuse(
+                &first.dir,
+                format!(
+                    "a {} directory: merge reads shards of simulate and ttl runs",
+                    first.read.manifest.command
+                ),
+            )
+            .into());
+        }
+    }
+    eprintln!(
+        "merged {} shards of run {} ({})",
+        shards.len(),
+        first.shard.run_id,
+        first.read.manifest.command
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn refuse(dir: &Path, message: String) -> UsageError {
+    usage(&dir.display().to_string(), message)
+}
+
+/// Checks the shards belong to one run and are all there; sorts them by index.
+fn check(shards: &mut [Shard]) -> Result<(), UsageError> {
+    shards.sort_by_key(|s| s.shard.index);
+    let first = &shards[0];
+    let same = |what: &str, a: String, b: String, dir: &Path| {
+        if a == b {
+            Ok(())
+        } else {
+            Err(refuse(
+                dir,
+                format!(
+                    "another run: its {what} is {b}, but {} has {a}",
+                    first.dir.display()
+                ),
+            ))
+        }
+    };
+    for s in shards.iter().skip(1) {
+        let (m, f) = (&s.read.manifest, &first.read.manifest);
+        same("command", f.command.clone(), m.command.clone(), &s.dir)?;
+        same(
+            "run id",
+            first.shard.run_id.clone(),
+            s.shard.run_id.clone(),
+            &s.dir,
+        )?;
+        same(
+            "shard count",
+            first.shard.count.to_string(),
+            s.shard.count.to_string(),
+            &s.dir,
+        )?;
+        same(
+            "seed",
+            format!("{:?}", f.seed),
+            format!("{:?}", m.seed),
+            &s.dir,
+        )?;
+        same(
+            "lockbench build",
+            format!("{} {:?}", f.version, f.git_commit),
+            format!("{} {:?}", m.version, m.git_commit),
+            &s.dir,
+        )?;
+        let texts = |m: &Manifest| m.specs.iter().map(|x| x.text.clone()).collect::<Vec<_>>();
+        if texts(f) != texts(m) {
+            return Err(refuse(
+                &s.dir,
+                format!(
+                    "another run: its specs differ from those of {}",
+                    first.dir.display()
+                ),
+            ));
+        }
+        same(
+            "command line (apart from --shard, --run-id, --out and --threads)",
+            shared_flags(&f.args).join(" "),
+            shared_flags(&m.args).join(" "),
+            &s.dir,
+        )?;
+    }
+    for pair in shards.windows(2) {
+        if pair[0].shard.index == pair[1].shard.index {
+            return Err(refuse(
+                &pair[1].dir,
+                format!(
+                    "shard {} of {} given twice (also {})",
+                    pair[1].shard.index,
+                    pair[1].shard.count,
+                    pair[0].dir.display()
+                ),
+            ));
+        }
+    }
+    let count = first.shard.count;
+    let have: Vec<u64> = shards.iter().map(|s| s.shard.index).collect();
+    if let Some(missing) = (0..count).find(|i| !have.contains(i)) {
+        let list: Vec<String> = have.iter().map(u64::to_string).collect();
+        return Err(usage(
+            "merge",
+            format!(
+                "shard {missing} of {count} of run {} is missing (given: {})",
+                first.shard.run_id,
+                list.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The command line without the program, the per-shard flags and their values.
+fn shared_flags(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args.iter().skip(1) {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        let name = a.split('=').next().unwrap_or(a);
+        if name == "--json" {
+            continue;
+        }
+        if PER_SHARD_FLAGS.contains(&name) {
+            skip = !a.contains('=');
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
+/// The specs the run used, from the first shard's manifest.
+fn specs(shard: &Shard) -> Result<Vec<WorkloadSpec>> {
+    Ok(shard
+        .read
+        .manifest
+        .specs
+        .iter()
+        .map(|s| WorkloadSpec::parse(&s.text, Path::new(&s.path)))
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Every simulated run of the shards, histograms added, rows summarised again from the sums.
+fn merged_runs(shards: &[Shard]) -> Result<Vec<Simulated>, UsageError> {
+    let first = &shards[0];
+    let rows: &[SimulationRow] = match &first.read.body {
+        Body::Simulate { record, .. } => &record.results,
+        // A ttl record names its runs only through summary.csv and the log, in the same order.
+        _ => &[],
+    };
+    let mut merged = Vec::new();
+    for (i, (tag, histogram)) in first.read.histograms.iter().enumerate() {
+        let mut sum: RuntimeHistogram = histogram.clone();
+        for s in &shards[1..] {
+            let theirs = s
+                .read
+                .histograms
+                .get(i)
+                .filter(|(t, _)| t == tag)
+                .ok_or_else(|| {
+                    refuse(
+                        &s.dir,
+                        format!(
+                            "has no histogram `{tag}` where {} has one",
+                            first.dir.display()
+                        ),
+                    )
+                })?;
+            if theirs.1.exact().thresholds.len() != sum.exact().thresholds.len() {
+                return Err(refuse(&s.dir, format!("`{tag}` counts other thresholds")));
+            }
+            sum.merge(&theirs.1);
+        }
+        let row = match rows.get(i) {
+            Some(r) => {
+                SimulationRow::new(&r.workload, &r.profile, r.scale, r.volume, &r.unit, &sum)
+            }
+            None => csv_row(first, i, &sum)?,
+        };
+        merged.push(Simulated {
+            row,
+            histogram: sum,
+        });
+    }
+    Ok(merged)
+}
+
+/// Row `i` of a ttl shard's summary.csv, summarised again from `sum`.
+fn csv_row(shard: &Shard, i: usize, sum: &RuntimeHistogram) -> Result<SimulationRow, UsageError> {
+    let Body::Ttl { rows, .. } = &shard.read.body else {
+        return Err(refuse(&shard.dir, "has no summary rows".to_string()));
+    };
+    let r = rows.get(i).ok_or_else(|| {
+        refuse(
+            &shard.dir,
+            format!("summary.csv has no row {} for the log's histogram", i + 1),
+        )
+    })?;
+    Ok(SimulationRow::new(
+        &r.workload,
+        &r.profile,
+        r.scale,
+        r.volume,
+        &r.unit,
+        sum,
+    ))
+}
+
+fn origin(s: &Shard) -> ShardOrigin {
+    ShardOrigin {
+        shard: s.shard.clone(),
+        hostname: s.read.manifest.machine.hostname.clone(),
+        created_unix_s: s.read.manifest.created_unix_s,
+        git_commit: s.read.manifest.git_commit.clone(),
+    }
+}

@@ -1,0 +1,285 @@
+//! Runs split into shards (`--shard I/N`) and merged (`lockbench merge`): N local processes are N
+//! shards. The merged directory is byte for byte the one the whole run writes, whatever N and
+//! the shards' thread counts; shards that do not belong together are refused in one line.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+const BILLING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
+
+fn lockbench() -> Command {
+    let mut c = Command::cargo_bin("lockbench").unwrap();
+    // The engine's own variables must not make a test process a shard.
+    for name in [
+        "JOB_COMPLETION_INDEX",
+        "LOCKBENCH_SHARDS",
+        "LOCKBENCH_RUN_ID",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_COUNT",
+    ] {
+        c.env_remove(name);
+    }
+    c
+}
+
+fn ok(args: &[&str]) {
+    let out = lockbench().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Expects exit code 2 and one line on stderr holding every fragment.
+fn refused(args: &[&str], fragments: &[&str]) {
+    let out = lockbench().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    for f in fragments {
+        assert!(stderr.contains(f), "{f:?} not in: {stderr}");
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The files whose bytes must not depend on how the run was split.
+const SAME: [&str; 3] = ["summary.csv", "runtimes.hlog", "exact.json"];
+
+/// `command args` whole, then as `count` shards with alternating thread counts, merged.
+fn whole_and_merged(root: &Path, name: &str, args: &[&str], count: u64) -> (PathBuf, PathBuf) {
+    let whole = root.join(format!("{name}-whole"));
+    let mut full: Vec<&str> = args.to_vec();
+    full.extend(["--out", s(&whole)]);
+    ok(&full);
+    let mut dirs = Vec::new();
+    for index in 0..count {
+        let dir = root.join(format!("{name}-{count}-{index}"));
+        let shard = format!("{index}/{count}");
+        let threads = (1 + index % 2).to_string();
+        let mut a: Vec<&str> = args.to_vec();
+        a.extend(["--shard", &shard, "--run-id", name, "--threads", &threads]);
+        a.extend(["--out", s(&dir)]);
+        ok(&a);
+        dirs.push(dir);
+    }
+    // Given in reverse: the order of the directories does not matter.
+    let merged = root.join(format!("{name}-{count}-merged"));
+    let mut m: Vec<&str> = vec!["merge"];
+    m.extend(dirs.iter().rev().map(|d| s(d)));
+    m.extend(["--out", s(&merged)]);
+    ok(&m);
+    (whole, merged)
+}
+
+fn assert_same_bytes(whole: &Path, merged: &Path, files: &[&str]) {
+    for f in files {
+        let a = std::fs::read(whole.join(f)).unwrap();
+        let b = std::fs::read(merged.join(f)).unwrap();
+        assert!(
+            a == b,
+            "{f} differs between {} and {}",
+            whole.display(),
+            merged.display()
+        );
+    }
+}
+
+#[test]
+fn simulate_shards_merge_into_the_whole_run() {
+    let root = tempfile::tempdir().unwrap();
+    let args = [
+        "simulate",
+        BILLING,
+        "--scale",
+        "1",
+        "--scale",
+        "10",
+        "--replays",
+        "1001",
+        "--seed",
+        "7",
+    ];
+    for count in [2, 3, 7] {
+        let (whole, merged) = whole_and_merged(root.path(), "sim", &args, count);
+        assert_same_bytes(&whole, &merged, &SAME);
+        let results = |d: &Path| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(d.join("results.json")).unwrap()).unwrap()
+        };
+        assert_eq!(results(&whole)["results"], results(&merged)["results"]);
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(merged.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(
+            manifest["merged_from"].as_array().unwrap().len(),
+            count as usize
+        );
+        assert_eq!(manifest["shard"], serde_json::Value::Null);
+        std::fs::remove_dir_all(&whole).unwrap();
+    }
+}
+
+/// The TTL of merged shards is the whole run's: derived from the merged histograms (every shard
+/// simulates every profile's growth runs, merge keeps the chosen one's), not from any shard's.
+#[test]
+fn ttl_shards_merge_into_the_whole_runs_recommendation() {
+    let root = tempfile::tempdir().unwrap();
+    let args = [
+        "ttl",
+        BILLING,
+        "--target-scale",
+        "10",
+        "--replays",
+        "1001",
+        "--seed",
+        "7",
+        "--current-ttl",
+        "300s",
+    ];
+    for count in [2, 3, 7] {
+        let (whole, merged) = whole_and_merged(root.path(), "ttl", &args, count);
+        let mut files = SAME.to_vec();
+        files.push("results.json");
+        assert_same_bytes(&whole, &merged, &files);
+        std::fs::remove_dir_all(&whole).unwrap();
+    }
+}
+
+#[test]
+fn merge_refuses_shards_that_do_not_belong_together() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let shard = |name: &str, index: u64, count: u64, run: &str, seed: &str| -> PathBuf {
+        let dir = r.join(name);
+        let at = format!("{index}/{count}");
+        ok(&[
+            "simulate",
+            BILLING,
+            "--replays",
+            "300",
+            "--seed",
+            seed,
+            "--shard",
+            &at,
+            "--run-id",
+            run,
+            "--out",
+            s(&dir),
+        ]);
+        dir
+    };
+    let a0 = shard("a0", 0, 3, "a", "7");
+    let a1 = shard("a1", 1, 3, "a", "7");
+    let a2 = shard("a2", 2, 3, "a", "7");
+    let b2 = shard("b2", 2, 3, "b", "7");
+    let c2 = shard("c2", 2, 3, "a", "8");
+    let out = r.join("out");
+    let o = s(&out);
+    refused(
+        &["merge", s(&a0), s(&a1), "--out", o],
+        &["shard 2 of 3 of run a is missing (given: 0, 1)"],
+    );
+    refused(
+        &["merge", s(&a0), s(&a1), s(&a1), s(&a2), "--out", o],
+        &["a1", "shard 1 of 3 given twice"],
+    );
+    refused(
+        &["merge", s(&a0), s(&a1), s(&b2), "--out", o],
+        &["b2", "another run: its run id is b"],
+    );
+    refused(
+        &["merge", s(&a0), s(&a1), s(&c2), "--out", o],
+        &["c2", "another run: its seed is Some(8)"],
+    );
+    // A whole run is not a shard.
+    let whole = r.join("whole");
+    ok(&[
+        "simulate",
+        BILLING,
+        "--replays",
+        "300",
+        "--seed",
+        "7",
+        "--out",
+        s(&whole),
+    ]);
+    refused(
+        &["merge", s(&a0), s(&whole), "--out", o],
+        &["whole", "not a shard"],
+    );
+    // A histogram recorded with other settings cannot be added exactly.
+    let doctored = r.join("doctored");
+    copy_dir(&a2, &doctored);
+    let log = std::fs::read_to_string(doctored.join("runtimes.hlog")).unwrap();
+    let other = other_settings_log(&log);
+    std::fs::write(doctored.join("runtimes.hlog"), other).unwrap();
+    refused(
+        &["merge", s(&a0), s(&a1), s(&doctored), "--out", o],
+        &["runtimes.hlog", "significant digits"],
+    );
+    assert!(!out.exists(), "nothing written by a refused merge");
+}
+
+#[test]
+fn shard_flags_are_checked() {
+    refused(
+        &[
+            "simulate", BILLING, "--seed", "1", "--shard", "3/3", "--run-id", "r",
+        ],
+        &["--shard: expected I/N"],
+    );
+    refused(
+        &["simulate", BILLING, "--shard", "0/3", "--run-id", "r"],
+        &["--seed: shard 0/3 of run r"],
+    );
+    refused(
+        &["simulate", BILLING, "--seed", "1", "--shard", "0/3"],
+        &["--run-id: shard 0/3"],
+    );
+    let out = lockbench()
+        .args(["simulate", BILLING, "--seed", "1", "--replays", "10"])
+        .env("JOB_COMPLETION_INDEX", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("LOCKBENCH_SHARDS"));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+/// The same log with every histogram re-encoded at 2 significant digits.
+fn other_settings_log(log: &str) -> String {
+    use base64::Engine as _;
+    use hdrhistogram::Histogram;
+    use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+    let engine = base64::engine::general_purpose::STANDARD;
+    log.lines()
+        .map(|line| {
+            let Some(rest) = line.strip_prefix("Tag=") else {
+                return line.to_string();
+            };
+            let mut fields: Vec<String> = rest.split(',').map(str::to_string).collect();
+            let bytes = engine.decode(fields[4].trim()).unwrap();
+            let h: Histogram<u64> = Deserializer::new()
+                .deserialize(&mut bytes.as_slice())
+                .unwrap();
+            let mut coarse = Histogram::<u64>::new_with_bounds(1, h.high(), 2).unwrap();
+            coarse.add(&h).unwrap();
+            let mut out = Vec::new();
+            V2Serializer::new().serialize(&coarse, &mut out).unwrap();
+            fields[4] = engine.encode(out);
+            format!("Tag={}", fields.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
