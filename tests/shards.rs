@@ -17,6 +17,7 @@ fn lockbench() -> Command {
         "LOCKBENCH_RUN_ID",
         "SLURM_ARRAY_TASK_ID",
         "SLURM_ARRAY_TASK_COUNT",
+        "LOCKBENCH_ZONE",
     ] {
         c.env_remove(name);
     }

@@ -161,7 +161,12 @@ fn staging_dir(out: &Path) -> Result<PathBuf> {
 async fn step(title: &str, args: &[String]) -> Result<i32> {
     eprintln!("\n== {title}");
     let exe = std::env::current_exe().context("finding the lockbench binary")?;
-    let status = tokio::process::Command::new(exe)
+    let mut command = tokio::process::Command::new(exe);
+    // The main job is one whole run, even inside a Job or an array that splits others.
+    for name in crate::options::shard::ENGINE_VARIABLES {
+        command.env_remove(name);
+    }
+    let status = command
         .args(args)
         .env(crate::commands::shared::STAGED, "1")
         .kill_on_drop(false)

@@ -6,6 +6,16 @@ use lockbench_core::ShardRecord;
 
 use super::{UsageError, usage};
 
+/// The variables through which an engine makes a process a shard (`run`, which is not split,
+/// removes them from its steps).
+pub const ENGINE_VARIABLES: [&str; 5] = [
+    "JOB_COMPLETION_INDEX",
+    "LOCKBENCH_SHARDS",
+    "LOCKBENCH_RUN_ID",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+];
+
 /// Most shards a run may be split into.
 pub const MAX_SHARDS: u64 = 10_000;
 

@@ -1,0 +1,366 @@
+//! The engine recipes in deploy/ and the Dockerfile: every Kubernetes document parses and says
+//! what the shard contract needs, a shard started the way the Indexed Job starts it runs as that
+//! shard, the ConfigMap carries the shipped spec, and the image builds the README's binary.
+//!
+//! No YAML library is a dependency of lockbench, so the manifests are read by a small reader of
+//! the YAML they use (block mappings and sequences, plain and quoted scalars, `|` block scalars);
+//! anything else in them fails this test.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::{Map, Value};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(Path::new(ROOT).join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every document of every manifest, with its file.
+fn documents() -> Vec<(String, Value)> {
+    let dir = Path::new(ROOT).join("deploy/kubernetes");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "manifests in {}", dir.display());
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().to_string();
+        for doc in text.split("\n---\n") {
+            let lines: Vec<&str> = doc.lines().collect();
+            let (value, end) = node(&lines, 0, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(skip(&lines, end), lines.len(), "{name}: unread lines");
+            out.push((name.clone(), value));
+        }
+    }
+    out
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+fn blank(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty() || t.starts_with('#')
+}
+
+fn skip(lines: &[&str], mut i: usize) -> usize {
+    while i < lines.len() && blank(lines[i]) {
+        i += 1;
+    }
+    i
+}
+
+fn scalar(text: &str) -> Value {
+    let t = text.trim();
+    let unquoted = t
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .or_else(|| t.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))
+        .unwrap_or(t);
+    Value::String(unquoted.to_string())
+}
+
+/// The node starting at line `i` (after blanks), whose lines are indented by `at`.
+fn node(lines: &[&str], i: usize, at: usize) -> Result<(Value, usize), String> {
+    let i = skip(lines, i);
+    if i >= lines.len() {
+        return Ok((Value::Null, i));
+    }
+    let first = lines[i];
+    if indent(first) != at {
+        return Err(format!("line {}: expected indentation {at}", i + 1));
+    }
+    if first.trim_start().starts_with("- ") {
+        return sequence(lines, i, at);
+    }
+    mapping(lines, i, at, None)
+}
+
+fn sequence(lines: &[&str], mut i: usize, at: usize) -> Result<(Value, usize), String> {
+    let mut items = Vec::new();
+    while i < lines.len() && indent(lines[i]) == at && lines[i].trim_start().starts_with("- ") {
+        let item = &lines[i].trim_start()[2..];
+        if item.contains(": ") || item.ends_with(':') {
+            // A mapping whose first key sits on the dash's line.
+            let (value, next) = mapping(lines, i, at + 2, Some(item))?;
+            items.push(value);
+            i = skip(lines, next);
+        } else {
+            items.push(scalar(item));
+            i = skip(lines, i + 1);
+        }
+    }
+    Ok((Value::Array(items), i))
+}
+
+/// A mapping at `at`; `first` is its first line's text when that line starts with a dash.
+fn mapping(
+    lines: &[&str],
+    mut i: usize,
+    at: usize,
+    mut first: Option<&str>,
+) -> Result<(Value, usize), String> {
+    let mut map = Map::new();
+    loop {
+        let text = match first.take() {
+            Some(t) => t,
+            None => {
+                i = skip(lines, i);
+                if i >= lines.len()
+                    || indent(lines[i]) != at
+                    || lines[i].trim_start().starts_with("- ")
+                {
+                    break;
+                }
+                lines[i].trim_start()
+            }
+        };
+        let (key, rest) = match text.split_once(": ") {
+            Some((k, r)) => (k, r.trim()),
+            None => (
+                text.strip_suffix(':')
+                    .ok_or_else(|| format!("line {}: expected `key: value`", i + 1))?,
+                "",
+            ),
+        };
+        i += 1;
+        let value = if rest == "|" {
+            let mut body = Vec::new();
+            let mut cut = None;
+            while i < lines.len() && (lines[i].trim().is_empty() || indent(lines[i]) > at) {
+                let line = lines[i];
+                if !line.trim().is_empty() {
+                    let c = *cut.get_or_insert(indent(line));
+                    body.push(line.get(c..).unwrap_or("").to_string());
+                } else {
+                    body.push(String::new());
+                }
+                i += 1;
+            }
+            while body.last().is_some_and(String::is_empty) {
+                body.pop();
+            }
+            Value::String(body.join("\n") + "\n")
+        } else if rest.is_empty() {
+            let next = skip(lines, i);
+            if next >= lines.len() || indent(lines[next]) <= at {
+                Value::Null
+            } else {
+                let (v, end) = node(lines, next, indent(lines[next]))?;
+                i = end;
+                v
+            }
+        } else {
+            scalar(rest)
+        };
+        map.insert(key.trim().to_string(), value);
+    }
+    Ok((Value::Object(map), i))
+}
+
+fn text(v: &Value) -> &str {
+    v.as_str()
+        .unwrap_or_else(|| panic!("expected a scalar, got {v}"))
+}
+
+fn env_value<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str())
+}
+
+fn job<'a>(docs: &'a [(String, Value)], file: &str) -> &'a Value {
+    let (_, doc) = docs.iter().find(|(f, _)| f == file).expect(file);
+    assert_eq!(doc["kind"], "Job", "{file}");
+    assert_eq!(doc["apiVersion"], "batch/v1", "{file}");
+    doc
+}
+
+#[test]
+fn every_manifest_parses_and_names_itself() {
+    let docs = documents();
+    for (file, doc) in &docs {
+        for field in ["apiVersion", "kind"] {
+            assert!(doc[field].is_string(), "{file}: {field}");
+        }
+        assert!(doc["metadata"]["name"].is_string(), "{file}: metadata.name");
+    }
+    let kinds: Vec<&str> = docs.iter().map(|(_, d)| text(&d["kind"])).collect();
+    for kind in ["Job", "ConfigMap", "Secret", "PersistentVolumeClaim"] {
+        assert!(kinds.contains(&kind), "a {kind} in deploy/kubernetes");
+    }
+}
+
+/// The shard Job: Indexed, one pod per shard with LOCKBENCH_SHARDS equal to its completions, never
+/// restarted in place, spread over zones, with a run id shared by its labels and the merge Job;
+/// and started as Kubernetes starts its pod 3, lockbench runs shard 3 of 8 of that run.
+#[test]
+fn the_shard_job_keeps_the_shard_contract() {
+    let docs = documents();
+    let shards = job(&docs, "ttl-job.yaml");
+    let spec = &shards["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(
+        spec["completions"], spec["parallelism"],
+        "every shard at once"
+    );
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    assert_eq!(
+        pod["topologySpreadConstraints"][0]["topologyKey"],
+        "topology.kubernetes.io/zone"
+    );
+    let container = &pod["containers"][0];
+    assert_eq!(
+        env_value(container, "LOCKBENCH_SHARDS"),
+        spec["completions"].as_str(),
+        "LOCKBENCH_SHARDS is the Job's completions"
+    );
+    let run_id = env_value(container, "LOCKBENCH_RUN_ID").expect("LOCKBENCH_RUN_ID");
+    assert_eq!(shards["metadata"]["labels"]["lockbench/run-id"], run_id);
+    let merge = job(&docs, "merge-job.yaml");
+    let merger = &merge["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(env_value(merger, "LOCKBENCH_RUN_ID"), Some(run_id));
+    assert!(text(&merger["command"][2]).starts_with("lockbench merge "));
+    let claim = |job: &Value| {
+        job["spec"]["template"]["spec"]["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|v| v["persistentVolumeClaim"]["claimName"].as_str())
+            .map(str::to_string)
+    };
+    assert_eq!(claim(shards), claim(merge), "both Jobs use one volume");
+    // The pod's command line, run here as pod 3 with the repository's spec and few replays.
+    let args: Vec<String> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| text(a).to_string())
+        .collect();
+    let out = tempfile::tempdir().unwrap();
+    let shard_dir = out.path().join("shard-3");
+    let mut local: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "/etc/lockbench/billing.toml" => {
+                local.push(format!("{ROOT}/workloads/specs/billing.toml"))
+            }
+            "--replays" => {
+                it.next();
+                local.extend(["--replays".into(), "700".into()]);
+            }
+            "--out" => {
+                let value = it.next().unwrap();
+                assert!(
+                    value.contains("$(JOB_COMPLETION_INDEX)"),
+                    "one directory per shard"
+                );
+                local.extend(["--out".into(), shard_dir.display().to_string()]);
+            }
+            _ => local.push(a.clone()),
+        }
+    }
+    let shards_count = env_value(container, "LOCKBENCH_SHARDS").unwrap();
+    let run = Command::cargo_bin("lockbench")
+        .unwrap()
+        .args(&local)
+        .env("JOB_COMPLETION_INDEX", "3")
+        .env("LOCKBENCH_SHARDS", shards_count)
+        .env("LOCKBENCH_RUN_ID", run_id)
+        .env("LOCKBENCH_ZONE", "zone-b")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(shard_dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["shard"]["index"], 3);
+    assert_eq!(
+        manifest["shard"]["count"],
+        shards_count.parse::<u64>().unwrap()
+    );
+    assert_eq!(manifest["shard"]["run_id"], run_id);
+    assert_eq!(manifest["shard"]["zone"], "zone-b");
+}
+
+#[test]
+fn the_configmap_carries_the_shipped_spec_and_a_config() {
+    let docs = documents();
+    let (_, map) = docs.iter().find(|(_, d)| d["kind"] == "ConfigMap").unwrap();
+    assert_eq!(
+        text(&map["data"]["billing.toml"]).trim_end(),
+        read("workloads/specs/billing.toml").trim_end(),
+        "deploy/kubernetes/configmap.yaml holds workloads/specs/billing.toml as it is"
+    );
+    lockbench_locks_config(text(&map["data"]["lockbench.toml"]));
+}
+
+/// The config parses as lockbench reads it (placeholders and all).
+fn lockbench_locks_config(config: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lockbench.toml");
+    std::fs::write(&path, config).unwrap();
+    let out = Command::cargo_bin("lockbench")
+        .unwrap()
+        .args([
+            "bench",
+            "--config",
+            path.to_str().unwrap(),
+            "--backend",
+            "nope",
+        ])
+        .env("REDIS_PASSWORD", "from-the-secret")
+        .env("PG_PASSWORD", "from-the-secret")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The config was read: the only complaint is the unknown backend named on the command line.
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nope"), "{stderr}");
+}
+
+#[test]
+fn the_image_builds_the_readmes_binary() {
+    let dockerfile = read("Dockerfile");
+    let readme = read("README.md");
+    assert!(
+        readme.contains("\ncargo build --release\n"),
+        "README builds with cargo build --release"
+    );
+    assert!(
+        dockerfile.contains("\nRUN cargo build --release\n"),
+        "the same command in the image"
+    );
+    assert!(dockerfile.contains("COPY --from=build /src/target/release/lockbench "));
+    let cargo = read("Cargo.toml");
+    let version = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .unwrap()
+        .trim_matches('"');
+    assert!(
+        dockerfile.contains(&format!("FROM rust:{version}-")),
+        "the build image is the workspace's rust-version {version}"
+    );
+    for script in ["deploy/slurm/ttl-array.sh", "deploy/slurm/merge.sh"] {
+        let ok = std::process::Command::new("bash")
+            .args(["-n", &format!("{ROOT}/{script}")])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{script} is valid bash");
+    }
+}
