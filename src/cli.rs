@@ -222,6 +222,20 @@ pub struct BenchArgs {
     /// Also write a results directory (manifest, CSV, histograms); it must not exist or be empty.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Run shard I of N of a benchmark split over several machines: the contenders whose
+    /// run-wide ids are I, I+N, ... on the same keys (an open loop: every Nth arrival of one
+    /// schedule). Needs --run-id and --start-at; default from JOB_COMPLETION_INDEX with
+    /// LOCKBENCH_SHARDS, or the Slurm array variables.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// The run id every shard carries (default LOCKBENCH_RUN_ID).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// When every shard starts measuring, after its warm-up (RFC 3339, e.g.
+    /// 2026-12-01T15:00:00Z); a shard not ready by then exits with code 4. Contention level j
+    /// starts j x (warm-up + duration + 1 s) later.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
 }
 
 /// `lockbench replay`.

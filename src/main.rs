@@ -44,6 +44,9 @@ fn exit_code(error: &anyhow::Error) -> u8 {
     if error.is::<commands::Interrupted>() {
         return 130;
     }
+    if error.is::<commands::bench::NotReady>() {
+        return 4;
+    }
     let bad_input = error.chain().any(|cause| {
         cause.is::<options::UsageError>()
             || cause.is::<lockbench_workloads::SpecError>()

@@ -300,6 +300,10 @@ pub struct BenchCommand {
     pub json: bool,
     pub out: Option<PathBuf>,
     pub config_path: PathBuf,
+    /// This process's shard of a benchmark split over several; `None` for a whole run.
+    pub shard: Option<lockbench_core::ShardRecord>,
+    /// When the measured part starts (`--start-at`).
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// Most contenders in one run: each holds a connection or session of its own.
@@ -408,7 +412,9 @@ impl BenchCommand {
             poll: poll_policy(&args.poll)?,
             renew: !args.no_renew,
             max_in_flight: 1024,
+            ..BenchOptions::default()
         };
+        let (shard, start_at) = shard::bench(args, ops.is_some(), backends.len())?;
         Ok(BenchCommand {
             backends,
             contenders,
@@ -416,6 +422,8 @@ impl BenchCommand {
             json: args.json,
             out: args.out.clone(),
             config_path: args.config.clone(),
+            shard,
+            start_at,
         })
     }
 }

@@ -284,3 +284,156 @@ fn other_settings_log(log: &str) -> String {
         .join("\n")
         + "\n"
 }
+
+/// `--start-at` this far ahead: time for every shard process to start, connect and warm up.
+const START_IN: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// Bench shards of one run, started together against a local server: each shard's row counts the
+/// run's contenders, and with one contender per shard every failed try is a lock held by another
+/// shard, so try-fail > 0 on each shows the shards contend for the same key.
+#[test]
+fn bench_shards_contend_for_the_same_lock() {
+    let root = tempfile::tempdir().unwrap();
+    for (backend, count) in [("redis", 2u64), ("pg-session", 4)] {
+        let at =
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now() + START_IN).to_string();
+        let level = count.to_string();
+        let run = format!("{backend}-{count}");
+        let children: Vec<(PathBuf, std::process::Child)> = (0..count)
+            .map(|index| {
+                let dir = root.path().join(format!("{run}-{index}"));
+                let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("lockbench"))
+                    .args([
+                        "bench",
+                        "--backend",
+                        backend,
+                        "--contenders",
+                        &level,
+                        "--duration",
+                        "1s",
+                        "--warmup",
+                        "200ms",
+                        "--wait-mode",
+                        "poll",
+                        "--shard",
+                        &format!("{index}/{count}"),
+                        "--run-id",
+                        &run,
+                        "--start-at",
+                        &at,
+                        "--out",
+                        s(&dir),
+                    ])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (dir, child)
+            })
+            .collect();
+        for (dir, child) in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}: {} (start the local servers with scripts/services.sh up)",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let record: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+            let row = &record["results"][0];
+            assert_eq!(row["contenders"], count, "{backend}: the run's contenders");
+            assert!(row["ops"].as_u64().unwrap() > 0, "{backend}: {row}");
+            assert!(
+                row["try_fail_rate"].as_f64().unwrap() > 0.0,
+                "{backend} shard {}: one contender here, so a failed try is another shard's hold",
+                dir.display()
+            );
+            let manifest: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+            assert_eq!(manifest["shard"]["count"], count);
+            assert!(manifest["shard"]["start_at_unix_ms"].as_u64().is_some());
+        }
+    }
+}
+
+#[test]
+fn a_bench_shard_that_cannot_be_ready_in_time_says_so_with_exit_code_4() {
+    let at = humantime::format_rfc3339_seconds(
+        std::time::SystemTime::now() + std::time::Duration::from_secs(2),
+    )
+    .to_string();
+    let out = lockbench()
+        .args([
+            "bench",
+            "--backend",
+            "redis",
+            "--contenders",
+            "2",
+            "--duration",
+            "1s",
+            "--warmup",
+            "5s",
+            "--shard",
+            "0/2",
+            "--run-id",
+            "late",
+            "--start-at",
+            &at,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("bench shard 0/2 of run late: not ready"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn bench_shard_flags_are_checked() {
+    refused(
+        &[
+            "bench",
+            "--backend",
+            "redis",
+            "--shard",
+            "0/2",
+            "--run-id",
+            "x",
+        ],
+        &["--start-at: bench shard 0/2 of run x"],
+    );
+    refused(
+        &[
+            "bench",
+            "--backend",
+            "redis",
+            "--shard",
+            "0/2",
+            "--run-id",
+            "x",
+            "--start-at",
+            "2099-01-01T00:00:00Z",
+            "--ops",
+            "5",
+        ],
+        &["--ops: bench shard 0/2 of run x"],
+    );
+    refused(
+        &["bench", "--start-at", "2099-01-01T00:00:00Z"],
+        &["--backend: --start-at puts every shard on one schedule"],
+    );
+    refused(
+        &[
+            "bench",
+            "--backend",
+            "redis",
+            "--start-at",
+            "2001-01-01T00:00:00Z",
+        ],
+        &["--start-at: 2001-01-01T00:00:00Z has passed"],
+    );
+}

@@ -18,5 +18,5 @@ pub use armed_timer::ArmedTimer;
 pub use cycle::{Cycle, cycle};
 pub use handoff::HandoffClock;
 pub use measure::measure;
-pub use options::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
+pub use options::{BenchOptions, KeyMode, LoadMode, PollPolicy, Stripe, WaitMode};
 pub use result::{BenchResult, Metrics};

@@ -21,17 +21,37 @@ pub async fn measure(
     options: &BenchOptions,
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> (BenchResult, Vec<String>) {
-    assert!(!clients.is_empty(), "at least one client");
-    let contenders = clients.len();
+    // The row counts the run's contenders; a shard may hold none of them at a low level.
+    let contenders = match options.stripe.contenders {
+        0 => clients.len(),
+        n => n,
+    };
     // A backend without a queue of its own is polled, and its row says so.
     let mut effective = options.clone();
-    if !clients[0].capabilities().native_wait {
+    if clients
+        .first()
+        .is_some_and(|c| !c.capabilities().native_wait)
+    {
         effective.wait_mode = WaitMode::Poll;
     }
     let options = &effective;
     let started = Instant::now();
-    let measure_from = started + options.warmup;
+    let measure_from = options.start.unwrap_or(started + options.warmup);
     let stop_at = measure_from + options.duration;
+    if clients.is_empty() {
+        // This shard's share of the level is nobody: it waits the level out with the others.
+        tokio::time::sleep_until(tokio::time::Instant::from_std(stop_at)).await;
+        return (
+            BenchResult::new(
+                backend,
+                options,
+                contenders,
+                Metrics::default(),
+                options.duration,
+            ),
+            Vec::new(),
+        );
+    }
     let (metrics, keys, measured_until) = match options.mode {
         LoadMode::Closed => closed(clients, options, measure_from, stop_at, progress).await,
         LoadMode::Open { rate_per_s } => {
@@ -68,7 +88,8 @@ async fn closed(
     let keys: Vec<String> = (0..clients.len())
         .map(|i| match options.keys {
             KeyMode::One => "bench".to_string(),
-            KeyMode::Many => format!("bench-{i}"),
+            // Run-wide ids: a shard's contender k is contender `stripe.global(k)` of the run.
+            KeyMode::Many => format!("bench-{}", options.stripe.global(i)),
         })
         .collect();
     let tasks: Vec<_> = clients
@@ -144,7 +165,11 @@ async fn open(
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> (Metrics, Vec<String>, Instant) {
     let interval = Duration::from_secs_f64(1.0 / rate_per_s);
-    let origin = Instant::now();
+    // Shards share one schedule, from the common start less the warm-up.
+    let origin = match options.start {
+        Some(start) => start.checked_sub(options.warmup).unwrap_or(start),
+        None => Instant::now(),
+    };
     let metrics = Arc::new(Mutex::new(Metrics::default()));
     let clock = (options.keys == KeyMode::One).then(|| Arc::new(HandoffClock::default()));
     let in_flight = Arc::new(tokio::sync::Semaphore::new(options.max_in_flight));
@@ -160,6 +185,9 @@ async fn open(
         let intended = origin + interval.mul_f64(i as f64);
         if intended >= stop_at || measured_arrivals >= limit {
             break;
+        }
+        if !options.stripe.owns(i) {
+            continue;
         }
         let now = Instant::now();
         if intended > now {
@@ -184,7 +212,8 @@ async fn open(
             KeyMode::Many => format!("bench-{}", i % OPEN_LOOP_KEYS),
         };
         used_keys = used_keys.max(i + 1);
-        let client = clients[(i % clients.len() as u64) as usize].clone();
+        let turn = i / options.stripe.count.max(1);
+        let client = clients[(turn % clients.len() as u64) as usize].clone();
         let (options, metrics, progress, clock) = (
             options.clone(),
             metrics.clone(),

@@ -80,6 +80,41 @@ pub struct BenchOptions {
     pub renew: bool,
     /// Open loop: most cycles in flight; arrivals beyond it count as errors.
     pub max_in_flight: usize,
+    /// This process's share of a run split over several (the whole run by default).
+    pub stripe: Stripe,
+    /// When the measured part starts (shards start together); `None`: after the warm-up.
+    pub start: Option<std::time::Instant>,
+}
+
+/// One shard's share of a benchmark run over several processes: closed loop, the contenders
+/// whose run-wide ids are `index`, `index + count`, ... (on the same keys as the others'); open
+/// loop, the arrivals `k` of the run's one schedule with `k mod count = index`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stripe {
+    /// This shard, from 0.
+    pub index: u64,
+    /// Shards in the run, at least 1.
+    pub count: u64,
+    /// Contenders (closed loop) or clients (open loop) of the whole run at this level.
+    pub contenders: usize,
+}
+
+impl Stripe {
+    /// How many of the run's `contenders` are this shard's.
+    pub fn local(index: u64, count: u64, contenders: usize) -> usize {
+        let (n, i) = (count.max(1) as usize, index as usize);
+        contenders / n + usize::from(i < contenders % n)
+    }
+
+    /// The run-wide id of this shard's `k`-th contender.
+    pub fn global(&self, k: usize) -> u64 {
+        self.index + k as u64 * self.count.max(1)
+    }
+
+    /// Whether arrival `k` of the run's schedule is this shard's.
+    pub fn owns(&self, k: u64) -> bool {
+        k % self.count.max(1) == self.index
+    }
 }
 
 impl Default for BenchOptions {
@@ -96,6 +131,12 @@ impl Default for BenchOptions {
             wait_mode: WaitMode::Native,
             poll: PollPolicy::default(),
             renew: true,
+            stripe: Stripe {
+                index: 0,
+                count: 1,
+                contenders: 0,
+            },
+            start: None,
             max_in_flight: 1024,
         }
     }

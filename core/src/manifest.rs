@@ -60,6 +60,10 @@ pub struct ShardRecord {
     /// Where it ran (`LOCKBENCH_ZONE`, e.g. an availability zone); `None` when not given.
     #[serde(deserialize_with = "present")]
     pub zone: Option<String>,
+    /// bench: when every shard's measured part began (`--start-at`), milliseconds since the Unix
+    /// epoch; `None` for a simulation.
+    #[serde(deserialize_with = "present")]
+    pub start_at_unix_ms: Option<u64>,
 }
 
 /// What a merged directory keeps of each shard's manifest.

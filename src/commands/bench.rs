@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use std::io::Write as _;
 
@@ -20,6 +21,15 @@ use crate::render;
 
 /// Exit code when some backend could not be measured (the others were).
 const SOME_FAILED: u8 = 3;
+
+/// Between one contention level's measured part and the next one's warm-up, for a shard's last
+/// cycles (each bounded by its timeouts) to end.
+const LEVEL_GAP: Duration = Duration::from_secs(1);
+
+/// A shard that could not be ready for its common start: exit code 4.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotReady(pub String);
 
 /// What a backend measured declared about itself, as the record keeps it.
 fn facts(backend: &str, c: Capabilities) -> BackendFacts {
@@ -50,7 +60,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let measured = runtime.block_on(measure_all(&command));
+    let measured = runtime.block_on(measure_all(&command))?;
     let record = BenchRecord {
         results: measured.results.iter().map(|r| r.row.clone()).collect(),
         failed: measured.failed,
@@ -72,7 +82,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     })
 }
 
-async fn measure_all(command: &BenchCommand) -> Measured {
+async fn measure_all(command: &BenchCommand) -> Result<Measured> {
     let mut measured = Measured {
         results: Vec::new(),
         failed: Vec::new(),
@@ -95,6 +105,7 @@ async fn measure_all(command: &BenchCommand) -> Measured {
                 measured.backends.push(facts(name, capabilities));
                 measured.results.append(&mut r);
             }
+            Err(e) if e.is::<NotReady>() => return Err(e),
             Err(e) => {
                 // One line, and the other backends go on.
                 eprintln!("lockbench: bench: {e}");
@@ -105,14 +116,26 @@ async fn measure_all(command: &BenchCommand) -> Measured {
             }
         }
     }
-    measured
+    Ok(measured)
 }
 
 async fn measure_backend(
     config: &BackendConfig,
     command: &BenchCommand,
 ) -> Result<(Vec<BenchResult>, Capabilities)> {
-    let most = command.contenders.iter().copied().max().unwrap_or(1);
+    // A shard connects its own share of each level's contenders.
+    let (index, count) = command
+        .shard
+        .as_ref()
+        .map_or((0, 1), |s| (s.index, s.count));
+    let local = |c: usize| lockbench_bench::Stripe::local(index, count, c);
+    let most = command
+        .contenders
+        .iter()
+        .map(|&c| local(c))
+        .max()
+        .unwrap_or(1)
+        .max(1);
     // A client per contender: contenders are separate workers, each with its own connection or
     // session, as in production.
     let mut clients: Vec<Arc<dyn LockBackend>> = Vec::with_capacity(most);
@@ -142,13 +165,29 @@ async fn measure_backend(
     let _armed = lockbench_bench::ArmedTimer::spawn(config.operation_timeout);
     let mut results = Vec::new();
     let mut keys = Vec::new();
-    for &contenders in &command.contenders {
+    for (level, &contenders) in command.contenders.iter().enumerate() {
+        let mut options = command.bench.clone();
+        options.stripe = lockbench_bench::Stripe {
+            index,
+            count,
+            contenders,
+        };
+        if let Some(at) = command.start_at {
+            match level_start(command, at, level) {
+                Ok(start) => options.start = Some(start),
+                Err(e) => {
+                    // What the levels before left on the server goes all the same.
+                    let _ = cleanup(&clients, &keys).await;
+                    return Err(e);
+                }
+            }
+        }
         let progress = Progress::spinner(format!("{} x{contenders}", config.kind.name()));
         let counter = progress.counter();
         let (result, used) = lockbench_bench::measure(
             config.kind.name(),
-            clients[..contenders].to_vec(),
-            &command.bench,
+            clients[..local(contenders)].to_vec(),
+            &options,
             counter,
         )
         .await;
@@ -158,6 +197,16 @@ async fn measure_backend(
     }
     keys.sort();
     keys.dedup();
+    if let Some(at) = command.start_at {
+        // The other shards' last cycles may still use the keys and counters: wait out the gap
+        // after the last level, which every shard's schedule has, before removing them.
+        let b = &command.bench;
+        let levels = command.contenders.len() as u32;
+        let done = at + (b.warmup + b.duration + LEVEL_GAP) * levels - b.warmup;
+        if let Ok(left) = done.duration_since(SystemTime::now()) {
+            tokio::time::sleep(left).await;
+        }
+    }
     if let Err(e) = cleanup(&clients, &keys).await {
         eprintln!(
             "lockbench: bench: {}: cleanup after the run failed: {e}",
@@ -165,6 +214,30 @@ async fn measure_backend(
         );
     }
     Ok((results, capabilities))
+}
+
+/// When level `level`'s measured part starts: `at`, then one warm-up, duration and gap later per
+/// level. Refused when this process can no longer warm up fully before it.
+fn level_start(command: &BenchCommand, at: SystemTime, level: usize) -> Result<Instant> {
+    let b = &command.bench;
+    let start = at + (b.warmup + b.duration + LEVEL_GAP) * level as u32;
+    let now = SystemTime::now();
+    let ready = now + b.warmup;
+    let who = command.shard.as_ref().map_or("bench".to_string(), |s| {
+        format!("bench shard {}/{} of run {}", s.index, s.count, s.run_id)
+    });
+    if ready > start {
+        let late = ready.duration_since(start).unwrap_or_default();
+        return Err(NotReady(format!(
+            "{who}: not ready for contention level {} at {}: {} late with --warmup {} still to run; start the shards earlier or give a later --start-at",
+            command.contenders[level],
+            humantime::format_rfc3339_millis(start),
+            humantime::format_duration(Duration::from_millis(late.as_millis() as u64)),
+            humantime::format_duration(b.warmup),
+        ))
+        .into());
+    }
+    Ok(Instant::now() + start.duration_since(now).unwrap_or_default())
 }
 
 /// Leaves nothing behind: keys, counters, sequences, folders, then the connections and sessions.
@@ -198,13 +271,16 @@ fn write_results(
         ),
     )?;
     let servers = shared::server_records(&command.backends);
-    let manifest = shared::manifest_with_servers(
-        &out,
-        "bench",
-        None,
-        Vec::new(),
-        servers,
-        &command.config_path,
-    );
+    let manifest = lockbench_core::Manifest {
+        shard: command.shard.clone(),
+        ..shared::manifest_with_servers(
+            &out,
+            "bench",
+            None,
+            Vec::new(),
+            servers,
+            &command.config_path,
+        )
+    };
     shared::commit(out, manifest)
 }

@@ -67,6 +67,7 @@ pub fn resolve(
         count,
         run_id,
         zone: env("LOCKBENCH_ZONE").filter(|z| !z.is_empty()),
+        start_at_unix_ms: None,
     }))
 }
 
@@ -148,6 +149,73 @@ fn checked(
         ));
     }
     Ok(Some((index, count, from)))
+}
+
+/// `bench --start-at`: an RFC 3339 time (`2026-12-01T15:00:00Z`), which must lie ahead.
+pub fn start_at(text: &str) -> Result<std::time::SystemTime, UsageError> {
+    let at = humantime::parse_rfc3339_weak(text).map_err(|e| {
+        usage(
+            "--start-at",
+            format!(
+                "expected a time such as 2026-12-01T15:00:00Z (RFC 3339, UTC), got `{text}` ({e})"
+            ),
+        )
+    })?;
+    if at <= std::time::SystemTime::now() {
+        return Err(usage(
+            "--start-at",
+            format!("{text} has passed: every shard must be started before it"),
+        ));
+    }
+    Ok(at)
+}
+
+/// `bench`'s shard, from `--shard`/`--run-id`/`--start-at` and the engine's variables: a shard must
+/// start with the others (`--start-at`), end by time rather than by a count of its own, and
+/// measure one backend, so that every shard is on one schedule.
+pub fn bench(
+    args: &crate::cli::BenchArgs,
+    ends_by_count: bool,
+    backends: usize,
+) -> Result<(Option<ShardRecord>, Option<std::time::SystemTime>), UsageError> {
+    let shard = resolve(args.shard.as_deref(), args.run_id.as_deref(), &|name| {
+        std::env::var(name).ok()
+    })?;
+    let start_at = args.start_at.as_deref().map(start_at).transpose()?;
+    if start_at.is_some() && backends != 1 {
+        return Err(usage(
+            "--backend",
+            format!(
+                "--start-at puts every shard on one schedule, one backend at a time: give one --backend (this config has {backends})"
+            ),
+        ));
+    }
+    let Some(mut shard) = shard else {
+        return Ok((None, start_at));
+    };
+    let what = format!(
+        "bench shard {}/{} of run {}",
+        shard.index, shard.count, shard.run_id
+    );
+    let Some(at) = start_at else {
+        return Err(usage(
+            "--start-at",
+            format!(
+                "{what}: shards contend as one run only if they measure together: give --start-at TIME (RFC 3339, e.g. 2026-12-01T15:00:00Z), the same for every shard"
+            ),
+        ));
+    };
+    if ends_by_count {
+        return Err(usage(
+            "--ops",
+            format!("{what}: shards end together by time: give --duration, not --ops"),
+        ));
+    }
+    shard.start_at_unix_ms = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_millis() as u64);
+    Ok((Some(shard), Some(at)))
 }
 
 #[cfg(test)]

@@ -172,7 +172,16 @@ impl PgLock {
             )))
             .execute(&mut first)
             .await
-            .map_err(|e| LockError::server(backend, "create fencing sequence", e))?;
+            .map(|_| ())
+            .or_else(|e| {
+                // Two clients creating it at once (shards of one run starting together): one
+                // wins, the other's IF NOT EXISTS loses a race on the catalog and says so.
+                if is_duplicate_object(&e) {
+                    Ok(())
+                } else {
+                    Err(LockError::server(backend, "create fencing sequence", e))
+                }
+            })?;
         }
         let connections = Arc::new(Connections {
             options,
@@ -374,6 +383,12 @@ impl PgLock {
         let fencing = self.fencing.then_some(number);
         Ok(Some(self.grant(session, id, namespaced, fencing, ttl)))
     }
+}
+
+/// Postgres's answer when an object created concurrently already exists: a unique violation
+/// on the catalog (23505) or duplicate_table (42P07).
+fn is_duplicate_object(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if matches!(db.code().as_deref(), Some("23505" | "42P07")))
 }
 
 /// Postgres's answer when `lock_timeout` ends a wait (SQLSTATE 55P03, lock_not_available).
