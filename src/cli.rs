@@ -40,9 +40,9 @@ pub enum Command {
     /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
     /// what fencing did.
     Faults(FaultsArgs),
-    /// Merge the shards of a split `simulate` or `ttl` run (`--shard I/N`) into the results
-    /// directory the whole run would have written: histograms added exactly, the TTL derived
-    /// from the merged whole.
+    /// Merge the shards of a split `simulate`, `ttl` or `bench` run (`--shard I/N`) into the
+    /// results directory the whole run would have written: histograms added exactly, the TTL
+    /// derived from the merged whole.
     Merge(MergeArgs),
     /// One worker of a fault-lab trial (started by `faults`; reads its plan on stdin).
     #[command(hide = true)]

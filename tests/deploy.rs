@@ -297,6 +297,42 @@ fn the_shard_job_keeps_the_shard_contract() {
     assert_eq!(manifest["shard"]["zone"], "zone-b");
 }
 
+/// The bench Job: Indexed, every pod at once, no retry of any kind (a shard run again later would
+/// measure a lock the others no longer want), one start time for all, the shard from the Job.
+#[test]
+fn the_bench_job_starts_every_shard_together_and_never_again() {
+    let docs = documents();
+    let bench = job(&docs, "bench-job.yaml");
+    let spec = &bench["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(spec["completions"], spec["parallelism"]);
+    assert_eq!(spec["backoffLimit"], "0");
+    assert!(
+        spec.get("backoffLimitPerIndex").is_none(),
+        "no per-index retries"
+    );
+    let container = &spec["template"]["spec"]["containers"][0];
+    assert_eq!(
+        env_value(container, "LOCKBENCH_SHARDS"),
+        spec["completions"].as_str()
+    );
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
+    assert_eq!(args[0], "bench");
+    let start = args
+        .iter()
+        .position(|a| *a == "--start-at")
+        .expect("--start-at");
+    assert_eq!(args[start + 1], "$(START_AT)");
+    assert!(env_value(container, "START_AT").is_some());
+    assert!(!args.contains(&"--shard"), "the shard comes from the Job");
+    assert_eq!(args.iter().filter(|a| **a == "--backend").count(), 1);
+}
+
 #[test]
 fn the_configmap_carries_the_shipped_spec_and_a_config() {
     let docs = documents();

@@ -290,9 +290,12 @@ const START_IN: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Bench shards of one run, started together against a local server: each shard's row counts the
 /// run's contenders, and with one contender per shard every failed try is a lock held by another
-/// shard, so try-fail > 0 on each shows the shards contend for the same key.
+/// shard, so try-fail > 0 on each shows the shards contend for the same key. Merged, the count is
+/// the shards' sum and the percentiles are those of their histograms added: with one shard
+/// doctored ten times slower, the merged P99 is still the summed histograms', which the mean of
+/// the shards' P99s is not; a shard whose clock was off is warned about.
 #[test]
-fn bench_shards_contend_for_the_same_lock() {
+fn bench_shards_contend_for_the_same_lock_and_merge_exactly() {
     let root = tempfile::tempdir().unwrap();
     for (backend, count) in [("redis", 2u64), ("pg-session", 4)] {
         let at =
@@ -331,6 +334,7 @@ fn bench_shards_contend_for_the_same_lock() {
                 (dir, child)
             })
             .collect();
+        let mut dirs = Vec::new();
         for (dir, child) in children {
             let out = child.wait_with_output().unwrap();
             assert!(
@@ -353,8 +357,171 @@ fn bench_shards_contend_for_the_same_lock() {
                 serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
             assert_eq!(manifest["shard"]["count"], count);
             assert!(manifest["shard"]["start_at_unix_ms"].as_u64().is_some());
+            dirs.push(dir);
+        }
+        merged_bench_is_exact(root.path(), &run, &dirs);
+    }
+}
+
+/// The acquire histogram of every shard's only row, added up.
+fn summed_acquire(dirs: &[PathBuf]) -> (u64, lockbench_core::RuntimeHistogram) {
+    let mut ops = 0;
+    let mut sum = lockbench_core::RuntimeHistogram::for_latency();
+    for d in dirs {
+        let read = lockbench_core::records::read_dir(d).unwrap();
+        let (_, h) = read
+            .histograms
+            .iter()
+            .find(|(t, _)| t.ends_with("/acquire"))
+            .unwrap();
+        ops += h.count();
+        sum.merge(h);
+    }
+    (ops, sum)
+}
+
+fn merged_bench_is_exact(root: &Path, run: &str, dirs: &[PathBuf]) {
+    let merge_warning = |dirs: &[PathBuf], out: &Path| -> (serde_json::Value, String) {
+        let mut args: Vec<&str> = vec!["merge"];
+        args.extend(dirs.iter().map(|d| s(d)));
+        args.extend(["--out", s(out), "--json"]);
+        let out = lockbench().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+    };
+    let merge = |dirs: &[PathBuf], out: &Path| -> serde_json::Value {
+        let (merged, stderr) = merge_warning(dirs, out);
+        // One host, one clock: the shards started together.
+        assert!(!stderr.contains("warning"), "{stderr}");
+        merged
+    };
+    let us = |h: &lockbench_core::RuntimeHistogram, q: f64| {
+        (h.quantile(q).as_nanos() as f64 / 1e3 * 100.0).round() / 100.0
+    };
+    let merged = merge(dirs, &root.join(format!("{run}-merged")));
+    let row = &merged["results"][0];
+    let plain_p99 = row["acquire_us"]["p99"].as_f64().unwrap();
+    let (ops, sum) = summed_acquire(dirs);
+    assert_eq!(row["ops"], ops, "{run}: the shards' operations added");
+    assert_eq!(
+        row["acquire_us"]["p99"],
+        us(&sum, 0.99),
+        "{run}: the summed histogram's P99"
+    );
+    assert!(row["try_fail_rate"].as_f64().unwrap() > 0.0);
+    // Shard 0 ten times slower: a mean of P99s is not the P99 of the whole.
+    let doctored: Vec<PathBuf> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            if i > 0 {
+                return d.clone();
+            }
+            let slow = root.join(format!("{run}-slow-0"));
+            copy_dir(d, &slow);
+            slow_down(&slow, 10);
+            slow
+        })
+        .collect();
+    let merged = merge(&doctored, &root.join(format!("{run}-merged-slow")));
+    let p99 = merged["results"][0]["acquire_us"]["p99"].as_f64().unwrap();
+    let (_, sum) = summed_acquire(&doctored);
+    assert_eq!(p99, us(&sum, 0.99));
+    let shard_p99s: Vec<f64> = doctored
+        .iter()
+        .map(|d| {
+            let r: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(d.join("results.json")).unwrap()).unwrap();
+            r["results"][0]["acquire_us"]["p99"].as_f64().unwrap()
+        })
+        .collect();
+    // The mean of the shards' P99s is no percentile of the run (it may land near one by chance).
+    let mean = shard_p99s.iter().sum::<f64>() / shard_p99s.len() as f64;
+    assert_ne!(p99, mean, "{run}: the merged P99 is the summed histograms'");
+    assert!(
+        p99 > plain_p99,
+        "{run}: a slower shard moves the merged P99 ({plain_p99} -> {p99} us)"
+    );
+    // A shard whose host clock ran 300 ms ahead of the server's started 300 ms early.
+    let skewed = root.join(format!("{run}-skewed-1"));
+    copy_dir(&dirs[1], &skewed);
+    let path = skewed.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let offset = manifest["shard"]["clock_offset_ms"]
+        .as_f64()
+        .expect("the shard read the server's clock");
+    manifest["shard"]["clock_offset_ms"] = (offset + 300.0).into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).unwrap()).unwrap();
+    let mut with_skew = dirs.to_vec();
+    with_skew[1] = skewed;
+    let (_, stderr) = merge_warning(&with_skew, &root.join(format!("{run}-merged-skewed")));
+    assert!(
+        stderr.contains("warning: the shards started up to 300."),
+        "{run}: {stderr}"
+    );
+    assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+}
+
+/// Every acquire latency of a bench directory multiplied by `factor`: its log, its exact figures
+/// and its row's summary, as a slower shard would have written them.
+fn slow_down(dir: &Path, factor: u64) {
+    use base64::Engine as _;
+    use hdrhistogram::Histogram;
+    use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+    let engine = base64::engine::general_purpose::STANDARD;
+    let log = std::fs::read_to_string(dir.join("latency.hlog")).unwrap();
+    let mut tag = String::new();
+    let lines: Vec<String> = log
+        .lines()
+        .map(|line| {
+            let Some(rest) = line.strip_prefix("Tag=") else {
+                return line.to_string();
+            };
+            let mut fields: Vec<String> = rest.split(',').map(str::to_string).collect();
+            if !fields[0].ends_with("/acquire") {
+                return line.to_string();
+            }
+            tag = fields[0].clone();
+            let bytes = engine.decode(fields[4].trim()).unwrap();
+            let h: Histogram<u64> = Deserializer::new()
+                .deserialize(&mut bytes.as_slice())
+                .unwrap();
+            let mut slow = Histogram::<u64>::new_with_bounds(1, h.high(), h.sigfig()).unwrap();
+            for v in h.iter_recorded() {
+                slow.record_n(v.value_iterated_to() * factor, v.count_at_value())
+                    .unwrap();
+            }
+            let mut out = Vec::new();
+            V2Serializer::new().serialize(&slow, &mut out).unwrap();
+            fields[4] = engine.encode(out);
+            format!("Tag={}", fields.join(","))
+        })
+        .collect();
+    std::fs::write(dir.join("latency.hlog"), lines.join("\n") + "\n").unwrap();
+    let path = dir.join("exact.json");
+    let mut exact: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for entry in exact["histograms"].as_array_mut().unwrap() {
+        if entry["tag"] == tag.as_str() {
+            let f = &mut entry["figures"];
+            for key in ["min_ns", "max_ns"] {
+                f[key] = (f[key].as_u64().unwrap() * factor).into();
+            }
+            f["sum_ns"] = (f["sum_ns"].as_u64().unwrap() * factor).into();
         }
     }
+    std::fs::write(&path, serde_json::to_vec_pretty(&exact).unwrap()).unwrap();
+    // The row's own summary, as that shard would have printed it.
+    let read = lockbench_core::records::read_dir(dir).unwrap();
+    let (_, h) = read.histograms.iter().find(|(t, _)| *t == tag).unwrap();
+    let path = dir.join("results.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record["results"][0]["acquire_us"]["p99"] =
+        ((h.quantile(0.99).as_nanos() as f64 / 1e3 * 100.0).round() / 100.0).into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
 }
 
 #[test]

@@ -116,6 +116,16 @@ pub fn jain_index(grants: &[u64]) -> Option<f64> {
     (grants.len() >= 2 && squares > 0.0).then(|| (sum * sum / (n * squares) * 1e4).round() / 1e4)
 }
 
+/// What a row says it measured, apart from the figures.
+struct Shape {
+    backend: String,
+    mode: LoopKind,
+    keys: KeySpread,
+    contenders: usize,
+    rate_per_s: Option<f64>,
+    wait_mode: WaitKind,
+}
+
 /// The outcome of one backend at one contention level: the record's row and the histograms
 /// behind it.
 #[derive(Clone, Debug)]
@@ -139,8 +149,7 @@ impl BenchResult {
             crate::LoadMode::Closed => (LoopKind::Closed, None),
             crate::LoadMode::Open { rate_per_s } => (LoopKind::Open, Some(rate_per_s)),
         };
-        let ops = metrics.acquire.count();
-        let row = BenchRow {
+        let like = Shape {
             backend: backend.to_string(),
             mode,
             keys: match options.keys {
@@ -149,6 +158,36 @@ impl BenchResult {
             },
             contenders,
             rate_per_s,
+            wait_mode: match options.wait_mode {
+                crate::WaitMode::Native => WaitKind::Native,
+                crate::WaitMode::Poll => WaitKind::Poll,
+            },
+        };
+        Self::shaped(like, metrics, measured)
+    }
+
+    /// The result of shards' measurements added up (`lockbench merge`): shaped as `like`, one of
+    /// the shards' rows, from the summed `metrics` over the longest measured part.
+    pub fn merged(like: &BenchRow, metrics: Metrics, measured: Duration) -> Self {
+        let shape = Shape {
+            backend: like.backend.clone(),
+            mode: like.mode,
+            keys: like.keys,
+            contenders: like.contenders,
+            rate_per_s: like.rate_per_s,
+            wait_mode: like.wait_mode,
+        };
+        Self::shaped(shape, metrics, measured)
+    }
+
+    fn shaped(shape: Shape, metrics: Metrics, measured: Duration) -> Self {
+        let ops = metrics.acquire.count();
+        let row = BenchRow {
+            backend: shape.backend,
+            mode: shape.mode,
+            keys: shape.keys,
+            contenders: shape.contenders,
+            rate_per_s: shape.rate_per_s,
             ops,
             errors: metrics.errors,
             gave_up: metrics.gave_up,
@@ -157,6 +196,10 @@ impl BenchResult {
             } else {
                 metrics.failed_attempts as f64 / metrics.attempts as f64
             },
+            attempts: metrics.attempts,
+            failed_attempts: metrics.failed_attempts,
+            requests: metrics.requests,
+            contender_grants: metrics.contender_grants.clone(),
             acquire_us: LatencySummary::of(&metrics.acquire),
             release_us: LatencySummary::of(&metrics.release),
             renew_us: LatencySummary::of(&metrics.renew),
@@ -164,10 +207,7 @@ impl BenchResult {
             throughput_per_s: ops as f64 / measured.as_secs_f64().max(1e-9),
             measured_s: measured.as_secs_f64(),
             first_error: metrics.first_error.clone(),
-            wait_mode: match options.wait_mode {
-                crate::WaitMode::Native => WaitKind::Native,
-                crate::WaitMode::Poll => WaitKind::Poll,
-            },
+            wait_mode: shape.wait_mode,
             fairness_jain: jain_index(&metrics.contender_grants),
             requests_per_grant: metrics
                 .requests

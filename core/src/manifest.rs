@@ -64,6 +64,15 @@ pub struct ShardRecord {
     /// epoch; `None` for a simulation.
     #[serde(deserialize_with = "present")]
     pub start_at_unix_ms: Option<u64>,
+    /// bench: this host's clock minus the lock server's, in milliseconds, measured before the
+    /// first level over the quickest of a few round trips; `None` for a simulation or a server
+    /// that does not tell its time. Shards keep `--start-at` by their own clocks, so the spread of
+    /// their offsets is how far apart they really started.
+    #[serde(deserialize_with = "present")]
+    pub clock_offset_ms: Option<f64>,
+    /// The round trip of that measurement: the offset is known to within half of it.
+    #[serde(deserialize_with = "present")]
+    pub clock_rtt_ms: Option<f64>,
 }
 
 /// What a merged directory keeps of each shard's manifest.

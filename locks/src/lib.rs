@@ -99,6 +99,13 @@ pub trait LockBackend: Send + Sync {
         Ok(())
     }
 
+    /// The server's wall clock, read in one round trip, as microseconds since the Unix epoch;
+    /// `None` for a backend whose server does not tell its time. Bench shards on several hosts
+    /// compare their clocks through it.
+    async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
+        None
+    }
+
     /// Removes what the namespace itself left on the server (sequences, folders). Call once at the
     /// end of a run, when no client uses the namespace any more.
     async fn cleanup_namespace(&self) -> Result<(), LockError> {

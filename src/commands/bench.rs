@@ -49,6 +49,8 @@ struct Measured {
     results: Vec<BenchResult>,
     failed: Vec<BenchFailure>,
     backends: Vec<BackendFacts>,
+    /// A shard's clock against the server's: (offset, round trip) in milliseconds.
+    clock: Option<(f64, f64)>,
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
@@ -73,7 +75,24 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     }
     let failed = !record.failed.is_empty();
     if let Some(out) = out {
-        write_results(out, &command, &measured.results, &record)?;
+        write_results(out, &measured.results, &record, |out| {
+            let servers = shared::server_records(&command.backends);
+            lockbench_core::Manifest {
+                shard: command.shard.clone().map(|mut s| {
+                    s.clock_offset_ms = measured.clock.map(|c| c.0);
+                    s.clock_rtt_ms = measured.clock.map(|c| c.1);
+                    s
+                }),
+                ..shared::manifest_with_servers(
+                    out,
+                    "bench",
+                    None,
+                    Vec::new(),
+                    servers,
+                    &command.config_path,
+                )
+            }
+        })?;
     }
     Ok(if !failed {
         ExitCode::SUCCESS
@@ -87,11 +106,13 @@ async fn measure_all(command: &BenchCommand) -> Result<Measured> {
         results: Vec::new(),
         failed: Vec::new(),
         backends: Vec::new(),
+        clock: None,
     };
     for config in &command.backends {
         let name = config.kind.name();
         match measure_backend(config, command).await {
-            Ok((mut r, capabilities)) => {
+            Ok((mut r, capabilities, clock)) => {
+                measured.clock = measured.clock.or(clock);
                 if let Some(broken) = r.iter().find(|r| r.row.ops == 0 && r.row.errors > 0) {
                     measured.failed.push(BenchFailure {
                         backend: name.to_string(),
@@ -122,7 +143,7 @@ async fn measure_all(command: &BenchCommand) -> Result<Measured> {
 async fn measure_backend(
     config: &BackendConfig,
     command: &BenchCommand,
-) -> Result<(Vec<BenchResult>, Capabilities)> {
+) -> Result<(Vec<BenchResult>, Capabilities, Option<(f64, f64)>)> {
     // A shard connects its own share of each level's contenders.
     let (index, count) = command
         .shard
@@ -162,6 +183,13 @@ async fn measure_backend(
         }
     }
     let capabilities = clients[0].capabilities();
+    // Shards on several hosts keep --start-at by their own clocks: how far each is from the
+    // server's says how far apart they really start.
+    let clock = if command.shard.is_some() {
+        clock_offset(clients[0].as_ref()).await
+    } else {
+        None
+    };
     let _armed = lockbench_bench::ArmedTimer::spawn(config.operation_timeout);
     let mut results = Vec::new();
     let mut keys = Vec::new();
@@ -213,7 +241,36 @@ async fn measure_backend(
             config.kind.name()
         );
     }
-    Ok((results, capabilities))
+    Ok((results, capabilities, clock))
+}
+
+/// This host's clock minus the server's, and the round trip it was read over, in milliseconds:
+/// the quickest of five readings, the server's time taken as of the middle of its round trip.
+async fn clock_offset(client: &dyn LockBackend) -> Option<(f64, f64)> {
+    let mut best: Option<(f64, f64)> = None;
+    for _ in 0..5 {
+        let sent = SystemTime::now();
+        let started = Instant::now();
+        let server_us = client.server_clock_us().await?.ok()?;
+        let rtt = started.elapsed();
+        let middle_us = (sent + rtt / 2)
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_micros() as f64;
+        let reading = (
+            (middle_us - server_us as f64) / 1e3,
+            rtt.as_secs_f64() * 1e3,
+        );
+        if best.is_none_or(|b| reading.1 < b.1) {
+            best = Some(reading);
+        }
+    }
+    best.map(|(offset, rtt)| {
+        (
+            (offset * 1000.0).round() / 1000.0,
+            (rtt * 1000.0).round() / 1000.0,
+        )
+    })
 }
 
 /// When level `level`'s measured part starts: `at`, then one warm-up, duration and gap later per
@@ -253,11 +310,13 @@ async fn cleanup(clients: &[Arc<dyn LockBackend>], keys: &[String]) -> Result<()
     Ok(())
 }
 
-fn write_results(
+/// Stages `results.json`, `bench.csv`, `latency.hlog` and its `exact.json`, then the manifest
+/// `manifest` makes once they are staged, and commits the directory.
+pub fn write_results(
     mut out: ResultsDir,
-    command: &BenchCommand,
     results: &[BenchResult],
     record: &BenchRecord,
+    manifest: impl FnOnce(&ResultsDir) -> lockbench_core::Manifest,
 ) -> Result<()> {
     out.add(RESULTS_JSON, to_json(record))?;
     out.add(bench::CSV, bench::bench_csv(&record.results))?;
@@ -270,17 +329,10 @@ fn write_results(
             &entries,
         ),
     )?;
-    let servers = shared::server_records(&command.backends);
-    let manifest = lockbench_core::Manifest {
-        shard: command.shard.clone(),
-        ..shared::manifest_with_servers(
-            &out,
-            "bench",
-            None,
-            Vec::new(),
-            servers,
-            &command.config_path,
-        )
-    };
+    out.add(
+        lockbench_core::records::exact::EXACT,
+        to_json(&lockbench_core::records::exact::ExactRecord::of(&entries)),
+    )?;
+    let manifest = manifest(&out);
     shared::commit(out, manifest)
 }

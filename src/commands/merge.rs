@@ -1,5 +1,5 @@
-//! `lockbench merge`: the shards of a split `simulate` or `ttl` run into the results directory the
-//! whole run would have written.
+//! `lockbench merge`: the shards of a split `simulate`, `ttl` or `bench` run into the results
+//! directory the whole run would have written.
 //!
 //! The shards must belong together: one command, one run id, one shard count with every index
 //! once, one seed, the same specs, the same flags (apart from where each shard wrote and how many
@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
+use lockbench_bench::{BenchResult, Metrics};
+use lockbench_core::records::bench::BenchRecord;
 use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
 use lockbench_core::records::{Body, ResultsRead, read_dir, to_json};
 use lockbench_core::{Manifest, ResultsDir, RuntimeHistogram, ShardOrigin, ShardRecord};
@@ -55,6 +57,27 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
     }
     check(&mut shards)?;
     let first = &shards[0];
+    if let Body::Bench { record, .. } = &first.read.body {
+        let merged = merge_bench(&shards, record)?;
+        if let Some(warning) = start_skew(&shards, record) {
+            eprintln!("lockbench: merge: warning: {warning}");
+        }
+        if args.json {
+            std::io::stdout().write_all(&to_json(&merged.0))?;
+        } else {
+            print!("{}", render::bench_table(&merged.0.results));
+        }
+        let origins: Vec<ShardOrigin> = shards.iter().map(origin).collect();
+        let m = &first.read.manifest;
+        crate::commands::bench::write_results(out, &merged.1, &merged.0, |out| Manifest {
+            backends: m.backends.clone(),
+            config: m.config.clone(),
+            merged_from: origins,
+            ..crate::commands::shared::manifest(out, "bench", None, 0, Vec::new())
+        })?;
+        say_merged(&shards);
+        return Ok(ExitCode::SUCCESS);
+    }
     let specs = specs(first)?;
     let merged = merged_runs(&shards)?;
     let simulation = SimulationOptions {
@@ -130,20 +153,133 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
             return Err(refuse(
                 &first.dir,
                 format!(
-                    "a {} directory: merge reads shards of simulate and ttl runs",
+                    "a {} directory: merge reads shards of simulate, ttl and bench runs",
                     first.read.manifest.command
                 ),
             )
             .into());
         }
     }
+    say_merged(&shards);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Start skew a merge warns about: more than this share of a level's measured part.
+const SKEW_TOLERANCE: f64 = 0.01;
+
+/// How far apart bench shards really started, by the lock server's clock, when that is more than
+/// [`SKEW_TOLERANCE`] of the shortest measured part (or cannot be known).
+fn start_skew(shards: &[Shard], record: &BenchRecord) -> Option<String> {
+    let offsets: Vec<(f64, f64)> = shards
+        .iter()
+        .filter_map(|s| s.shard.clock_offset_ms.zip(s.shard.clock_rtt_ms))
+        .collect();
+    if offsets.len() < shards.len() {
+        return Some(format!(
+            "{} of {} shards could not read the lock server's clock, so how far apart they started is not known",
+            shards.len() - offsets.len(),
+            shards.len()
+        ));
+    }
+    let lo = offsets.iter().map(|o| o.0).fold(f64::INFINITY, f64::min);
+    let hi = offsets
+        .iter()
+        .map(|o| o.0)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let within = offsets.iter().map(|o| o.1 / 2.0).fold(0.0, f64::max);
+    let measured_ms = record
+        .results
+        .iter()
+        .map(|r| r.measured_s * 1e3)
+        .fold(f64::INFINITY, f64::min);
+    let skew = hi - lo;
+    (skew > SKEW_TOLERANCE * measured_ms).then(|| {
+        format!(
+            "the shards started up to {skew:.1} ms apart by the lock server's clock (their clocks differ from it by {lo:.1} to {hi:.1} ms, each to within {within:.1} ms), more than {:.0} % of the {:.1} s measured per level: they contended for less of it than the figures assume; synchronise the hosts' clocks (chrony, NTP) or measure for longer",
+            SKEW_TOLERANCE * 100.0,
+            measured_ms / 1e3
+        )
+    })
+}
+
+fn say_merged(shards: &[Shard]) {
+    let first = &shards[0];
     eprintln!(
         "merged {} shards of run {} ({})",
         shards.len(),
         first.shard.run_id,
         first.read.manifest.command
     );
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Bench shards added up row by row: each row's histograms and counters summed over the shards,
+/// the contenders' grants side by side, over the longest measured part.
+fn merge_bench(
+    shards: &[Shard],
+    record: &BenchRecord,
+) -> Result<(BenchRecord, Vec<BenchResult>), UsageError> {
+    let mut results = Vec::new();
+    for like in &record.results {
+        let tag = like.tag();
+        let mut metrics = Metrics::default();
+        let mut measured = 0.0f64;
+        for s in shards {
+            let Body::Bench { record: theirs, .. } = &s.read.body else {
+                return Err(refuse(&s.dir, "not a bench directory".to_string()));
+            };
+            let row = theirs
+                .results
+                .iter()
+                .find(|r| r.tag() == tag)
+                .ok_or_else(|| refuse(&s.dir, format!("has no row {tag}")))?;
+            let histogram = |metric: &str| {
+                let want = format!("{tag}/{metric}");
+                s.read
+                    .histograms
+                    .iter()
+                    .find(|(t, _)| *t == want)
+                    .map(|(_, h)| h.clone())
+                    .ok_or_else(|| refuse(&s.dir, format!("latency.hlog has no `{want}`")))
+            };
+            let part = Metrics {
+                acquire: histogram("acquire")?,
+                renew: histogram("renew")?,
+                release: histogram("release")?,
+                handoff: histogram("handoff")?,
+                attempts: row.attempts,
+                failed_attempts: row.failed_attempts,
+                gave_up: row.gave_up,
+                errors: row.errors,
+                first_error: row.first_error.clone(),
+                requests: row.requests,
+                contender_grants: Vec::new(),
+            };
+            metrics.merge(&part);
+            metrics.contender_grants.extend(&row.contender_grants);
+            measured = measured.max(row.measured_s);
+        }
+        results.push(BenchResult::merged(
+            like,
+            metrics,
+            std::time::Duration::from_secs_f64(measured),
+        ));
+    }
+    let mut failed = Vec::new();
+    for s in shards {
+        if let Body::Bench { record, .. } = &s.read.body {
+            for f in &record.failed {
+                if !failed.contains(f) {
+                    failed.push(f.clone());
+                }
+            }
+        }
+    }
+    let merged = BenchRecord {
+        results: results.iter().map(|r| r.row.clone()).collect(),
+        failed,
+        backends: record.backends.clone(),
+    };
+    Ok((merged, results))
 }
 
 fn refuse(dir: &Path, message: String) -> UsageError {
@@ -186,6 +322,18 @@ fn check(shards: &mut [Shard]) -> Result<(), UsageError> {
             "seed",
             format!("{:?}", f.seed),
             format!("{:?}", m.seed),
+            &s.dir,
+        )?;
+        same(
+            "servers",
+            format!("{:?}", f.backends),
+            format!("{:?}", m.backends),
+            &s.dir,
+        )?;
+        same(
+            "start (--start-at, ms since the epoch)",
+            format!("{:?}", first.shard.start_at_unix_ms),
+            format!("{:?}", s.shard.start_at_unix_ms),
             &s.dir,
         )?;
         same(

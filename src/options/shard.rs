@@ -68,6 +68,8 @@ pub fn resolve(
         run_id,
         zone: env("LOCKBENCH_ZONE").filter(|z| !z.is_empty()),
         start_at_unix_ms: None,
+        clock_offset_ms: None,
+        clock_rtt_ms: None,
     }))
 }
 

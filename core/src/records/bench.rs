@@ -139,6 +139,16 @@ pub struct BenchRow {
     pub gave_up: u64,
     /// Share of try-acquire attempts that found the lock held.
     pub try_fail_rate: f64,
+    /// Try-acquire attempts (a queued acquisition is one).
+    pub attempts: u64,
+    /// Attempts that found the lock held.
+    pub failed_attempts: u64,
+    /// Requests the clients sent to the server while measuring; `None` without a server.
+    #[serde(deserialize_with = "present")]
+    pub requests: Option<u64>,
+    /// Measured grants of each contender (closed loop; empty in an open loop), the fairness
+    /// index's input.
+    pub contender_grants: Vec<u64>,
     /// Jain's index of the contenders' grant counts (1: equal shares, 1/n: one took all);
     /// `None` with one contender or in an open loop, where it means nothing.
     #[serde(deserialize_with = "present")]

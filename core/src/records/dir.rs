@@ -23,7 +23,7 @@ pub struct ResultsRead {
     /// Its records, by the command that wrote it.
     pub body: Body,
     /// Its HdrHistogram log, by tag (empty for a command that writes none), with the exact
-    /// figures of `exact.json` where the command writes one (simulate, ttl).
+    /// figures of `exact.json` where the command writes one (simulate, ttl, bench).
     pub histograms: Vec<(String, RuntimeHistogram)>,
 }
 
@@ -203,7 +203,7 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
         Some(name) => histograms(&dir.join(name))?,
         None => Vec::new(),
     };
-    if matches!(manifest.command.as_str(), "simulate" | "ttl") {
+    if matches!(manifest.command.as_str(), "simulate" | "ttl" | "bench") {
         let (file, bytes) = load(exact::EXACT)?;
         let record: ExactRecord = from_json(&file, &bytes)?;
         histograms =

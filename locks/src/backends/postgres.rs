@@ -406,6 +406,28 @@ impl LockBackend for PgLock {
         Some(self.requests.count())
     }
 
+    async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
+        let backend = self.backend();
+        Some(
+            timed(backend, "clock", self.timeout, async {
+                let mut session = self
+                    .connections
+                    .take()
+                    .await
+                    .map_err(|e| LockError::server(backend, "take a connection", e))?;
+                let us = sqlx::query_scalar::<_, i64>(
+                    "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+                )
+                .fetch_one(session.conn())
+                .await
+                .map_err(|e| LockError::server(backend, "clock", e))?;
+                session.clean = true;
+                Ok(us.max(0) as u64)
+            })
+            .await,
+        )
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fencing: if self.fencing {

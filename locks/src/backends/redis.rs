@@ -236,6 +236,20 @@ impl LockBackend for RedisLock {
         Some(self.requests.count())
     }
 
+    async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
+        let mut conn = self.conn.clone();
+        Some(
+            timed("redis", "time", self.timeout, async {
+                redis::cmd("TIME")
+                    .query_async::<(u64, u64)>(&mut conn)
+                    .await
+                    .map(|(s, us)| s * 1_000_000 + us)
+                    .map_err(|e| LockError::server("redis", "time", e))
+            })
+            .await,
+        )
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fencing: if self.fencing {
