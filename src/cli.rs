@@ -233,7 +233,7 @@ pub struct BenchArgs {
     pub run_id: Option<String>,
     /// When every shard starts measuring, after its warm-up (RFC 3339, e.g.
     /// 2026-12-01T15:00:00Z); a shard not ready by then exits with code 4. Contention level j
-    /// starts j x (warm-up + duration + 1 s) later.
+    /// starts j x (warm-up + duration + wait + hold + 1 s) later.
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
 }

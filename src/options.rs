@@ -415,6 +415,20 @@ impl BenchCommand {
             ..BenchOptions::default()
         };
         let (shard, start_at) = shard::bench(args, ops.is_some(), backends.len())?;
+        if bench.warmup > Duration::from_secs(3600) {
+            return Err(usage("--warmup", "expected at most 1h"));
+        }
+        if let (Some(s), LoadMode::Open { .. }) = (&shard, mode)
+            && let Some(&few) = contenders.iter().find(|&&c| (c as u64) < s.count)
+        {
+            return Err(usage(
+                "--contenders",
+                format!(
+                    "an open loop over {} shards needs a client in every shard: {few} clients leave some shards' arrivals unsent; give at least {}",
+                    s.count, s.count
+                ),
+            ));
+        }
         Ok(BenchCommand {
             backends,
             contenders,

@@ -566,6 +566,28 @@ fn bench_shard_flags_are_checked() {
             "bench",
             "--backend",
             "redis",
+            "--rate",
+            "100",
+            "--contenders",
+            "1",
+            "--shard",
+            "0/2",
+            "--run-id",
+            "x",
+            "--start-at",
+            "2099-01-01T00:00:00Z",
+        ],
+        &["--contenders: an open loop over 2 shards needs a client in every shard"],
+    );
+    refused(
+        &["bench", "--backend", "redis", "--warmup", "2h"],
+        &["--warmup: expected at most 1h"],
+    );
+    refused(
+        &[
+            "bench",
+            "--backend",
+            "redis",
             "--shard",
             "0/2",
             "--run-id",
@@ -603,4 +625,33 @@ fn bench_shard_flags_are_checked() {
         ],
         &["--start-at: 2001-01-01T00:00:00Z has passed"],
     );
+}
+
+/// Two specs may name the same workload and profiles (a spec and its edited copy): their
+/// histograms then share a tag, and each must keep its own exact figures through a merge.
+#[test]
+fn histograms_with_one_tag_keep_their_own_figures() {
+    let root = tempfile::tempdir().unwrap();
+    let original = std::fs::read_to_string(BILLING).unwrap();
+    let slower = original.replacen("[[steps]]", "[[steps]]\n# edited copy", 1);
+    assert_ne!(slower, original);
+    let copy = root.path().join("billing-copy.toml");
+    // Same names, other content: every latency of the copy's first step doubled is too much
+    // surgery for a test; a different volume gives other runtimes under the same tags.
+    let edited = slower.replacen("volume = 1800", "volume = 2400", 1);
+    assert_ne!(edited, slower, "the shipped spec states volume = 1800");
+    std::fs::write(&copy, edited).unwrap();
+    let args = [
+        "simulate",
+        BILLING,
+        s(&copy),
+        "--profile",
+        "baseline",
+        "--replays",
+        "300",
+        "--seed",
+        "5",
+    ];
+    let (whole, merged) = whole_and_merged(root.path(), "twins", &args, 2);
+    assert_same_bytes(&whole, &merged, &SAME);
 }

@@ -80,6 +80,13 @@ async fn closed(
     stop_at: Instant,
     progress: Arc<dyn Fn(u64) + Send + Sync>,
 ) -> (Metrics, Vec<String>, Instant) {
+    // Shards start together: nobody loads the server before the common warm-up begins.
+    if options.start.is_some() {
+        let warm_from = measure_from
+            .checked_sub(options.warmup)
+            .unwrap_or(measure_from);
+        tokio::time::sleep_until(tokio::time::Instant::from_std(warm_from)).await;
+    }
     let measured_ops = Arc::new(AtomicU64::new(0));
     // Contenders on one key hand it over to each other; on a key each, nobody waits.
     let clock = (options.keys == KeyMode::One && clients.len() > 1)

@@ -22,9 +22,12 @@ use crate::render;
 /// Exit code when some backend could not be measured (the others were).
 const SOME_FAILED: u8 = 3;
 
-/// Between one contention level's measured part and the next one's warm-up, for a shard's last
-/// cycles (each bounded by its timeouts) to end.
-const LEVEL_GAP: Duration = Duration::from_secs(1);
+/// Between one contention level's measured part and the next one's warm-up: the last cycle that
+/// began before the end may still wait out `--wait`, hold for `--hold`, then renew and release
+/// (a second is left for those).
+fn level_gap(b: &lockbench_bench::BenchOptions) -> Duration {
+    b.wait + b.hold + Duration::from_secs(1)
+}
 
 /// A shard that could not be ready for its common start: exit code 4.
 #[derive(Debug, thiserror::Error)]
@@ -204,8 +207,11 @@ async fn measure_backend(
             match level_start(command, at, level) {
                 Ok(start) => options.start = Some(start),
                 Err(e) => {
-                    // What the levels before left on the server goes all the same.
-                    let _ = cleanup(&clients, &keys).await;
+                    // The other shards may still be measuring on the shared keys: only a shard
+                    // alone removes what the levels before left.
+                    if command.shard.is_none() {
+                        let _ = cleanup(&clients, &keys).await;
+                    }
                     return Err(e);
                 }
             }
@@ -230,7 +236,7 @@ async fn measure_backend(
         // after the last level, which every shard's schedule has, before removing them.
         let b = &command.bench;
         let levels = command.contenders.len() as u32;
-        let done = at + (b.warmup + b.duration + LEVEL_GAP) * levels - b.warmup;
+        let done = at + (b.warmup + b.duration + level_gap(b)) * levels - b.warmup;
         if let Ok(left) = done.duration_since(SystemTime::now()) {
             tokio::time::sleep(left).await;
         }
@@ -277,7 +283,7 @@ async fn clock_offset(client: &dyn LockBackend) -> Option<(f64, f64)> {
 /// level. Refused when this process can no longer warm up fully before it.
 fn level_start(command: &BenchCommand, at: SystemTime, level: usize) -> Result<Instant> {
     let b = &command.bench;
-    let start = at + (b.warmup + b.duration + LEVEL_GAP) * level as u32;
+    let start = at + (b.warmup + b.duration + level_gap(b)) * level as u32;
     let now = SystemTime::now();
     let ready = now + b.warmup;
     let who = command.shard.as_ref().map_or("bench".to_string(), |s| {

@@ -56,6 +56,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
         });
     }
     check(&mut shards)?;
+    same_histograms(&shards)?;
     let first = &shards[0];
     if let Body::Bench { record, .. } = &first.read.body {
         let merged = merge_bench(&shards, record)?;
@@ -384,6 +385,65 @@ fn check(shards: &mut [Shard]) -> Result<(), UsageError> {
                 list.join(", ")
             ),
         ));
+    }
+    Ok(())
+}
+
+/// Every shard holds the same histograms, in the same order, in the same unit and counting the
+/// same thresholds, and (bench) the same rows: otherwise they cannot be added.
+fn same_histograms(shards: &[Shard]) -> Result<(), UsageError> {
+    let first = &shards[0];
+    let shape = |s: &Shard| -> Vec<(String, &'static str, Vec<u64>)> {
+        s.read
+            .histograms
+            .iter()
+            .map(|(tag, h)| {
+                let limits = h.exact().thresholds.iter().map(|t| t.limit_ns).collect();
+                (tag.clone(), h.unit_name(), limits)
+            })
+            .collect()
+    };
+    let rows = |s: &Shard| -> Vec<String> {
+        match &s.read.body {
+            Body::Bench { record, .. } => record.results.iter().map(|r| r.tag()).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let expected = shape(first);
+    if expected.is_empty() {
+        return Err(refuse(
+            &first.dir,
+            "holds no histogram to merge (nothing was measured)".to_string(),
+        ));
+    }
+    for s in &shards[1..] {
+        if shape(s) != expected {
+            return Err(refuse(
+                &s.dir,
+                format!(
+                    "its histograms (tags, unit or thresholds) are not those of {}",
+                    first.dir.display()
+                ),
+            ));
+        }
+        if rows(s) != rows(first) {
+            return Err(refuse(
+                &s.dir,
+                format!("its rows are not those of {}", first.dir.display()),
+            ));
+        }
+    }
+    if let Body::Ttl { record, .. } = &first.read.body {
+        let candidates = record.profiles_considered.len();
+        if candidates == 0 || candidates + 2 > expected.len() {
+            return Err(refuse(
+                &first.dir,
+                format!(
+                    "names {candidates} candidate profiles but holds {} histograms",
+                    expected.len()
+                ),
+            ));
+        }
     }
     Ok(())
 }

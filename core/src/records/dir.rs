@@ -98,14 +98,20 @@ fn with_exact(
             logged.len()
         ));
     }
+    // In the log's order: a tag may repeat (the same profile and scale given twice).
     logged
         .into_iter()
-        .map(|(tag, h)| {
-            let exact = record
-                .histograms
-                .iter()
-                .find(|e| e.tag == tag)
-                .ok_or_else(|| format!("no exact figures for the histogram `{tag}`"))?;
+        .zip(&record.histograms)
+        .enumerate()
+        .map(|(i, ((tag, h), exact))| {
+            if exact.tag != tag {
+                return Err(format!(
+                    "entry {} describes `{}`, but the log's histogram {} is `{tag}`",
+                    i + 1,
+                    exact.tag,
+                    i + 1
+                ));
+            }
             let h = h
                 .with_exact(&exact.figures)
                 .map_err(|e| format!("`{tag}`: {e}"))?;
