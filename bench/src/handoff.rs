@@ -8,33 +8,29 @@
 //! every re-grant to somebody who had not waited, until a waiter gets its turn.
 //!
 //! The release's instant is taken before its request is sent, so a grant the release caused is
-//! always later. A clock nobody left can stop (every waiter of that release gave up) is dropped.
+//! always later. Clocks nobody left can stop (nobody asks any more) are dropped.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The handoff clocks of one key, shared by every contender on it.
+/// The handoff clocks of one key, shared by every contender on it. A cycle in which nobody else
+/// asks (the in-process baseline, an uncontended key) touches only two counters, never the lock.
 #[derive(Debug, Default)]
 pub struct HandoffClock {
-    state: Mutex<State>,
-    tickets: AtomicU64,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// Contenders asking now: when each began, and a ticket to tell equal instants apart.
-    asking: BTreeSet<(Instant, u64)>,
+    /// Contenders asking now.
+    asking: AtomicUsize,
+    /// How many releases are in `open`.
+    pending: AtomicUsize,
     /// Releases not yet followed by a grant to one of their waiters, oldest first.
-    open: VecDeque<Instant>,
+    open: Mutex<VecDeque<Instant>>,
 }
 
-/// One contender's place among those asking, from [`HandoffClock::asking`].
+/// One contender's ask, from [`HandoffClock::asking`].
 #[derive(Debug)]
 pub struct Ask {
     since: Instant,
-    ticket: u64,
 }
 
 impl HandoffClock {
@@ -42,62 +38,58 @@ impl HandoffClock {
     pub fn asking(&self) -> Ask {
         let ask = Ask {
             since: Instant::now(),
-            ticket: self.tickets.fetch_add(1, Ordering::Relaxed),
         };
-        self.lock().asking.insert((ask.since, ask.ticket));
+        self.asking.fetch_add(1, Ordering::SeqCst);
         ask
     }
 
     /// The contender of `ask` was granted at `granted`: the handoffs of every open release it
     /// was waiting for, each from its release.
     pub fn granted(&self, ask: Ask, granted: Instant) -> Vec<Duration> {
-        let mut state = self.lock();
-        state.asking.remove(&(ask.since, ask.ticket));
+        let others = self.asking.fetch_sub(1, Ordering::SeqCst) - 1;
+        if self.pending.load(Ordering::SeqCst) == 0 {
+            return Vec::new();
+        }
+        let mut open = self.lock();
         // Releases after our ask are the newest ones, at the back.
         let mut handoffs = Vec::new();
-        while let Some(&released) = state.open.back() {
+        while let Some(&released) = open.back() {
             if released <= ask.since {
                 break;
             }
-            state.open.pop_back();
+            open.pop_back();
             handoffs.push(granted.saturating_duration_since(released));
         }
-        state.forget_unwaited();
+        if others == 0 {
+            // Nobody left who was waiting for the older ones.
+            open.clear();
+        }
+        self.pending.store(open.len(), Ordering::SeqCst);
         handoffs
     }
 
     /// The contender of `ask` stopped asking without the lock (its wait ran out, an error).
-    pub fn left(&self, ask: Ask) {
-        let mut state = self.lock();
-        state.asking.remove(&(ask.since, ask.ticket));
-        state.forget_unwaited();
+    pub fn left(&self, _ask: Ask) {
+        if self.asking.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.pending.load(Ordering::SeqCst) > 0
+        {
+            let mut open = self.lock();
+            open.clear();
+            self.pending.store(0, Ordering::SeqCst);
+        }
     }
 
     /// A holder is about to send its release: a clock starts if anybody is asking.
     pub fn releasing(&self) {
-        let mut state = self.lock();
-        if !state.asking.is_empty() {
-            state.open.push_back(Instant::now());
+        if self.asking.load(Ordering::SeqCst) > 0 {
+            let mut open = self.lock();
+            open.push_back(Instant::now());
+            self.pending.store(open.len(), Ordering::SeqCst);
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("handoff clock poisoned")
-    }
-}
-
-impl State {
-    /// Drops the clocks of releases that nobody still asking was waiting for.
-    fn forget_unwaited(&mut self) {
-        let oldest = self.asking.first().map(|&(since, _)| since);
-        while let Some(&released) = self.open.front() {
-            match oldest {
-                Some(since) if since < released => break,
-                _ => {
-                    self.open.pop_front();
-                }
-            }
-        }
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Instant>> {
+        self.open.lock().expect("handoff clock poisoned")
     }
 }
 
@@ -152,7 +144,7 @@ mod tests {
         let waiter = clock.asking();
         clock.releasing();
         clock.left(waiter);
-        assert!(clock.lock().open.is_empty());
+        assert!(clock.lock().is_empty());
         let next = clock.asking();
         clock.releasing();
         assert_eq!(clock.granted(next, Instant::now()).len(), 1);

@@ -234,9 +234,8 @@ async fn measure_backend(
     if let Some(at) = command.start_at {
         // The other shards' last cycles may still use the keys and counters: wait out the gap
         // after the last level, which every shard's schedule has, before removing them.
-        let b = &command.bench;
-        let levels = command.contenders.len() as u32;
-        let done = at + (b.warmup + b.duration + level_gap(b)) * levels - b.warmup;
+        // The next level's warm-up would begin then.
+        let done = scheduled(&command.bench, at, command.contenders.len()) - command.bench.warmup;
         if let Ok(left) = done.duration_since(SystemTime::now()) {
             tokio::time::sleep(left).await;
         }
@@ -279,11 +278,17 @@ async fn clock_offset(client: &dyn LockBackend) -> Option<(f64, f64)> {
     })
 }
 
-/// When level `level`'s measured part starts: `at`, then one warm-up, duration and gap later per
-/// level. Refused when this process can no longer warm up fully before it.
+/// When level `level`'s measured part is due: `at`, then one warm-up, duration and gap later per
+/// level.
+fn scheduled(b: &lockbench_bench::BenchOptions, at: SystemTime, level: usize) -> SystemTime {
+    at + (b.warmup + b.duration + level_gap(b)) * level as u32
+}
+
+/// [`scheduled`] as an instant of this process. Refused when this process can no longer warm up
+/// fully before it.
 fn level_start(command: &BenchCommand, at: SystemTime, level: usize) -> Result<Instant> {
     let b = &command.bench;
-    let start = at + (b.warmup + b.duration + level_gap(b)) * level as u32;
+    let start = scheduled(b, at, level);
     let now = SystemTime::now();
     let ready = now + b.warmup;
     let who = command.shard.as_ref().map_or("bench".to_string(), |s| {

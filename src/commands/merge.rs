@@ -287,64 +287,49 @@ fn refuse(dir: &Path, message: String) -> UsageError {
     usage(&dir.display().to_string(), message)
 }
 
+/// What every shard of one run has alike (the specs apart), as (what, value).
+fn identity(s: &Shard) -> [(&'static str, String); 8] {
+    let m = &s.read.manifest;
+    [
+        ("command", m.command.clone()),
+        ("run id", s.shard.run_id.clone()),
+        ("shard count", s.shard.count.to_string()),
+        ("seed", format!("{:?}", m.seed)),
+        ("servers", format!("{:?}", m.backends)),
+        (
+            "start (--start-at, ms since the epoch)",
+            format!("{:?}", s.shard.start_at_unix_ms),
+        ),
+        (
+            "lockbench build",
+            format!("{} {:?}", m.version, m.git_commit),
+        ),
+        (
+            "command line (apart from --shard, --run-id, --out and --threads)",
+            shared_flags(&m.args).join(" "),
+        ),
+    ]
+}
+
 /// Checks the shards belong to one run and are all there; sorts them by index.
 fn check(shards: &mut [Shard]) -> Result<(), UsageError> {
     shards.sort_by_key(|s| s.shard.index);
     let first = &shards[0];
-    let same = |what: &str, a: String, b: String, dir: &Path| {
-        if a == b {
-            Ok(())
-        } else {
-            Err(refuse(
-                dir,
-                format!(
-                    "another run: its {what} is {b}, but {} has {a}",
-                    first.dir.display()
-                ),
-            ))
-        }
-    };
+    let expected = identity(first);
     for s in shards.iter().skip(1) {
-        let (m, f) = (&s.read.manifest, &first.read.manifest);
-        same("command", f.command.clone(), m.command.clone(), &s.dir)?;
-        same(
-            "run id",
-            first.shard.run_id.clone(),
-            s.shard.run_id.clone(),
-            &s.dir,
-        )?;
-        same(
-            "shard count",
-            first.shard.count.to_string(),
-            s.shard.count.to_string(),
-            &s.dir,
-        )?;
-        same(
-            "seed",
-            format!("{:?}", f.seed),
-            format!("{:?}", m.seed),
-            &s.dir,
-        )?;
-        same(
-            "servers",
-            format!("{:?}", f.backends),
-            format!("{:?}", m.backends),
-            &s.dir,
-        )?;
-        same(
-            "start (--start-at, ms since the epoch)",
-            format!("{:?}", first.shard.start_at_unix_ms),
-            format!("{:?}", s.shard.start_at_unix_ms),
-            &s.dir,
-        )?;
-        same(
-            "lockbench build",
-            format!("{} {:?}", f.version, f.git_commit),
-            format!("{} {:?}", m.version, m.git_commit),
-            &s.dir,
-        )?;
+        for ((what, a), (_, b)) in expected.iter().zip(identity(s)) {
+            if *a != b {
+                return Err(refuse(
+                    &s.dir,
+                    format!(
+                        "another run: its {what} is {b}, but {} has {a}",
+                        first.dir.display()
+                    ),
+                ));
+            }
+        }
         let texts = |m: &Manifest| m.specs.iter().map(|x| x.text.clone()).collect::<Vec<_>>();
-        if texts(f) != texts(m) {
+        if texts(&first.read.manifest) != texts(&s.read.manifest) {
             return Err(refuse(
                 &s.dir,
                 format!(
@@ -353,12 +338,6 @@ fn check(shards: &mut [Shard]) -> Result<(), UsageError> {
                 ),
             ));
         }
-        same(
-            "command line (apart from --shard, --run-id, --out and --threads)",
-            shared_flags(&f.args).join(" "),
-            shared_flags(&m.args).join(" "),
-            &s.dir,
-        )?;
     }
     for pair in shards.windows(2) {
         if pair[0].shard.index == pair[1].shard.index {
@@ -480,70 +459,38 @@ fn specs(shard: &Shard) -> Result<Vec<WorkloadSpec>> {
         .collect::<Result<Vec<_>, _>>()?)
 }
 
-/// Every simulated run of the shards, histograms added, rows summarised again from the sums.
+/// Every simulated run of the shards, histograms added (their shapes were checked by
+/// [`same_histograms`]), rows summarised again from the sums: summary.csv names each run, in the
+/// log's order, for simulate and ttl alike.
 fn merged_runs(shards: &[Shard]) -> Result<Vec<Simulated>, UsageError> {
     let first = &shards[0];
-    let rows: &[SimulationRow] = match &first.read.body {
-        Body::Simulate { record, .. } => &record.results,
-        // A ttl record names its runs only through summary.csv and the log, in the same order.
-        _ => &[],
+    let (Body::Simulate { rows, .. } | Body::Ttl { rows, .. }) = &first.read.body else {
+        return Err(refuse(&first.dir, "has no summary rows".to_string()));
     };
-    let mut merged = Vec::new();
-    for (i, (tag, histogram)) in first.read.histograms.iter().enumerate() {
-        let mut sum: RuntimeHistogram = histogram.clone();
-        for s in &shards[1..] {
-            let theirs = s
-                .read
-                .histograms
-                .get(i)
-                .filter(|(t, _)| t == tag)
-                .ok_or_else(|| {
-                    refuse(
-                        &s.dir,
-                        format!(
-                            "has no histogram `{tag}` where {} has one",
-                            first.dir.display()
-                        ),
-                    )
-                })?;
-            if theirs.1.exact().thresholds.len() != sum.exact().thresholds.len() {
-                return Err(refuse(&s.dir, format!("`{tag}` counts other thresholds")));
-            }
-            sum.merge(&theirs.1);
-        }
-        let row = match rows.get(i) {
-            Some(r) => {
-                SimulationRow::new(&r.workload, &r.profile, r.scale, r.volume, &r.unit, &sum)
-            }
-            None => csv_row(first, i, &sum)?,
-        };
-        merged.push(Simulated {
-            row,
-            histogram: sum,
-        });
+    if rows.len() != first.read.histograms.len() {
+        return Err(refuse(
+            &first.dir,
+            format!(
+                "summary.csv has {} rows for the log's {} histograms",
+                rows.len(),
+                first.read.histograms.len()
+            ),
+        ));
     }
-    Ok(merged)
-}
-
-/// Row `i` of a ttl shard's summary.csv, summarised again from `sum`.
-fn csv_row(shard: &Shard, i: usize, sum: &RuntimeHistogram) -> Result<SimulationRow, UsageError> {
-    let Body::Ttl { rows, .. } = &shard.read.body else {
-        return Err(refuse(&shard.dir, "has no summary rows".to_string()));
-    };
-    let r = rows.get(i).ok_or_else(|| {
-        refuse(
-            &shard.dir,
-            format!("summary.csv has no row {} for the log's histogram", i + 1),
-        )
-    })?;
-    Ok(SimulationRow::new(
-        &r.workload,
-        &r.profile,
-        r.scale,
-        r.volume,
-        &r.unit,
-        sum,
-    ))
+    Ok(rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut sum: RuntimeHistogram = first.read.histograms[i].1.clone();
+            for s in &shards[1..] {
+                sum.merge(&s.read.histograms[i].1);
+            }
+            Simulated {
+                row: SimulationRow::new(&r.workload, &r.profile, r.scale, r.volume, &r.unit, &sum),
+                histogram: sum,
+            }
+        })
+        .collect())
 }
 
 fn origin(s: &Shard) -> ShardOrigin {
