@@ -20,7 +20,9 @@ mod spec;
 pub use error::SpecError;
 pub use model::{CompiledStep, JobModel, MAX_ITEMS};
 pub use shard::Shard;
-pub use sim::{LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate};
+pub use sim::{
+    LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate, simulate_leases,
+};
 pub use spec::{
     Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step, Target,
     Workload, WorkloadSpec,

@@ -43,14 +43,30 @@ pub fn simulate(
     options: &SimOptions,
     progress: &(dyn Fn(u64) + Sync),
 ) -> RuntimeHistogram {
+    simulate_leases(model, options, &[], progress).0
+}
+
+/// [`simulate`], and for each heartbeat lease in `leases` the replays in which a stop-the-world
+/// pause outlasted the time left on it: the holder renews every lease/3 from its acquisition at
+/// the start of the run, a pause stops its renewals (slow calls do not), and a pause of length d
+/// starting at s loses the lease when d > lease - (s mod lease/3). The pauses are the replay's own,
+/// so the runtimes are those [`simulate`] gives.
+pub fn simulate_leases(
+    model: &JobModel,
+    options: &SimOptions,
+    leases: &[Duration],
+    progress: &(dyn Fn(u64) + Sync),
+) -> (RuntimeHistogram, Vec<u64>) {
     let replays = options.shard.replays_of(options.replays.min(MAX_REPLAYS));
     let next = AtomicU64::new(0);
     let threads = options.threads.max(1);
-    let parts: Vec<RuntimeHistogram> = std::thread::scope(|scope| {
+    let leases_s: Vec<f64> = leases.iter().map(Duration::as_secs_f64).collect();
+    let parts: Vec<(RuntimeHistogram, Vec<u64>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
                     let mut histogram = RuntimeHistogram::with_thresholds(&options.thresholds);
+                    let mut lost = vec![0u64; leases_s.len()];
                     let mut scratch = Scratch::default();
                     loop {
                         let first = next.fetch_add(CHUNK, Ordering::Relaxed);
@@ -62,10 +78,13 @@ pub fn simulate(
                             let mut rng = replay_rng(options.seed, options.shard.global(k));
                             let runtime_s = replay(model, &mut rng, &mut scratch);
                             histogram.record_ns(seconds_to_ns(runtime_s));
+                            if !leases_s.is_empty() && model.pauses.is_some() {
+                                count_lost(&scratch.pauses, runtime_s, &leases_s, &mut lost);
+                            }
                         }
                         progress(last - first);
                     }
-                    histogram
+                    (histogram, lost)
                 })
             })
             .collect();
@@ -75,8 +94,25 @@ pub fn simulate(
             .collect()
     });
     let mut total = RuntimeHistogram::with_thresholds(&options.thresholds);
-    parts.iter().for_each(|p| total.merge(p));
-    total
+    let mut lost = vec![0u64; leases.len()];
+    for (h, l) in &parts {
+        total.merge(h);
+        lost.iter_mut().zip(l).for_each(|(a, b)| *a += b);
+    }
+    (total, lost)
+}
+
+/// Adds one to `lost[i]` when a pause of the run (those that began before it ended) outlasted
+/// what was left of lease `leases_s[i]` when it began.
+fn count_lost(pauses: &[(f64, f64)], runtime_s: f64, leases_s: &[f64], lost: &mut [u64]) {
+    for (lease, count) in leases_s.iter().zip(lost.iter_mut()) {
+        let every = lease / 3.0;
+        let lost_here = pauses
+            .iter()
+            .take_while(|(start, _)| *start < runtime_s)
+            .any(|&(start, length)| length > lease - start % every);
+        *count += u64::from(lost_here);
+    }
 }
 
 /// The random stream of replay `index`: independent of which thread runs it.

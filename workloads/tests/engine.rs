@@ -246,3 +246,50 @@ fn shards_add_up_to_the_whole_simulation() {
         }
     }
 }
+
+/// The lease-loss count against its closed form, for one known pause distribution. W = 100 s of
+/// work; pauses after exponential gaps of mean 1000 s (measured from the previous pause's end, so
+/// the pauses during the work are Poisson with mean 100/1000 = 0.1); each lasts 25 s. A 30 s lease
+/// renewed every 10 s has 30 - phase left when a pause begins, the phase uniform on [0, 10): a
+/// 25 s pause loses it when the phase is above 5, half the time. So the chance per run is
+/// 1 - E[(1/2)^N] = 1 - exp(-0.1 x 1/2) = 4.877 %, and a 40 s lease (13.3 s renewals, at least
+/// 26.7 s left) is never lost to a 25 s pause.
+#[test]
+fn lease_loss_matches_its_closed_form() {
+    let spec = format!(
+        r#"[workload]
+name = "paused"
+volume = 100
+
+{}
+[[profiles]]
+name = "gc"
+[profiles.pauses]
+mean_interval = "1000s"
+duration = "25s"
+"#,
+        steps(1, r#""1s""#)
+    );
+    let spec = WorkloadSpec::parse(&spec, Path::new("test.toml")).expect("valid spec");
+    let model = JobModel::new(&spec, "gc", 1.0).unwrap();
+    let replays = 100_000u64;
+    let options = SimOptions {
+        replays,
+        seed: 11,
+        threads: 2,
+        thresholds: Vec::new(),
+        shard: Shard::WHOLE,
+    };
+    let leases = [Duration::from_secs(30), Duration::from_secs(40)];
+    let (h, lost) = lockbench_workloads::simulate_leases(&model, &options, &leases, &|_| {});
+    let expected = 1.0 - (-0.05f64).exp();
+    let p = lost[0] as f64 / replays as f64;
+    let se = (expected * (1.0 - expected) / replays as f64).sqrt();
+    assert!(
+        (p - expected).abs() < 3.0 * se,
+        "simulated {p:.5} against the closed form {expected:.5} (standard error {se:.5})"
+    );
+    assert_eq!(lost[1], 0, "a 25 s pause never outlasts 26.7 s");
+    // The runtimes are simulate's own.
+    assert_eq!(h.mean(), simulate(&model, &options, &|_| {}).mean());
+}
