@@ -136,6 +136,16 @@ pub struct TtlArgs {
         allow_hyphen_values = true
     )]
     pub runs_per_year: String,
+    /// The chance per run of losing the heartbeat lease to a stall that the lease must stay below
+    /// (95 % upper bound): ttl picks the shortest whole-second lease that does. A profile with
+    /// pauses runs at least about 6 / P replays (60,000 at the default) so that the bound can.
+    #[arg(
+        long,
+        value_name = "P",
+        default_value = "1e-4",
+        allow_hyphen_values = true
+    )]
+    pub max_lease_risk: String,
     #[command(flatten)]
     pub simulation: SimulationArgs,
 }

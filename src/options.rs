@@ -66,6 +66,7 @@ pub struct TtlOptions {
     pub safety_factor: f64,
     pub current_ttl: Option<Duration>,
     pub runs_per_year: f64,
+    pub max_lease_risk: f64,
     pub simulation: SimulationOptions,
 }
 
@@ -169,6 +170,17 @@ impl TtlOptions {
                 format!("expected a number above zero, got {runs_per_year}"),
             ));
         }
+        let max_lease_risk: f64 = parse_number(
+            "--max-lease-risk",
+            &args.max_lease_risk,
+            "a chance per run such as 1e-4",
+        )?;
+        if !(max_lease_risk.is_finite() && (1e-9..=0.5).contains(&max_lease_risk)) {
+            return Err(usage(
+                "--max-lease-risk",
+                format!("expected a chance per run from 1e-9 to 0.5, got {max_lease_risk}"),
+            ));
+        }
         Ok(TtlOptions {
             spec: args.spec.clone(),
             profile: args.profile.clone(),
@@ -176,6 +188,7 @@ impl TtlOptions {
             safety_factor,
             current_ttl,
             runs_per_year,
+            max_lease_risk,
             simulation: SimulationOptions::resolve(&args.simulation)?,
         })
     }

@@ -12,7 +12,7 @@ use lockbench_core::records::bench::BenchRow;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
 use lockbench_core::records::tail_samples_needed;
-use lockbench_core::{format_count, format_duration, format_hms, format_seconds};
+use lockbench_core::{format_chance, format_count, format_duration, format_hms, format_seconds};
 
 /// The `simulate` table, followed by any warnings about sample sizes.
 pub fn simulation_table(record: &SimulationRecord) -> String {
@@ -197,6 +197,12 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         format_duration(hb.lease_ttl),
         derivation.lease
     );
+    if let Some(risk) = &derivation.risk {
+        let _ = writeln!(o, "    lease risk per run     {}   {risk}", fmt_lost(hb));
+    }
+    if let Some(closed) = &derivation.closed_form {
+        let _ = writeln!(o, "    closed form            {closed}");
+    }
     let _ = writeln!(
         o,
         "    renewal interval       {}   = {}",
@@ -250,8 +256,8 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         let _ = writeln!(
             o,
             "    chance per run that the job outlives it   {}   (95% upper bound {}; {} of {} replays)",
-            fmt_p(c.p_exceed),
-            fmt_p(c.p_exceed_upper95),
+            format_chance(c.p_exceed),
+            format_chance(c.p_exceed_upper95),
             format_count(c.replays_exceeding),
             format_count(r.replays)
         );
@@ -273,6 +279,11 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
     o
 }
 
+/// The simulated chance of losing the lease, `-` where it was not simulated.
+fn fmt_lost(hb: &lockbench_analysis::HeartbeatRecommendation) -> String {
+    hb.p_lease_lost.map_or("-".to_string(), format_chance)
+}
+
 /// Long durations in seconds (what a config file takes) and in hours and minutes (what a person
 /// grasps): `1,578.8 s (26m 19s)`.
 fn format_long(d: Duration) -> String {
@@ -280,16 +291,6 @@ fn format_long(d: Duration) -> String {
         format!("{} ({})", format_seconds(d), format_hms(d))
     } else {
         format_duration(d)
-    }
-}
-
-fn fmt_p(p: f64) -> String {
-    if p == 0.0 {
-        "0".to_string()
-    } else if p >= 0.01 {
-        format!("{:.1} %", p * 100.0)
-    } else {
-        format!("{p:.2e}")
     }
 }
 

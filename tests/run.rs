@@ -184,7 +184,7 @@ fn report_and_compare_refuse_a_doctored_run_in_one_line() {
             .collect()
     });
     let bumped = doctored("replay-ttl/manifest.json", |t| {
-        t.replace("\"schema_version\": 2", "\"schema_version\": 3")
+        t.replace("\"schema_version\": 3", "\"schema_version\": 4")
     });
     for (dir, fragments) in [
         (
@@ -192,19 +192,19 @@ fn report_and_compare_refuse_a_doctored_run_in_one_line() {
             [
                 "ttl-billing/results.json",
                 "measured_p999_seconds",
-                "schema_version 2",
+                "schema_version 3",
             ],
         ),
         (
             &dropped,
-            ["bench/bench.csv", "acquire_p99_us", "schema_version 2"],
+            ["bench/bench.csv", "acquire_p99_us", "schema_version 3"],
         ),
         (
             &bumped,
             [
                 "replay-ttl/manifest.json",
-                "schema_version 2",
-                "reads schema_version 2",
+                "schema_version 4",
+                "reads schema_version 3",
             ],
         ),
     ] {

@@ -9,14 +9,20 @@
 
 pub mod frames;
 mod growth;
+mod lease;
 pub mod report;
 mod ttl;
 
 pub use growth::fit_growth;
+pub use lease::{
+    DEFAULT_MAX_LEASE_RISK, LeaseInputs, MAX_LEASE, add_curves, lease_replays, price_heartbeat,
+    shortest_safe_lease,
+};
 pub use lockbench_core::records::ttl::{
-    CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, ProfileP999, TtlRecommendation, VolumePoint,
+    CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, LeaseCurve, LeasePricing, ProfileP999,
+    TtlRecommendation, VolumePoint,
 };
 pub use ttl::{
     ALERT_SHARE, DEFAULT_SAFETY_FACTOR, MIN_LEASE, TtlInputs, exceedance, heartbeat,
-    heartbeat_derivation, recommend, review_scales,
+    heartbeat_derivation, heartbeat_with_lease, recommend, review_scales,
 };

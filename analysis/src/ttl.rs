@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use lockbench_core::format_duration;
 use lockbench_core::records::round_micro;
+use lockbench_core::{format_chance, format_count, format_duration};
 use statrs::distribution::{Beta, ContinuousCDF};
 
 use crate::growth::fit_growth;
@@ -50,8 +50,8 @@ pub struct TtlInputs {
     pub safety_factor: f64,
     /// P99.9 at every simulated volume, the target included, for the growth fit.
     pub volume_points: Vec<VolumePoint>,
-    /// 99.9th percentile of the profile's stop-the-world pauses.
-    pub pause_p999: Option<Duration>,
+    /// The heartbeat, priced by [`crate::price_heartbeat`] (or [`heartbeat`]'s closed form).
+    pub heartbeat: HeartbeatRecommendation,
     /// The TTL in use today with the number of replays that exceeded it at the target scale.
     pub current_ttl: Option<(Duration, u64)>,
     /// Job runs per year, to turn a per-run chance into a yearly count.
@@ -101,7 +101,7 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         p999_ci_open: inputs.p999_ci_open,
         safety_factor: inputs.safety_factor,
         ttl,
-        heartbeat: heartbeat(inputs.pause_p999),
+        heartbeat: inputs.heartbeat,
         alert_hold,
         review_trigger_volume,
         volume_points: inputs.volume_points,
@@ -120,7 +120,14 @@ pub fn heartbeat(stall: Option<Duration>) -> HeartbeatRecommendation {
     let needed = stall.map_or(Duration::ZERO, |s| s * 3);
     // Whole seconds: a lease of 31.27 s reads as false precision.
     let lease = needed.max(MIN_LEASE).as_secs_f64().ceil();
-    let lease_ttl = Duration::from_secs_f64(lease);
+    heartbeat_with_lease(Duration::from_secs_f64(lease), stall)
+}
+
+/// The renewal figures of a lease of `lease_ttl`, recorded as sized for `stall`; not priced.
+pub fn heartbeat_with_lease(
+    lease_ttl: Duration,
+    stall: Option<Duration>,
+) -> HeartbeatRecommendation {
     let renewal_interval = lease_ttl / 3;
     let give_up_after = lease_ttl * 2 / 3;
     let renewals_before_give_up =
@@ -131,6 +138,10 @@ pub fn heartbeat(stall: Option<Duration>) -> HeartbeatRecommendation {
         give_up_after,
         max_consecutive_failures: renewals_before_give_up.saturating_sub(1),
         sized_for_stall_s: stall.map(|s| round_micro(s.as_secs_f64())),
+        sized_by_profile: None,
+        p_lease_lost: None,
+        p_lease_lost_upper95: None,
+        pricing: None,
     }
 }
 
@@ -139,27 +150,90 @@ pub fn heartbeat(stall: Option<Duration>) -> HeartbeatRecommendation {
 pub struct HeartbeatDerivation {
     /// Why the lease is as long as it is.
     pub lease: String,
+    /// The chance per run of losing it, simulated; `None` when it was not priced.
+    pub risk: Option<String>,
+    /// What the closed form (3 x pause P99.9) would have given, and its simulated risk; `None`
+    /// when it was not priced or no profile pauses.
+    pub closed_form: Option<String>,
     /// Why the renewal interval.
     pub renewal: String,
     /// Why the give-up deadline, and the failed renewals it tolerates.
     pub give_up: String,
 }
 
-/// The derivation of `h`, as [`heartbeat`] computed it.
+/// The derivation of `h`, as [`heartbeat`] or [`crate::price_heartbeat`] computed it.
 pub fn heartbeat_derivation(h: &HeartbeatRecommendation) -> HeartbeatDerivation {
-    let lease = match h.sized_for_stall_s {
-        Some(stall) => format!(
-            "3 x the profile's pause P99.9 ({}), at least {}: a stall must end before the give-up deadline",
-            format_duration(Duration::from_secs_f64(stall.max(0.0))),
+    let stall = h
+        .sized_for_stall_s
+        .map(|s| format_duration(Duration::from_secs_f64(s.max(0.0))));
+    let pricing = h.pricing.as_ref();
+    let by = h.sized_by_profile.as_deref().unwrap_or("the profile");
+    let lease = match (pricing, &stall) {
+        (Some(p), Some(_)) if p.risk_met => format!(
+            "the shortest whole second whose chance of being lost to a stall stays below {:e} per run (95 % upper bound), sized by `{by}`, the profile whose stalls threaten it most",
+            p.max_lease_risk
+        ),
+        (Some(p), Some(_)) => format!(
+            "the longest lease considered: no lease up to it brought the 95 % upper bound on losing it below {:e} per run in {} replays of `{by}`; give more --replays or a larger --max-lease-risk",
+            p.max_lease_risk,
+            format_count(p.replays)
+        ),
+        (Some(_), None) => format!(
+            "the {} minimum: no profile injects stop-the-world pauses",
             format_duration(MIN_LEASE)
         ),
-        None => format!(
+        (None, Some(stall)) => format!(
+            "3 x the profile's pause P99.9 ({stall}), at least {}: a stall must end before the give-up deadline",
+            format_duration(MIN_LEASE)
+        ),
+        (None, None) => format!(
             "the {} minimum: the profile injects no stop-the-world pauses",
             format_duration(MIN_LEASE)
         ),
     };
+    let risk = pricing.map(|p| {
+        let upper = format_chance(h.p_lease_lost_upper95.unwrap_or(1.0));
+        let whose = match &h.sized_by_profile {
+            Some(name) => format!("replays of `{name}`"),
+            None => "replays, none of which can pause".to_string(),
+        };
+        let counted = format!(
+            "{} of {} {whose}",
+            format_count(p.replays_lost),
+            format_count(p.replays)
+        );
+        if p.replays_lost == 0 {
+            format!(
+                "no replay lost it ({counted}); 95 % upper bound {upper}{}: at most {:.4} double executions a year",
+                if h.sized_by_profile.is_none() {
+                    " by the rule of three"
+                } else {
+                    ""
+                },
+                p.expected_double_runs_per_year_upper95
+            )
+        } else {
+            format!(
+                "lost while its holder lives in {} of runs ({counted}; 95 % upper bound {upper}): {:.4} double executions a year expected (upper bound {:.4})",
+                format_chance(h.p_lease_lost.unwrap_or(0.0)),
+                p.expected_double_runs_per_year,
+                p.expected_double_runs_per_year_upper95
+            )
+        }
+    });
+    let closed_form = pricing.zip(stall.as_ref()).map(|(p, stall)| {
+        format!(
+            "3 x `{by}`'s pause P99.9 ({stall}), at least {}, gives {}, lost in {} of runs (95 % upper bound {}): one pause per run is not the only one, and a pause that begins late in a renewal cycle has less of the lease left",
+            format_duration(MIN_LEASE),
+            format_duration(p.closed_form_lease),
+            format_chance(p.closed_form_p_lease_lost),
+            format_chance(p.closed_form_p_lease_lost_upper95)
+        )
+    });
     HeartbeatDerivation {
         lease,
+        risk,
+        closed_form,
         renewal: "a third of the lease".to_string(),
         give_up: format!(
             "two thirds of the lease: stop work when no renewal succeeded for this long ({} failed renewal{} in a row tolerated)",
@@ -222,7 +296,7 @@ mod tests {
                     p999: Duration::from_secs_f64(p999_s * *v as f64 / 1800.0),
                 })
                 .collect(),
-            pause_p999: Some(Duration::from_secs(20)),
+            heartbeat: heartbeat(Some(Duration::from_secs(20))),
             current_ttl: Some((Duration::from_secs(300), 20_000)),
             runs_per_year: 12.0,
         }

@@ -36,6 +36,17 @@ pub fn format_seconds(d: Duration) -> String {
     format!("{}.{} s", format_count(tenths / 10), tenths % 10)
 }
 
+/// Prints a chance: `0`, `1.2 %` from one in a hundred, `4.87e-5` below.
+pub fn format_chance(p: f64) -> String {
+    if p == 0.0 {
+        "0".to_string()
+    } else if p >= 0.01 {
+        format!("{:.1} %", p * 100.0)
+    } else {
+        format!("{p:.2e}")
+    }
+}
+
 /// Prints a count with thousands separators: `1,800`.
 pub fn format_count(n: u64) -> String {
     let digits = n.to_string();

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
+use lockbench_analysis::{LeaseCurve, add_curves};
 use lockbench_bench::{BenchResult, Metrics};
 use lockbench_core::records::bench::BenchRecord;
 use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
@@ -82,7 +83,12 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
     let specs = specs(first)?;
     let merged = merged_runs(&shards)?;
     let simulation = SimulationOptions {
-        replays: merged.first().map_or(0, |s| s.histogram.count()),
+        // The runs' own --replays: ttl's pausing profiles run more, to price the lease.
+        replays: merged
+            .iter()
+            .map(|s| s.histogram.count())
+            .min()
+            .unwrap_or(0),
         seed: first.read.manifest.seed.unwrap_or_default(),
         threads: shards.iter().map(|s| s.read.manifest.threads).sum(),
         json: args.json,
@@ -129,11 +135,13 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
         }
         Body::Ttl { record, .. } => {
             let params = TtlParams::of(record);
+            let curves = merged_curves(&shards)?;
             let (recommendation, used) = derive(
                 &specs[0],
                 record.profiles_considered.len(),
                 &params,
                 &merged,
+                curves,
             )?;
             // What a whole run writes: the candidates and the chosen profile's growth runs.
             let kept: Vec<Simulated> = merged
@@ -491,6 +499,33 @@ fn merged_runs(shards: &[Shard]) -> Result<Vec<Simulated>, UsageError> {
             }
         })
         .collect())
+}
+
+/// The ttl shards' heartbeat lease losses, added: every shard priced the same candidate leases
+/// of the same profiles.
+fn merged_curves(shards: &[Shard]) -> Result<Vec<LeaseCurve>, UsageError> {
+    let curves = |s: &Shard| match &s.read.body {
+        Body::Ttl { record, .. } => record
+            .heartbeat
+            .pricing
+            .as_ref()
+            .map(|p| p.curves.clone())
+            .ok_or_else(|| refuse(&s.dir, "its heartbeat lease was not priced".to_string())),
+        _ => Err(refuse(&s.dir, "is not a ttl directory".to_string())),
+    };
+    let mut total = curves(&shards[0])?;
+    for s in &shards[1..] {
+        if !add_curves(&mut total, &curves(s)?) {
+            return Err(refuse(
+                &s.dir,
+                format!(
+                    "its heartbeat lease curves (profiles or candidate leases) are not those of {}",
+                    shards[0].dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(total)
 }
 
 fn origin(s: &Shard) -> ShardOrigin {

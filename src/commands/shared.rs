@@ -10,7 +10,7 @@ use lockbench_core::{
     Machine, Manifest, ResultsDir, RuntimeHistogram, ServerRecord, SpecRecord, TOOL_VERSION,
     unix_now_s,
 };
-use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, simulate};
+use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, simulate_leases};
 
 use crate::options::SimulationOptions;
 use crate::progress::Progress;
@@ -29,18 +29,41 @@ pub fn simulate_one(
     thresholds: &[std::time::Duration],
     progress: &Progress,
 ) -> Simulated {
+    simulate_priced(
+        model,
+        spec,
+        simulation,
+        thresholds,
+        simulation.replays,
+        &[],
+        progress,
+    )
+    .0
+}
+
+/// [`simulate_one`] over `replays` replays, counting the replays that lost each heartbeat lease
+/// in `leases` (see [`simulate_leases`]).
+pub fn simulate_priced(
+    model: &JobModel,
+    spec: &WorkloadSpec,
+    simulation: &SimulationOptions,
+    thresholds: &[std::time::Duration],
+    replays: u64,
+    leases: &[std::time::Duration],
+    progress: &Progress,
+) -> (Simulated, Vec<u64>) {
     progress.set_message(format!(
         "{} / {} x{}",
         model.workload, model.profile, model.scale
     ));
     let options = SimOptions {
-        replays: simulation.replays,
+        replays,
         seed: simulation.seed,
         threads: simulation.threads,
         thresholds: thresholds.to_vec(),
         shard: simulation.engine_shard(),
     };
-    let histogram = simulate(model, &options, &|n| progress.advance(n));
+    let (histogram, lost) = simulate_leases(model, &options, leases, &|n| progress.advance(n));
     let row = SimulationRow::new(
         &model.workload,
         &model.profile,
@@ -49,7 +72,7 @@ pub fn simulate_one(
         &spec.workload.unit,
         &histogram,
     );
-    Simulated { row, histogram }
+    (Simulated { row, histogram }, lost)
 }
 
 /// Stages the files every simulation result directory has: the summary CSV, the histograms and

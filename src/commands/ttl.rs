@@ -5,13 +5,18 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use lockbench_analysis::{ProfileP999, TtlInputs, VolumePoint, recommend, review_scales};
+use lockbench_analysis::{
+    DEFAULT_MAX_LEASE_RISK, LeaseCurve, LeaseInputs, MAX_LEASE, MIN_LEASE, ProfileP999, TtlInputs,
+    VolumePoint, lease_replays, price_heartbeat, recommend, review_scales,
+};
 use lockbench_core::records::to_json;
 use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
-use crate::commands::shared::{Simulated, prepare_out, simulate_one, write_results};
+use crate::commands::shared::{
+    Simulated, prepare_out, simulate_one, simulate_priced, write_results,
+};
 use crate::options::TtlOptions;
 use crate::progress::Progress;
 use crate::render;
@@ -23,6 +28,7 @@ pub struct TtlParams {
     pub safety_factor: f64,
     pub current_ttl: Option<Duration>,
     pub runs_per_year: f64,
+    pub max_lease_risk: f64,
     pub seed: u64,
 }
 
@@ -34,6 +40,11 @@ impl TtlParams {
             safety_factor: r.safety_factor,
             current_ttl: r.current_ttl.as_ref().map(|c| c.ttl),
             runs_per_year: r.runs_per_year,
+            max_lease_risk: r
+                .heartbeat
+                .pricing
+                .as_ref()
+                .map_or(DEFAULT_MAX_LEASE_RISK, |p| p.max_lease_risk),
             seed: r.seed,
         }
     }
@@ -62,17 +73,57 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     // profile at half and double the target too; `merge` keeps what the whole run would have.
     let sharded = options.simulation.shard.is_some();
     let growth_runs = if sharded { 2 * names.len() } else { 2 };
-    let per_model = options
-        .simulation
-        .engine_shard()
-        .replays_of(options.simulation.replays);
-    let progress = Progress::new(per_model * (names.len() + growth_runs) as u64);
-
-    // 1. Every candidate profile at the target scale; the worst P99.9 decides.
-    let mut simulated: Vec<Simulated> = at_target
+    let shard = options.simulation.engine_shard();
+    let replays = options.simulation.replays;
+    // A profile that pauses runs enough replays to show its lease below --max-lease-risk.
+    let priced_replays = replays.max(lease_replays(options.max_lease_risk));
+    let leases = candidate_leases(&spec, &names, options.max_lease_risk);
+    let lease_durations: Vec<Duration> = leases.clone().map(Duration::from_secs).collect();
+    let at_target_replays: u64 = at_target
         .iter()
-        .map(|m| simulate_one(m, &spec, &options.simulation, &thresholds, &progress))
-        .collect();
+        .map(|m| {
+            shard.replays_of(if m.has_pauses() {
+                priced_replays
+            } else {
+                replays
+            })
+        })
+        .sum();
+    let progress =
+        Progress::new(at_target_replays + shard.replays_of(replays) * growth_runs as u64);
+
+    // 1. Every candidate profile at the target scale; the worst P99.9 decides. A profile that
+    //    pauses also counts, per candidate lease, the replays that lost it.
+    let mut simulated: Vec<Simulated> = Vec::new();
+    let mut curves: Vec<LeaseCurve> = Vec::new();
+    for model in &at_target {
+        if !model.has_pauses() {
+            simulated.push(simulate_one(
+                model,
+                &spec,
+                &options.simulation,
+                &thresholds,
+                &progress,
+            ));
+            continue;
+        }
+        let (s, lost) = simulate_priced(
+            model,
+            &spec,
+            &options.simulation,
+            &thresholds,
+            priced_replays,
+            &lease_durations,
+            &progress,
+        );
+        curves.push(LeaseCurve {
+            profile: model.profile.clone(),
+            replays: s.histogram.count(),
+            first_lease_s: *leases.start(),
+            lost,
+        });
+        simulated.push(s);
+    }
     // 2. The chosen profile (every profile, in a shard) at half and double the target, to see
     //    how runtime grows.
     let growing: Vec<String> = if sharded {
@@ -99,9 +150,10 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
         safety_factor: options.safety_factor,
         current_ttl: options.current_ttl,
         runs_per_year: options.runs_per_year,
+        max_lease_risk: options.max_lease_risk,
         seed: options.simulation.seed,
     };
-    let (recommendation, _) = derive(&spec, names.len(), &params, &simulated)?;
+    let (recommendation, _) = derive(&spec, names.len(), &params, &simulated, curves)?;
     let record = to_json(&recommendation);
     if options.simulation.json {
         std::io::stdout().write_all(&record)?;
@@ -122,6 +174,28 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The whole-second heartbeat leases `ttl` prices: from the minimum to past where the longest pause
+/// a profile draws (beyond its quantile 1 - P/100) could still take it, at least the closed form
+/// and at most [`MAX_LEASE`]. A pause of length d loses a lease L only if d > 2L/3.
+fn candidate_leases(
+    spec: &WorkloadSpec,
+    profiles: &[String],
+    max_risk: f64,
+) -> std::ops::RangeInclusive<u64> {
+    let first = MIN_LEASE.as_secs();
+    let last = profiles
+        .iter()
+        .filter_map(|name| spec.profile(name).ok()?.pauses.as_ref())
+        .map(|p| {
+            let longest = p.duration.quantile(1.0 - max_risk / 100.0).min(1e9);
+            let closed_form = (3.0 * p.duration.quantile(0.999).min(1e9)).ceil();
+            (1.5 * longest).ceil().max(closed_form) as u64 + 1
+        })
+        .max()
+        .unwrap_or(first);
+    first..=last.clamp(first, MAX_LEASE.as_secs())
+}
+
 /// The candidate with the worst P99.9 among the first entries (the last of equals).
 fn worst(candidates: &[Simulated]) -> usize {
     (0..candidates.len())
@@ -131,13 +205,15 @@ fn worst(candidates: &[Simulated]) -> usize {
 
 /// The recommendation from simulated runtimes: the first `profiles` entries are every candidate
 /// profile at the target scale (counted above the current TTL), the others hold the profiles at
-/// half and double the target. Returns it with the entries it used, in the order a whole run
-/// writes them: the candidates, then the chosen profile below and above the target.
+/// half and double the target; `curves` are the pausing profiles' lease losses. Returns it with
+/// the entries it used, in the order a whole run writes them: the candidates, then the chosen
+/// profile below and above the target.
 pub fn derive(
     spec: &WorkloadSpec,
     profiles: usize,
     params: &TtlParams,
     simulated: &[Simulated],
+    curves: Vec<LeaseCurve>,
 ) -> Result<(TtlRecommendation, Vec<usize>)> {
     let worst = worst(&simulated[..profiles]);
     let chosen = simulated[worst].row.profile.clone();
@@ -183,7 +259,21 @@ pub fn derive(
         p999_ci_open: target_row.p999_ci_open,
         safety_factor: params.safety_factor,
         volume_points,
-        pause_p999: spec.profile(&chosen)?.pause_p999(),
+        heartbeat: price_heartbeat(&LeaseInputs {
+            pause_p999: curves
+                .iter()
+                .filter_map(|c| {
+                    Some((
+                        c.profile.clone(),
+                        spec.profile(&c.profile).ok()?.pause_p999()?,
+                    ))
+                })
+                .collect(),
+            curves,
+            max_lease_risk: params.max_lease_risk,
+            runs_per_year: params.runs_per_year,
+            replays_without_pauses: simulated[worst].histogram.count(),
+        }),
         current_ttl: params.current_ttl.zip(exceeding),
         runs_per_year: params.runs_per_year,
     });

@@ -103,6 +103,77 @@ pub struct HeartbeatRecommendation {
     /// pauses.
     #[serde(deserialize_with = "present")]
     pub sized_for_stall_s: Option<f64>,
+    /// The profile whose stop-the-world pauses threaten the lease most, and which sized it;
+    /// `None` when no profile pauses.
+    #[serde(deserialize_with = "present")]
+    pub sized_by_profile: Option<String>,
+    /// Simulated chance per run that a pause outlasts what was left of the lease while the holder
+    /// lives (another worker may then take the lock); `None` where the lease was not simulated (a
+    /// live replay's own heartbeat).
+    #[serde(deserialize_with = "present")]
+    pub p_lease_lost: Option<f64>,
+    /// Its one-sided 95 % upper bound (rule of three when no replay lost the lease).
+    #[serde(deserialize_with = "present")]
+    pub p_lease_lost_upper95: Option<f64>,
+    /// How the lease was priced; `None` where it was not simulated.
+    #[serde(deserialize_with = "present")]
+    pub pricing: Option<LeasePricing>,
+}
+
+/// How `ttl` priced the heartbeat lease: the simulated losses behind the figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeasePricing {
+    /// The chance of losing the lease per run that the lease's upper bound must stay below.
+    pub max_lease_risk: f64,
+    /// True when the lease's 95 % upper bound is below `max_lease_risk`.
+    pub risk_met: bool,
+    /// Replays the lease's figures come from (of the profile that sized it, or of the worst
+    /// runtime profile when none pauses).
+    pub replays: u64,
+    /// Of those, the replays that lost the lease.
+    pub replays_lost: u64,
+    /// Expected double executions per year from lost leases, assuming another worker waits.
+    pub expected_double_runs_per_year: f64,
+    /// The same at the upper bound.
+    pub expected_double_runs_per_year_upper95: f64,
+    /// The closed-form lease: 3 x the sizing profile's pause P99.9, at least the minimum.
+    #[serde(rename = "closed_form_lease_s", with = "seconds")]
+    pub closed_form_lease: Duration,
+    /// The simulated chance per run of losing the closed-form lease.
+    pub closed_form_p_lease_lost: f64,
+    /// Its 95 % upper bound.
+    pub closed_form_p_lease_lost_upper95: f64,
+    /// Each pausing profile's losses at every whole-second candidate lease.
+    pub curves: Vec<LeaseCurve>,
+}
+
+/// One profile's simulated lease losses: `lost[i]` of `replays` replays lost a lease of
+/// `first_lease_s + i` seconds. Counts, so that shards add exactly.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseCurve {
+    /// Profile name.
+    pub profile: String,
+    /// Replays simulated.
+    pub replays: u64,
+    /// The shortest candidate lease, whole seconds.
+    pub first_lease_s: u64,
+    /// Replays that lost each candidate lease.
+    pub lost: Vec<u64>,
+}
+
+impl LeaseCurve {
+    /// The candidate leases, in seconds.
+    pub fn leases_s(&self) -> std::ops::Range<u64> {
+        self.first_lease_s..self.first_lease_s + self.lost.len() as u64
+    }
+
+    /// Replays that lost a lease of `lease_s` seconds; `None` outside the candidates.
+    pub fn lost_at(&self, lease_s: u64) -> Option<u64> {
+        let i = usize::try_from(lease_s.checked_sub(self.first_lease_s)?).ok()?;
+        self.lost.get(i).copied()
+    }
 }
 
 /// The risk of the TTL in use today.

@@ -1,7 +1,7 @@
 //! The summary: each TTL, the cheapest backend, and the story a live replay reproduced.
 
-use lockbench_core::format_count;
 use lockbench_core::records::replay::HoldMode;
+use lockbench_core::{format_chance, format_count};
 
 use super::common::{Doc, bench_rows, number, secs, secs_f, us};
 use crate::report::doc::Block;
@@ -12,7 +12,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
     for t in &evidence.ttls {
         let r = &t.record;
         let mut line = format!(
-            "**{}**: TTL **{}** = P99.9 runtime {} ({}, {} {}) x safety factor {}; or a heartbeat lease of {} renewed every {}.",
+            "**{}**: TTL **{}** = P99.9 runtime {} ({}, {} {}) x safety factor {}; or a heartbeat lease of {} renewed every {}{}.",
             r.workload,
             secs(r.ttl),
             secs(r.measured_p999),
@@ -22,6 +22,16 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             number(r.safety_factor),
             secs(r.heartbeat.lease_ttl),
             secs(r.heartbeat.renewal_interval),
+            match (
+                &r.heartbeat.sized_by_profile,
+                r.heartbeat.p_lease_lost_upper95
+            ) {
+                (Some(by), Some(upper)) => format!(
+                    ", sized by the pauses of `{by}`: lost to a stall in at most {} of runs (95 % upper bound)",
+                    format_chance(upper)
+                ),
+                _ => String::new(),
+            }
         );
         if let Some(current) = &r.current_ttl {
             line += &format!(

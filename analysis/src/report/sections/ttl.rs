@@ -1,6 +1,6 @@
 //! Section 2: the TTL and the heartbeat, each figure with its derivation, and the runtime charts.
 
-use lockbench_core::format_count;
+use lockbench_core::{format_chance, format_count};
 
 use super::common::{ChartSpec, Doc, number, runtime_chart, secs, secs_f};
 use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TTL_COLOUR};
@@ -70,8 +70,24 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             vec![
                 "heartbeat lease".to_string(),
                 secs(hb.lease_ttl),
-                derivation.lease,
+                derivation.lease.clone(),
             ],
+        ];
+        if let Some(risk) = &derivation.risk {
+            rows.push(vec![
+                "lease lost per run".to_string(),
+                hb.p_lease_lost.map_or("-".to_string(), format_chance),
+                risk.clone(),
+            ]);
+        }
+        if let (Some(closed), Some(p)) = (&derivation.closed_form, &hb.pricing) {
+            rows.push(vec![
+                "closed-form lease".to_string(),
+                secs(p.closed_form_lease),
+                closed.clone(),
+            ]);
+        }
+        rows.extend([
             vec![
                 "renewal interval".to_string(),
                 secs(hb.renewal_interval),
@@ -82,7 +98,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                 secs(hb.give_up_after),
                 derivation.give_up,
             ],
-        ];
+        ]);
         let largest = r
             .volume_points
             .iter()
