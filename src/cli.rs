@@ -23,6 +23,9 @@ pub enum Command {
     Ttl(TtlArgs),
     /// Check workload specs without running them.
     Validate(ValidateArgs),
+    /// Fit each step's latency to observed per-call durations (CSV, OpenTelemetry OTLP JSON) and
+    /// write a spec that carries them, with the fit shown.
+    Calibrate(CalibrateArgs),
     /// Measure acquire, renew, release and handoff latency of each lock backend.
     Bench(BenchArgs),
     /// Run a workload for real (Postgres, a payment-API stub, a lock backend, racing workers)
@@ -148,6 +151,42 @@ pub struct TtlArgs {
     pub max_lease_risk: String,
     #[command(flatten)]
     pub simulation: SimulationArgs,
+}
+
+/// `lockbench calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Observed per-call durations: CSV files (a step column and a duration column, see
+    /// --step-column, --duration-column, --ms-column) or OpenTelemetry trace exports (OTLP JSON,
+    /// one request or one per line: span name = step, end - start = duration).
+    #[arg(value_name = "FILE", required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The spec to write (TOML); it must not exist. An `empirical` step's samples are written
+    /// beside it, as OUT_STEM.STEP.us.
+    #[arg(long, value_name = "SPEC")]
+    pub out: PathBuf,
+    /// The spec being calibrated: its workload and step targets are kept, every CSV row must
+    /// name one of its steps, and trace spans named otherwise are skipped.
+    #[arg(long, value_name = "SPEC")]
+    pub spec: Option<PathBuf>,
+    /// Calibrate only this step (repeatable); it must be observed.
+    #[arg(long = "step", value_name = "NAME")]
+    pub steps: Vec<String>,
+    /// Read span or row name FROM as step TO (repeatable).
+    #[arg(long = "rename", value_name = "FROM=TO")]
+    pub renames: Vec<String>,
+    /// CSV column naming the step.
+    #[arg(long, value_name = "NAME", default_value = "step")]
+    pub step_column: String,
+    /// CSV column of durations with units (110ms, 4.2s).
+    #[arg(long, value_name = "NAME", default_value = "duration")]
+    pub duration_column: String,
+    /// CSV column of durations in milliseconds (bare numbers), instead of --duration-column.
+    #[arg(long, value_name = "NAME")]
+    pub ms_column: Option<String>,
+    /// Print the fits as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `lockbench validate`.

@@ -1,9 +1,11 @@
 //! One module per subcommand.
 
 pub mod bench;
+pub mod calibrate;
 pub mod compare;
 pub mod faults;
 pub mod merge;
+pub mod observed;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -10,6 +10,7 @@
 
 pub mod duration;
 mod error;
+pub mod fit;
 pub mod latency;
 mod model;
 pub mod sampler;

@@ -13,6 +13,7 @@ pub(crate) mod codec;
 mod dir;
 pub mod exact;
 pub mod faults;
+pub mod model;
 pub mod replay;
 pub mod seconds;
 pub mod simulate;

@@ -1,0 +1,478 @@
+//! `lockbench calibrate`: a spec whose step latencies are fitted to observed per-call durations.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use lockbench_core::records::model::{CalibrationRecord, StepFit};
+use lockbench_core::records::{tail_samples_needed, to_json};
+use lockbench_core::{format_count, format_duration};
+use lockbench_workloads::fit::{Family, Fit, fit, ks_tolerance, lognormal_p50_p99};
+use lockbench_workloads::latency::Latency;
+use lockbench_workloads::{Target, WorkloadSpec};
+
+use crate::cli::CalibrateArgs;
+use crate::commands::observed::{CsvColumns, Observed, read};
+use crate::options::{UsageError, usage};
+
+pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
+    let base = match &args.spec {
+        Some(path) => Some(WorkloadSpec::load(path)?),
+        None => None,
+    };
+    let renames = renames(&args.renames)?;
+    check_out(&args.out)?;
+    let columns = CsvColumns {
+        name: Some(args.step_column.clone()),
+        duration: args.duration_column.clone(),
+        ms: args.ms_column.clone(),
+    };
+    // Step name -> (database call seen, durations), in the order first observed.
+    let mut order: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let mut by_step: BTreeMap<String, (bool, Vec<f64>)> = BTreeMap::new();
+    for path in &args.inputs {
+        let is_trace = std::fs::read_to_string(path)
+            .map(|t| t.trim_start().starts_with('{'))
+            .unwrap_or(false);
+        for o in read(path, &columns)? {
+            if !seen.contains(&o.name) && seen.len() < 20 {
+                seen.push(o.name.clone());
+            }
+            let Some(step) = step_of(&o, &renames, base.as_ref(), &args.steps, is_trace)? else {
+                continue;
+            };
+            let entry = by_step.entry(step.clone()).or_insert_with(|| {
+                order.push(step);
+                (false, Vec::new())
+            });
+            entry.0 |= o.database;
+            entry.1.push(o.seconds);
+        }
+    }
+    let inputs: Vec<String> = args
+        .inputs
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    for wanted in &args.steps {
+        if !by_step.contains_key(wanted) {
+            return Err(usage(
+                "--step",
+                format!(
+                    "no durations of step \"{wanted}\" in {} (names there: {})",
+                    inputs.join(", "),
+                    seen.join(", ")
+                ),
+            )
+            .into());
+        }
+    }
+    if order.is_empty() {
+        return Err(usage(
+            &inputs.join(", "),
+            match &base {
+                Some(_) => {
+                    "no span is named after a step of --spec; map names with --rename SPAN=STEP"
+                }
+                None => "holds no durations",
+            },
+        )
+        .into());
+    }
+
+    let mut fits = Vec::new();
+    for step in &order {
+        let (database, samples) = &by_step[step];
+        let target = match base
+            .as_ref()
+            .and_then(|b| b.steps.iter().find(|s| &s.name == step))
+        {
+            Some(s) => s.target,
+            None if *database => Target::Db,
+            None => Target::Api,
+        };
+        fits.push((step.clone(), target, fit(samples)));
+    }
+    let record = write_spec(args, base.as_ref(), &inputs, &fits)?;
+    if args.json {
+        std::io::stdout().write_all(&to_json(&record))?;
+    } else {
+        print!("{}", table(&record));
+    }
+    eprintln!(
+        "lockbench: calibrate: spec written to {}",
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn renames(pairs: &[String]) -> Result<Vec<(String, String)>, UsageError> {
+    pairs
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((from, to)) if !from.is_empty() && !to.is_empty() => {
+                Ok((from.to_string(), to.to_string()))
+            }
+            _ => Err(usage(
+                "--rename",
+                format!("expected FROM=TO (a span or row name and a step), got \"{p}\""),
+            )),
+        })
+        .collect()
+}
+
+fn check_out(out: &Path) -> Result<(), UsageError> {
+    let flag = format!("--out {}", out.display());
+    if out.exists() {
+        return Err(usage(&flag, "exists; remove it or choose another file"));
+    }
+    let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
+    if dir.is_some_and(|d| !d.is_dir()) {
+        return Err(usage(&flag, "its folder does not exist"));
+    }
+    if out.file_stem().is_none() {
+        return Err(usage(&flag, "expected a file name such as calibrated.toml"));
+    }
+    Ok(())
+}
+
+/// The step an observation belongs to, or `None` for a span to ignore. A CSV row naming no step
+/// of `--spec` is an error; a trace holds other spans too (HTTP handlers, the job itself), so an
+/// unknown span is skipped there, and so is any name outside `--step`.
+fn step_of(
+    o: &Observed,
+    renames: &[(String, String)],
+    base: Option<&WorkloadSpec>,
+    only: &[String],
+    is_trace: bool,
+) -> Result<Option<String>, UsageError> {
+    let name = renames
+        .iter()
+        .find(|(from, _)| *from == o.name)
+        .map_or(o.name.clone(), |(_, to)| to.clone());
+    if let Some(spec) = base
+        && spec.step_index(&name).is_none()
+    {
+        if is_trace {
+            return Ok(None);
+        }
+        let steps: Vec<&str> = spec.steps.iter().map(|s| s.name.as_str()).collect();
+        return Err(usage(
+            &o.place,
+            format!(
+                "field step: no step \"{name}\" in --spec (its steps: {}); map it with --rename {name}=STEP",
+                steps.join(", ")
+            ),
+        ));
+    }
+    Ok((only.is_empty() || only.contains(&name)).then_some(name))
+}
+
+/// Writes the samples files of empirical steps, then the spec, each whole or not at all.
+fn write_spec(
+    args: &CalibrateArgs,
+    base: Option<&WorkloadSpec>,
+    inputs: &[String],
+    fits: &[(String, Target, Fit)],
+) -> Result<CalibrationRecord> {
+    let folder = args
+        .out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map_or(PathBuf::from("."), Path::to_path_buf);
+    let stem = args
+        .out
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let mut steps = Vec::new();
+    let mut written: Vec<PathBuf> = Vec::new();
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "# Written by lockbench calibrate from {}.\n# Each step's latency is fitted to its observed durations (the fit is in the comment above it).\n# Copy a step's `latency = ...` line into your spec, or validate and simulate this file as it is.\n",
+        inputs.join(", ")
+    );
+    let (name, volume, unit) = match base {
+        Some(b) => (
+            b.workload.name.clone(),
+            b.workload.volume,
+            b.workload.unit.clone(),
+        ),
+        None => ("calibrated".to_string(), 1, "items".to_string()),
+    };
+    let _ = writeln!(
+        text,
+        "[workload]\nname = {}\nvolume = {volume}\nunit = {}\n",
+        toml_string(&name),
+        toml_string(&unit)
+    );
+    for (step, target, f) in fits {
+        let samples_file =
+            (f.family == Family::Empirical).then(|| format!("{stem}.{}.us", file_safe(step)));
+        let latency_toml = latency_toml(&f.latency, samples_file.as_deref());
+        if let (Some(file), Latency::Empirical { samples, .. }) = (&samples_file, &f.latency) {
+            let path = folder.join(file);
+            let body: String = samples
+                .iter()
+                .map(|s| format!("{:.3}\n", s * 1e6))
+                .collect();
+            if let Err(e) = write_whole(&path, &body) {
+                remove_all(&written);
+                return Err(e);
+            }
+            written.push(path);
+        }
+        let warnings = warnings(f);
+        let fit = StepFit {
+            step: step.clone(),
+            target: target_name(*target).to_string(),
+            dist: f.family.name().to_string(),
+            samples: f.samples as u64,
+            observed_s: f.observed,
+            fitted_s: f.fitted,
+            ks_distance: f.ks,
+            ks_tolerance: ks_tolerance(f.samples),
+            lognormal_ks_distance: f.lognormal_ks,
+            reason: f.reason.clone(),
+            latency_toml: latency_toml.clone(),
+            samples_file,
+            warnings,
+        };
+        let _ = writeln!(
+            text,
+            "# {step}: {} samples, {}: {}",
+            format_count(fit.samples),
+            fit.dist,
+            fit.reason
+        );
+        let _ = writeln!(
+            text,
+            "#   observed P50 {} P90 {} P99 {} P99.9 {}\n#   fitted   P50 {} P90 {} P99 {} P99.9 {}\n#   KS distance {:.4}",
+            secs(f.observed[0]),
+            secs(f.observed[1]),
+            secs(f.observed[2]),
+            secs(f.observed[3]),
+            secs(f.fitted[0]),
+            secs(f.fitted[1]),
+            secs(f.fitted[2]),
+            secs(f.fitted[3]),
+            f.ks
+        );
+        for w in &fit.warnings {
+            let _ = writeln!(text, "#   warning: {w}");
+        }
+        let _ = writeln!(
+            text,
+            "[[steps]]\nname = {}\ntarget = \"{}\"\nlatency = {latency_toml}\n",
+            toml_string(step),
+            fit.target
+        );
+        steps.push(fit);
+    }
+    // What we write must load as `validate` loads it: a fit that does not is our bug, and then
+    // nothing is left behind.
+    let tmp = args
+        .out
+        .with_extension(format!("partial-{}.toml", std::process::id()));
+    let loaded = std::fs::write(&tmp, &text)
+        .with_context(|| format!("writing {}", tmp.display()))
+        .and_then(|_| WorkloadSpec::load(&tmp).map_err(anyhow::Error::from))
+        .and_then(|_| {
+            std::fs::rename(&tmp, &args.out)
+                .with_context(|| format!("writing {}", args.out.display()))
+        });
+    if let Err(e) = loaded {
+        let _ = std::fs::remove_file(&tmp);
+        remove_all(&written);
+        anyhow::bail!("calibrate could not write a spec that reads back: {e:#}");
+    }
+    Ok(CalibrationRecord {
+        inputs: inputs.to_vec(),
+        out: args.out.display().to_string(),
+        steps,
+    })
+}
+
+/// The tails a fit claims beyond what its samples show.
+fn warnings(f: &Fit) -> Vec<String> {
+    let mut out = Vec::new();
+    let n = f.samples as u64;
+    for (q, label, i) in [(0.99, "P99", 2), (0.999, "P99.9", 3)] {
+        let needed = tail_samples_needed(q);
+        if n < needed {
+            out.push(format!(
+                "{} samples are fewer than the {} a {label} needs (10 beyond it): the fitted {label} of {} is the {}'s extrapolation, not an observation",
+                format_count(n),
+                format_count(needed),
+                secs(f.fitted[i]),
+                f.family.name()
+            ));
+            break;
+        }
+    }
+    if f.family == Family::Empirical {
+        out.push(format!(
+            "an empirical latency never exceeds its largest sample ({}): a simulation cannot draw a slower call than was observed",
+            secs(f.observed[3].max(f.fitted[3]))
+        ));
+    }
+    out
+}
+
+fn latency_toml(latency: &Latency, samples_file: Option<&str>) -> String {
+    match latency {
+        Latency::Constant(v) => format!("\"{}\"", duration_text(*v)),
+        Latency::LogNormal { mu, sigma } => {
+            let (p50, p99) = lognormal_p50_p99(*mu, *sigma);
+            format!(
+                "{{ dist = \"lognormal\", p50 = \"{}\", p99 = \"{}\" }}",
+                duration_text(p50),
+                duration_text(p99)
+            )
+        }
+        Latency::Mixture(parts) => {
+            let components: Vec<String> = parts
+                .iter()
+                .map(|(w, l)| {
+                    format!(
+                        "{{ weight = {w:.5}, latency = {} }}",
+                        latency_toml(l, samples_file)
+                    )
+                })
+                .collect();
+            format!(
+                "{{ dist = \"mixture\", components = [{}] }}",
+                components.join(", ")
+            )
+        }
+        Latency::Empirical { .. } => format!(
+            "{{ dist = \"empirical\", file = {}, unit = \"us\" }}",
+            toml_string(samples_file.unwrap_or_default())
+        ),
+        other => format!("\"{}\"", duration_text(other.quantile(0.5))),
+    }
+}
+
+/// A duration as a spec writes it, to four significant digits: `110.2ms`, `4.512s`, `850.3us`.
+fn duration_text(seconds: f64) -> String {
+    let (value, unit) = if seconds >= 1.0 {
+        (seconds, "s")
+    } else if seconds >= 1e-3 {
+        (seconds * 1e3, "ms")
+    } else if seconds >= 1e-6 {
+        (seconds * 1e6, "us")
+    } else {
+        return format!("{:.0}ns", (seconds * 1e9).max(0.0));
+    };
+    let decimals = 3usize.saturating_sub(value.abs().log10().floor().max(0.0) as usize);
+    let text = format!("{value:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("{text}{unit}")
+}
+
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn target_name(t: Target) -> &'static str {
+    match t {
+        Target::Db => "db",
+        Target::Api => "api",
+        Target::Cpu => "cpu",
+    }
+}
+
+fn secs(s: f64) -> String {
+    format_duration(Duration::from_secs_f64(s.max(0.0)))
+}
+
+fn write_whole(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension(format!("partial-{}", std::process::id()));
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+fn remove_all(paths: &[PathBuf]) {
+    for p in paths {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// The fit table the terminal shows.
+fn table(r: &CalibrationRecord) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:<22} {:>9} {:<10} {:>22} {:>22} {:>22} {:>22} {:>7}",
+        "step",
+        "samples",
+        "dist",
+        "P50 obs / fit",
+        "P90 obs / fit",
+        "P99 obs / fit",
+        "P99.9 obs / fit",
+        "KS"
+    );
+    for s in &r.steps {
+        let pair = |i: usize| format!("{} / {}", secs(s.observed_s[i]), secs(s.fitted_s[i]));
+        let _ = writeln!(
+            o,
+            "{:<22} {:>9} {:<10} {:>22} {:>22} {:>22} {:>22} {:>7.4}",
+            s.step,
+            format_count(s.samples),
+            s.dist,
+            pair(0),
+            pair(1),
+            pair(2),
+            pair(3),
+            s.ks_distance
+        );
+    }
+    for s in &r.steps {
+        let _ = writeln!(o, "  {}: {}", s.step, s.reason);
+        let _ = writeln!(o, "    latency = {}", s.latency_toml);
+        for w in &s.warnings {
+            let _ = writeln!(o, "    warning: {w}");
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_a_spec_writes_them() {
+        assert_eq!(duration_text(0.1102345), "110.2ms");
+        assert_eq!(duration_text(4.5), "4.5s");
+        assert_eq!(duration_text(0.0008503), "850.3us");
+        assert_eq!(duration_text(12.0), "12s");
+        for s in [0.1102345, 4.5, 0.0008503, 1234.5678, 3e-8] {
+            let d = lockbench_workloads::duration::parse(&duration_text(s)).unwrap();
+            assert!((d.as_secs_f64() / s - 1.0).abs() < 2e-3, "{s}");
+        }
+    }
+}

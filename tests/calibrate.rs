@@ -1,0 +1,264 @@
+//! `lockbench calibrate`: latencies fitted to observed durations, written as a spec that
+//! `validate` accepts, and bad observations refused in one line naming file, line and field.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use lockbench_workloads::latency::Latency;
+use serde_json::Value;
+
+/// Deterministic uniform draws in (0, 1): splitmix64.
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+}
+
+fn csv_of(dir: &Path, rows: &[(&str, &Latency, usize)], seed: u64) -> std::path::PathBuf {
+    let mut draws = Draws(seed);
+    let mut text = String::from("step,duration\n");
+    for (step, latency, n) in rows {
+        for _ in 0..*n {
+            text += &format!("{step},{:.4}ms\n", latency.quantile(draws.next()) * 1e3);
+        }
+    }
+    let path = dir.join("calls.csv");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn calibrate(args: &[&str]) -> Value {
+    let out = Command::cargo_bin("lockbench")
+        .unwrap()
+        .arg("calibrate")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn validate(spec: &Path) {
+    let out = Command::cargo_bin("lockbench")
+        .unwrap()
+        .arg("validate")
+        .arg(spec)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == name)
+        .unwrap_or_else(|| panic!("no step {name} in {v}"))
+}
+
+#[test]
+fn a_lognormal_is_recovered_and_a_mixture_detected_in_a_spec_that_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = Latency::lognormal(0.004, 0.015);
+    let charge = Latency::Mixture(vec![
+        (0.983, Latency::lognormal(0.115, 0.360)),
+        (0.017, Latency::lognormal(4.5, 9.0)),
+    ]);
+    let uniform = Latency::Uniform {
+        min: 0.005,
+        max: 0.010,
+    };
+    let input = csv_of(
+        dir.path(),
+        &[
+            ("read_subscription", &read, 10_000),
+            ("charge_payment", &charge, 10_000),
+            ("update_status", &uniform, 10_000),
+        ],
+        42,
+    );
+    let out = dir.path().join("calibrated.toml");
+    let v = calibrate(&[input.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+
+    let read_fit = step(&v, "read_subscription");
+    assert_eq!(read_fit["dist"], "lognormal", "{read_fit}");
+    assert_eq!(read_fit["samples"], 10_000);
+    // The spec line carries p50 and p99: parse them back from what was written.
+    let spec = lockbench_workloads::WorkloadSpec::load(&out).unwrap();
+    let Latency::LogNormal { mu, sigma } = spec.steps[0].latency else {
+        panic!("{:?}", spec.steps[0].latency)
+    };
+    let (p50, p99) = lockbench_workloads::fit::lognormal_p50_p99(mu, sigma);
+    assert!((p50 / 0.004 - 1.0).abs() < 0.03, "p50 {p50}");
+    assert!((p99 / 0.015 - 1.0).abs() < 0.03, "p99 {p99}");
+    assert!(read_fit["warnings"].as_array().unwrap().is_empty());
+
+    let charge_fit = step(&v, "charge_payment");
+    assert_eq!(charge_fit["dist"], "mixture", "{charge_fit}");
+    assert!(
+        charge_fit["ks_distance"].as_f64().unwrap() < charge_fit["ks_tolerance"].as_f64().unwrap()
+    );
+    // A lognormal by itself would not have fitted the degraded API.
+    assert!(
+        charge_fit["lognormal_ks_distance"].as_f64().unwrap()
+            > charge_fit["ks_tolerance"].as_f64().unwrap()
+    );
+
+    let update = step(&v, "update_status");
+    assert_eq!(update["dist"], "empirical", "{update}");
+    let samples = dir.path().join(update["samples_file"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(samples).unwrap().lines().count(),
+        10_000
+    );
+    validate(&out);
+}
+
+#[test]
+fn few_samples_warn_that_the_tail_is_extrapolated() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = Latency::lognormal(0.004, 0.015);
+    let input = csv_of(dir.path(), &[("read", &read, 600)], 7);
+    let out = dir.path().join("few.toml");
+    let v = calibrate(&[input.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let warnings = step(&v, "read")["warnings"].to_string();
+    assert!(
+        warnings.contains("fewer than the 1,000 a P99 needs"),
+        "{warnings}"
+    );
+}
+
+#[test]
+fn trace_spans_are_steps_of_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = Latency::lognormal(0.004, 0.015);
+    let mut draws = Draws(3);
+    let mut spans = Vec::new();
+    let mut t: u64 = 1_700_000_000_000_000_000;
+    for _ in 0..2000 {
+        let d = (read.quantile(draws.next()) * 1e9) as u64;
+        spans.push(
+            serde_json::json!({"name": "SELECT subscriptions", "startTimeUnixNano": t.to_string(),
+            "endTimeUnixNano": (t + d).to_string(),
+            "attributes": [{"key": "db.system", "value": {"stringValue": "postgresql"}}]}),
+        );
+        spans.push(serde_json::json!({"name": "POST /billing/run", "startTimeUnixNano": t, "endTimeUnixNano": t + 3 * d}));
+        t += 1_000_000_000;
+    }
+    let export = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]});
+    let input = dir.path().join("traces.json");
+    std::fs::write(&input, export.to_string()).unwrap();
+    let out = dir.path().join("from-traces.toml");
+    let billing = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
+    let v = calibrate(&[
+        input.to_str().unwrap(),
+        "--spec",
+        billing,
+        "--rename",
+        "SELECT subscriptions=read_subscription",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "the HTTP span is not a step: {v}");
+    assert_eq!(steps[0]["step"], "read_subscription");
+    assert_eq!(steps[0]["target"], "db");
+    assert_eq!(steps[0]["samples"], 2000);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("name = \"billing\"") && text.contains("volume = 1800"),
+        "{text}"
+    );
+    validate(&out);
+}
+
+#[test]
+fn bad_observations_are_refused_in_one_line_naming_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let out = dir.path().join("never.toml");
+    let out = out.to_str().unwrap();
+    let negative = write("negative.csv", "step,duration\na,3ms\na,-4ms\n");
+    let garbled = write("garbled.csv", "step,duration\na,3ms\na,soon\n");
+    let empty = write("empty.csv", "");
+    let unknown = write(
+        "unknown.csv",
+        "step,duration\nread_subscription,3ms\na,4ms\n",
+    );
+    let ms = write("ms.csv", "step,latency_ms\na,12\na,-1\n");
+    let backwards = write(
+        "backwards.json",
+        r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x","startTimeUnixNano":"10","endTimeUnixNano":"5"}]}]}]}"#,
+    );
+    let billing = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
+    let cases: Vec<(Vec<&str>, Vec<String>)> = vec![
+        (
+            vec![&negative],
+            vec![
+                format!("{negative}:3: field duration"),
+                "non-negative".into(),
+            ],
+        ),
+        (
+            vec![&garbled],
+            vec![format!("{garbled}:3: field duration"), "\"soon\"".into()],
+        ),
+        (vec![&empty], vec![format!("{empty}: empty")]),
+        (
+            vec![&ms, "--ms-column", "latency_ms"],
+            vec![format!("{ms}:3: field latency_ms"), "milliseconds".into()],
+        ),
+        (
+            vec![&backwards],
+            vec![
+                "spans[0]: field endTimeUnixNano".into(),
+                "negative duration".into(),
+            ],
+        ),
+        (
+            vec![&unknown, "--spec", billing],
+            vec![format!("{unknown}:3: field step"), "no step \"a\"".into()],
+        ),
+        (
+            vec![&unknown, "--step", "b"],
+            vec!["--step".into(), "\"b\"".into()],
+        ),
+    ];
+    for (args, fragments) in cases {
+        let o = Command::cargo_bin("lockbench")
+            .unwrap()
+            .arg("calibrate")
+            .args(&args)
+            .args(["--out", out])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        for f in &fragments {
+            assert!(stderr.contains(f.as_str()), "{args:?}: {stderr} lacks {f}");
+        }
+        assert!(!Path::new(out).exists(), "nothing is written on bad input");
+    }
+}
