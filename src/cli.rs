@@ -23,6 +23,9 @@ pub enum Command {
     Ttl(TtlArgs),
     /// Check workload specs without running them.
     Validate(ValidateArgs),
+    /// Check a spec against past job runs: where each run falls in the simulated distribution at
+    /// its volume, a KS test of those positions, and the runs beyond the simulated P99 and P99.9.
+    Check(CheckArgs),
     /// Fit each step's latency to observed per-call durations (CSV, OpenTelemetry OTLP JSON) and
     /// write a spec that carries them, with the fit shown.
     Calibrate(CalibrateArgs),
@@ -149,6 +152,12 @@ pub struct TtlArgs {
         allow_hyphen_values = true
     )]
     pub max_lease_risk: String,
+    /// Past job runs (CSV, as `lockbench check --observed` reads them): the model is checked
+    /// against them first, and a rejected model is said so in the first line.
+    #[arg(long, value_name = "RUNS.csv")]
+    pub observed: Option<PathBuf>,
+    #[command(flatten)]
+    pub runs: RunColumnArgs,
     #[command(flatten)]
     pub simulation: SimulationArgs,
 }
@@ -187,6 +196,58 @@ pub struct CalibrateArgs {
     /// Print the fits as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `lockbench check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Workload spec file (TOML).
+    #[arg(value_name = "SPEC")]
+    pub spec: PathBuf,
+    /// Past job runs (CSV): a duration and a volume per row, optionally the profile the run is
+    /// believed to be.
+    #[arg(long, value_name = "RUNS.csv")]
+    pub observed: PathBuf,
+    /// Profile of the runs that name none (default: the spec's first profile).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    #[command(flatten)]
+    pub runs: RunColumnArgs,
+    #[command(flatten)]
+    pub simulation: SimulationArgs,
+}
+
+/// How a CSV of past job runs names its columns.
+#[derive(Debug, Args)]
+pub struct RunColumnArgs {
+    /// Column of run durations with units (423s, 7m3s).
+    #[arg(
+        long = "duration-column",
+        value_name = "NAME",
+        default_value = "duration"
+    )]
+    pub run_duration_column: String,
+    /// Column of run durations in milliseconds, instead of --duration-column.
+    #[arg(long = "ms-column", value_name = "NAME")]
+    pub run_ms_column: Option<String>,
+    /// Column of each run's volume (customers, rows).
+    #[arg(long, value_name = "NAME", default_value = "volume")]
+    pub volume_column: String,
+    /// Column of the profile a run is believed to be, when the file has one.
+    #[arg(long, value_name = "NAME", default_value = "profile")]
+    pub profile_column: String,
+}
+
+impl RunColumnArgs {
+    /// The columns as the reader takes them.
+    pub fn columns(&self) -> crate::commands::check::RunColumns {
+        crate::commands::check::RunColumns {
+            duration: self.run_duration_column.clone(),
+            ms: self.run_ms_column.clone(),
+            volume: self.volume_column.clone(),
+            profile: self.profile_column.clone(),
+        }
+    }
 }
 
 /// `lockbench validate`.

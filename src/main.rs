@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Command::Ttl(args) => commands::ttl::run(&args),
         Command::Validate(args) => commands::validate::run(&args),
         Command::Calibrate(args) => commands::calibrate::run(&args),
+        Command::Check(args) => commands::check::run(&args),
         Command::Bench(args) => commands::bench::run(&args),
         Command::Replay(args) => commands::replay::run(&args),
         Command::Report(args) => commands::report::run(&args),

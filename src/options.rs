@@ -67,6 +67,7 @@ pub struct TtlOptions {
     pub current_ttl: Option<Duration>,
     pub runs_per_year: f64,
     pub max_lease_risk: f64,
+    pub observed: Option<PathBuf>,
     pub simulation: SimulationOptions,
 }
 
@@ -100,6 +101,21 @@ impl SimulationOptions {
             out: args.out.clone(),
             shard,
         })
+    }
+
+    /// [`Self::resolve`] for a command that runs whole: `--shard` is refused.
+    pub fn resolve_whole(args: &SimulationArgs, command: &str) -> Result<Self, UsageError> {
+        let options = Self::resolve(args)?;
+        if let Some(s) = &options.shard {
+            return Err(usage(
+                "--shard",
+                format!(
+                    "{command} runs whole: shard {}/{} cannot be merged; run it without --shard",
+                    s.index, s.count
+                ),
+            ));
+        }
+        Ok(options)
     }
 
     /// The replays this process runs.
@@ -181,6 +197,13 @@ impl TtlOptions {
                 format!("expected a chance per run from 1e-9 to 0.5, got {max_lease_risk}"),
             ));
         }
+        let simulation = SimulationOptions::resolve(&args.simulation)?;
+        if args.observed.is_some() && simulation.shard.is_some() {
+            return Err(usage(
+                "--observed",
+                "a sharded ttl cannot check the model: run `lockbench check` on its own",
+            ));
+        }
         Ok(TtlOptions {
             spec: args.spec.clone(),
             profile: args.profile.clone(),
@@ -189,7 +212,8 @@ impl TtlOptions {
             current_ttl,
             runs_per_year,
             max_lease_risk,
-            simulation: SimulationOptions::resolve(&args.simulation)?,
+            observed: args.observed.clone(),
+            simulation,
         })
     }
 }

@@ -132,6 +132,9 @@ fn table(header: &[&str], rows: &[Vec<String>], text_columns: usize) -> String {
 pub fn ttl_report(r: &TtlRecommendation) -> String {
     let mut o = String::new();
     let unit = &r.unit;
+    if let Some(check) = r.model_check.as_ref().filter(|c| !c.consistent) {
+        let _ = writeln!(o, "WARNING: {}", rejected_model(check));
+    }
     let _ = writeln!(
         o,
         "TTL for {} at scale {} ({} {unit}), profile {}",
@@ -140,6 +143,15 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         format_count(r.target_volume),
         r.profile
     );
+    if let Some(check) = r.model_check.as_ref().filter(|c| c.consistent) {
+        let _ = writeln!(
+            o,
+            "  model checked against {} past runs in {}: {}",
+            format_count(check.runs),
+            check.observed,
+            check.verdict
+        );
+    }
     if r.profiles_considered.len() > 1 {
         let list: Vec<String> = r
             .profiles_considered
@@ -277,6 +289,16 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         }
     }
     o
+}
+
+/// The first line of a TTL whose model the observed runs reject.
+pub fn rejected_model(check: &lockbench_core::records::model::ModelCheck) -> String {
+    format!(
+        "the model behind this TTL is rejected by the {} past runs in {}: {}. The figures below come from that model; recalibrate the spec (lockbench calibrate) before filing them",
+        format_count(check.runs),
+        check.observed,
+        check.verdict
+    )
 }
 
 /// The simulated chance of losing the lease, `-` where it was not simulated.

@@ -7,6 +7,7 @@
 //! sets of them. Apart from [`report::load`] and [`frames::load_frames`], which read directories
 //! through the records, everything here is pure: values in, values out.
 
+pub mod check;
 pub mod frames;
 mod growth;
 mod lease;

@@ -108,6 +108,7 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         growth,
         current_ttl,
         runs_per_year: inputs.runs_per_year,
+        model_check: None,
     }
 }
 

@@ -215,6 +215,22 @@ impl RuntimeHistogram {
         Duration::from_nanos(ns.clamp(self.min_ns, self.max_ns))
     }
 
+    /// Every recorded value (its bucket's median, within [min, max], in seconds) with its count,
+    /// ascending: the distribution as a step function, for quantile and PIT lookups.
+    pub fn recorded_s(&self) -> Vec<(f64, u64)> {
+        self.histogram
+            .iter_recorded()
+            .map(|v| {
+                let ns = self
+                    .histogram
+                    .median_equivalent(v.value_iterated_to())
+                    .saturating_mul(self.unit_ns)
+                    .clamp(self.min_ns, self.max_ns);
+                (ns as f64 * 1e-9, v.count_at_value())
+            })
+            .collect()
+    }
+
     /// The value of the `rank`-th smallest sample (1-based), within 0.1 %.
     pub fn value_at_rank(&self, rank: u64) -> Duration {
         if self.count == 0 {

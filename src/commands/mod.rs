@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod check;
 pub mod compare;
 pub mod faults;
 pub mod merge;

@@ -14,6 +14,7 @@ use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
+use crate::commands::check;
 use crate::commands::shared::{
     Simulated, prepare_out, simulate_one, simulate_priced, write_results,
 };
@@ -54,6 +55,17 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     let options = TtlOptions::resolve(args)?;
     let spec = WorkloadSpec::load(&options.spec)?;
     let out = prepare_out(&options.simulation)?;
+    // Past runs are read before anything is simulated, so bad input fails at once.
+    let observed = match &options.observed {
+        Some(path) => {
+            let profile = check::default_profile(&spec, None)?;
+            Some((
+                path,
+                check::read_runs(path, &spec, &profile, &args.runs.columns())?,
+            ))
+        }
+        None => None,
+    };
     let names: Vec<String> = match &options.profile {
         Some(name) => vec![spec.profile(name)?.name.clone()],
         None => spec.profiles.iter().map(|p| p.name.clone()).collect(),
@@ -153,7 +165,17 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
         max_lease_risk: options.max_lease_risk,
         seed: options.simulation.seed,
     };
-    let (recommendation, _) = derive(&spec, names.len(), &params, &simulated, curves)?;
+    let (mut recommendation, _) = derive(&spec, names.len(), &params, &simulated, curves)?;
+    if let Some((path, runs)) = &observed {
+        let checked = check::check_runs(&spec, path, runs, &options.simulation)?;
+        recommendation.model_check = Some(checked.summary());
+        if !checked.record.consistent && options.simulation.json {
+            eprintln!(
+                "lockbench: ttl: warning: {}",
+                render::rejected_model(&checked.summary())
+            );
+        }
+    }
     let record = to_json(&recommendation);
     if options.simulation.json {
         std::io::stdout().write_all(&record)?;

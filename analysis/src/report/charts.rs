@@ -123,7 +123,7 @@ fn nines_label(x: &f64) -> String {
 }
 
 /// A line with its legend entry drawn in the same style.
-fn line<'a, DB, X, Y>(
+pub(crate) fn line<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     points: Vec<(f64, f64)>,
     style: ShapeStyle,
@@ -143,7 +143,7 @@ where
 }
 
 /// The legend box every chart uses.
-fn legend<'a, DB, X, Y>(
+pub(crate) fn legend<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     position: SeriesLabelPosition,
 ) -> Result<(), String>

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use lockbench_core::RuntimeHistogram;
 use lockbench_core::records::bench::{BenchCsvRow, BenchRecord};
 use lockbench_core::records::faults::{FaultEventRow, FaultTrialRow, FaultsRecord};
+use lockbench_core::records::model::{CheckRecord, CheckedRun};
 use lockbench_core::records::replay::ReplayRecord;
 use lockbench_core::records::simulate::{SimulationCsvRow, SimulationRecord};
 use lockbench_core::records::ttl::TtlRecommendation;
@@ -98,6 +99,14 @@ pub struct Faults {
 }
 
 /// Everything the report draws on, in the order the directories were given.
+/// A `check` directory: past runs against the model.
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub source: Source,
+    pub record: CheckRecord,
+    pub runs: Vec<CheckedRun>,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Evidence {
     /// `simulate` directories.
@@ -110,6 +119,8 @@ pub struct Evidence {
     pub replays: Vec<Replay>,
     /// `faults` directories.
     pub faults: Vec<Faults>,
+    /// `check` directories.
+    pub checks: Vec<Check>,
     /// Directories seen but not used (other commands), with why.
     pub skipped: Vec<(PathBuf, String)>,
 }
@@ -124,6 +135,7 @@ impl Evidence {
             .chain(self.benches.iter().map(|r| &r.source))
             .chain(self.replays.iter().map(|r| &r.source))
             .chain(self.faults.iter().map(|r| &r.source))
+            .chain(self.checks.iter().map(|r| &r.source))
             .collect()
     }
 
@@ -134,6 +146,7 @@ impl Evidence {
             && self.benches.is_empty()
             && self.replays.is_empty()
             && self.faults.is_empty()
+            && self.checks.is_empty()
     }
 
     /// Every runtime histogram, simulations first, then TTL derivations.
@@ -231,6 +244,11 @@ fn load_one(dir: &Path, label: String, evidence: &mut Evidence) -> Result<(), Re
             record: *record,
             trials,
             events,
+        }),
+        Body::Check { record, runs } => evidence.checks.push(Check {
+            source,
+            record: *record,
+            runs,
         }),
         // A report folder is this command's own output, not evidence.
         Body::Other if source.command == "report" => {}

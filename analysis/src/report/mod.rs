@@ -7,6 +7,7 @@
 //! produced: only what the results directories say.
 
 pub mod charts;
+pub mod check_chart;
 mod doc;
 mod error;
 pub mod lines;
@@ -41,6 +42,7 @@ pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
             sections::ChartSpec::Bars(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Timeline(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Contention(n, c) => (n, charts::render(c)),
+            sections::ChartSpec::Check(n, c) => (n, charts::render(c)),
         };
         rendered.push((name.clone(), result.map_err(ReportError::Chart)?));
     }

@@ -9,6 +9,7 @@ use super::bench::{self, BenchCsvRow, BenchRecord};
 use super::codec::{MANIFEST, RESULTS_JSON, RecordError, SCHEMA_VERSION, from_csv, from_json};
 use super::exact::{self, ExactRecord};
 use super::faults::{self, FaultEventRow, FaultTrialRow, FaultsRecord};
+use super::model::{self, CheckRecord, CheckedRun};
 use super::replay::{self, JobRunRecord, ReplayRecord};
 use super::simulate::{self, SimulationCsvRow, SimulationRecord};
 use super::ttl::TtlRecommendation;
@@ -66,6 +67,13 @@ pub enum Body {
         trials: Vec<FaultTrialRow>,
         /// `events.csv`.
         events: Vec<FaultEventRow>,
+    },
+    /// `check`.
+    Check {
+        /// `results.json`.
+        record: Box<CheckRecord>,
+        /// `runs.csv`.
+        runs: Vec<CheckedRun>,
     },
     /// A command whose results carry no records to read (`report`).
     Other,
@@ -200,6 +208,15 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
                 record: Box::new(from_json(&file, &bytes)?),
                 trials: from_csv(&trials_file, &trials_bytes)?,
                 events: from_csv(&events_file, &events_bytes)?,
+            };
+            (body, None)
+        }
+        "check" => {
+            let (file, bytes) = load(RESULTS_JSON)?;
+            let (csv_file, csv_bytes) = load(model::CHECK_CSV)?;
+            let body = Body::Check {
+                record: Box::new(from_json(&file, &bytes)?),
+                runs: from_csv(&csv_file, &csv_bytes)?,
             };
             (body, None)
         }

@@ -50,3 +50,104 @@ pub struct StepFit {
     /// Tails claimed beyond what the samples show.
     pub warnings: Vec<String>,
 }
+
+/// `results.json` of `check`: past job runs against the simulated distribution at their volumes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckRecord {
+    /// Workload name.
+    pub workload: String,
+    /// Unit of volume.
+    pub unit: String,
+    /// The file of observed runs.
+    pub observed: String,
+    /// Observed runs checked.
+    pub runs: u64,
+    /// Replays simulated at each volume.
+    pub replays: u64,
+    /// Seed of the simulation.
+    pub seed: u64,
+    /// The simulated distribution at each (profile, volume) the runs were compared with.
+    pub bands: Vec<CheckBand>,
+    /// Kolmogorov-Smirnov distance of the runs' PIT values from uniform.
+    pub ks_distance: f64,
+    /// Its p-value.
+    pub ks_p_value: f64,
+    /// The median PIT value (0.5 when the typical run is where the model puts it).
+    pub median_pit: f64,
+    /// Runs beyond the simulated P99 at their volume.
+    pub beyond_p99: u64,
+    /// How many the model expects (1 % of the runs).
+    pub expected_beyond_p99: f64,
+    /// Binomial P(at least that many) if the model is right.
+    pub p99_p_value: f64,
+    /// Runs beyond the simulated P99.9.
+    pub beyond_p999: u64,
+    /// How many the model expects (0.1 % of the runs).
+    pub expected_beyond_p999: f64,
+    /// Binomial P(at least that many) if the model is right.
+    pub p999_p_value: f64,
+    /// Significance of each test.
+    pub alpha: f64,
+    /// True when no test rejects the model.
+    pub consistent: bool,
+    /// The verdict in words.
+    pub verdict: String,
+}
+
+/// The simulated runtime percentiles at one profile and volume.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckBand {
+    /// Profile.
+    pub profile: String,
+    /// Volume.
+    pub volume: u64,
+    /// Simulated P50, seconds.
+    pub p50_s: f64,
+    /// Simulated P99, seconds.
+    pub p99_s: f64,
+    /// Simulated P99.9, seconds.
+    pub p999_s: f64,
+    /// Observed runs compared with this volume's simulation (by interpolation when between).
+    pub runs: u64,
+}
+
+/// `runs.csv` of `check`: one observed run and where it fell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckedRun {
+    /// Line of the observed file.
+    pub line: u64,
+    /// Profile it was compared with.
+    pub profile: String,
+    /// Its volume.
+    pub volume: u64,
+    /// Its duration, seconds.
+    pub duration_s: f64,
+    /// Where it falls in the simulated distribution at its volume.
+    pub pit: f64,
+    /// Simulated P50 at its volume, seconds.
+    pub sim_p50_s: f64,
+    /// Simulated P99 at its volume, seconds.
+    pub sim_p99_s: f64,
+    /// Simulated P99.9 at its volume, seconds.
+    pub sim_p999_s: f64,
+}
+
+/// The check a `ttl --observed` ran, carried in its recommendation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelCheck {
+    /// The file of observed runs.
+    pub observed: String,
+    /// Runs checked.
+    pub runs: u64,
+    /// True when no test rejects the model.
+    pub consistent: bool,
+    /// The verdict in words.
+    pub verdict: String,
+}
+
+/// File name of the checked runs.
+pub const CHECK_CSV: &str = "runs.csv";

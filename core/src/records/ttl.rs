@@ -58,6 +58,9 @@ pub struct TtlRecommendation {
     pub current_ttl: Option<CurrentTtlRisk>,
     /// Runs per year used for the yearly figures.
     pub runs_per_year: f64,
+    /// The check of the model against observed runs (`--observed`); `None` when none was given.
+    #[serde(deserialize_with = "present")]
+    pub model_check: Option<super::model::ModelCheck>,
 }
 
 /// A profile and its P99.9 at the target scale.

@@ -7,6 +7,7 @@ use lockbench_core::records::bench::BenchRow;
 use lockbench_core::{RuntimeHistogram, format_count, format_seconds};
 
 use crate::report::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume};
+use crate::report::check_chart::ModelCheckChart;
 use crate::report::doc::Block;
 use crate::report::lines::ContentionLines;
 use crate::report::load::Evidence;
@@ -24,6 +25,8 @@ pub enum ChartSpec {
     Timeline(String, FaultTimeline),
     /// Figures against contention, one line per backend and wait mode.
     Contention(String, ContentionLines),
+    /// Past runs against the model.
+    Check(String, ModelCheckChart),
 }
 
 impl ChartSpec {
@@ -33,7 +36,8 @@ impl ChartSpec {
             | ChartSpec::Volume(n, _)
             | ChartSpec::Bars(n, _)
             | ChartSpec::Timeline(n, _)
-            | ChartSpec::Contention(n, _) => n,
+            | ChartSpec::Contention(n, _)
+            | ChartSpec::Check(n, _) => n,
         }
     }
 }

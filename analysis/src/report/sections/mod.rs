@@ -7,6 +7,7 @@ mod common;
 mod contention;
 mod faults;
 mod idempotency;
+mod model_check;
 mod observability;
 mod protocol;
 mod sources;

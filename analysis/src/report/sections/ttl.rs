@@ -182,6 +182,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             );
             doc.chart(caption, spec);
         }
+        super::model_check::write(evidence, &workload, doc);
     }
     let covered: Vec<&str> = evidence
         .ttls
@@ -217,7 +218,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             rows,
         });
         // Workloads simulated without a TTL derivation still get their runtime chart.
-        let mut seen: Vec<&str> = covered;
+        let mut seen: Vec<&str> = covered.clone();
         for s in &evidence.simulations {
             for r in &s.record.results {
                 if !seen.contains(&r.workload.as_str()) {
@@ -225,6 +226,19 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                     runtime_chart(evidence, &r.workload, Vec::new(), doc);
                 }
             }
+        }
+    }
+    // Checks of a workload no TTL was derived for.
+    let mut checked: Vec<&str> = Vec::new();
+    for c in &evidence.checks {
+        let w = c.record.workload.as_str();
+        if !covered.contains(&w) && !checked.contains(&w) {
+            checked.push(w);
+            doc.push(Block::Heading(
+                3,
+                format!("{w}: the model against past runs"),
+            ));
+            super::model_check::write(evidence, w, doc);
         }
     }
 }

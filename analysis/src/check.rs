@@ -1,0 +1,297 @@
+//! The model checked against past job runs: where each observed run falls in the simulated
+//! distribution at its volume (its probability-integral transform), a Kolmogorov-Smirnov test of
+//! those values against uniform, and binomial tests of the runs beyond the simulated P99 and
+//! P99.9.
+
+use statrs::distribution::{Binomial, Discrete, DiscreteCDF};
+
+/// Significance of each of the three tests: with three, a model that is right is rejected in at
+/// most about 3 % of checks.
+pub const CHECK_ALPHA: f64 = 0.01;
+
+/// A simulated distribution as a step function: quantiles by binary search.
+#[derive(Clone, Debug)]
+pub struct Quantiles {
+    values: Vec<f64>,
+    cumulative: Vec<u64>,
+}
+
+impl Quantiles {
+    /// From (value, count) pairs, ascending (see `RuntimeHistogram::recorded_s`).
+    pub fn new(recorded: &[(f64, u64)]) -> Self {
+        let mut total = 0;
+        let cumulative = recorded
+            .iter()
+            .map(|(_, c)| {
+                total += c;
+                total
+            })
+            .collect();
+        Quantiles {
+            values: recorded.iter().map(|(v, _)| *v).collect(),
+            cumulative,
+        }
+    }
+
+    /// The value at quantile `u`: the smallest whose cumulative count reaches u x total.
+    pub fn at(&self, u: f64) -> f64 {
+        let Some(&total) = self.cumulative.last() else {
+            return 0.0;
+        };
+        let rank = ((u.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let i = self.cumulative.partition_point(|&c| c < rank);
+        self.values[i.min(self.values.len() - 1)]
+    }
+}
+
+/// The value u in [0, 1] at which the quantile function `quantile` reaches `x`: where `x` falls in
+/// the distribution (bisection; `quantile` must not decrease).
+pub fn pit_of(quantile: impl Fn(f64) -> f64, x: f64) -> f64 {
+    if x <= quantile(0.0) {
+        return 0.0;
+    }
+    if x >= quantile(1.0) {
+        return 1.0;
+    }
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..40 {
+        let mid = 0.5 * (lo + hi);
+        if quantile(mid) < x {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Kolmogorov-Smirnov distance of `u` (values in [0, 1]) from the uniform distribution, and its
+/// p-value (the Kolmogorov distribution with Stephens' correction for small n).
+pub fn ks_uniform(u: &[f64]) -> (f64, f64) {
+    let n = u.len();
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let mut sorted = u.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let nf = n as f64;
+    let d = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (x - i as f64 / nf).max((i + 1) as f64 / nf - x))
+        .fold(0.0, f64::max);
+    let root = nf.sqrt();
+    let lambda = (root + 0.12 + 0.11 / root) * d;
+    (d, kolmogorov_q(lambda))
+}
+
+/// P(K > lambda) for the Kolmogorov distribution.
+fn kolmogorov_q(lambda: f64) -> f64 {
+    if lambda < 0.2 {
+        return 1.0;
+    }
+    let mut sum = 0.0;
+    for k in 1..=100 {
+        let k = k as f64;
+        let term = 2.0 * (-1f64).powf(k - 1.0) * (-2.0 * k * k * lambda * lambda).exp();
+        sum += term;
+        if term.abs() < 1e-12 {
+            break;
+        }
+    }
+    sum.clamp(0.0, 1.0)
+}
+
+/// P(X >= k) for X ~ Binomial(n, p).
+pub fn binomial_at_least(k: u64, n: u64, p: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    Binomial::new(p, n).map_or(1.0, |b| (1.0 - b.cdf(k - 1) + 0.0).clamp(0.0, 1.0))
+}
+
+/// P(X <= k) for X ~ Binomial(n, p).
+pub fn binomial_at_most(k: u64, n: u64, p: f64) -> f64 {
+    Binomial::new(p, n).map_or(1.0, |b| b.cdf(k).clamp(0.0, 1.0))
+}
+
+/// P(X = k), for tests.
+pub fn binomial_pmf(k: u64, n: u64, p: f64) -> f64 {
+    Binomial::new(p, n).map_or(0.0, |b| b.pmf(k))
+}
+
+/// What the three tests say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckFigures {
+    /// Observed runs.
+    pub runs: u64,
+    /// KS distance of the PIT values from uniform, and its p-value.
+    pub ks_distance: f64,
+    /// Its p-value.
+    pub ks_p: f64,
+    /// The median PIT value: 0.5 when the typical run is where the model puts it.
+    pub median_pit: f64,
+    /// Runs beyond the simulated P99 at their volume.
+    pub beyond_p99: u64,
+    /// P(at least that many) if the model is right.
+    pub p99_p: f64,
+    /// P(at most that many) if the model is right: too few means the model overstates the tail.
+    pub p99_low_p: f64,
+    /// Runs beyond the simulated P99.9.
+    pub beyond_p999: u64,
+    /// P(at least that many).
+    pub p999_p: f64,
+}
+
+/// The three tests of `pits` (each run's PIT value) and of the runs beyond P99 and P99.9.
+pub fn check_figures(pits: &[f64], beyond_p99: u64, beyond_p999: u64) -> CheckFigures {
+    let n = pits.len() as u64;
+    let (ks_distance, ks_p) = ks_uniform(pits);
+    let mut sorted = pits.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let median_pit = if sorted.is_empty() {
+        0.5
+    } else {
+        sorted[sorted.len() / 2]
+    };
+    CheckFigures {
+        runs: n,
+        ks_distance,
+        ks_p,
+        median_pit,
+        beyond_p99,
+        p99_p: binomial_at_least(beyond_p99, n, 0.01),
+        p99_low_p: binomial_at_most(beyond_p99, n, 0.01),
+        beyond_p999,
+        p999_p: binomial_at_least(beyond_p999, n, 0.001),
+    }
+}
+
+/// The verdict in words, and whether the model is consistent with the runs. The tail comes
+/// first: it is what a TTL rests on.
+pub fn verdict(f: &CheckFigures) -> (bool, String) {
+    let n = f.runs as f64;
+    if f.p999_p < CHECK_ALPHA {
+        return (
+            false,
+            format!(
+                "the model underestimates the tail: {} of {} runs beyond the simulated P99.9 ({:.1} expected, p = {})",
+                f.beyond_p999,
+                f.runs,
+                n * 0.001,
+                p_text(f.p999_p)
+            ),
+        );
+    }
+    if f.p99_p < CHECK_ALPHA {
+        return (
+            false,
+            format!(
+                "the model underestimates the tail: {} of {} runs beyond the simulated P99 ({:.1} expected, p = {})",
+                f.beyond_p99,
+                f.runs,
+                n * 0.01,
+                p_text(f.p99_p)
+            ),
+        );
+    }
+    if f.ks_p < CHECK_ALPHA {
+        let direction = if f.median_pit > 0.5 {
+            "underestimates"
+        } else {
+            "overestimates"
+        };
+        return (
+            false,
+            format!(
+                "the model {direction} runtimes: the median run falls at the simulated P{:.0} (KS distance {:.3}, p = {})",
+                f.median_pit * 100.0,
+                f.ks_distance,
+                p_text(f.ks_p)
+            ),
+        );
+    }
+    if f.p99_low_p < CHECK_ALPHA {
+        return (
+            false,
+            format!(
+                "the model overestimates the tail: {} of {} runs beyond the simulated P99 ({:.1} expected, p = {})",
+                f.beyond_p99,
+                f.runs,
+                n * 0.01,
+                p_text(f.p99_low_p)
+            ),
+        );
+    }
+    (
+        true,
+        format!(
+            "consistent: the runs fall where the model puts them (KS distance {:.3}, p = {}; {} of {} beyond the simulated P99, {:.1} expected; {} beyond P99.9, {:.1} expected)",
+            f.ks_distance,
+            p_text(f.ks_p),
+            f.beyond_p99,
+            f.runs,
+            n * 0.01,
+            f.beyond_p999,
+            n * 0.001
+        ),
+    )
+}
+
+fn p_text(p: f64) -> String {
+    if p >= 0.01 {
+        format!("{p:.2}")
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pit_inverts_a_quantile_function() {
+        let q = |u: f64| 10.0 + 5.0 * u;
+        assert!((pit_of(q, 12.5) - 0.5).abs() < 1e-9);
+        assert_eq!(pit_of(q, 9.0), 0.0);
+        assert_eq!(pit_of(q, 20.0), 1.0);
+    }
+
+    #[test]
+    fn ks_accepts_uniform_and_rejects_a_shift() {
+        let even: Vec<f64> = (0..400).map(|i| (i as f64 + 0.5) / 400.0).collect();
+        let (d, p) = ks_uniform(&even);
+        assert!(d < 0.01 && p > 0.99, "{d} {p}");
+        let shifted: Vec<f64> = even.iter().map(|u| u.powf(0.5)).collect();
+        let (_, p) = ks_uniform(&shifted);
+        assert!(p < 1e-6, "{p}");
+    }
+
+    #[test]
+    fn binomial_tails() {
+        // 9 of 400 beyond P99.9 with 0.4 expected is far out.
+        assert!(binomial_at_least(9, 400, 0.001) < 1e-8);
+        assert_eq!(binomial_at_least(0, 400, 0.001), 1.0);
+        let p1 = binomial_at_least(1, 400, 0.001);
+        assert!((p1 - (1.0 - binomial_pmf(0, 400, 0.001))).abs() < 1e-12);
+        assert!(
+            (binomial_at_most(3, 400, 0.01) + binomial_at_least(4, 400, 0.01) - 1.0).abs() < 1e-12
+        );
+    }
+
+    #[test]
+    fn the_verdict_names_the_tail() {
+        let pits: Vec<f64> = (0..400).map(|i| (i as f64 + 0.5) / 400.0).collect();
+        let (ok, text) = verdict(&check_figures(&pits, 4, 0));
+        assert!(ok && text.starts_with("consistent"), "{text}");
+        let (ok, text) = verdict(&check_figures(&pits, 12, 9));
+        assert!(!ok);
+        assert!(
+            text.contains(
+                "underestimates the tail: 9 of 400 runs beyond the simulated P99.9 (0.4 expected"
+            ),
+            "{text}"
+        );
+    }
+}
