@@ -1,0 +1,289 @@
+//! `lockbench check`: past job runs against the simulated distribution. Runs drawn from the spec
+//! itself must pass; runs whose tail is twice as heavy must be flagged, at 400 runs, in at least
+//! 95 % of seeds.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use lockbench_analysis::check::Quantiles;
+use lockbench_workloads::{JobModel, Shard, SimOptions, WorkloadSpec, simulate};
+use serde_json::Value;
+
+const SPEC: &str = r#"
+[workload]
+name = "small"
+volume = 50
+unit = "items"
+
+[[steps]]
+name = "query"
+target = "db"
+latency = { dist = "lognormal", p50 = "20ms", p99 = "80ms" }
+
+[[steps]]
+name = "call"
+target = "api"
+latency = { dist = "lognormal", p50 = "50ms", p99 = "200ms" }
+
+[[profiles]]
+name = "baseline"
+
+[[profiles.episodes]]
+name = "speed-this-run"
+target = "api"
+start = "0s"
+duration = "24h"
+slowdown = 0.8
+slowdown_max = 1.2
+"#;
+
+const VOLUMES: [u64; 3] = [40, 50, 60];
+const SEEDS: u64 = 20;
+
+/// Deterministic uniform draws in (0, 1): splitmix64.
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+}
+
+fn spec_file(dir: &Path) -> PathBuf {
+    let path = dir.join("small.toml");
+    std::fs::write(&path, SPEC).unwrap();
+    path
+}
+
+/// The spec's runtime distribution at each volume, from a simulation with a seed the checks never
+/// use.
+fn truth(spec: &Path) -> Vec<Quantiles> {
+    let spec = WorkloadSpec::load(spec).unwrap();
+    VOLUMES
+        .iter()
+        .map(|v| {
+            let model = JobModel::new(&spec, "baseline", *v as f64 / 50.0).unwrap();
+            let options = SimOptions {
+                replays: 100_000,
+                seed: 987_654,
+                threads: 2,
+                thresholds: Vec::new(),
+                shard: Shard::WHOLE,
+            };
+            Quantiles::new(&simulate(&model, &options, &|_| {}).recorded_s())
+        })
+        .collect()
+}
+
+/// 400 runs drawn from `truth`, the excess over each volume's P90 multiplied by `heavier`.
+fn runs_csv(dir: &Path, truth: &[Quantiles], seed: u64, heavier: f64) -> PathBuf {
+    let mut draws = Draws(seed);
+    let mut text = String::from("run,duration,volume\n");
+    for run in 0..400 {
+        let i = ((draws.next() * VOLUMES.len() as f64) as usize).min(VOLUMES.len() - 1);
+        let x = truth[i].at(draws.next());
+        let p90 = truth[i].at(0.9);
+        let x = if x > p90 {
+            p90 + heavier * (x - p90)
+        } else {
+            x
+        };
+        text += &format!("{run},{x:.6}s,{}\n", VOLUMES[i]);
+    }
+    let path = dir.join(format!("runs-{seed}-{heavier}.csv"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn check(spec: &Path, runs: &Path, seed: u64) -> Value {
+    let out = Command::cargo_bin("lockbench")
+        .unwrap()
+        .arg("check")
+        .arg(spec)
+        .arg("--observed")
+        .arg(runs)
+        .args(["--replays", "20000", "--seed", &seed.to_string(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn runs_drawn_from_the_spec_pass_and_a_heavier_tail_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec_file(dir.path());
+    let truth = truth(&spec);
+    let mut passed = 0;
+    let mut flagged = 0;
+    let mut verdicts = Vec::new();
+    for seed in 0..SEEDS {
+        let same = check(&spec, &runs_csv(dir.path(), &truth, seed, 1.0), 1000 + seed);
+        assert_eq!(same["runs"], 400);
+        assert_eq!(same["bands"].as_array().unwrap().len(), VOLUMES.len());
+        passed += u32::from(same["consistent"] == true);
+        let heavy = check(&spec, &runs_csv(dir.path(), &truth, seed, 2.0), 1000 + seed);
+        let verdict = heavy["verdict"].as_str().unwrap().to_string();
+        flagged +=
+            u32::from(heavy["consistent"] == false && verdict.contains("underestimates the tail"));
+        verdicts.push((same["verdict"].clone(), verdict));
+    }
+    eprintln!("{passed} of {SEEDS} seeds passed, {flagged} flagged the heavier tail");
+    // At least 95 % of the seeds each way.
+    assert!(passed >= 19, "{passed} of {SEEDS} passed: {verdicts:#?}");
+    assert!(flagged >= 19, "{flagged} of {SEEDS} flagged: {verdicts:#?}");
+}
+
+#[test]
+fn the_check_is_written_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec_file(dir.path());
+    let truth = truth(&spec);
+    let runs = runs_csv(dir.path(), &truth, 77, 2.0);
+    let out = dir.path().join("check");
+    Command::cargo_bin("lockbench")
+        .unwrap()
+        .arg("check")
+        .arg(&spec)
+        .arg("--observed")
+        .arg(&runs)
+        .args(["--replays", "5000", "--seed", "3", "--out"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "verdict: the model underestimates the tail",
+        ));
+    let rows = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(rows.lines().count(), 401, "a header and a row per run");
+    let report = dir.path().join("report");
+    Command::cargo_bin("lockbench")
+        .unwrap()
+        .arg("report")
+        .arg(&out)
+        .arg("--out")
+        .arg(&report)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(
+        md.contains("**Model checked against 400 past runs**"),
+        "{md}"
+    );
+    assert!(md.contains("charts/model-check-small.png"), "{md}");
+    assert!(report.join("charts/model-check-small.png").is_file());
+}
+
+#[test]
+fn ttl_says_in_its_first_line_that_the_check_rejects_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec_file(dir.path());
+    let truth = truth(&spec);
+    let ttl = |runs: &Path| {
+        let out = Command::cargo_bin("lockbench")
+            .unwrap()
+            .arg("ttl")
+            .arg(&spec)
+            .arg("--observed")
+            .arg(runs)
+            .args(["--replays", "5000", "--seed", "5"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let rejected = ttl(&runs_csv(dir.path(), &truth, 8, 2.0));
+    let first = rejected.lines().next().unwrap();
+    assert!(
+        first.starts_with("WARNING: the model behind this TTL is rejected by the 400 past runs"),
+        "{first}"
+    );
+    let accepted = ttl(&runs_csv(dir.path(), &truth, 9, 1.0));
+    assert!(accepted.starts_with("TTL for small"), "{accepted}");
+    assert!(
+        accepted.contains("model checked against 400 past runs"),
+        "{accepted}"
+    );
+}
+
+#[test]
+fn bad_runs_are_refused_in_one_line_naming_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec_file(dir.path());
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let no_volume = write("nv.csv", "duration\n3s\n");
+    let bad_volume = write("bv.csv", "duration,volume\n3s,50\n4s,many\n");
+    let negative = write("neg.csv", "duration,volume\n-3s,50\n");
+    let profile = write("pr.csv", "duration,volume,profile\n3s,50,incident\n");
+    let json = write("t.json", "{}");
+    let cases: Vec<(Vec<&str>, Vec<String>)> = vec![
+        (
+            vec![&no_volume],
+            vec![format!("{no_volume}:1: no column \"volume\"")],
+        ),
+        (
+            vec![&bad_volume],
+            vec![format!("{bad_volume}:3: field volume"), "\"many\"".into()],
+        ),
+        (
+            vec![&negative],
+            vec![
+                format!("{negative}:2: field duration"),
+                "non-negative".into(),
+            ],
+        ),
+        (
+            vec![&profile],
+            vec![
+                format!("{profile}:2: field profile"),
+                "no profile \"incident\"".into(),
+            ],
+        ),
+        (vec![&json], vec![format!("{json}: a JSON file")]),
+        (
+            vec![
+                &bad_volume,
+                "--shard",
+                "0/2",
+                "--seed",
+                "1",
+                "--run-id",
+                "x",
+            ],
+            vec!["--shard".into()],
+        ),
+    ];
+    for (args, fragments) in cases {
+        let o = Command::cargo_bin("lockbench")
+            .unwrap()
+            .arg("check")
+            .arg(&spec)
+            .arg("--observed")
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        for f in &fragments {
+            assert!(stderr.contains(f.as_str()), "{args:?}: {stderr} lacks {f}");
+        }
+    }
+}
