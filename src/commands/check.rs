@@ -387,6 +387,14 @@ pub fn text(r: &CheckRecord) -> String {
         r.beyond_p999, r.runs, r.expected_beyond_p999, r.p999_p_value
     );
     let _ = writeln!(o, "  verdict: {}", r.verdict);
+    if r.expected_beyond_p999 < 3.0 {
+        let _ = writeln!(
+            o,
+            "  note: {} runs expect {:.1} beyond the simulated P99.9, too few for that test to reject much: they speak for the body and the P99 (about 3,000 runs are needed for the P99.9)",
+            format_count(r.runs),
+            r.expected_beyond_p999
+        );
+    }
     o
 }
 
