@@ -3,23 +3,11 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use lockbench_workloads::latency::Latency;
 use serde_json::Value;
 
-/// Deterministic uniform draws in (0, 1): splitmix64.
-struct Draws(u64);
-
-impl Draws {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-}
+mod common;
+use common::{Draws, json_of, lockbench, refused};
 
 fn csv_of(dir: &Path, rows: &[(&str, &Latency, usize)], seed: u64) -> std::path::PathBuf {
     let mut draws = Draws(seed);
@@ -35,33 +23,11 @@ fn csv_of(dir: &Path, rows: &[(&str, &Latency, usize)], seed: u64) -> std::path:
 }
 
 fn calibrate(args: &[&str]) -> Value {
-    let out = Command::cargo_bin("lockbench")
-        .unwrap()
-        .arg("calibrate")
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    json_of(&[&["calibrate"], args, &["--json"]].concat())
 }
 
 fn validate(spec: &Path) {
-    let out = Command::cargo_bin("lockbench")
-        .unwrap()
-        .arg("validate")
-        .arg(spec)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    lockbench().arg("validate").arg(spec).assert().success();
 }
 
 fn step<'a>(v: &'a Value, name: &str) -> &'a Value {
@@ -246,19 +212,10 @@ fn bad_observations_are_refused_in_one_line_naming_file_line_and_field() {
         ),
     ];
     for (args, fragments) in cases {
-        let o = Command::cargo_bin("lockbench")
-            .unwrap()
-            .arg("calibrate")
-            .args(&args)
-            .args(["--out", out])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-        for f in &fragments {
-            assert!(stderr.contains(f.as_str()), "{args:?}: {stderr} lacks {f}");
-        }
+        refused(
+            &[&["calibrate"], &args[..], &["--out", out]].concat(),
+            &fragments,
+        );
         assert!(!Path::new(out).exists(), "nothing is written on bad input");
     }
 }

@@ -4,10 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use lockbench_analysis::check::Quantiles;
 use lockbench_workloads::{JobModel, Shard, SimOptions, WorkloadSpec, simulate};
 use serde_json::Value;
+
+mod common;
+use common::{Draws, json_of, lockbench, refused};
 
 const SPEC: &str = r#"
 [workload]
@@ -39,20 +41,6 @@ slowdown_max = 1.2
 
 const VOLUMES: [u64; 3] = [40, 50, 60];
 const SEEDS: u64 = 20;
-
-/// Deterministic uniform draws in (0, 1): splitmix64.
-struct Draws(u64);
-
-impl Draws {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-}
 
 fn spec_file(dir: &Path) -> PathBuf {
     let path = dir.join("small.toml");
@@ -101,21 +89,18 @@ fn runs_csv(dir: &Path, truth: &[Quantiles], seed: u64, heavier: f64) -> PathBuf
 }
 
 fn check(spec: &Path, runs: &Path, seed: u64) -> Value {
-    let out = Command::cargo_bin("lockbench")
-        .unwrap()
-        .arg("check")
-        .arg(spec)
-        .arg("--observed")
-        .arg(runs)
-        .args(["--replays", "20000", "--seed", &seed.to_string(), "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    let seed = seed.to_string();
+    json_of(&[
+        "check",
+        spec.to_str().unwrap(),
+        "--observed",
+        runs.to_str().unwrap(),
+        "--replays",
+        "20000",
+        "--seed",
+        &seed,
+        "--json",
+    ])
 }
 
 #[test]
@@ -150,8 +135,7 @@ fn the_check_is_written_and_reported() {
     let truth = truth(&spec);
     let runs = runs_csv(dir.path(), &truth, 77, 2.0);
     let out = dir.path().join("check");
-    Command::cargo_bin("lockbench")
-        .unwrap()
+    lockbench()
         .arg("check")
         .arg(&spec)
         .arg("--observed")
@@ -166,8 +150,7 @@ fn the_check_is_written_and_reported() {
     let rows = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert_eq!(rows.lines().count(), 401, "a header and a row per run");
     let report = dir.path().join("report");
-    Command::cargo_bin("lockbench")
-        .unwrap()
+    lockbench()
         .arg("report")
         .arg(&out)
         .arg("--out")
@@ -189,8 +172,7 @@ fn ttl_says_in_its_first_line_that_the_check_rejects_the_model() {
     let spec = spec_file(dir.path());
     let truth = truth(&spec);
     let ttl = |runs: &Path| {
-        let out = Command::cargo_bin("lockbench")
-            .unwrap()
+        let out = lockbench()
             .arg("ttl")
             .arg(&spec)
             .arg("--observed")
@@ -270,20 +252,11 @@ fn bad_runs_are_refused_in_one_line_naming_file_line_and_field() {
             vec!["--shard".into()],
         ),
     ];
+    let spec = spec.to_str().unwrap();
     for (args, fragments) in cases {
-        let o = Command::cargo_bin("lockbench")
-            .unwrap()
-            .arg("check")
-            .arg(&spec)
-            .arg("--observed")
-            .args(&args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-        for f in &fragments {
-            assert!(stderr.contains(f.as_str()), "{args:?}: {stderr} lacks {f}");
-        }
+        refused(
+            &[&["check", spec, "--observed"], &args[..]].concat(),
+            &fragments,
+        );
     }
 }

@@ -1,8 +1,10 @@
 //! `ttl` prices the heartbeat lease: sized from the profile whose stalls threaten it most, with
 //! the simulated chance per run of losing it while its holder lives.
 
-use assert_cmd::Command;
 use serde_json::Value;
+
+mod common;
+use common::{json_of, refused};
 
 const BILLING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
 const MIGRATION: &str = concat!(
@@ -11,19 +13,7 @@ const MIGRATION: &str = concat!(
 );
 
 fn ttl_json(args: &[&str]) -> Value {
-    let out = Command::cargo_bin("lockbench")
-        .unwrap()
-        .arg("ttl")
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+    json_of(&[&["ttl"], args, &["--json"]].concat())
 }
 
 fn f(v: &Value) -> f64 {
@@ -119,14 +109,9 @@ fn a_spec_without_pauses_reports_zero_with_the_rule_of_three() {
 #[test]
 fn max_lease_risk_is_checked() {
     for bad in ["0", "-1e-4", "0.9", "often"] {
-        let out = Command::cargo_bin("lockbench")
-            .unwrap()
-            .args(["ttl", BILLING, "--max-lease-risk", bad])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-        assert!(stderr.contains("--max-lease-risk"), "{stderr}");
+        refused(
+            &["ttl", BILLING, "--max-lease-risk", bad],
+            &["--max-lease-risk".to_string()],
+        );
     }
 }
