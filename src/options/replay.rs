@@ -1,0 +1,127 @@
+//! Options of `replay`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lockbench_workloads::MAX_REPLAYS;
+
+use super::{
+    config_error, configured_backend, parse_number, parse_scale, positive_duration, read_config,
+    resolve_seed, usage, whole_in,
+};
+use crate::cli::ReplayArgs;
+
+/// Most workers in one live replay.
+const MAX_WORKERS: usize = 16;
+/// Most live runs in one replay.
+const MAX_RUNS: u32 = 10_000;
+
+/// Options of `replay`.
+#[derive(Clone, Debug)]
+pub struct ReplayCommand {
+    pub spec: lockbench_workloads::WorkloadSpec,
+    pub profile: String,
+    pub scale: f64,
+    pub live: lockbench_replay::LiveOptions,
+    pub heartbeat: Option<lockbench_analysis::HeartbeatRecommendation>,
+    pub compare_replays: u64,
+    pub json: bool,
+    pub out: Option<PathBuf>,
+}
+
+impl ReplayCommand {
+    /// Checks `replay`'s flags, reads the spec and the config. The run timeout is filled in later,
+    /// from the simulated runtimes.
+    pub fn resolve(args: &ReplayArgs) -> Result<Self, anyhow::Error> {
+        use lockbench_replay::{LiveOptions, LockMode};
+        let spec = lockbench_workloads::WorkloadSpec::load(&args.spec)?;
+        let profile = match &args.profile {
+            Some(p) => {
+                spec.profile(p)?;
+                p.clone()
+            }
+            None => spec
+                .profiles
+                .iter()
+                .find(|p| p.name == lockbench_workloads::IMPLICIT_PROFILE)
+                .or(spec.profiles.first())
+                .map_or(lockbench_workloads::IMPLICIT_PROFILE.to_string(), |p| {
+                    p.name.clone()
+                }),
+        };
+        let (text, configs) = read_config(&args.config)?;
+        let backend = configured_backend(&configs, &args.backend, &args.config)?;
+        let database = lockbench_locks::replay_database(&text)
+            .map_err(|e| config_error(&args.config, e))?
+            .ok_or_else(|| {
+                usage(
+                    "--config",
+                    format!(
+                        "{} names no Postgres for the replay's tables; add [replay] database = \"postgres://...\"",
+                        args.config.display()
+                    ),
+                )
+            })?;
+        let scale = parse_scale("--scale", &args.scale)?;
+        let time_scale: f64 = parse_number(
+            "--time-scale",
+            &args.time_scale,
+            "a factor such as 0.05 (1 s of the job takes 50 ms)",
+        )?;
+        if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= 1.0) {
+            return Err(usage(
+                "--time-scale",
+                format!(
+                    "expected a factor above 0 and at most 1, got {}",
+                    args.time_scale
+                ),
+            )
+            .into());
+        }
+        let workers = whole_in("--workers", &args.workers, "workers", 1..=MAX_WORKERS)?;
+        let runs = whole_in("--runs", &args.runs, "job runs", 1..=MAX_RUNS)?;
+        let seed = resolve_seed(args.seed.as_deref())?;
+        let compare_replays: u64 = parse_number(
+            "--compare-replays",
+            &args.compare_replays,
+            "a whole number of simulated replays",
+        )?;
+        if compare_replays > MAX_REPLAYS {
+            return Err(usage(
+                "--compare-replays",
+                format!("expected at most {MAX_REPLAYS}, got {compare_replays}"),
+            )
+            .into());
+        }
+        let (mode, heartbeat) = match &args.ttl {
+            Some(text) => (LockMode::FixedTtl(positive_duration("--ttl", text)?), None),
+            None => {
+                let pause_p999 = spec.profile(&profile).ok().and_then(|p| p.pause_p999());
+                let h = lockbench_analysis::heartbeat(pause_p999);
+                let policy = lockbench_locks::HeartbeatPolicy::from(&h);
+                (LockMode::Heartbeat(policy), Some(h))
+            }
+        };
+        Ok(ReplayCommand {
+            spec,
+            profile,
+            scale,
+            live: LiveOptions {
+                runs,
+                workers,
+                time_scale,
+                seed,
+                mode,
+                fencing: args.fencing,
+                idempotency_keys: args.idempotency_keys,
+                database_url: database,
+                backend,
+                run_timeout: Duration::from_secs(60),
+            },
+            heartbeat,
+            compare_replays,
+            json: args.json,
+            out: args.out.clone(),
+        })
+    }
+}
