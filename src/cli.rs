@@ -452,8 +452,8 @@ pub struct MainJobArgs {
     /// Backend configuration (server URLs, namespace, timeouts).
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,
-    /// Fewer replays, shorter benchmarks, one trial of six fault cells and fewer live runs: about
-    /// a minute in all.
+    /// Fewer replays (and a heartbeat lease bounded at 1e-3 per run), shorter benchmarks, one
+    /// trial of six fault cells and fewer live runs: a few minutes in all.
     #[arg(long)]
     pub quick: bool,
     /// Where everything goes (default results/run-TIMESTAMP); it must not exist or be empty.
