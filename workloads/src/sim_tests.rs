@@ -85,3 +85,32 @@ fn single_lane_matches_the_general_engine() {
         }
     }
 }
+
+#[test]
+fn the_lease_rule_agrees_with_the_fault_labs_pause_scenario() {
+    // The fault lab stops a heartbeat holder (renewing every TTL/3) for TTL/6 (heartbeat-short)
+    // or 1.5 x TTL (heartbeat-long). Whatever the phase of the renewal cycle, the first never
+    // loses the lease and the second always does: the lab measured exactly that on every backend
+    // whose lock expires by itself.
+    let lease = 30.0;
+    for i in 0..100 {
+        let start = 1.0 + f64::from(i) * 0.37;
+        let mut lost = [0u64];
+        count_lost(&[(start, lease / 6.0)], 1e6, &[lease], &mut lost);
+        assert_eq!(lost[0], 0, "a stall of TTL/6 at {start} s");
+        count_lost(&[(start, 1.5 * lease)], 1e6, &[lease], &mut lost);
+        assert_eq!(lost[0], 1, "a stall of 1.5 TTL at {start} s");
+    }
+    // In between, the phase decides: 25 s lost just before a renewal (9.9 s after the last),
+    // kept just after one.
+    let mut lost = [0u64];
+    count_lost(&[(9.9, 25.0)], 1e6, &[lease], &mut lost);
+    assert_eq!(lost[0], 1);
+    let mut kept = [0u64];
+    count_lost(&[(10.1, 25.0)], 1e6, &[lease], &mut kept);
+    assert_eq!(kept[0], 0);
+    // A pause that begins after the run ended cannot take its lease.
+    let mut after = [0u64];
+    count_lost(&[(500.0, 100.0)], 400.0, &[lease], &mut after);
+    assert_eq!(after[0], 0);
+}
