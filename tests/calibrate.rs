@@ -98,6 +98,49 @@ fn a_lognormal_is_recovered_and_a_mixture_detected_in_a_spec_that_validates() {
 }
 
 #[test]
+fn identical_values_and_clashing_names_still_give_a_spec_that_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = Latency::lognormal(0.004, 0.015);
+    let timeout = Latency::Constant(5.0);
+    let uniform = Latency::Uniform {
+        min: 0.005,
+        max: 0.010,
+    };
+    // A client timeout: 2 % of the calls take exactly 5 s.
+    let input = csv_of(
+        dir.path(),
+        &[
+            ("query", &read, 9_800),
+            ("query", &timeout, 200),
+            ("db.update", &uniform, 2_000),
+            ("db_update", &uniform, 2_000),
+        ],
+        5,
+    );
+    let out = dir.path().join("odd.toml");
+    let v = calibrate(&[input.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let query = step(&v, "query");
+    assert_eq!(query["dist"], "mixture", "{query}");
+    assert!(
+        query["latency_toml"]
+            .as_str()
+            .unwrap()
+            .contains("latency = \"5s\""),
+        "{query}"
+    );
+    let a = step(&v, "db.update")["samples_file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let b = step(&v, "db_update")["samples_file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(a, b, "each step keeps its own samples");
+    validate(&out);
+}
+
+#[test]
 fn few_samples_warn_that_the_tail_is_extrapolated() {
     let dir = tempfile::tempdir().unwrap();
     let read = Latency::lognormal(0.004, 0.015);

@@ -215,6 +215,7 @@ fn bad_runs_are_refused_in_one_line_naming_file_line_and_field() {
     let negative = write("neg.csv", "duration,volume\n-3s,50\n");
     let profile = write("pr.csv", "duration,volume,profile\n3s,50,incident\n");
     let json = write("t.json", "{}");
+    let huge = write("huge.csv", "duration,volume\n3s,50\n4s,999999999999\n");
     let cases: Vec<(Vec<&str>, Vec<String>)> = vec![
         (
             vec![&no_volume],
@@ -239,6 +240,13 @@ fn bad_runs_are_refused_in_one_line_naming_file_line_and_field() {
             ],
         ),
         (vec![&json], vec![format!("{json}: a JSON file")]),
+        (
+            vec![&huge],
+            vec![
+                format!("{huge}:3: field volume"),
+                "cannot be simulated".into(),
+            ],
+        ),
         (
             vec![
                 &bad_volume,

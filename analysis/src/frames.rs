@@ -3,10 +3,12 @@
 //! Every `simulate` and `ttl` directory contributes its `summary.csv` rows to one runtimes frame,
 //! every `bench` directory its `bench.csv` rows to one backends frame, every `replay` directory
 //! its `results.json` to one replays frame, every `faults` directory its cells to one faults
-//! frame; each file is read through its typed record
+//! frame, every `ttl` directory its recommendation to one ttls frame; each file is read through
+//! its typed record
 //! (`lockbench_core::records`), so a column missing or renamed refuses the directory. [`compare`]
 //! joins two such sets on their keys (workload, profile, scale; backend, mode, keys, wait mode,
-//! contenders; backend, workload, profile, scale, lock mode; scenario/variant, backend) and gives
+//! contenders; backend, workload, profile, scale, lock mode; scenario/variant, backend; workload,
+//! target scale) and gives
 //! each metric before, after and the change.
 
 use std::path::{Path, PathBuf};
@@ -15,6 +17,7 @@ use lockbench_core::records::bench::BenchCsvRow;
 use lockbench_core::records::faults::FaultCell;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 use lockbench_core::records::simulate::SimulationCsvRow;
+use lockbench_core::records::ttl::TtlRecommendation;
 use polars::prelude::*;
 use serde::Serialize;
 
@@ -30,6 +33,8 @@ pub struct Frames {
     pub replays: DataFrame,
     /// One row per fault-lab cell.
     pub faults: DataFrame,
+    /// One row per TTL derivation: the TTL, the lease and their risks.
+    pub ttls: DataFrame,
 }
 
 /// A kind of row, its keys and the metrics compared.
@@ -64,6 +69,19 @@ const REPLAYS: Table = Table {
         "double_executions",
         "duplicate_charges_accepted",
         "stale_writes_rejected",
+    ],
+};
+
+const TTLS: Table = Table {
+    name: "ttls",
+    keys: &["workload", "target_scale"],
+    metrics: &[
+        "measured_p999_s",
+        "ttl_s",
+        "current_ttl_p_exceed",
+        "lease_ttl_s",
+        "p_lease_lost",
+        "p_lease_lost_upper95",
     ],
 };
 
@@ -166,6 +184,23 @@ fn replay_frame(rows: &[&ReplayRecord]) -> PolarsResult<DataFrame> {
     )
 }
 
+/// The TTL frame: one row per `ttl` directory.
+fn ttl_frame(rows: &[&TtlRecommendation]) -> PolarsResult<DataFrame> {
+    let number = |f: &dyn Fn(&TtlRecommendation) -> Option<f64>| -> Vec<Option<f64>> {
+        rows.iter().map(|r| f(r)).collect()
+    };
+    df!(
+        "workload" => rows.iter().map(|r| r.workload.clone()).collect::<Vec<_>>(),
+        "target_scale" => number(&|r| Some(r.target_scale)),
+        "measured_p999_s" => number(&|r| Some(r.measured_p999.as_secs_f64())),
+        "ttl_s" => number(&|r| Some(r.ttl.as_secs_f64())),
+        "current_ttl_p_exceed" => number(&|r| r.current_ttl.as_ref().map(|c| c.p_exceed)),
+        "lease_ttl_s" => number(&|r| Some(r.heartbeat.lease_ttl.as_secs_f64())),
+        "p_lease_lost" => number(&|r| r.heartbeat.p_lease_lost),
+        "p_lease_lost_upper95" => number(&|r| r.heartbeat.p_lease_lost_upper95),
+    )
+}
+
 /// The faults frame: one row per cell, the overlap as the share of trials that overlapped (so
 /// runs with different trial counts compare).
 fn fault_frame(rows: &[&FaultCell]) -> PolarsResult<DataFrame> {
@@ -211,13 +246,16 @@ pub fn load_frames(dirs: &[PathBuf]) -> Result<Frames, ReportError> {
         bench: frame(bench_frame(&bench_rows))?,
         replays: frame(replay_frame(&replays))?,
         faults: frame(fault_frame(&cells))?,
+        ttls: frame(ttl_frame(
+            &evidence.ttls.iter().map(|t| &t.record).collect::<Vec<_>>(),
+        ))?,
     })
 }
 
 /// One metric of one row, before and after.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Change {
-    /// `runtimes`, `bench`, `replays` or `faults`.
+    /// `runtimes`, `bench`, `replays`, `faults` or `ttls`.
     pub table: String,
     /// The row's keys, `name=value` joined by spaces.
     pub key: String,
@@ -239,6 +277,7 @@ pub fn compare(a: &Frames, b: &Frames) -> Result<Vec<Change>, ReportError> {
         (&BENCH, &a.bench, &b.bench),
         (&REPLAYS, &a.replays, &b.replays),
         (&FAULTS, &a.faults, &b.faults),
+        (&TTLS, &a.ttls, &b.ttls),
     ] {
         out.extend(
             compare_table(table, fa, fb).map_err(|e| ReportError::Input {

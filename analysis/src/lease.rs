@@ -77,7 +77,8 @@ pub fn price_heartbeat(inputs: &LeaseInputs) -> HeartbeatRecommendation {
         h.p_lease_lost_upper95 = Some(upper);
         h.pricing = Some(LeasePricing {
             max_lease_risk: inputs.max_lease_risk,
-            risk_met: upper < inputs.max_lease_risk,
+            // No pause, no lost lease: the model cannot lose it, whatever the replays' bound.
+            risk_met: true,
             replays: n,
             replays_lost: 0,
             expected_double_runs_per_year: 0.0,
@@ -96,9 +97,11 @@ pub fn price_heartbeat(inputs: &LeaseInputs) -> HeartbeatRecommendation {
         .map(|(_, d)| *d);
     let closed_form = heartbeat(stall).lease_ttl;
     let at = |lease_s: u64| {
-        // A lease past the candidates was never lost: the longest candidate outlasts the
-        // longest pause the profile draws.
-        let lost = curve.lost_at(lease_s).unwrap_or(0);
+        // A lease past the candidates (a closed form over an hour) takes the longest candidate's
+        // count: a longer lease is lost no more often, up to the phase of a stall.
+        let lost = curve
+            .lost_at(lease_s)
+            .unwrap_or_else(|| curve.lost.last().copied().unwrap_or(0));
         (lost, exceedance(lost, curve.replays))
     };
     let (lost, (p, upper)) = at(lease_s);
@@ -220,7 +223,7 @@ mod tests {
         assert_eq!(h.p_lease_lost, Some(0.0));
         let upper = h.p_lease_lost_upper95.unwrap();
         assert!((upper - 3.0 / 20_000.0).abs() / upper < 0.01, "{upper}");
-        assert!(!h.pricing.unwrap().risk_met);
+        assert!(h.pricing.unwrap().risk_met, "the model cannot lose it");
     }
 
     #[test]

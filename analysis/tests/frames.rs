@@ -48,7 +48,14 @@ fn every_results_directory_loads_into_frames() {
 fn comparing_a_run_with_itself_changes_nothing() {
     let f = load_frames(&[fixture()]).unwrap();
     let changes = compare(&f, &f).unwrap();
-    assert_eq!(changes.len(), 16 * 3 + 6 * 6 + 4 * 4 + 11 * 5);
+    // Rows x metrics: runtimes, bench, replays, faults, and the two TTL derivations.
+    assert_eq!(f.ttls.height(), 2, "{}", f.ttls);
+    assert_eq!(changes.len(), 16 * 3 + 6 * 6 + 4 * 4 + 11 * 5 + 2 * 6);
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.table == "ttls" && c.metric == "p_lease_lost_upper95" && c.before.is_some())
+    );
     for c in &changes {
         assert_eq!(c.before, c.after, "{c:?}");
         if c.before.is_some_and(|b| b != 0.0) {

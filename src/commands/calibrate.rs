@@ -13,7 +13,7 @@ use lockbench_core::records::{tail_samples_needed, to_json};
 use lockbench_core::{format_count, format_duration};
 use lockbench_workloads::fit::{Family, Fit, fit, ks_tolerance, lognormal_p50_p99};
 use lockbench_workloads::latency::Latency;
-use lockbench_workloads::{Target, WorkloadSpec};
+use lockbench_workloads::{MAX_STEPS, Target, WorkloadSpec};
 
 use crate::cli::CalibrateArgs;
 use crate::commands::observed::{CsvColumns, Observed, read};
@@ -85,6 +85,16 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
         .into());
     }
 
+    if order.len() > MAX_STEPS {
+        return Err(usage(
+            &inputs.join(", "),
+            format!(
+                "{} distinct step names, and a spec holds at most {MAX_STEPS} steps: choose them with --step or --spec",
+                order.len()
+            ),
+        )
+        .into());
+    }
     let mut fits = Vec::new();
     for step in &order {
         let (database, samples) = &by_step[step];
@@ -190,6 +200,32 @@ fn write_spec(
         .file_stem()
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_default();
+    // One samples file per empirical step, named after it; names that clash once made safe for a
+    // file name get a number. None may exist yet.
+    let mut files: Vec<Option<String>> = Vec::new();
+    for (step, _, f) in fits {
+        let file = (f.family == Family::Empirical).then(|| {
+            let base = format!("{stem}.{}", file_safe(step));
+            let mut name = format!("{base}.us");
+            let mut n = 2;
+            while files.iter().flatten().any(|f| *f == name) {
+                name = format!("{base}-{n}.us");
+                n += 1;
+            }
+            name
+        });
+        files.push(file);
+    }
+    if let Some(taken) = files.iter().flatten().find(|f| folder.join(f).exists()) {
+        return Err(usage(
+            &format!("--out {}", args.out.display()),
+            format!(
+                "the samples file {} beside it exists; remove it or choose another --out",
+                folder.join(taken).display()
+            ),
+        )
+        .into());
+    }
     let mut steps = Vec::new();
     let mut written: Vec<PathBuf> = Vec::new();
     let mut text = String::new();
@@ -212,9 +248,7 @@ fn write_spec(
         toml_string(&name),
         toml_string(&unit)
     );
-    for (step, target, f) in fits {
-        let samples_file =
-            (f.family == Family::Empirical).then(|| format!("{stem}.{}.us", file_safe(step)));
+    for ((step, target, f), samples_file) in fits.iter().zip(files) {
         let latency_toml = latency_toml(&f.latency, samples_file.as_deref());
         if let (Some(file), Latency::Empirical { samples, .. }) = (&samples_file, &f.latency) {
             let path = folder.join(file);
@@ -316,10 +350,10 @@ fn warnings(f: &Fit) -> Vec<String> {
             break;
         }
     }
-    if f.family == Family::Empirical {
+    if let Latency::Empirical { samples, .. } = &f.latency {
         out.push(format!(
             "an empirical latency never exceeds its largest sample ({}): a simulation cannot draw a slower call than was observed",
-            secs(f.observed[3].max(f.fitted[3]))
+            secs(samples.last().copied().unwrap_or(0.0))
         ));
     }
     out
@@ -330,11 +364,13 @@ fn latency_toml(latency: &Latency, samples_file: Option<&str>) -> String {
         Latency::Constant(v) => format!("\"{}\"", duration_text(*v)),
         Latency::LogNormal { mu, sigma } => {
             let (p50, p99) = lognormal_p50_p99(*mu, *sigma);
-            format!(
-                "{{ dist = \"lognormal\", p50 = \"{}\", p99 = \"{}\" }}",
-                duration_text(p50),
-                duration_text(p99)
-            )
+            let (p50, p99) = (duration_text(p50), duration_text(p99));
+            // A mode of identical values (a client timeout, a cached answer) has no spread a
+            // spec can write: it is that value.
+            if p99 == p50 {
+                return format!("\"{p50}\"");
+            }
+            format!("{{ dist = \"lognormal\", p50 = \"{p50}\", p99 = \"{p99}\" }}")
         }
         Latency::Mixture(parts) => {
             let components: Vec<String> = parts

@@ -142,6 +142,10 @@ pub fn read_runs(
             ),
         ));
     }
+    // Each (profile, volume) is compiled once here, so a volume the model cannot take is refused
+    // at its line before anything is simulated.
+    let mut compiled: Vec<(String, u64)> = Vec::new();
+    let base = spec.workload.volume as f64;
     rows.iter()
         .map(|r| {
             let cell = |name: &str| {
@@ -179,6 +183,19 @@ pub fn read_runs(
                 }
                 None => default_profile.to_string(),
             };
+            if !compiled.contains(&(profile.clone(), volume)) {
+                JobModel::new(spec, &profile, volume as f64 / base).map_err(|e| {
+                    usage(
+                        &r.place,
+                        format!(
+                            "field {}: {volume} cannot be simulated: {}",
+                            columns.volume,
+                            e.to_string().rsplit(": ").next().unwrap_or_default()
+                        ),
+                    )
+                })?;
+                compiled.push((profile.clone(), volume));
+            }
             let line = r
                 .place
                 .rsplit(':')

@@ -58,7 +58,8 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     // Past runs are read before anything is simulated, so bad input fails at once.
     let observed = match &options.observed {
         Some(path) => {
-            let profile = check::default_profile(&spec, None)?;
+            // Runs that name no profile are the one the TTL is asked for, else the spec's first.
+            let profile = check::default_profile(&spec, options.profile.as_deref())?;
             Some((
                 path,
                 check::read_runs(path, &spec, &profile, &args.runs.columns())?,
@@ -197,8 +198,9 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
 }
 
 /// The whole-second heartbeat leases `ttl` prices: from the minimum to past where the longest pause
-/// a profile draws (beyond its quantile 1 - P/100) could still take it, at least the closed form
-/// and at most [`MAX_LEASE`]. A pause of length d loses a lease L only if d > 2L/3.
+/// a profile draws (beyond its quantile 1 - P/1000, so that a run of up to a hundred pauses is
+/// covered) could still take it, and at least the closed form; at most [`MAX_LEASE`] unless the
+/// closed form is longer (up to an hour). A pause of length d loses a lease L only if d > 2L/3.
 fn candidate_leases(
     spec: &WorkloadSpec,
     profiles: &[String],
@@ -209,13 +211,14 @@ fn candidate_leases(
         .iter()
         .filter_map(|name| spec.profile(name).ok()?.pauses.as_ref())
         .map(|p| {
-            let longest = p.duration.quantile(1.0 - max_risk / 100.0).min(1e9);
-            let closed_form = (3.0 * p.duration.quantile(0.999).min(1e9)).ceil();
-            (1.5 * longest).ceil().max(closed_form) as u64 + 1
+            let longest = p.duration.quantile(1.0 - max_risk / 1000.0).min(1e9);
+            let closed_form = (3.0 * p.duration.quantile(0.999).min(1e9)).ceil() as u64;
+            let last = ((1.5 * longest).ceil() as u64 + 1).min(MAX_LEASE.as_secs());
+            last.max(closed_form.min(3600))
         })
         .max()
         .unwrap_or(first);
-    first..=last.clamp(first, MAX_LEASE.as_secs())
+    first..=last.max(first)
 }
 
 /// The candidate with the worst P99.9 among the first entries (the last of equals).

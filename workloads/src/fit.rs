@@ -337,13 +337,42 @@ pub fn two_modes(logs: &[f64]) -> Option<TwoModes> {
     let separation =
         (c[0].mu - c[1].mu).abs() * 2f64.sqrt() / (c[0].sigma.powi(2) + c[1].sigma.powi(2)).sqrt();
     let minor = c[1].weight * n as f64;
-    (separation > 2.0 && bic_gain > 10.0 && c[1].weight >= 0.001 && minor >= 10.0).then_some(
-        TwoModes {
-            components: c,
-            separation,
-            bic_gain,
-        },
-    )
+    (separation > 2.0
+        && bic_gain > 10.0
+        && c[1].weight >= 0.001
+        && minor >= 10.0
+        && has_dip(&sorted, &c))
+    .then_some(TwoModes {
+        components: c,
+        separation,
+        bic_gain,
+    })
+}
+
+/// True when the samples themselves thin out between the two modes: around the fitted mixture's
+/// lowest point in the middle 60 % between the means, a window of a tenth of their distance either
+/// side holds at most half as many logarithms as the same window around the emptier mode. Two normals fit a flat or skewed shape (a uniform latency)
+/// with modes apart on paper; a real second mode has a valley in the data.
+fn has_dip(sorted_logs: &[f64], c: &[Component; 2]) -> bool {
+    let (lo, hi) = (c[0].mu.min(c[1].mu), c[0].mu.max(c[1].mu));
+    let density = |x: f64| {
+        c.iter()
+            .map(|k| k.weight * normal_pdf(x, k.mu, k.sigma))
+            .sum::<f64>()
+    };
+    // Between the modes' own windows, so that the valley's window overlaps neither.
+    let valley = (40..=160)
+        .map(|i| lo + (hi - lo) * f64::from(i) / 200.0)
+        .min_by(|a, b| density(*a).total_cmp(&density(*b)))
+        .unwrap_or(0.5 * (lo + hi));
+    let half = 0.1 * (hi - lo);
+    let within = |x: f64| {
+        let from = sorted_logs.partition_point(|v| *v < x - half);
+        let to = sorted_logs.partition_point(|v| *v <= x + half);
+        (to - from) as f64
+    };
+    let emptier = within(c[0].mu).min(within(c[1].mu));
+    within(valley) <= 0.5 * emptier
 }
 
 fn normal_pdf(x: f64, mu: f64, sigma: f64) -> f64 {
@@ -425,6 +454,18 @@ mod tests {
         let f = fit(&[0.005; 100]);
         assert_eq!(f.family, Family::Constant);
         assert_eq!(f.fitted[3], 0.005);
+    }
+
+    #[test]
+    fn a_flat_shape_is_not_two_modes() {
+        let truth = Latency::Uniform {
+            min: 0.005,
+            max: 0.010,
+        };
+        for seed in 0..10 {
+            let logs: Vec<f64> = draws(&truth, 2_000, seed).iter().map(|x| x.ln()).collect();
+            assert!(two_modes(&logs).is_none(), "seed {seed}");
+        }
     }
 
     #[test]

@@ -47,10 +47,10 @@ pub fn simulate(
 }
 
 /// [`simulate`], and for each heartbeat lease in `leases` the replays in which a stop-the-world
-/// pause outlasted the time left on it: the holder renews every lease/3 from its acquisition at
-/// the start of the run, a pause stops its renewals (slow calls do not), and a pause of length d
-/// starting at s loses the lease when d > lease - (s mod lease/3). The pauses are the replay's own,
-/// so the runtimes are those [`simulate`] gives.
+/// pause outlasted the time left on it: the holder acquires at the start of the run and renews
+/// every lease/3, a pause stops its renewals (slow calls do not), and a pause of length d that
+/// begins `phase` after the last renewal loses the lease when d > lease - phase (see
+/// `count_lost`). The pauses are the replay's own, so the runtimes are those [`simulate`] gives.
 pub fn simulate_leases(
     model: &JobModel,
     options: &SimOptions,
@@ -103,14 +103,26 @@ pub fn simulate_leases(
 }
 
 /// Adds one to `lost[i]` when a pause of the run (those that began before it ended) outlasted
-/// what was left of lease `leases_s[i]` when it began.
+/// what was left of lease `leases_s[i]` when it began. The renewals follow a heartbeat that
+/// sleeps lease/3 and then renews: every lease/3 from the last renewal, and at once on waking
+/// from a pause during which one fell due (its sleep ran out while the process was stopped), so
+/// a pause moves the phase of the renewals after it.
 fn count_lost(pauses: &[(f64, f64)], runtime_s: f64, leases_s: &[f64], lost: &mut [u64]) {
     for (lease, count) in leases_s.iter().zip(lost.iter_mut()) {
         let every = lease / 3.0;
-        let lost_here = pauses
-            .iter()
-            .take_while(|(start, _)| *start < runtime_s)
-            .any(|&(start, length)| length > lease - start % every);
+        let mut renewed = 0.0f64;
+        let mut lost_here = false;
+        for &(start, length) in pauses.iter().take_while(|(start, _)| *start < runtime_s) {
+            // The renewals due before the pause, on the grid from the last one.
+            renewed += ((start - renewed) / every).floor().max(0.0) * every;
+            if length > lease - (start - renewed) {
+                lost_here = true;
+                break;
+            }
+            if start + length >= renewed + every {
+                renewed = start + length;
+            }
+        }
         *count += u64::from(lost_here);
     }
 }

@@ -1,7 +1,7 @@
 //! The model check in one picture: on the left the observed runs over the simulated P50, P99 and
 //! P99.9 against volume, on the right a QQ plot of where the runs fall in the simulated
-//! distribution (their PIT values) against where a right model puts them, with the KS test's
-//! 95 % band.
+//! distribution (their PIT values) against where a right model puts them, with the band inside
+//! which the KS test (at 1 %) does not reject.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -171,8 +171,8 @@ impl ModelCheckChart {
             .label_style((FONT, 13))
             .draw()
             .map_err(err)?;
-        // The KS test's 95 % band around the diagonal.
-        let d = 1.36 / n.sqrt();
+        // The band around the diagonal inside which the KS test at 1 % does not reject.
+        let d = 1.63 / n.sqrt();
         let band = BLUE.mix(0.12);
         chart
             .draw_series(std::iter::once(Polygon::new(
@@ -187,7 +187,7 @@ impl ModelCheckChart {
                 band.filled(),
             )))
             .map_err(err)?
-            .label("95 % KS band")
+            .label("KS test accepts (1 %)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], band.filled()));
         line(
             &mut chart,

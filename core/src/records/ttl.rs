@@ -129,7 +129,8 @@ pub struct HeartbeatRecommendation {
 pub struct LeasePricing {
     /// The chance of losing the lease per run that the lease's upper bound must stay below.
     pub max_lease_risk: f64,
-    /// True when the lease's 95 % upper bound is below `max_lease_risk`.
+    /// True when the lease's 95 % upper bound is below `max_lease_risk`, or no profile pauses
+    /// (the model cannot lose the lease, whatever the rule-of-three bound of its replays).
     pub risk_met: bool,
     /// Replays the lease's figures come from (of the profile that sized it, or of the worst
     /// runtime profile when none pauses).

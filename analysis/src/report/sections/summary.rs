@@ -43,7 +43,26 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             );
         }
         items.push(line);
+        items.extend(
+            evidence
+                .checks
+                .iter()
+                .filter(|c| c.record.workload == r.workload)
+                .map(check_line),
+        );
     }
+    let with_ttl: Vec<&str> = evidence
+        .ttls
+        .iter()
+        .map(|t| t.record.workload.as_str())
+        .collect();
+    items.extend(
+        evidence
+            .checks
+            .iter()
+            .filter(|c| !with_ttl.contains(&c.record.workload.as_str()))
+            .map(check_line),
+    );
     let uncontended: Vec<_> = bench_rows(evidence)
         .into_iter()
         .filter(|r| r.contenders == 1 && r.backend != "memory")
@@ -77,4 +96,20 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         doc.push(Block::Heading(2, "Summary".to_string()));
         doc.push(Block::List(items));
     }
+}
+
+/// A check of the model against past runs, in one line.
+fn check_line(c: &crate::report::load::Check) -> String {
+    let r = &c.record;
+    format!(
+        "**{}**: the model checked against {} past runs (`{}`) is {}.",
+        r.workload,
+        format_count(r.runs),
+        r.observed,
+        if r.consistent {
+            "consistent with them".to_string()
+        } else {
+            format!("**rejected**: {}", r.verdict)
+        }
+    )
 }
