@@ -75,10 +75,16 @@ pub struct TtlOptions {
 
 impl SimulationOptions {
     fn resolve(args: &SimulationArgs) -> Result<Self, UsageError> {
+        Self::resolve_in(args, &|name| std::env::var(name).ok())
+    }
+
+    /// [`Self::resolve`] with the shard defaults read from `env`.
+    fn resolve_in(
+        args: &SimulationArgs,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, UsageError> {
         let replays = whole_in("--replays", &args.replays, "replays", 1..=MAX_REPLAYS)?;
-        let shard = shard::resolve(args.shard.as_deref(), args.run_id.as_deref(), &|name| {
-            std::env::var(name).ok()
-        })?;
+        let shard = shard::resolve(args.shard.as_deref(), args.run_id.as_deref(), env)?;
         if let Some(s) = &shard
             && args.seed.is_none()
         {
@@ -105,9 +111,10 @@ impl SimulationOptions {
         })
     }
 
-    /// [`Self::resolve`] for a command that runs whole: `--shard` is refused.
+    /// [`Self::resolve`] for a command that runs whole: `--shard` is refused, and the Kubernetes
+    /// and Slurm variables that make other commands shards are not read.
     pub fn resolve_whole(args: &SimulationArgs, command: &str) -> Result<Self, UsageError> {
-        let options = Self::resolve(args)?;
+        let options = Self::resolve_in(args, &|_| None)?;
         if let Some(s) = &options.shard {
             return Err(usage(
                 "--shard",

@@ -142,6 +142,9 @@ fn the_check_is_written_and_reported() {
         .arg(&runs)
         .args(["--replays", "5000", "--seed", "3", "--out"])
         .arg(&out)
+        // Inside a Kubernetes Indexed Job a check still runs whole.
+        .env("JOB_COMPLETION_INDEX", "1")
+        .env("LOCKBENCH_SHARDS", "4")
         .assert()
         .success()
         .stdout(predicates::str::contains(
