@@ -209,8 +209,13 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         format_duration(hb.lease_ttl),
         derivation.lease
     );
-    if let Some(risk) = &derivation.risk {
-        let _ = writeln!(o, "    lease risk per run     {}   {risk}", fmt_lost(hb));
+    // A priced lease (the only kind with a risk line) always has its chance.
+    if let (Some(risk), Some(p)) = (&derivation.risk, hb.p_lease_lost) {
+        let _ = writeln!(
+            o,
+            "    lease risk per run     {}   {risk}",
+            format_chance(p)
+        );
     }
     if let Some(closed) = &derivation.closed_form {
         let _ = writeln!(o, "    closed form            {closed}");
@@ -299,11 +304,6 @@ pub fn rejected_model(check: &lockbench_core::records::model::ModelCheck) -> Str
         check.observed,
         check.verdict
     )
-}
-
-/// The simulated chance of losing the lease, `-` where it was not simulated.
-fn fmt_lost(hb: &lockbench_analysis::HeartbeatRecommendation) -> String {
-    hb.p_lease_lost.map_or("-".to_string(), format_chance)
 }
 
 /// Long durations in seconds (what a config file takes) and in hours and minutes (what a person

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lockbench_core::records::round_micro;
-use lockbench_core::{format_chance, format_count, format_duration};
+use lockbench_core::{format_chance, format_count, format_duration, format_duration_s};
 use statrs::distribution::{Beta, ContinuousCDF};
 
 use crate::growth::fit_growth;
@@ -164,9 +164,7 @@ pub struct HeartbeatDerivation {
 
 /// The derivation of `h`, as [`heartbeat`] or [`crate::price_heartbeat`] computed it.
 pub fn heartbeat_derivation(h: &HeartbeatRecommendation) -> HeartbeatDerivation {
-    let stall = h
-        .sized_for_stall_s
-        .map(|s| format_duration(Duration::from_secs_f64(s.max(0.0))));
+    let stall = h.sized_for_stall_s.map(format_duration_s);
     let pricing = h.pricing.as_ref();
     let by = h.sized_by_profile.as_deref().unwrap_or("the profile");
     let lease = match (pricing, &stall) {

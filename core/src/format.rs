@@ -17,6 +17,11 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// [`format_duration`] of a number of seconds; a negative number prints as zero.
+pub fn format_duration_s(seconds: f64) -> String {
+    format_duration(Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX))
+}
+
 /// Prints whole hours, minutes and seconds: `3h 45m 37s`, `26m 19s`, `42s`.
 pub fn format_hms(d: Duration) -> String {
     let total = d.as_secs_f64().round() as u64;

@@ -15,7 +15,9 @@ mod manifest;
 pub mod records;
 mod results;
 
-pub use format::{format_chance, format_count, format_duration, format_hms, format_seconds};
+pub use format::{
+    format_chance, format_count, format_duration, format_duration_s, format_hms, format_seconds,
+};
 pub use histogram::{
     ExactFigures, HistogramError, RuntimeHistogram, ThresholdCount, interval_log, read_interval_log,
 };

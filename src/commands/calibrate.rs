@@ -5,18 +5,17 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use lockbench_core::records::model::{CalibrationRecord, StepFit};
 use lockbench_core::records::{tail_samples_needed, to_json};
-use lockbench_core::{format_count, format_duration};
+use lockbench_core::{format_count, format_duration_s};
 use lockbench_workloads::fit::{Family, Fit, fit, ks_tolerance, lognormal_p50_p99};
 use lockbench_workloads::latency::Latency;
 use lockbench_workloads::{MAX_STEPS, Target, WorkloadSpec};
 
 use crate::cli::CalibrateArgs;
-use crate::commands::observed::{CsvColumns, Observed, read};
+use crate::commands::observed::{CsvColumns, Input, Observed};
 use crate::options::{UsageError, usage};
 
 pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
@@ -36,14 +35,12 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
     let mut seen: Vec<String> = Vec::new();
     let mut by_step: BTreeMap<String, (bool, Vec<f64>)> = BTreeMap::new();
     for path in &args.inputs {
-        let is_trace = std::fs::read_to_string(path)
-            .map(|t| t.trim_start().starts_with('{'))
-            .unwrap_or(false);
-        for o in read(path, &columns)? {
+        let input = Input::load(path)?;
+        for o in input.observations(&columns)? {
             if !seen.contains(&o.name) && seen.len() < 20 {
                 seen.push(o.name.clone());
             }
-            let Some(step) = step_of(&o, &renames, base.as_ref(), &args.steps, is_trace)? else {
+            let Some(step) = step_of(&o, &renames, base.as_ref(), &args.steps, input.trace)? else {
                 continue;
             };
             let entry = by_step.entry(step.clone()).or_insert_with(|| {
@@ -288,14 +285,14 @@ fn write_spec(
         let _ = writeln!(
             text,
             "#   observed P50 {} P90 {} P99 {} P99.9 {}\n#   fitted   P50 {} P90 {} P99 {} P99.9 {}\n#   KS distance {:.4}",
-            secs(f.observed[0]),
-            secs(f.observed[1]),
-            secs(f.observed[2]),
-            secs(f.observed[3]),
-            secs(f.fitted[0]),
-            secs(f.fitted[1]),
-            secs(f.fitted[2]),
-            secs(f.fitted[3]),
+            format_duration_s(f.observed[0]),
+            format_duration_s(f.observed[1]),
+            format_duration_s(f.observed[2]),
+            format_duration_s(f.observed[3]),
+            format_duration_s(f.fitted[0]),
+            format_duration_s(f.fitted[1]),
+            format_duration_s(f.fitted[2]),
+            format_duration_s(f.fitted[3]),
             f.ks
         );
         for w in &fit.warnings {
@@ -344,7 +341,7 @@ fn warnings(f: &Fit) -> Vec<String> {
                 "{} samples are fewer than the {} a {label} needs (10 beyond it): the fitted {label} of {} is the {}'s extrapolation, not an observation",
                 format_count(n),
                 format_count(needed),
-                secs(f.fitted[i]),
+                format_duration_s(f.fitted[i]),
                 f.family.name()
             ));
             break;
@@ -353,7 +350,7 @@ fn warnings(f: &Fit) -> Vec<String> {
     if let Latency::Empirical { samples, .. } = &f.latency {
         out.push(format!(
             "an empirical latency never exceeds its largest sample ({}): a simulation cannot draw a slower call than was observed",
-            secs(samples.last().copied().unwrap_or(0.0))
+            format_duration_s(samples.last().copied().unwrap_or(0.0))
         ));
     }
     out
@@ -440,10 +437,6 @@ fn target_name(t: Target) -> &'static str {
     }
 }
 
-fn secs(s: f64) -> String {
-    format_duration(Duration::from_secs_f64(s.max(0.0)))
-}
-
 fn write_whole(path: &Path, text: &str) -> Result<()> {
     let tmp = path.with_extension(format!("partial-{}", std::process::id()));
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
@@ -472,7 +465,13 @@ fn table(r: &CalibrationRecord) -> String {
         "KS"
     );
     for s in &r.steps {
-        let pair = |i: usize| format!("{} / {}", secs(s.observed_s[i]), secs(s.fitted_s[i]));
+        let pair = |i: usize| {
+            format!(
+                "{} / {}",
+                format_duration_s(s.observed_s[i]),
+                format_duration_s(s.fitted_s[i])
+            )
+        };
         let _ = writeln!(
             o,
             "{:<22} {:>9} {:<10} {:>22} {:>22} {:>22} {:>22} {:>7.4}",

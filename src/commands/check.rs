@@ -8,11 +8,11 @@ use anyhow::Result;
 use lockbench_analysis::check::{CHECK_ALPHA, Quantiles, check_figures, pit_of, verdict};
 use lockbench_core::records::model::{CHECK_CSV, CheckBand, CheckRecord, CheckedRun, ModelCheck};
 use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
-use lockbench_core::{SpecRecord, format_count, format_duration};
+use lockbench_core::{SpecRecord, format_count, format_duration_s};
 use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::CheckArgs;
-use crate::commands::observed::{CsvColumns, read};
+use crate::commands::observed::{CsvColumns, Input};
 use crate::commands::shared::{Simulated, commit, manifest, prepare_out, simulate_one};
 use crate::options::{SimulationOptions, UsageError, usage};
 use crate::progress::Progress;
@@ -116,21 +116,19 @@ pub fn read_runs(
     default_profile: &str,
     columns: &RunColumns,
 ) -> Result<Vec<ObservedRun>, UsageError> {
-    let file = path.display().to_string();
-    if std::fs::read_to_string(path).is_ok_and(|t| t.trim_start().starts_with('{')) {
+    let input = Input::load(path)?;
+    let file = &input.file;
+    if input.trace {
         return Err(usage(
-            &file,
+            file,
             "a JSON file; expected a CSV of past job runs (duration and volume columns)",
         ));
     }
-    let rows = read(
-        path,
-        &CsvColumns {
-            name: None,
-            duration: columns.duration.clone(),
-            ms: columns.ms.clone(),
-        },
-    )?;
+    let rows = input.observations(&CsvColumns {
+        name: None,
+        duration: columns.duration.clone(),
+        ms: columns.ms.clone(),
+    })?;
     let header: Vec<&str> = rows[0].cells.iter().map(|(h, _)| h.as_str()).collect();
     if !header.contains(&columns.volume.as_str()) {
         return Err(usage(
@@ -356,10 +354,6 @@ pub fn check_runs(
     })
 }
 
-fn secs(s: f64) -> String {
-    format_duration(std::time::Duration::from_secs_f64(s.max(0.0)))
-}
-
 /// What the terminal shows.
 pub fn text(r: &CheckRecord) -> String {
     use std::fmt::Write as _;
@@ -380,9 +374,9 @@ pub fn text(r: &CheckRecord) -> String {
             b.profile,
             format_count(b.volume),
             r.unit,
-            secs(b.p50_s),
-            secs(b.p99_s),
-            secs(b.p999_s),
+            format_duration_s(b.p50_s),
+            format_duration_s(b.p99_s),
+            format_duration_s(b.p999_s),
             format_count(b.runs)
         );
     }

@@ -34,26 +34,46 @@ pub struct Observed {
     pub cells: Vec<(String, String)>,
 }
 
-/// Reads `path`: OTLP JSON when its first character is `{`, CSV otherwise.
-pub fn read(path: &Path, columns: &CsvColumns) -> Result<Vec<Observed>, UsageError> {
-    let file = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| usage(&file, format!("cannot read it: {e}")))?;
-    if text.trim().is_empty() {
-        return Err(usage(
-            &file,
-            "empty: expected a CSV with a header row, or an OTLP JSON trace export",
-        ));
+/// A file of observations, read but not yet parsed.
+pub struct Input {
+    /// The path as given.
+    pub file: String,
+    /// OTLP JSON (its first character is `{`) rather than CSV.
+    pub trace: bool,
+    text: String,
+}
+
+impl Input {
+    /// Reads `path`; an empty file is refused.
+    pub fn load(path: &Path) -> Result<Self, UsageError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage(&file, format!("cannot read it: {e}")))?;
+        if text.trim().is_empty() {
+            return Err(usage(
+                &file,
+                "empty: expected a CSV with a header row, or an OTLP JSON trace export",
+            ));
+        }
+        Ok(Input {
+            trace: text.trim_start().starts_with('{'),
+            file,
+            text,
+        })
     }
-    let observed = if text.trim_start().starts_with('{') {
-        read_otlp(&file, &text)?
-    } else {
-        read_csv(&file, &text, columns)?
-    };
-    if observed.is_empty() {
-        return Err(usage(&file, "holds no durations"));
+
+    /// Its durations, at least one.
+    pub fn observations(&self, columns: &CsvColumns) -> Result<Vec<Observed>, UsageError> {
+        let observed = if self.trace {
+            read_otlp(&self.file, &self.text)?
+        } else {
+            read_csv(&self.file, &self.text, columns)?
+        };
+        if observed.is_empty() {
+            return Err(usage(&self.file, "holds no durations"));
+        }
+        Ok(observed)
     }
-    Ok(observed)
 }
 
 fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed>, UsageError> {

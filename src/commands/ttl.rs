@@ -92,15 +92,17 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     let priced_replays = replays.max(lease_replays(options.max_lease_risk));
     let leases = candidate_leases(&spec, &names, options.max_lease_risk);
     let lease_durations: Vec<Duration> = leases.clone().map(Duration::from_secs).collect();
+    // A pausing model's runs: its replays and the leases it counts.
+    let priced = |m: &JobModel| -> (u64, &[Duration]) {
+        if m.has_pauses() {
+            (priced_replays, &lease_durations)
+        } else {
+            (replays, &[])
+        }
+    };
     let at_target_replays: u64 = at_target
         .iter()
-        .map(|m| {
-            shard.replays_of(if m.has_pauses() {
-                priced_replays
-            } else {
-                replays
-            })
-        })
+        .map(|m| shard.replays_of(priced(m).0))
         .sum();
     let progress =
         Progress::new(at_target_replays + shard.replays_of(replays) * growth_runs as u64);
@@ -110,31 +112,24 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     let mut simulated: Vec<Simulated> = Vec::new();
     let mut curves: Vec<LeaseCurve> = Vec::new();
     for model in &at_target {
-        if !model.has_pauses() {
-            simulated.push(simulate_one(
-                model,
-                &spec,
-                &options.simulation,
-                &thresholds,
-                &progress,
-            ));
-            continue;
-        }
+        let (n, model_leases) = priced(model);
         let (s, lost) = simulate_priced(
             model,
             &spec,
             &options.simulation,
             &thresholds,
-            priced_replays,
-            &lease_durations,
+            n,
+            model_leases,
             &progress,
         );
-        curves.push(LeaseCurve {
-            profile: model.profile.clone(),
-            replays: s.histogram.count(),
-            first_lease_s: *leases.start(),
-            lost,
-        });
+        if model.has_pauses() {
+            curves.push(LeaseCurve {
+                profile: model.profile.clone(),
+                replays: s.histogram.count(),
+                first_lease_s: *leases.start(),
+                lost,
+            });
+        }
         simulated.push(s);
     }
     // 2. The chosen profile (every profile, in a shard) at half and double the target, to see

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::latency::{Latency, standard_normal_quantile};
+use crate::latency::{Latency, empirical_quantile, standard_normal_quantile};
 
 /// The quantiles a fit is shown at.
 pub const SHOWN_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
@@ -70,7 +70,7 @@ pub fn fit(samples: &[f64]) -> Fit {
     let mut sorted: Vec<f64> = samples.iter().map(|x| x.max(0.0)).collect();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let observed = SHOWN_QUANTILES.map(|q| quantile_of(&sorted, q));
+    let observed = SHOWN_QUANTILES.map(|q| empirical_quantile(&sorted, q));
     let shown = |latency: &Latency| SHOWN_QUANTILES.map(|q| latency.quantile(q));
     if n == 0 || sorted[0] == sorted[n - 1] {
         let value = sorted.first().copied().unwrap_or(0.0);
@@ -112,8 +112,8 @@ pub fn fit(samples: &[f64]) -> Fit {
                 reason: format!(
                     "a second mode: {:.1} % of the samples around {} against {} (separation {:.1}, BIC better by {:.0})",
                     m.components[1].weight * 100.0,
-                    seconds(m.components[1].mu.exp()),
-                    seconds(m.components[0].mu.exp()),
+                    lockbench_core::format_duration_s(m.components[1].mu.exp()),
+                    lockbench_core::format_duration_s(m.components[0].mu.exp()),
                     m.separation,
                     m.bic_gain
                 ),
@@ -167,21 +167,6 @@ pub fn lognormal_p50_p99(mu: f64, sigma: f64) -> (f64, f64) {
         mu.exp(),
         (mu + standard_normal_quantile(0.99) * sigma).exp(),
     )
-}
-
-/// The interpolated quantile of sorted samples (the spec's `empirical` rule).
-pub fn quantile_of(sorted: &[f64], q: f64) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        1 => sorted[0],
-        n => {
-            let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
-            let i = pos.floor() as usize;
-            let frac = pos - i as f64;
-            let next = sorted[(i + 1).min(n - 1)];
-            sorted[i] + frac * (next - sorted[i])
-        }
-    }
 }
 
 /// The Kolmogorov-Smirnov distance between sorted samples and a latency's CDF.
@@ -378,10 +363,6 @@ fn has_dip(sorted_logs: &[f64], c: &[Component; 2]) -> bool {
 fn normal_pdf(x: f64, mu: f64, sigma: f64) -> f64 {
     let z = (x - mu) / sigma;
     (-0.5 * z * z).exp() / (sigma * (2.0 * std::f64::consts::PI).sqrt())
-}
-
-fn seconds(s: f64) -> String {
-    lockbench_core::format_duration(std::time::Duration::from_secs_f64(s.max(0.0)))
 }
 
 #[cfg(test)]

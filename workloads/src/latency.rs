@@ -392,7 +392,8 @@ pub fn standard_normal_quantile(u: f64) -> f64 {
     -std::f64::consts::SQRT_2 * erfc_inv(2.0 * u)
 }
 
-fn empirical_quantile(sorted: &[f64], u: f64) -> f64 {
+/// The interpolated quantile of sorted samples: the `empirical` rule (`u` in [0, 1]).
+pub(crate) fn empirical_quantile(sorted: &[f64], u: f64) -> f64 {
     match sorted.len() {
         0 => 0.0,
         1 => sorted[0],

@@ -61,6 +61,8 @@ pub fn simulate_leases(
     let next = AtomicU64::new(0);
     let threads = options.threads.max(1);
     let leases_s: Vec<f64> = leases.iter().map(Duration::as_secs_f64).collect();
+    // Without pauses no lease is lost: nothing to count.
+    let counting = !leases_s.is_empty() && model.pauses.is_some();
     let parts: Vec<(RuntimeHistogram, Vec<u64>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
@@ -78,7 +80,7 @@ pub fn simulate_leases(
                             let mut rng = replay_rng(options.seed, options.shard.global(k));
                             let runtime_s = replay(model, &mut rng, &mut scratch);
                             histogram.record_ns(seconds_to_ns(runtime_s));
-                            if !leases_s.is_empty() && model.pauses.is_some() {
+                            if counting {
                                 count_lost(&scratch.pauses, runtime_s, &leases_s, &mut lost);
                             }
                         }
