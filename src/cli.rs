@@ -23,6 +23,10 @@ pub enum Command {
     Ttl(TtlArgs),
     /// Check workload specs without running them.
     Validate(ValidateArgs),
+    /// Decide, per job, the backend, lock model, mechanisms and acquisition-failure policy from
+    /// the spec's [decision] answers and what the results measured, with every other backend's
+    /// verdict and the fact that decides it.
+    Decide(DecideArgs),
     /// Check a spec against past job runs: where each run falls in the simulated distribution at
     /// its volume, a KS test of those positions, and the runs beyond the simulated P99 and P99.9.
     Check(CheckArgs),
@@ -432,6 +436,21 @@ pub struct ReplayArgs {
     /// Also write a results directory; it must not exist or be empty.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+/// `lockbench decide`.
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// Workload specs whose [decision] answers to decide on.
+    #[arg(required = true, value_name = "SPEC")]
+    pub specs: Vec<PathBuf>,
+    /// Results to cite (a results directory, or a folder of them as `run` writes); repeat for
+    /// several. Without it the decision follows from how each backend locks, and says so.
+    #[arg(long = "results", value_name = "DIR")]
+    pub results: Vec<PathBuf>,
+    /// Print the decisions as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `lockbench report`.

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => commands::simulate::run(&args),
         Command::Ttl(args) => commands::ttl::run(&args),
         Command::Validate(args) => commands::validate::run(&args),
+        Command::Decide(args) => commands::decide::run(&args),
         Command::Calibrate(args) => commands::calibrate::run(&args),
         Command::Check(args) => commands::check::run(&args),
         Command::Bench(args) => commands::bench::run(&args),

@@ -1,7 +1,9 @@
 //! Terminal output: the tables and the recommendation as people read them, from the typed records
 //! alone.
 
+mod decision;
 mod faults;
+pub use decision::decisions;
 pub use faults::fault_matrix;
 
 use std::fmt::Write as _;

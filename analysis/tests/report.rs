@@ -62,10 +62,13 @@ fn the_report_follows_the_decision_record() {
     assert!(md.contains("- alert: BillingLockHoldNearTtl"));
     assert!(md.contains("expr: lock_hold_seconds{job=\"billing\"} >"));
     assert!(md.contains("| `redis` | counter |"));
-    // The fault run replaces "by design" with what it measured, and says where the fence failed.
+    // The fault run replaces "by design" with the faults that overlapped, each linked to its row
+    // of the grid, and says where the fence failed.
     assert!(md.contains("### What the fault lab measured"));
-    assert!(md.contains("measured: pause/naive: overlap in 1/1 trials"));
-    assert!(md.contains("refused 21 of the new holder's writes (its counter went back)"));
+    assert!(md.contains("| `redis` | counter |"));
+    assert!(md.contains("[pause/naive](#fault-pause-naive), [restart/no-persistence](#fault-restart-no-persistence) |"));
+    assert!(md.contains("| `pause/naive` | 🟦 1/1, "));
+    assert!(md.contains("## Appendix A. Every fault-lab cell"));
     assert!(
         md.contains("The fence let stale writes through under `restart/no-persistence` on `redis`")
     );
@@ -93,21 +96,24 @@ fn every_chart_is_a_real_png_and_svg() {
             "contention-handoff",
             "contention-grants",
             "contention-requests",
-            "fault-timeline-pause-naive",
-            "fault-timeline-restart-no-persistence",
-            "fault-timeline-redlock-restart-clock-jump",
-            "fault-timeline-pool-leak-no-reset",
+            "fault-grid",
             "runtime-percentiles-billing",
             "runtime-volume-billing",
             "model-check-billing",
             "runtime-percentiles-migration",
             "runtime-volume-migration",
-            "double-executions"
+            "double-executions",
+            "fault-timeline-pause-naive",
+            "fault-timeline-restart-no-persistence",
+            "fault-timeline-redlock-restart-clock-jump",
+            "fault-timeline-pool-leak-no-reset",
         ]
     );
     for (name, chart) in &r.charts {
         let (w, h, pixels) = decode(&chart.png);
-        assert_eq!((w, h), (960, 540), "{name}");
+        // The grid is as tall as its rows need.
+        let expected = if name == "fault-grid" { h } else { 540 };
+        assert_eq!((w, h), (960, expected), "{name}");
         let drawn = pixels.chunks(3).filter(|p| *p != [255, 255, 255]).count();
         assert!(drawn > 8_000, "{name}: only {drawn} pixels drawn");
         // Axes and text are grey; the data is in colour.
@@ -153,7 +159,11 @@ fn the_html_page_refers_to_nothing_outside_itself() {
             "the page refers outside: {external}"
         );
     }
+    // Every chart inline but the fault grid, which the page draws as a coloured table.
     assert_eq!(lower.matches("<svg").count(), 15, "every chart inline");
+    assert!(html.contains("<table class=\"grid\">"));
+    assert!(html.contains("<tr id=\"fault-pause-naive\">"));
+    assert!(html.contains("<nav class=\"toc\""));
 }
 
 #[test]

@@ -22,6 +22,49 @@ pub fn format_duration_s(seconds: f64) -> String {
     format_duration(Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX))
 }
 
+/// Prints a duration in the unit that fits its size, with three significant figures: `0.30 us`,
+/// `850 us`, `12.3 ms`, `1.54 s`, `423 s`, `44.3 min`, `3.50 h`. Seconds run to 999 s, minutes to
+/// 99.9 min; no figure needs more than three digits before its decimal point.
+pub fn format_readable(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    let (value, unit) = if secs < 999.5e-6 {
+        (secs * 1e6, "us")
+    } else if secs < 0.9995 {
+        (secs * 1e3, "ms")
+    } else if secs < 999.5 {
+        (secs, "s")
+    } else if secs < 5997.0 {
+        (secs / 60.0, "min")
+    } else {
+        (secs / 3600.0, "h")
+    };
+    format!("{} {unit}", three_figures(value))
+}
+
+/// [`format_readable`] of a number of seconds; a negative number prints as zero.
+pub fn format_readable_s(seconds: f64) -> String {
+    format_readable(Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::MAX))
+}
+
+/// [`format_readable`] of a number of microseconds; a negative number prints as zero.
+pub fn format_readable_us(us: f64) -> String {
+    format_readable_s(us / 1e6)
+}
+
+/// A number with three significant figures (at least the whole part): `0.300`, `12.3`, `850`,
+/// `12,605`.
+fn three_figures(v: f64) -> String {
+    if v >= 999.5 {
+        format_count(v.round() as u64)
+    } else if v >= 99.95 {
+        format!("{v:.0}")
+    } else if v >= 9.995 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 /// Prints whole hours, minutes and seconds: `3h 45m 37s`, `26m 19s`, `42s`.
 pub fn format_hms(d: Duration) -> String {
     let total = d.as_secs_f64().round() as u64;
@@ -52,6 +95,21 @@ pub fn format_chance(p: f64) -> String {
     }
 }
 
+/// The UTC calendar date of a Unix time: `2026-12-01`.
+pub fn format_date(unix_s: u64) -> String {
+    // Howard Hinnant's days-to-civil, for days since 1970-01-01.
+    let z = (unix_s / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
 /// Prints a count with thousands separators: `1,800`.
 pub fn format_count(n: u64) -> String {
     let digits = n.to_string();
@@ -77,6 +135,35 @@ mod tests {
         assert_eq!(format_duration(Duration::from_secs(13_537)), "3h 45m 37s");
         assert_eq!(format_hms(Duration::from_secs(1_579)), "26m 19s");
         assert_eq!(format_hms(Duration::from_secs(42)), "42s");
+    }
+
+    #[test]
+    fn readable_durations_keep_three_figures_in_a_fitting_unit() {
+        let cases = [
+            (0.3e-6, "0.30 us"),
+            (850e-6, "850 us"),
+            (12.34e-3, "12.3 ms"),
+            (999.7e-3, "1.00 s"),
+            (1.5356, "1.54 s"),
+            (86.0, "86.0 s"),
+            (423.0, "423 s"),
+            (2_656.0, "44.3 min"),
+            (4_201.6, "70.0 min"),
+            (12_604.9, "3.50 h"),
+            (3_600.0 * 5_000.0, "5,000 h"),
+        ];
+        for (seconds, printed) in cases {
+            assert_eq!(format_readable_s(seconds), printed, "{seconds} s");
+        }
+        assert_eq!(format_readable_us(7_068.0), "7.07 ms");
+        assert_eq!(format_readable_s(-1.0), "0.00 us");
+    }
+
+    #[test]
+    fn dates_are_utc_calendar_days() {
+        assert_eq!(format_date(0), "1970-01-01");
+        assert_eq!(format_date(951_782_400), "2000-02-29");
+        assert_eq!(format_date(1_796_146_356), "2026-12-01");
     }
 
     #[test]

@@ -2,21 +2,24 @@
 //!
 //! It owns what more than one crate needs and what must mean the same everywhere: the
 //! [`RuntimeHistogram`] in which every runtime or latency is recorded (HdrHistogram plus exact
-//! count, sum, minimum, maximum and threshold counts), the way durations are printed, the typed
+//! count, sum, minimum, maximum and threshold counts), the backends' names and what each lock is tied to ([`backend`]), the way durations are printed, the typed
 //! [`records`] of every kind of results directory with the [`Manifest`] and its schema version
 //! (the one definition of each `results.json` and CSV, for writers and readers alike), and the
 //! [`ResultsDir`] writer that makes a results directory appear complete or not at all. Data enters
 //! as nanosecond values and records to stage; it leaves as percentiles, bytes and files on disk,
 //! and comes back through [`records::read_dir`].
 
+pub mod backend;
 mod format;
 mod histogram;
 mod manifest;
 pub mod records;
 mod results;
 
+pub use backend::{BackendKind, FencingSource, LockScope, Service};
 pub use format::{
-    format_chance, format_count, format_duration, format_duration_s, format_hms, format_seconds,
+    format_chance, format_count, format_date, format_duration, format_duration_s, format_hms,
+    format_readable, format_readable_s, format_readable_us, format_seconds,
 };
 pub use histogram::{
     ExactFigures, HistogramError, RuntimeHistogram, ThresholdCount, interval_log, read_interval_log,

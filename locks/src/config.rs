@@ -3,63 +3,8 @@
 
 use std::time::Duration;
 
+use lockbench_core::BackendKind;
 use serde::Deserialize;
-
-/// The backends lockbench knows. A closed set on the command line; each is a [`crate::LockBackend`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackendKind {
-    /// In-process baseline.
-    Memory,
-    /// One Redis server.
-    Redis,
-    /// Redlock over several independent Redis servers.
-    Redlock,
-    /// Postgres session-scoped advisory locks.
-    PgSession,
-    /// Postgres transaction-scoped advisory locks.
-    PgXact,
-    /// etcd leases.
-    Etcd,
-    /// ZooKeeper ephemeral-sequential nodes.
-    Zookeeper,
-}
-
-impl BackendKind {
-    /// Every backend, in the order reports list them.
-    pub const ALL: [BackendKind; 7] = [
-        BackendKind::Memory,
-        BackendKind::Redis,
-        BackendKind::Redlock,
-        BackendKind::PgSession,
-        BackendKind::PgXact,
-        BackendKind::Etcd,
-        BackendKind::Zookeeper,
-    ];
-
-    /// The name used on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Memory => "memory",
-            BackendKind::Redis => "redis",
-            BackendKind::Redlock => "redlock",
-            BackendKind::PgSession => "pg-session",
-            BackendKind::PgXact => "pg-xact",
-            BackendKind::Etcd => "etcd",
-            BackendKind::Zookeeper => "zookeeper",
-        }
-    }
-
-    /// Parses a command-line name.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    /// Every name, comma-separated, for "expected one of" messages.
-    pub fn names() -> String {
-        Self::ALL.map(BackendKind::name).join(", ")
-    }
-}
 
 /// Errors in a backend configuration.
 #[derive(Debug, thiserror::Error)]

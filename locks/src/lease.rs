@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use lockbench_core::{FencingSource, LockScope};
 use serde::Serialize;
 
 /// A held lock.
@@ -18,98 +19,6 @@ pub struct Lease {
     pub ttl: Duration,
     /// When the acquisition completed, by this process's clock.
     pub acquired_at: Instant,
-}
-
-/// Where fencing tokens come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FencingSource {
-    /// No safe fencing token (Redlock: independent counters on independent nodes can disagree).
-    None,
-    /// A counter incremented atomically with the acquisition.
-    Counter,
-    /// A database sequence read in the acquiring statement.
-    Sequence,
-    /// The revision at which the lock key was created (etcd).
-    Revision,
-    /// The sequence number of the ephemeral-sequential node (ZooKeeper).
-    NodeSequence,
-}
-
-impl FencingSource {
-    /// How a report names it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            FencingSource::None => "none",
-            FencingSource::Counter => "counter",
-            FencingSource::Sequence => "sequence",
-            FencingSource::Revision => "create revision",
-            FencingSource::NodeSequence => "node sequence",
-        }
-    }
-}
-
-/// What the lock is tied to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LockScope {
-    /// This process only.
-    Process,
-    /// A key with a TTL on one server.
-    Key,
-    /// A majority of independent servers.
-    Majority,
-    /// A database session (connection).
-    Session,
-    /// A database transaction.
-    Transaction,
-    /// A lease in a consensus store.
-    ConsensusLease,
-    /// A client session of a consensus store.
-    ConsensusSession,
-}
-
-impl LockScope {
-    /// How a report names it.
-    pub fn describe(self) -> &'static str {
-        match self {
-            LockScope::Process => "process",
-            LockScope::Key => "key",
-            LockScope::Majority => "majority",
-            LockScope::Session => "session",
-            LockScope::Transaction => "transaction",
-            LockScope::ConsensusLease => "consensus-lease",
-            LockScope::ConsensusSession => "consensus-session",
-        }
-    }
-
-    /// The failures a lock tied to this cannot prevent, from how it locks (docs/BACKENDS.md has
-    /// the reasoning; the fault lab measures them).
-    pub fn cannot_prevent(self) -> &'static str {
-        match self {
-            LockScope::Process => {
-                "anything across processes: it is the zero-network baseline, not a lock to deploy"
-            }
-            LockScope::Key => {
-                "a double holder after a failover or restart that lost the key (asynchronous replication, AOF/RDB gaps); a holder outliving its TTL"
-            }
-            LockScope::Majority => {
-                "clock drift or jumps between nodes, a node restarting without the key, a paused holder past its validity; it has no safe fencing token"
-            }
-            LockScope::Session => {
-                "a session lock leaking through a pooled connection that is not reset; a holder that lost its connection still running"
-            }
-            LockScope::Transaction => {
-                "work done outside the transaction (API calls) after the lock is gone; long transactions block vacuum"
-            }
-            LockScope::ConsensusLease => {
-                "a paused holder past its lease TTL (use the fencing revision); unavailability without quorum"
-            }
-            LockScope::ConsensusSession => {
-                "a paused holder past its session timeout (use the fencing sequence); unavailability without quorum"
-            }
-        }
-    }
 }
 
 /// What a backend declares about itself.

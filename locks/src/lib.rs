@@ -16,12 +16,12 @@ mod lease;
 mod requests;
 
 pub use config::{
-    BackendConfig, BackendKind, ConfigError, Redacted, parse_config, replay_database,
-    substitute_env,
+    BackendConfig, ConfigError, Redacted, parse_config, replay_database, substitute_env,
 };
 pub use error::LockError;
 pub use heartbeat::{Heartbeat, HeartbeatPolicy, HeartbeatState};
-pub use lease::{Capabilities, FencingSource, Lease, LockScope, new_token};
+pub use lease::{Capabilities, Lease, new_token};
+pub use lockbench_core::{BackendKind, FencingSource, LockScope, Service};
 pub use requests::Requests;
 
 use std::time::Duration;

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod calibrate;
 pub mod check;
 pub mod compare;
+pub mod decide;
 pub mod faults;
 pub mod merge;
 pub mod observed;

@@ -4,10 +4,13 @@
 //! and reports the first problem with its file, field and line. [`JobModel::new`] compiles the
 //! spec for one profile and scale; [`simulate`] replays that model many times in virtual time and
 //! returns the runtimes as a [`lockbench_core::RuntimeHistogram`]. Latency distributions live in
-//! [`latency`], the sampling kernel in [`sampler`]. [`LiveScenario`] and [`LivePauses`] give the
+//! [`latency`], the sampling kernel in [`sampler`]. The job's answers to the decision rules (the
+//! `[decision]` table and each step's `idempotent` and `guard`) are typed and checked in `answers`
+//! ([`JobAnswers`]). [`LiveScenario`] and [`LivePauses`] give the
 //! live replay (lockbench-replay) the same episodes and pauses the simulator draws. No database,
 //! lock client or async runtime is compiled here.
 
+mod answers;
 pub mod duration;
 mod error;
 pub mod fit;
@@ -18,6 +21,7 @@ mod shard;
 mod sim;
 mod spec;
 
+pub use answers::{DecisionAnswers, DoubleRun, Guard, JobAnswers, StepAnswers};
 pub use error::SpecError;
 pub use model::{CompiledStep, JobModel, MAX_ITEMS};
 pub use shard::Shard;

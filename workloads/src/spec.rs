@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::answers::{DecisionAnswers, Guard, JobAnswers, StepAnswers};
 use crate::duration;
 use crate::error::SpecError;
 use crate::latency::Latency;
@@ -27,6 +28,10 @@ pub struct WorkloadSpec {
     /// Latency-injection scenarios.
     #[serde(default)]
     pub profiles: Vec<Profile>,
+    /// The job's answers to the decision rules (the `[decision]` table); `None` when the spec
+    /// has none.
+    #[serde(default)]
+    pub decision: Option<DecisionAnswers>,
     /// The file the spec was read from.
     #[serde(skip)]
     pub path: PathBuf,
@@ -68,7 +73,7 @@ pub struct Workload {
 }
 
 /// What a step's latency applies to; profiles inject latency by target.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
     /// A database call.
@@ -93,6 +98,12 @@ pub struct Step {
     /// item's units): how a backfill grows with table rows.
     #[serde(default)]
     pub per_unit: Option<Latency>,
+    /// Running the step twice has the effect of running it once; `None` when not answered.
+    #[serde(default)]
+    pub idempotent: Option<bool>,
+    /// The step's own protection against running twice; `None` when not answered.
+    #[serde(default)]
+    pub guard: Option<Guard>,
 }
 
 /// One `[[profiles]]` entry: a named latency-injection scenario.
@@ -287,6 +298,25 @@ impl WorkloadSpec {
         self.steps.iter().position(|s| s.name == name)
     }
 
+    /// The job's answers to the decision rules.
+    pub fn answers(&self) -> JobAnswers {
+        JobAnswers {
+            job: self.workload.name.clone(),
+            spec: self.path.clone(),
+            decision: self.decision.clone(),
+            steps: self
+                .steps
+                .iter()
+                .map(|s| StepAnswers {
+                    name: s.name.clone(),
+                    target: s.target,
+                    idempotent: s.idempotent,
+                    guard: s.guard,
+                })
+                .collect(),
+        }
+    }
+
     /// Volume of one run at `scale` (at least one unit).
     pub fn volume_at(&self, scale: f64) -> u64 {
         ((self.workload.volume as f64 * scale).round() as u64).max(1)
@@ -420,7 +450,7 @@ impl WorkloadSpec {
                 ));
             }
         }
-        Ok(())
+        self.answers().check()
     }
 
     fn check_step_name(&self, step: Option<&str>, field: String) -> Result<(), (String, String)> {

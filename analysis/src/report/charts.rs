@@ -45,6 +45,11 @@ fn register_font() {
 
 /// A chart that can draw itself on any backend.
 pub trait Chart {
+    /// Its size in pixels (most charts are [`WIDTH`] x [`HEIGHT`]).
+    fn size(&self) -> (u32, u32) {
+        (WIDTH, HEIGHT)
+    }
+
     /// Draws on `root`, already filled white.
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 }
@@ -65,29 +70,30 @@ pub(crate) fn err(e: impl std::fmt::Debug) -> String {
 /// Draws `chart` as PNG and SVG.
 pub fn render(chart: &impl Chart) -> Result<Rendered, String> {
     register_font();
-    let mut pixels = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
+    let (width, height) = chart.size();
+    let mut pixels = vec![0u8; (width * height * 3) as usize];
     {
-        let root = BitMapBackend::with_buffer(&mut pixels, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         chart.draw(&root)?;
         root.present().map_err(err)?;
     }
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         chart.draw(&root)?;
         root.present().map_err(err)?;
     }
     Ok(Rendered {
-        png: encode_png(&pixels)?,
+        png: encode_png(&pixels, width, height)?,
         svg,
     })
 }
 
-fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, String> {
+fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::new();
-    let mut encoder = png::Encoder::new(&mut bytes, WIDTH, HEIGHT);
+    let mut encoder = png::Encoder::new(&mut bytes, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Best);
@@ -174,6 +180,29 @@ pub(crate) fn tick(v: &f64) -> String {
     }
 }
 
+/// What a value axis counts, so that its ticks read in the unit that fits them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Microseconds: ticks as `850 us`, `12.3 ms`, `1.50 s`.
+    Micros,
+    /// Seconds: ticks as `500 ms`, `42.0 s`, `70.0 min`.
+    Seconds,
+    /// A plain number.
+    Plain,
+}
+
+impl Unit {
+    /// A tick of this axis.
+    pub fn tick(self, v: &f64) -> String {
+        match self {
+            Unit::Micros => lockbench_core::format_readable_us(*v),
+            Unit::Seconds if *v == 0.0 => "0".to_string(),
+            Unit::Seconds => lockbench_core::format_readable_s(*v),
+            Unit::Plain => tick(v),
+        }
+    }
+}
+
 /// A named curve of (nines, value) points.
 pub type Curve = (String, Vec<(f64, f64)>);
 
@@ -188,6 +217,8 @@ pub struct PercentileCurves {
     pub y_label: String,
     /// Logarithmic value axis (latency spans decades).
     pub log_y: bool,
+    /// What the values count.
+    pub unit: Unit,
     /// The curves.
     pub curves: Vec<Curve>,
     /// Horizontal reference lines.
@@ -252,7 +283,7 @@ impl PercentileCurves {
             .configure_mesh()
             .x_labels(x_max as usize + 1)
             .x_label_formatter(&nines_label)
-            .y_label_formatter(&tick)
+            .y_label_formatter(&|v| self.unit.tick(v))
             .x_desc("percentile")
             .y_desc(&self.y_label)
             .label_style((FONT, 14))
@@ -318,9 +349,9 @@ impl Chart for RuntimeVsVolume {
         chart
             .configure_mesh()
             .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
+            .y_label_formatter(&|v| Unit::Seconds.tick(v))
             .x_desc(&self.unit)
-            .y_desc("P99.9 runtime (s)")
+            .y_desc("P99.9 runtime")
             .label_style((FONT, 14))
             .draw()
             .map_err(err)?;
@@ -373,6 +404,8 @@ pub struct HBars {
     pub x_label: String,
     /// Logarithmic value axis.
     pub log_x: bool,
+    /// What the values count.
+    pub unit: Unit,
     /// Names of the bars in a row.
     pub series: Vec<String>,
     /// (row label, one value per series).
@@ -437,7 +470,7 @@ impl HBars {
             .disable_y_mesh()
             .y_labels(self.rows.len().max(1))
             .y_label_formatter(row_label)
-            .x_label_formatter(&tick)
+            .x_label_formatter(&|v| self.unit.tick(v))
             .x_desc(&self.x_label)
             .label_style((FONT, 13))
             .draw()
@@ -478,6 +511,7 @@ mod tests {
     #[test]
     fn charts_decode_and_are_not_blank() {
         let curves = PercentileCurves {
+            unit: Unit::Seconds,
             title: "runtime".into(),
             y_label: "s".into(),
             log_y: false,
@@ -485,6 +519,7 @@ mod tests {
             lines: vec![("TTL".into(), 600.0, TTL_COLOUR)],
         };
         let bars = HBars {
+            unit: Unit::Micros,
             title: "bars".into(),
             x_label: "us".into(),
             log_x: true,

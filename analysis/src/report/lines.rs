@@ -30,6 +30,8 @@ pub struct ContentionLines {
     pub y_label: String,
     /// Logarithmic value axis.
     pub log_y: bool,
+    /// What the values count.
+    pub unit: crate::report::charts::Unit,
     /// The lines.
     pub lines: Vec<Line>,
 }
@@ -117,7 +119,7 @@ impl ContentionLines {
             .configure_mesh()
             .light_line_style(TRANSPARENT)
             .x_label_formatter(&tick)
-            .y_label_formatter(&tick)
+            .y_label_formatter(&|v| self.unit.tick(v))
             .x_desc("contenders")
             .y_desc(&self.y_label)
             .label_style((FONT, 14))

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use lockbench_core::RuntimeHistogram;
+use lockbench_core::SpecRecord;
 use lockbench_core::records::bench::{BenchCsvRow, BenchRecord};
 use lockbench_core::records::faults::{FaultEventRow, FaultTrialRow, FaultsRecord};
 use lockbench_core::records::model::{CheckRecord, CheckedRun};
@@ -13,6 +14,7 @@ use lockbench_core::records::replay::ReplayRecord;
 use lockbench_core::records::simulate::{SimulationCsvRow, SimulationRecord};
 use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_core::records::{Body, MANIFEST, read_dir};
+use lockbench_workloads::JobAnswers;
 
 use super::error::ReportError;
 
@@ -32,6 +34,8 @@ pub struct Source {
     pub git_commit: Option<String>,
     /// When it was written (Unix seconds).
     pub created_unix_s: u64,
+    /// The specs it used, as its manifest recorded them.
+    pub specs: Vec<SpecRecord>,
 }
 
 /// Histograms of a results directory by tag.
@@ -149,6 +153,51 @@ impl Evidence {
             && self.checks.is_empty()
     }
 
+    /// The answers of every job a `ttl` or `simulate` directory simulated, from the specs their
+    /// manifests recorded (the first record of a job wins; `ttl` directories come first).
+    pub fn answers(&self) -> Result<Vec<JobAnswers>, ReportError> {
+        let mut out: Vec<JobAnswers> = Vec::new();
+        let sources = self
+            .ttls
+            .iter()
+            .map(|t| &t.source)
+            .chain(self.simulations.iter().map(|s| &s.source));
+        for source in sources {
+            for spec in &source.specs {
+                let answers =
+                    JobAnswers::from_spec_text(&spec.text, std::path::Path::new(&spec.path))
+                        .map_err(|e| ReportError::Input {
+                            path: source.path.join(MANIFEST),
+                            message: format!("its recorded spec: {e}"),
+                        })?;
+                if !out.iter().any(|a| a.job == answers.job) {
+                    out.push(answers);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The decision of every job with answers, on this evidence.
+    pub fn decisions(&self) -> Result<Vec<lockbench_decision::Decision>, ReportError> {
+        let evidence = self.for_decision();
+        Ok(self
+            .answers()?
+            .iter()
+            .map(|a| lockbench_decision::decide(a, &evidence))
+            .collect())
+    }
+
+    /// What was measured, as the decision rules take it.
+    pub fn for_decision(&self) -> lockbench_decision::Evidence {
+        lockbench_decision::Evidence::new(
+            &self.faults.iter().map(|f| &f.record).collect::<Vec<_>>(),
+            &self.benches.iter().map(|b| &b.record).collect::<Vec<_>>(),
+            &self.ttls.iter().map(|t| &t.record).collect::<Vec<_>>(),
+            &self.replays.iter().map(|r| &r.record).collect::<Vec<_>>(),
+        )
+    }
+
     /// Every runtime histogram, simulations first, then TTL derivations.
     pub fn runtime_histograms(&self) -> impl Iterator<Item = &(String, RuntimeHistogram)> {
         self.simulations
@@ -210,6 +259,7 @@ fn load_one(dir: &Path, label: String, evidence: &mut Evidence) -> Result<(), Re
         seed: m.seed,
         git_commit: m.git_commit.clone(),
         created_unix_s: m.created_unix_s,
+        specs: m.specs.clone(),
     };
     let histograms = read.histograms;
     match read.body {

@@ -10,6 +10,7 @@ pub mod charts;
 pub mod check_chart;
 mod doc;
 mod error;
+pub mod grid_chart;
 pub mod lines;
 mod load;
 mod sections;
@@ -17,7 +18,7 @@ pub mod timeline;
 
 use std::collections::BTreeMap;
 
-pub use doc::{Block, html, markdown};
+pub use doc::{Block, Grid, GridCell, GridRow, Tone, html, markdown, slug};
 pub use error::ReportError;
 pub use load::{Bench, Evidence, Faults, Histograms, Replay, Simulation, Source, Ttl, load};
 
@@ -31,9 +32,11 @@ pub struct Report {
     pub charts: Vec<(String, charts::Rendered)>,
 }
 
-/// The report of `evidence`.
+/// The report of `evidence`: the decision for every job its `ttl` and `simulate` directories
+/// name, then the evidence.
 pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
-    let content = sections::content(evidence);
+    let decisions = evidence.decisions()?;
+    let content = sections::content(evidence, &decisions);
     let mut rendered = Vec::new();
     for spec in &content.charts {
         let (name, result) = match spec {
@@ -43,6 +46,7 @@ pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
             sections::ChartSpec::Timeline(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Contention(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Check(n, c) => (n, charts::render(c)),
+            sections::ChartSpec::Grid(n, c) => (n, charts::render(c)),
         };
         rendered.push((name.clone(), result.map_err(ReportError::Chart)?));
     }
@@ -52,11 +56,7 @@ pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
         .collect();
     Ok(Report {
         markdown: markdown(&content.blocks),
-        html: html(
-            "Locking decision record: the evidence",
-            &content.blocks,
-            &svgs,
-        ),
+        html: html(&content.title, &content.blocks, &svgs),
         charts: rendered,
     })
 }

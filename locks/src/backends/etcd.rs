@@ -23,8 +23,7 @@ use etcd_client::{
 
 use crate::error::timed;
 use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Requests,
-    new_token,
+    BackendConfig, BackendKind, Capabilities, Lease, LockBackend, LockError, Requests, new_token,
 };
 
 /// etcd lease locks.
@@ -301,11 +300,11 @@ impl LockBackend for EtcdLock {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            fencing: FencingSource::Revision,
+            fencing: BackendKind::Etcd.fencing(),
             native_ttl: true,
             wait_queue: true,
             native_wait: true,
-            scope: LockScope::ConsensusLease,
+            scope: BackendKind::Etcd.scope(),
         }
     }
 

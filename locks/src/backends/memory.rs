@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, new_token,
-};
+use crate::{BackendConfig, BackendKind, Capabilities, Lease, LockBackend, LockError, new_token};
 
 struct Held {
     token: String,
@@ -62,11 +60,11 @@ impl LockBackend for MemoryLock {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            fencing: FencingSource::Counter,
+            fencing: BackendKind::Memory.fencing(),
             native_ttl: true,
             wait_queue: false,
             native_wait: false,
-            scope: LockScope::Process,
+            scope: BackendKind::Memory.scope(),
         }
     }
 

@@ -33,8 +33,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::timed;
 use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Redacted,
-    Requests, new_token,
+    BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
+    Redacted, Requests, new_token,
 };
 
 /// How soon a backend waiting in the lock queue notices that its client went away.
@@ -200,11 +200,15 @@ impl PgLock {
         })
     }
 
-    fn backend(&self) -> &'static str {
+    fn kind(&self) -> BackendKind {
         match self.scope {
-            Scope::Session => "pg-session",
-            Scope::Transaction => "pg-xact",
+            Scope::Session => BackendKind::PgSession,
+            Scope::Transaction => BackendKind::PgXact,
         }
+    }
+
+    fn backend(&self) -> &'static str {
+        self.kind().name()
     }
 
     fn take(&self, token: &str) -> Option<Held> {
@@ -431,17 +435,14 @@ impl LockBackend for PgLock {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fencing: if self.fencing {
-                FencingSource::Sequence
+                self.kind().fencing()
             } else {
                 FencingSource::None
             },
             native_ttl: false,
             wait_queue: true,
             native_wait: true,
-            scope: match self.scope {
-                Scope::Session => LockScope::Session,
-                Scope::Transaction => LockScope::Transaction,
-            },
+            scope: self.kind().scope(),
         }
     }
 

@@ -14,8 +14,8 @@ use redis::Script;
 use super::redis_connection::RedisConnection;
 use crate::error::timed;
 use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Redacted,
-    Requests, new_token,
+    BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
+    Redacted, Requests, new_token,
 };
 
 /// Acquire and fence in one round trip: the counter moves only when the lock is granted.
@@ -253,14 +253,14 @@ impl LockBackend for RedisLock {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             fencing: if self.fencing {
-                FencingSource::Counter
+                BackendKind::Redis.fencing()
             } else {
                 FencingSource::None
             },
             native_ttl: true,
             wait_queue: false,
             native_wait: true,
-            scope: LockScope::Key,
+            scope: BackendKind::Redis.scope(),
         }
     }
 

@@ -17,8 +17,7 @@ use super::redis::{RELEASE, RENEW, connect_node};
 use super::redis_connection::RedisConnection;
 use crate::error::timed;
 use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Requests,
-    new_token,
+    BackendConfig, BackendKind, Capabilities, Lease, LockBackend, LockError, Requests, new_token,
 };
 
 /// Redlock across independent Redis nodes.
@@ -125,11 +124,11 @@ impl LockBackend for Redlock {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            fencing: FencingSource::None,
+            fencing: BackendKind::Redlock.fencing(),
             native_ttl: true,
             wait_queue: false,
             native_wait: false,
-            scope: LockScope::Majority,
+            scope: BackendKind::Redlock.scope(),
         }
     }
 

@@ -17,8 +17,7 @@ use zookeeper_client::{Acls, Client, CreateMode};
 
 use crate::error::timed;
 use crate::{
-    BackendConfig, Capabilities, FencingSource, Lease, LockBackend, LockError, LockScope, Requests,
-    new_token,
+    BackendConfig, BackendKind, Capabilities, Lease, LockBackend, LockError, Requests, new_token,
 };
 
 const PREFIX: &str = "lock-";
@@ -291,11 +290,11 @@ impl LockBackend for ZkLock {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            fencing: FencingSource::NodeSequence,
+            fencing: BackendKind::Zookeeper.fencing(),
             native_ttl: true,
             wait_queue: true,
             native_wait: true,
-            scope: LockScope::ConsensusSession,
+            scope: BackendKind::Zookeeper.scope(),
         }
     }
 

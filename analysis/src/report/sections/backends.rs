@@ -6,7 +6,7 @@ use lockbench_core::records::bench::{BackendFacts, BenchRow, WaitKind};
 
 use super::common::{ChartSpec, Doc, bench_rows, curve_points, us};
 use super::faults;
-use crate::report::charts::{Curve, HBars, PercentileCurves};
+use crate::report::charts::{Curve, HBars, PercentileCurves, Unit};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 
@@ -19,17 +19,16 @@ fn facts<'a>(evidence: &'a Evidence, backend: &str) -> Option<&'a BackendFacts> 
         .find(|f| f.backend == backend)
 }
 
+/// The heading of the backend measurements.
+const HEADING: &str = "What each backend costs";
+
 pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
-    doc.push(Block::Heading(
-        2,
-        "1. Lock backend and failure model".to_string(),
-    ));
+    doc.push(Block::Heading(3, HEADING.to_string()));
     let rows = bench_rows(evidence);
     if rows.is_empty() {
         doc.push(Block::Para(
             "No backend benchmark in these results: run `lockbench bench` (or `lockbench run`) and report again.".to_string(),
         ));
-        faults::write_matrix(evidence, doc);
         return;
     }
     doc.push(Block::Para(
@@ -56,7 +55,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         let figures = |r: Option<&&BenchRow>, longest: bool| {
             r.map_or("not measured".to_string(), |r| {
                 if r.ops == 0 {
-                    return format!("no grant in {:.1} s", r.measured_s);
+                    return format!("no grant in {}", super::common::secs_f(r.measured_s));
                 }
                 let a = &r.acquire_us;
                 let tail = if longest {
@@ -109,10 +108,10 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         head: [
             "backend",
             "fencing token",
-            "acquire P50 / P99 / P99.9, 1 client (us)",
+            "acquire P50 / P99 / P99.9, 1 client",
             "contenders (wait)",
-            "acquire P50 / P99 / P99.9 contended; longest wait (us)",
-            "handoff P50 / P99 (us)",
+            "acquire P50 / P99 / P99.9 contended; longest wait",
+            "handoff P50 / P99",
             "requests per grant",
             "acquisitions/s",
             "fairness (Jain)",
@@ -149,8 +148,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             "acquire-percentiles".to_string(),
             PercentileCurves {
                 title: "Acquire latency, one client".to_string(),
-                y_label: "acquire latency (us)".to_string(),
+                y_label: "acquire latency".to_string(),
                 log_y: true,
+                unit: Unit::Micros,
                 curves,
                 lines: Vec::new(),
             },
@@ -171,8 +171,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         "acquire-bars".to_string(),
         HBars {
             title: "Acquire latency by backend and contenders".to_string(),
-            x_label: "acquire latency (us)".to_string(),
+            x_label: "acquire latency".to_string(),
             log_x: true,
+            unit: Unit::Micros,
             series: vec!["P50".into(), "P99".into(), "P99.9".into()],
             rows: bars,
         },
@@ -180,5 +181,4 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
     let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale)";
     doc.chart(caption.to_string(), spec);
     super::contention::write(evidence, doc);
-    faults::write_matrix(evidence, doc);
 }

@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use lockbench_core::records::bench::BenchRow;
-use lockbench_core::{RuntimeHistogram, format_count, format_seconds};
+use lockbench_core::{RuntimeHistogram, format_readable, format_readable_s, format_readable_us};
 
-use crate::report::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume};
+use crate::report::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume, Unit};
 use crate::report::check_chart::ModelCheckChart;
 use crate::report::doc::Block;
+use crate::report::grid_chart::FaultGridChart;
 use crate::report::lines::ContentionLines;
 use crate::report::load::Evidence;
 use crate::report::timeline::FaultTimeline;
@@ -27,6 +28,8 @@ pub enum ChartSpec {
     Contention(String, ContentionLines),
     /// Past runs against the model.
     Check(String, ModelCheckChart),
+    /// The fault grid.
+    Grid(String, FaultGridChart),
 }
 
 impl ChartSpec {
@@ -37,7 +40,8 @@ impl ChartSpec {
             | ChartSpec::Bars(n, _)
             | ChartSpec::Timeline(n, _)
             | ChartSpec::Contention(n, _)
-            | ChartSpec::Check(n, _) => n,
+            | ChartSpec::Check(n, _)
+            | ChartSpec::Grid(n, _) => n,
         }
     }
 }
@@ -63,23 +67,19 @@ impl Doc {
     }
 }
 
-/// Seconds with separators: `4,512.3 s`.
+/// A duration in the unit that fits it, three significant figures: `70.0 min`, `86.0 s`.
 pub(crate) fn secs(d: Duration) -> String {
-    format_seconds(d)
+    format_readable(d)
 }
 
 /// [`secs`] of a number of seconds.
 pub(crate) fn secs_f(seconds: f64) -> String {
-    Duration::try_from_secs_f64(seconds).map_or_else(|_| format!("{seconds} s"), format_seconds)
+    format_readable_s(seconds)
 }
 
-/// Microseconds: one decimal below 100, whole numbers with separators above.
+/// A latency in microseconds, in the unit that fits it: `0.35 us`, `7.07 ms`, `583 ms`.
 pub(crate) fn us(x: f64) -> String {
-    if x >= 100.0 {
-        format_count(x.round() as u64)
-    } else {
-        format!("{x:.1}")
-    }
+    format_readable_us(x)
 }
 
 /// A number as the JSON record holds it (`3.0`, `0.1`), the way a reader will find it there.
@@ -163,8 +163,9 @@ pub(crate) fn runtime_chart(
         format!("runtime-percentiles-{workload}"),
         PercentileCurves {
             title: format!("{workload}: job runtime distribution"),
-            y_label: "runtime (s)".to_string(),
+            y_label: "runtime".to_string(),
             log_y: false,
+            unit: Unit::Seconds,
             curves,
             lines,
         },

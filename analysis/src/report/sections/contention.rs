@@ -5,6 +5,7 @@
 use lockbench_core::records::bench::{BenchRow, KeySpread, LoopKind};
 
 use super::common::{ChartSpec, Doc, bench_rows};
+use crate::report::charts::Unit;
 use crate::report::lines::{ContentionLines, Line};
 use crate::report::load::Evidence;
 
@@ -86,8 +87,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             "contention-handoff".to_string(),
             ContentionLines {
                 title: "Handoff latency against contention".to_string(),
-                y_label: "handoff (us)".to_string(),
+                y_label: "handoff".to_string(),
                 log_y: true,
+                unit: Unit::Micros,
                 lines: handoff,
             },
         ),
@@ -100,6 +102,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                 title: "Grants per second against contention".to_string(),
                 y_label: "grants/s".to_string(),
                 log_y: true,
+                unit: Unit::Plain,
                 lines: grants,
             },
         ),
@@ -113,6 +116,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                     title: "Requests per grant against contention".to_string(),
                     y_label: "requests per grant".to_string(),
                     log_y: true,
+                    unit: Unit::Plain,
                     lines: herd,
                 },
             ),

@@ -4,8 +4,9 @@
 use lockbench_core::format_count;
 use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow};
 
-use super::common::{ChartSpec, Doc};
-use crate::report::doc::Block;
+use super::common::{ChartSpec, Doc, secs_f};
+use crate::report::doc::{Block, Grid, GridCell, GridRow, Tone, slug};
+use crate::report::grid_chart::FaultGridChart;
 use crate::report::load::{Evidence, Faults};
 use crate::report::timeline::{FaultTimeline, Lane, Mark, TrialLanes};
 
@@ -21,7 +22,7 @@ fn cells(evidence: &Evidence) -> impl Iterator<Item = (&Faults, &FaultCell)> {
 }
 
 fn s2(v: Option<f64>) -> String {
-    v.map_or("-".to_string(), |v| format!("{v:.2}"))
+    v.map_or("-".to_string(), secs_f)
 }
 
 /// What the fence did with a cell's stale writes, in words.
@@ -33,8 +34,24 @@ fn fence_words(c: &FaultCell) -> String {
     }
 }
 
-/// The measured "cannot prevent" of `backend`: the faults that produced overlaps, in how many
-/// trials, for how long, and what the fence did; `None` when no fault run covered it.
+/// The heading of the fault grid (section 1).
+pub(super) const GRID_HEADING: &str = "What the fault lab measured";
+/// The heading of the appendix with every cell's figures.
+pub(super) const APPENDIX_HEADING: &str = "Appendix A. Every fault-lab cell";
+
+/// The anchor of a scenario/variant's row in the fault grid.
+pub(super) fn grid_anchor(label: &str) -> String {
+    format!(
+        "fault-{}",
+        label
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect::<String>()
+    )
+}
+
+/// The measured "cannot prevent" of `backend` in a word per fault: the scenarios that overlapped
+/// on it, each linked to its grid row, or "none measured"; `None` when no fault run covered it.
 pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<String> {
     let mine: Vec<&FaultCell> = cells(evidence)
         .map(|(_, c)| c)
@@ -43,36 +60,138 @@ pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<Strin
     if mine.is_empty() {
         return None;
     }
-    let mut parts: Vec<String> = mine
+    let overlapped: Vec<String> = mine
         .iter()
         .filter(|c| c.trials_with_overlap > 0)
-        .map(|c| {
-            let mut text = format!(
-                "{}: overlap in {}/{} trials (up to {} s), {} stale write{}, fence: {}",
-                label(c),
-                c.trials_with_overlap,
-                c.trials,
-                s2(c.overlap_max_s),
-                format_count(c.stale_writes),
-                if c.stale_writes == 1 { "" } else { "s" },
-                fence_words(c)
-            );
-            if let Some(n) = c.legitimate_rejected_by_fence.filter(|n| *n > 0) {
-                text +=
-                    &format!(" and refused {n} of the new holder's writes (its counter went back)");
-            }
-            text
+        .map(|c| format!("[{}](#{})", label(c), grid_anchor(&label(c))))
+        .collect();
+    Some(if overlapped.is_empty() {
+        "none measured".to_string()
+    } else {
+        overlapped.join(", ")
+    })
+}
+
+/// The tone and text of a cell in the grid.
+fn grid_cell(c: &FaultCell) -> GridCell {
+    let text = if c.trials_with_overlap == 0 {
+        format!("0/{}", c.trials)
+    } else {
+        format!(
+            "{}/{}, {}",
+            c.trials_with_overlap,
+            c.trials,
+            c.overlap_max_s.map_or("-".to_string(), secs_f)
+        )
+    };
+    let tone = if c.trials_with_overlap == 0 {
+        Tone::Good
+    } else if c.stale_writes > 0 && lockbench_decision::fence_held(c) {
+        Tone::Caught
+    } else {
+        Tone::Bad
+    };
+    GridCell { text, tone }
+}
+
+/// Section 1's part: the fault grid, as a table (HTML) and a chart (Markdown), with a link to
+/// the appendix of every cell's figures.
+pub(super) fn write_grid(evidence: &Evidence, doc: &mut Doc) {
+    doc.push(Block::Heading(3, GRID_HEADING.to_string()));
+    if evidence.faults.is_empty() {
+        doc.push(Block::Para(
+            "No fault run in these results: what each backend cannot prevent comes from how it locks (docs/BACKENDS.md). Run `lockbench faults` (or `lockbench run`) to measure it.".to_string(),
+        ));
+        return;
+    }
+    let runs: Vec<String> = evidence
+        .faults
+        .iter()
+        .map(|f| {
+            format!(
+                "`{}` ({} trial{} per cell, TTL asked {}, seed {})",
+                f.source.label,
+                f.record.trials_per_cell,
+                if f.record.trials_per_cell == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                secs_f(f.record.ttl_s),
+                f.record.seed
+            )
         })
         .collect();
-    let held: Vec<String> = mine
-        .iter()
-        .filter(|c| c.trials_with_overlap == 0)
-        .map(|c| label(c))
-        .collect();
-    if !held.is_empty() {
-        parts.push(format!("no overlap under {}", held.join(", ")));
+    doc.push(Block::Para(format!(
+        "Each cell: trials in which two workers both believed they held the lock, of those run, and the longest overlap. Holder and contender are separate processes writing to a protected resource that logs every critical section with one monotonic clock and keeps the highest fencing token seen. From {}; every cell's figures (stale writes, what the fence refused, time to the next grant) are in [{APPENDIX_HEADING}](#{}).",
+        runs.join(", "),
+        slug(APPENDIX_HEADING)
+    )));
+    let mut backends: Vec<String> = Vec::new();
+    let mut variants: Vec<String> = Vec::new();
+    for (_, c) in cells(evidence) {
+        if !backends.contains(&c.backend) {
+            backends.push(c.backend.clone());
+        }
+        if !variants.contains(&label(c)) {
+            variants.push(label(c));
+        }
     }
-    Some(format!("measured: {}", parts.join("; ")))
+    let skipped: Vec<(String, String)> = evidence
+        .faults
+        .iter()
+        .flat_map(|f| &f.record.skipped)
+        .map(|s| (format!("{}/{}", s.scenario, s.variant), s.backend.clone()))
+        .collect();
+    let rows: Vec<GridRow> = variants
+        .iter()
+        .map(|v| GridRow {
+            label: format!("`{v}`"),
+            anchor: grid_anchor(v),
+            cells: backends
+                .iter()
+                .map(
+                    |b| match cells(evidence).find(|(_, c)| label(c) == *v && c.backend == *b) {
+                        Some((_, c)) => grid_cell(c),
+                        None if skipped.contains(&(v.clone(), b.clone())) => GridCell {
+                            text: "not run".to_string(),
+                            tone: Tone::Off,
+                        },
+                        None => GridCell {
+                            text: "-".to_string(),
+                            tone: Tone::Off,
+                        },
+                    },
+                )
+                .collect(),
+        })
+        .collect();
+    let grid = Grid {
+        corner: "scenario/variant".to_string(),
+        columns: backends.iter().map(|b| format!("`{b}`")).collect(),
+        rows,
+        legend: vec![
+            (Tone::Bad, "overlap".to_string()),
+            (
+                Tone::Caught,
+                "overlap, the fence refused every stale write".to_string(),
+            ),
+            (Tone::Good, "no overlap".to_string()),
+            (Tone::Off, "not applicable, or not run here".to_string()),
+        ],
+        chart: Some((
+            "fault-grid".to_string(),
+            "The fault grid: trials with an overlap per scenario/variant and backend, the longest overlap, coloured by outcome".to_string(),
+        )),
+    };
+    doc.charts.push(ChartSpec::Grid(
+        "fault-grid".to_string(),
+        FaultGridChart {
+            title: "Fault lab: trials with an overlap, and the longest".to_string(),
+            grid: grid.clone(),
+        },
+    ));
+    doc.push(Block::Grid(grid));
 }
 
 /// The first overlapping trial of `cell` as two lanes.
@@ -136,20 +255,17 @@ fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
     })
 }
 
-/// Section 1's part: the matrix, what each variant injected, and a timeline per variant that
-/// overlapped somewhere.
+/// The appendix: every cell's figures, what each variant injected, and a timeline per variant
+/// that overlapped somewhere.
 pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
     if evidence.faults.is_empty() {
-        doc.push(Block::Para(
-            "No fault run in these results: the \"cannot prevent\" column comes from how each backend locks (docs/BACKENDS.md). Run `lockbench faults` (or `lockbench run`) to measure it.".to_string(),
-        ));
         return;
     }
-    doc.push(Block::Heading(3, "What the fault lab measured".to_string()));
+    doc.push(Block::Heading(2, APPENDIX_HEADING.to_string()));
     for f in &evidence.faults {
         doc.push(Block::Para(format!(
-            "`{}`: {} trials per cell, TTL asked {} s, seed {}. In every trial the holder and the contender are separate processes running the same job; both write to a protected resource ({}) that logs each critical section with the machine's monotonic clock and keeps the highest fencing token seen. Overlaps (both believed they held the lock), stale writes (written after the lock had passed on; an unfenced resource accepts them all) and what the fence refused are read from that log, not assumed.",
-            f.source.label, f.record.trials_per_cell, f.record.ttl_s, f.record.seed, f.record.resource
+            "`{}`: {} trials per cell, TTL asked {}, seed {}. In every trial the holder and the contender are separate processes running the same job; both write to a protected resource ({}) that logs each critical section with the machine's monotonic clock and keeps the highest fencing token seen. Overlaps (both believed they held the lock), stale writes (written after the lock had passed on; an unfenced resource accepts them all) and what the fence refused are read from that log, not assumed.",
+            f.source.label, f.record.trials_per_cell, secs_f(f.record.ttl_s), f.record.seed, f.record.resource
         )));
     }
     let rows: Vec<Vec<String>> = cells(evidence)
@@ -185,11 +301,11 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
             "scenario/variant",
             "backend",
             "trials with overlap",
-            "overlap P50 / max (s)",
+            "overlap P50 / max",
             "stale writes",
             "fence",
             "new holder's writes refused",
-            "fault to next grant P50 / max (s)",
+            "fault to next grant P50 / max",
             "design predicts",
         ]
         .map(String::from)

@@ -5,7 +5,7 @@ use lockbench_core::format_count;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 
 use super::common::{ChartSpec, Doc, number, secs, secs_f};
-use crate::report::charts::HBars;
+use crate::report::charts::{HBars, Unit};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 
@@ -38,11 +38,8 @@ fn optional_count(v: Option<u64>, absent: &str) -> String {
     v.map_or_else(|| absent.to_string(), format_count)
 }
 
+/// Section 4's evidence (its heading and each job's steps come first, from the decisions).
 pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
-    doc.push(Block::Heading(
-        2,
-        "4. Idempotency and the lock's role".to_string(),
-    ));
     if let Some(text) = super::faults::stale_writes(evidence) {
         doc.push(Block::Para(text));
     }
@@ -109,6 +106,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             title: "Live replay: what went twice, by mode".to_string(),
             x_label: "items over all runs".to_string(),
             log_x: false,
+            unit: Unit::Plain,
             series: vec![
                 "double executions".into(),
                 "duplicate charges accepted".into(),

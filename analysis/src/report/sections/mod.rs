@@ -5,6 +5,7 @@
 mod backends;
 mod common;
 mod contention;
+mod decision;
 mod faults;
 mod idempotency;
 mod model_check;
@@ -18,39 +19,95 @@ pub use common::ChartSpec;
 
 use common::Doc;
 
+use lockbench_decision::Decision;
+
 use super::doc::Block;
 use super::load::Evidence;
 
 /// The blocks and the charts they refer to.
 pub struct Content {
+    /// The record's title.
+    pub title: String,
     /// The document.
     pub blocks: Vec<Block>,
     /// The charts, in order of appearance.
     pub charts: Vec<ChartSpec>,
 }
 
-/// Builds the document from `evidence`.
-pub fn content(evidence: &Evidence) -> Content {
+/// The record's title: the jobs it decides for.
+fn title(decisions: &[Decision]) -> String {
+    let jobs: Vec<&str> = decisions.iter().map(|d| d.job.as_str()).collect();
+    match jobs.len() {
+        0 => "Locking decision record: the evidence".to_string(),
+        1 => format!("Locking decision record: {}", jobs[0]),
+        n => format!(
+            "Locking decision record: {} and {}",
+            jobs[..n - 1].join(", "),
+            jobs[n - 1]
+        ),
+    }
+}
+
+/// Builds the document from `evidence` and the decisions it supports: each job's decision
+/// first, then the evidence in the record's five sections, the appendix and the sources.
+pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
+    let title = title(decisions);
     let mut doc = Doc {
-        blocks: vec![Block::Heading(
-            1,
-            "Locking decision record: the evidence".to_string(),
-        )],
+        blocks: vec![Block::Heading(1, title.clone())],
         charts: Vec::new(),
     };
+    // The date of the newest evidence: the record reads the same when re-reported.
+    let date = evidence
+        .sources()
+        .iter()
+        .map(|s| s.created_unix_s)
+        .max()
+        .map_or("undated".to_string(), lockbench_core::format_date);
     doc.push(Block::Para(format!(
-        "Written by lockbench {} from {} results directories (listed under Sources). Every figure is measured by lockbench on the servers and workloads named; how each one is derived is said beside it. The five sections follow the locking decision record: backend and failure model, TTL and heartbeat, acquisition and release, idempotency, observability.",
+        "Written by lockbench {} from {} results directories (listed under Sources). {}Every figure is measured by lockbench on the servers and workloads named; how each one is derived is said beside it. The five sections follow the locking decision record: backend and failure model, TTL and heartbeat, acquisition and release, idempotency, observability.",
         lockbench_core::TOOL_VERSION,
-        evidence.sources().len()
+        evidence.sources().len(),
+        if decisions.is_empty() {
+            String::new()
+        } else {
+            "Each job's decision comes first: computed from the job's answers (the `[decision]` table of its spec) and from what these results measured, by the rules of docs/DECISION.md. ".to_string()
+        }
     )));
+    doc.push(Block::Toc);
+    for d in decisions {
+        decision::block(d, &date, &mut doc);
+    }
     summary::write(evidence, &mut doc);
+    doc.push(Block::Heading(
+        2,
+        "1. Lock backend and failure model".to_string(),
+    ));
+    for d in decisions {
+        decision::alternatives(d, evidence, &mut doc);
+    }
     backends::write(evidence, &mut doc);
+    faults::write_grid(evidence, &mut doc);
     ttl::write(evidence, &mut doc);
+    for d in decisions {
+        decision::reconciliation(d, &mut doc);
+    }
     protocol::write(evidence, &mut doc);
+    for d in decisions {
+        decision::policy(d, &mut doc);
+    }
+    doc.push(Block::Heading(
+        2,
+        "4. Idempotency and the lock's role".to_string(),
+    ));
+    for d in decisions {
+        decision::steps(d, &mut doc);
+    }
     idempotency::write(evidence, &mut doc);
     observability::write(evidence, &mut doc);
+    faults::write_matrix(evidence, &mut doc);
     sources::write(evidence, &mut doc);
     Content {
+        title,
         blocks: doc.blocks,
         charts: doc.charts,
     }

@@ -67,7 +67,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             "acquisition failure rate".to_string(),
             "> 1 % of attempts over 15 minutes".to_string(),
             format!(
-                "the backends measured acquired within {} us at P99.9: failures mean an outage or a stuck holder",
+                "the backends measured acquired within {} at P99.9: failures mean an outage or a stuck holder",
                 us(p999)
             ),
         ]);

@@ -72,7 +72,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         .min_by(|a, b| a.acquire_us.p50.total_cmp(&b.acquire_us.p50))
     {
         items.push(format!(
-            "Cheapest networked acquisition, uncontended: **{}** at {} us P50 ({} networked backends measured).",
+            "Cheapest networked acquisition, uncontended: **{}** at {} P50 ({} networked backends measured).",
             fastest.backend,
             us(fastest.acquire_us.p50),
             uncontended.len()

@@ -22,7 +22,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         let r = &t.record;
         let workload = r.workload.clone();
         let unit = r.unit.clone();
-        doc.push(Block::Heading(3, workload.clone()));
+        doc.push(Block::Heading(3, format!("{workload}: TTL and heartbeat")));
         let considered: Vec<String> = r
             .profiles_considered
             .iter()

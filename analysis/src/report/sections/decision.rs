@@ -1,0 +1,410 @@
+//! The decision in the record: the block that opens it (one per job), and the parts of sections
+//! 1 to 4 that each job's decision writes (its alternatives, what the chosen backend must
+//! document, the crash-recovery reconciliation, the failure policy, the steps).
+
+use lockbench_core::{format_readable_s, format_readable_us};
+use lockbench_decision::{Decision, FactBasis, Status, VerdictKind};
+
+use super::common::Doc;
+use super::faults::grid_anchor;
+use crate::report::doc::{Block, slug};
+use crate::report::load::Evidence;
+
+/// The heading of a job's decision block (its anchor is the slug).
+pub(super) fn heading(d: &Decision) -> String {
+    format!("Decision: {}", d.job)
+}
+
+/// The heading of a job's alternatives in section 1.
+pub(super) fn alternatives_heading(job: &str) -> String {
+    format!("{job}: the alternatives")
+}
+
+/// The block a job's record opens with.
+pub(super) fn block(d: &Decision, date: &str, doc: &mut Doc) {
+    let mut inner = vec![Block::Heading(2, heading(d))];
+    let backend = match (&d.backend, d.status) {
+        (None, _) => "no backend fits the answers".to_string(),
+        (Some(b), Status::Undecided) => {
+            format!("`{b}` if a second run corrupts the job's data; `double_run` is not answered")
+        }
+        (Some(b), _) => format!("`{b}`"),
+    };
+    let chosen_fact = d
+        .alternatives
+        .iter()
+        .find(|v| v.verdict == VerdictKind::Chosen)
+        .map(|v| v.fact.clone())
+        .unwrap_or_default();
+    let mut items = vec![
+        format!("**Status**: {}, {date}", d.status.name()),
+        format!("**Backend**: {backend}: {chosen_fact}"),
+        format!(
+            "**Lock model**: {}{}",
+            d.lock_model.kind.name(),
+            model_figures(d)
+        ),
+        format!(
+            "**On acquisition failure**: {}: {}",
+            d.failure_policy.kind.name(),
+            d.failure_policy.reason
+        ),
+        format!(
+            "**The lock is** {}: {}",
+            if d.role.correctness {
+                "the correctness mechanism"
+            } else {
+                "a serialization aid"
+            },
+            d.role.reason
+        ),
+    ];
+    let required: Vec<String> = d
+        .mechanisms
+        .iter()
+        .map(|m| {
+            format!(
+                "{}{}{}",
+                m.name,
+                m.step
+                    .as_ref()
+                    .map(|s| format!(" on `{s}`"))
+                    .unwrap_or_default(),
+                if m.in_place { " (in place)" } else { "" }
+            )
+        })
+        .collect();
+    items.push(format!("**Mechanisms**: {}", required.join("; ")));
+    let given: Vec<String> = d
+        .answers
+        .iter()
+        .filter(|a| !a.field.starts_with("steps."))
+        .map(|a| {
+            format!(
+                "{} = {}{}",
+                a.field,
+                a.value,
+                if a.given { "" } else { " (assumed)" }
+            )
+        })
+        .collect();
+    items.push(format!("**Rests on the answers**: {}", given.join(", ")));
+    items.push(format!("**And on**: {}", d.basis));
+    inner.push(Block::List(items));
+    if !d.missing.is_empty() {
+        inner.push(Block::Para(
+            "Not answered, with what each answer would change:".to_string(),
+        ));
+        inner.push(Block::List(
+            d.missing
+                .iter()
+                .map(|m| format!("`{}`: assumed {}; {}", m.field, m.assumed, m.would_change))
+                .collect(),
+        ));
+    }
+    for o in &d.overruled {
+        inner.push(Block::Para(format!("**Measurement over rule**: {o}")));
+    }
+    inner.push(Block::Para(format!(
+        "Evidence: [alternatives](#{}) · [crash recovery and TTL](#{}) · [failure policy](#{}) · [steps](#{}) · [fault grid](#{})",
+        slug(&alternatives_heading(&d.job)),
+        slug(&reconciliation_heading(&d.job)),
+        slug(&policy_heading(&d.job)),
+        slug(&steps_heading(&d.job)),
+        slug(super::faults::GRID_HEADING),
+    )));
+    doc.push(Block::Boxed(inner));
+}
+
+fn model_figures(d: &Decision) -> String {
+    let m = &d.lock_model;
+    let mut parts = Vec::new();
+    if let Some(t) = m.ttl_s {
+        parts.push(format!("TTL {}", format_readable_s(t)));
+    }
+    if let Some(l) = m.lease_s {
+        parts.push(format!("lease {}", format_readable_s(l)));
+    }
+    if let Some(r) = m.renew_every_s {
+        parts.push(format!("renewed every {}", format_readable_s(r)));
+    }
+    if let Some(g) = m.give_up_after_s {
+        parts.push(format!("give up after {}", format_readable_s(g)));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
+}
+
+/// "pause/naive, restart/no-persistence", each linked to its row of the fault grid.
+fn overlapped(labels: &[String]) -> String {
+    if labels.is_empty() {
+        return "none measured".to_string();
+    }
+    labels
+        .iter()
+        .map(|l| format!("[{l}](#{})", grid_anchor(l)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Section 1's part for one job: every backend's verdict and the points the record must document
+/// for the chosen one.
+pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
+    doc.push(Block::Heading(3, alternatives_heading(&d.job)));
+    let measured = !evidence.faults.is_empty();
+    let rows = d
+        .alternatives
+        .iter()
+        .map(|v| {
+            vec![
+                format!("`{}`", v.backend),
+                if v.verdict == VerdictKind::Chosen {
+                    "**chosen**".to_string()
+                } else {
+                    v.verdict.name().to_string()
+                },
+                format!(
+                    "{}{}",
+                    match v.basis {
+                        FactBasis::Answer => "answer: ",
+                        FactBasis::Measured => "measured: ",
+                        FactBasis::Cost => "",
+                        FactBasis::Design => "",
+                    },
+                    v.fact
+                ),
+                v.acquire_p99_us
+                    .map_or("not measured".to_string(), format_readable_us),
+                v.crash_recovery_s.map_or(
+                    if measured {
+                        "not measured".to_string()
+                    } else {
+                        "no fault run".to_string()
+                    },
+                    |s| format!("a crashed holder's lock freed in {}", format_readable_s(s)),
+                ),
+                if measured {
+                    overlapped(&v.overlapped_under)
+                } else {
+                    "no fault run".to_string()
+                },
+            ]
+        })
+        .collect();
+    doc.push(Block::Table {
+        head: [
+            "backend",
+            "verdict",
+            "the deciding fact",
+            "acquire P99",
+            "prevents: crash recovery, measured",
+            "cannot prevent, measured",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    });
+    let points = chosen_points(d, evidence);
+    if !points.is_empty() {
+        doc.push(Block::Para(format!(
+            "What the record must say about `{}`:",
+            d.backend.as_deref().unwrap_or_default()
+        )));
+        doc.push(Block::List(points));
+    }
+}
+
+/// The points the literature asks a locking decision record to document for the chosen backend,
+/// each with what the lab measured of it.
+fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
+    let cell = |label: &str, backend: &str| {
+        evidence
+            .faults
+            .iter()
+            .flat_map(|f| &f.record.cells)
+            .find(|c| c.backend == backend && format!("{}/{}", c.scenario, c.variant) == label)
+            .map(lockbench_decision::describe)
+    };
+    let measured = |labels: &[&str], backend: &str| {
+        let found: Vec<String> = labels.iter().filter_map(|l| cell(l, backend)).collect();
+        if found.is_empty() {
+            String::new()
+        } else {
+            format!(" Measured: {}.", found.join("; "))
+        }
+    };
+    match d.backend.as_deref() {
+        Some("redis") => vec![
+            format!(
+                "Persistence and its loss window on a crash: without persistence, or with RDB snapshots only, a restart forgets the key; `appendfsync everysec` loses what was not yet fsynced on a power loss (up to a second); `appendfsync always` keeps an acknowledged lock.{}",
+                measured(
+                    &[
+                        "restart/no-persistence",
+                        "restart/power-loss",
+                        "restart/aof-always"
+                    ],
+                    "redis"
+                )
+            ),
+            format!(
+                "Replica promotion: replication is asynchronous, so a replica promoted before it received the key grants the lock again; `WAIT 1` after acquiring closes that window at the cost of a replica round trip.{}",
+                measured(&["failover/no-wait", "failover/wait"], "redis")
+            ),
+            format!(
+                "Redis unreachable: the job {} (the failure policy, section 3).",
+                d.failure_policy.kind.name()
+            ),
+        ],
+        Some("redlock") => vec![
+            format!(
+                "Five independent nodes, a majority of three; each node's persistence decides whether a restart gives a second majority.{}",
+                measured(&["redlock/restart", "redlock/restart+clock-jump"], "redlock")
+            ),
+            format!(
+                "The client checks the validity left (TTL minus the acquisition's time minus drift) before its critical section.{}",
+                measured(
+                    &["redlock/late-start", "redlock/late-start-checked"],
+                    "redlock"
+                )
+            ),
+        ],
+        Some("pg-session") => vec![
+            format!(
+                "Scope: session (`pg_advisory_lock`), held on one connection for the whole job; the lock is re-entrant per session, so a pool that lends that connection lends the lock.{}",
+                measured(&["pool-leak/no-reset", "pool-leak/unlock-all"], "pg-session")
+            ),
+            "The pool's reset on return: `pg_advisory_unlock_all()` (or `DISCARD ALL`) before a connection goes back, and `pg_locks` watched for advisory locks held by idle sessions (section 5).".to_string(),
+            format!(
+                "A vanished holder: the server ends its session, and frees the lock, only when TCP notices: set `tcp_keepalives_idle`, `_interval` and `_count` to seconds.{}",
+                measured(&["partition/heartbeat", "partition/keepalive"], "pg-session")
+            ),
+        ],
+        Some("pg-xact") => vec![
+            format!(
+                "Scope: transaction (`pg_advisory_xact_lock`), taken inside the transaction that does the job's writes; COMMIT or ROLLBACK frees it, and nothing outside that transaction is protected.{}",
+                measured(&["pool-leak/xact"], "pg-session")
+            ),
+            "The transaction's length: it stays open for the whole job, holding back vacuum; the database's operators must know its P99.9 (section 2).".to_string(),
+        ],
+        Some(b @ ("etcd" | "zookeeper")) => vec![
+            format!(
+                "A quorum: a three- or five-node cluster; without a majority no lock is granted and the failure policy applies. The {} is the lease the holder renews.",
+                if b == "etcd" { "lease TTL" } else { "session timeout" }
+            ),
+            format!(
+                "The fencing token ({}) goes with every write the resource checks.{}",
+                if b == "etcd" {
+                    "the key's create revision"
+                } else {
+                    "the lock node's sequence number"
+                },
+                measured(&["pause/naive", "clock-jump/forward"], b)
+            ),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The heading of a job's crash-recovery reconciliation in section 2.
+pub(super) fn reconciliation_heading(job: &str) -> String {
+    format!("{job}: crash recovery against the exclusivity window")
+}
+
+/// Section 2's part: the two jobs of a TTL reconciled.
+pub(super) fn reconciliation(d: &Decision, doc: &mut Doc) {
+    doc.push(Block::Heading(3, reconciliation_heading(&d.job)));
+    let c = &d.crash_recovery;
+    let mut text = format!(
+        "A TTL does two jobs: it frees the lock when the holder crashes, and it bounds how long the holder may work alone. {}",
+        c.note
+    );
+    match (c.within, c.chosen_s, c.allowed_s) {
+        (Some(true), Some(chosen), Some(allowed)) => {
+            text += &format!(
+                " The decision's {} recovers within {}, inside the {} allowed.",
+                d.lock_model.kind.name(),
+                format_readable_s(chosen),
+                format_readable_s(allowed)
+            )
+        }
+        (Some(false), Some(chosen), Some(allowed)) => {
+            text += &format!(
+                " **The decision's {} may block the job for {}, more than the {} allowed.**",
+                d.lock_model.kind.name(),
+                format_readable_s(chosen),
+                format_readable_s(allowed)
+            )
+        }
+        _ => {}
+    }
+    doc.push(Block::Para(text));
+}
+
+/// The heading of a job's failure policy in section 3.
+pub(super) fn policy_heading(job: &str) -> String {
+    format!("{job}: when the lock cannot be had")
+}
+
+/// Section 3's part: the chosen failure policy and what the lab measured for each.
+pub(super) fn policy(d: &Decision, doc: &mut Doc) {
+    doc.push(Block::Heading(3, policy_heading(&d.job)));
+    let p = &d.failure_policy;
+    doc.push(Block::Para(format!("**{}**: {}.", p.kind.name(), p.reason)));
+    if p.measured.is_empty() {
+        doc.push(Block::Para(
+            "The fault lab's `outage` scenario measures each policy (`lockbench faults --scenario outage`); these results hold none.".to_string(),
+        ));
+    } else {
+        doc.push(Block::Para(
+            "What the fault lab measured with the lock server unreachable as the job starts, under each policy:".to_string(),
+        ));
+        doc.push(Block::List(p.measured.clone()));
+    }
+}
+
+/// The heading of a job's steps in section 4.
+pub(super) fn steps_heading(job: &str) -> String {
+    format!("{job}: each step run twice")
+}
+
+/// Section 4's part: each step, and the lock's role.
+pub(super) fn steps(d: &Decision, doc: &mut Doc) {
+    doc.push(Block::Heading(3, steps_heading(&d.job)));
+    doc.push(Block::Table {
+        head: [
+            "step",
+            "target",
+            "idempotent",
+            "guard",
+            "what a double run of it does",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: d
+            .steps
+            .iter()
+            .map(|s| {
+                vec![
+                    format!("`{}`", s.step),
+                    s.target.clone(),
+                    s.idempotent.clone(),
+                    s.guard.clone(),
+                    s.double_run.clone(),
+                ]
+            })
+            .collect(),
+    });
+    doc.push(Block::Para(format!(
+        "For {} the lock is **{}**: {}.",
+        d.job,
+        if d.role.correctness {
+            "the correctness mechanism"
+        } else {
+            "a serialization aid"
+        },
+        d.role.reason
+    )));
+}

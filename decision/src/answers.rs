@@ -1,0 +1,176 @@
+//! The answers as the rules read them: each one given or, where the spec is silent, assumed the
+//! way that cannot make a lock look safer than it is, with the assumption recorded.
+
+use std::time::Duration;
+
+use lockbench_core::{Service, format_readable};
+use lockbench_workloads::{DoubleRun, JobAnswers, StepAnswers, Target};
+
+use crate::record::Answer;
+
+/// Every answer with a value.
+#[derive(Clone, Debug)]
+pub(crate) struct Resolved {
+    pub(crate) double_run: DoubleRun,
+    pub(crate) already_runs: Vec<Service>,
+    pub(crate) databases: u32,
+    pub(crate) one_transaction: bool,
+    pub(crate) fenced: bool,
+    pub(crate) crash_recovery: Option<Duration>,
+    /// Which of the above the spec gave (same order as [`FIELDS`]).
+    pub(crate) given: [bool; 6],
+}
+
+/// The `[decision]` fields, in the order of [`Resolved::given`].
+pub(crate) const FIELDS: [&str; 6] = [
+    "double_run",
+    "already_runs",
+    "databases",
+    "one_transaction",
+    "fenced",
+    "crash_recovery",
+];
+
+impl Resolved {
+    /// The answers of `job`, missing ones assumed.
+    pub(crate) fn of(job: &JobAnswers) -> Self {
+        let d = job.decision.clone().unwrap_or_default();
+        Resolved {
+            // The worst a double run can do to the job's own data.
+            double_run: d.double_run.unwrap_or(DoubleRun::Corrupts),
+            // Every backend then counts as new infrastructure.
+            already_runs: d.already_runs.clone().unwrap_or_default(),
+            databases: d.databases.unwrap_or(1),
+            one_transaction: d.one_transaction.unwrap_or(false),
+            fenced: d.fenced.unwrap_or(false),
+            crash_recovery: d.crash_recovery,
+            given: [
+                d.double_run.is_some(),
+                d.already_runs.is_some(),
+                d.databases.is_some(),
+                d.one_transaction.is_some(),
+                d.fenced.is_some(),
+                d.crash_recovery.is_some(),
+            ],
+        }
+    }
+
+    /// True when the job already depends on `service`.
+    pub(crate) fn runs(&self, service: Option<Service>) -> bool {
+        service.is_some_and(|s| self.already_runs.contains(&s))
+    }
+
+    /// The answers as the record lists them.
+    pub(crate) fn listed(&self, job: &JobAnswers) -> Vec<Answer> {
+        let values = [
+            self.double_run.name().to_string(),
+            if self.already_runs.is_empty() {
+                "nothing".to_string()
+            } else {
+                self.already_runs
+                    .iter()
+                    .map(|s| s.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            self.databases.to_string(),
+            self.one_transaction.to_string(),
+            self.fenced.to_string(),
+            self.crash_recovery
+                .map_or("no bound".to_string(), format_readable),
+        ];
+        let mut out: Vec<Answer> = FIELDS
+            .iter()
+            .zip(values)
+            .zip(self.given)
+            .map(|((field, value), given)| Answer {
+                field: field.to_string(),
+                value,
+                given,
+            })
+            .collect();
+        for s in &job.steps {
+            out.push(Answer {
+                field: format!("steps.{}.idempotent", s.name),
+                value: if s.idempotent == Some(true) {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .to_string(),
+                given: s.idempotent.is_some(),
+            });
+            if s.idempotent != Some(true) {
+                out.push(Answer {
+                    field: format!("steps.{}.guard", s.name),
+                    value: s.guard.map_or("none", |g| g.name()).to_string(),
+                    given: s.guard.is_some(),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// The steps a double run harms through: not idempotent and with no guard of their own, split
+/// into those that write to the database (a fence or the lock's transaction can cover them) and
+/// those that reach outside it (only their own guard can).
+pub(crate) struct Exposure<'a> {
+    /// Unguarded database steps.
+    pub(crate) inside: Vec<&'a StepAnswers>,
+    /// Unguarded steps outside the database (API calls, local effects).
+    pub(crate) outside: Vec<&'a StepAnswers>,
+    /// Steps with a guard of their own (not idempotent).
+    pub(crate) guarded: Vec<&'a StepAnswers>,
+}
+
+impl<'a> Exposure<'a> {
+    /// The exposure of `job` when a double run does `double_run`: none when it does no harm.
+    pub(crate) fn of(job: &'a JobAnswers, double_run: DoubleRun) -> Self {
+        let harms = double_run.harms();
+        let unguarded = |s: &&StepAnswers| harms && s.unguarded();
+        Exposure {
+            inside: job
+                .steps
+                .iter()
+                .filter(unguarded)
+                .filter(|s| s.target == Target::Db)
+                .collect(),
+            outside: job
+                .steps
+                .iter()
+                .filter(unguarded)
+                .filter(|s| s.target != Target::Db)
+                .collect(),
+            guarded: job
+                .steps
+                .iter()
+                .filter(|s| s.idempotent != Some(true) && !s.unguarded())
+                .collect(),
+        }
+    }
+}
+
+/// "`a`", "`a` and `b`", "`a`, `b` and `c`".
+pub(crate) fn names(steps: &[&StepAnswers]) -> String {
+    list(steps.iter().map(|s| format!("`{}`", s.name)).collect())
+}
+
+/// Items joined in prose.
+pub(crate) fn list(items: Vec<String>) -> String {
+    match items.len() {
+        0 => String::new(),
+        1 => items[0].clone(),
+        n => format!("{} and {}", items[..n - 1].join(", "), items[n - 1]),
+    }
+}
+
+/// What a double run does, as a clause after "a second run".
+pub(crate) fn effect(d: DoubleRun) -> &'static str {
+    match d {
+        DoubleRun::Absorbed => "is absorbed downstream",
+        DoubleRun::WastedWork => "only wastes work",
+        DoubleRun::Corrupts => "corrupts the job's data",
+        DoubleRun::Charges => "charges customers twice",
+    }
+}

@@ -1,0 +1,215 @@
+//! What was measured, as the rules ask for it: fault-lab cells by scenario and backend, each
+//! backend's uncontended acquire latency, the job's TTL recommendation and its live replays. Built
+//! from the typed records of `lockbench_core::records`, whichever way they were read.
+
+use lockbench_core::BackendKind;
+use lockbench_core::records::bench::BenchRecord;
+use lockbench_core::records::faults::{FaultCell, FaultsRecord};
+use lockbench_core::records::replay::ReplayRecord;
+use lockbench_core::records::ttl::TtlRecommendation;
+use lockbench_core::{format_count, format_readable_s};
+
+/// Everything measured that a decision may cite.
+#[derive(Clone, Debug, Default)]
+pub struct Evidence {
+    /// Every fault-lab cell of every `faults` run given.
+    pub cells: Vec<FaultCell>,
+    /// The fault runs, for the basis line: (seed, trials per cell, TTL asked, seconds).
+    pub fault_runs: Vec<(u64, u32, f64)>,
+    /// Uncontended acquire latency per backend, from `bench`.
+    pub acquire: Vec<AcquireCost>,
+    /// TTL recommendations, one per workload.
+    pub ttls: Vec<TtlRecommendation>,
+    /// Live replays.
+    pub replays: Vec<ReplayRecord>,
+}
+
+/// One backend's uncontended acquisition, as `bench` measured it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AcquireCost {
+    /// Backend name.
+    pub backend: String,
+    /// P50, microseconds.
+    pub p50_us: f64,
+    /// P99, microseconds.
+    pub p99_us: f64,
+}
+
+impl Evidence {
+    /// The evidence of these records.
+    pub fn new(
+        faults: &[&FaultsRecord],
+        benches: &[&BenchRecord],
+        ttls: &[&TtlRecommendation],
+        replays: &[&ReplayRecord],
+    ) -> Self {
+        let mut acquire: Vec<AcquireCost> = Vec::new();
+        for row in benches
+            .iter()
+            .flat_map(|b| &b.results)
+            .filter(|r| r.contenders == 1 && r.ops > 0)
+        {
+            // The first uncontended row of a backend is its figure (a later bench run's rows for
+            // the same backend follow it).
+            if !acquire.iter().any(|a| a.backend == row.backend) {
+                acquire.push(AcquireCost {
+                    backend: row.backend.clone(),
+                    p50_us: row.acquire_us.p50,
+                    p99_us: row.acquire_us.p99,
+                });
+            }
+        }
+        Evidence {
+            cells: faults.iter().flat_map(|f| f.cells.clone()).collect(),
+            fault_runs: faults
+                .iter()
+                .map(|f| (f.seed, f.trials_per_cell, f.ttl_s))
+                .collect(),
+            acquire,
+            ttls: ttls.iter().map(|t| (*t).clone()).collect(),
+            replays: replays.iter().map(|r| (*r).clone()).collect(),
+        }
+    }
+
+    /// True when nothing was measured.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+            && self.acquire.is_empty()
+            && self.ttls.is_empty()
+            && self.replays.is_empty()
+    }
+
+    /// The cell of `label` (`scenario/variant`) on `backend`.
+    pub fn cell(&self, label: &str, backend: BackendKind) -> Option<&FaultCell> {
+        self.cells
+            .iter()
+            .find(|c| c.backend == backend.name() && label_of(c) == label)
+    }
+
+    /// Every cell of a scenario (`outage`), on any backend.
+    pub fn scenario(&self, scenario: &str) -> impl Iterator<Item = &FaultCell> {
+        self.cells.iter().filter(move |c| c.scenario == scenario)
+    }
+
+    /// Every cell measured on `backend`.
+    pub fn cells_on(&self, backend: BackendKind) -> impl Iterator<Item = &FaultCell> {
+        self.cells
+            .iter()
+            .filter(move |c| c.backend == backend.name())
+    }
+
+    /// The uncontended acquire P99 of `backend`, microseconds.
+    pub fn acquire_p99_us(&self, backend: BackendKind) -> Option<f64> {
+        self.acquire
+            .iter()
+            .find(|a| a.backend == backend.name())
+            .map(|a| a.p99_us)
+    }
+
+    /// The TTL recommendation of `job`.
+    pub fn ttl(&self, job: &str) -> Option<&TtlRecommendation> {
+        self.ttls.iter().find(|t| t.workload == job)
+    }
+
+    /// The live replays of `job`.
+    pub fn replays_of<'a>(&'a self, job: &'a str) -> impl Iterator<Item = &'a ReplayRecord> {
+        self.replays.iter().filter(move |r| r.workload == job)
+    }
+
+    /// What a decision for `job` rests on, in one line.
+    pub fn basis(&self, job: &str) -> String {
+        if self.is_empty() {
+            return "from how each backend locks (docs/BACKENDS.md): no results given, so nothing here is measured".to_string();
+        }
+        let mut parts = Vec::new();
+        if !self.cells.is_empty() {
+            let runs: Vec<String> = self
+                .fault_runs
+                .iter()
+                .map(|(seed, trials, ttl)| {
+                    format!(
+                        "seed {seed}, {trials} trial{} per cell, TTL {}",
+                        if *trials == 1 { "" } else { "s" },
+                        format_readable_s(*ttl)
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "{} fault-lab cells ({})",
+                format_count(self.cells.len() as u64),
+                runs.join("; ")
+            ));
+        }
+        if !self.acquire.is_empty() {
+            parts.push(format!(
+                "the acquire latency of {} backends",
+                self.acquire.len()
+            ));
+        }
+        match self.ttl(job) {
+            Some(t) => parts.push(format!(
+                "{}'s runtime at {} {} ({} replays)",
+                job,
+                format_count(t.target_volume),
+                t.unit,
+                format_count(t.replays)
+            )),
+            None => parts.push(format!("no `ttl` of {job}")),
+        }
+        let replays = self.replays_of(job).count();
+        if replays > 0 {
+            parts.push(format!("{replays} live replays"));
+        }
+        format!("measured: {}", parts.join(", "))
+    }
+}
+
+/// `scenario/variant` of a cell.
+pub fn label_of(cell: &FaultCell) -> String {
+    format!("{}/{}", cell.scenario, cell.variant)
+}
+
+/// A cell in one clause: "restart/no-persistence: overlap in 1/1 trials (up to 0.57 s), 17
+/// stale writes, fence refused 0 of 17: the counter restarted with the server".
+pub fn describe(cell: &FaultCell) -> String {
+    let label = label_of(cell);
+    if cell.trials_with_overlap == 0 {
+        return format!(
+            "{label}: no overlap in {} trial{}",
+            cell.trials,
+            if cell.trials == 1 { "" } else { "s" }
+        );
+    }
+    let mut text = format!(
+        "{label}: overlap in {}/{} trials",
+        cell.trials_with_overlap, cell.trials
+    );
+    if let Some(max) = cell.overlap_max_s {
+        text += &format!(" (up to {})", format_readable_s(max));
+    }
+    if cell.stale_writes > 0 {
+        text += &format!(
+            ", {} stale write{}",
+            format_count(cell.stale_writes),
+            if cell.stale_writes == 1 { "" } else { "s" }
+        );
+        text += &match cell.stale_rejected_by_fence {
+            None => ", no token to check".to_string(),
+            Some(r) => format!(
+                ", fence refused {} of {}",
+                format_count(r),
+                cell.stale_writes
+            ),
+        };
+        if cell.legitimate_rejected_by_fence.is_some_and(|n| n > 0) {
+            text += ": the counter went back with the server";
+        }
+    }
+    text
+}
+
+/// True when the fence refused every stale write of the cell (and there was a token to check).
+pub fn fence_held(cell: &FaultCell) -> bool {
+    cell.stale_rejected_by_fence == Some(cell.stale_writes)
+        && cell.legitimate_rejected_by_fence.unwrap_or(0) == 0
+}

@@ -1,0 +1,117 @@
+//! What the fault lab's variants mean to the rules: each failure the lab injects is either
+//! prevented by a mechanism a design can include (and the lab has a variant showing it
+//! prevented), or left to the fence alone. docs/DECISION.md gives each pairing its source.
+
+use lockbench_core::BackendKind;
+
+/// A mechanism a design may include against a failure the lab injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mitigation {
+    /// Renewal on a heartbeat, and the job stops at the give-up deadline (a pause or a partition
+    /// shorter than the deadline costs nothing; the lease never passes under a live holder that
+    /// keeps working).
+    Heartbeat,
+    /// `appendfsync always`: an acknowledged acquisition survives a crash of the server.
+    AppendfsyncAlways,
+    /// `WAIT 1` after acquiring: a failover cannot promote a replica without the key.
+    WaitReplicas,
+    /// A connection of the job's own for its whole run, unlocked before it goes back to a pool.
+    OwnConnection,
+    /// The lock taken in the transaction that holds the job's writes.
+    TransactionScope,
+    /// The server's TCP keepalive ends a vanished holder's session in seconds.
+    Keepalive,
+    /// Acquisition failure skips the run instead of running without the lock.
+    SkipPolicy,
+    /// The client checks the Redlock validity left before its critical section.
+    ValidityCheck,
+    /// The job's processes die with the process that holds the lock.
+    DieWithHolder,
+}
+
+/// The mitigation of the failure a variant injects, and the variant that shows it working;
+/// `None` for a variant that is itself a control (or measures recovery), and for a failure only a
+/// fence can answer.
+pub fn mitigation(label: &str) -> Option<(Mitigation, &'static str)> {
+    Some(match label {
+        "pause/naive" => (Mitigation::Heartbeat, "pause/heartbeat-short"),
+        "partition/no-give-up" => (Mitigation::Heartbeat, "partition/heartbeat"),
+        "restart/no-persistence"
+        | "restart/rdb"
+        | "restart/aof-everysec"
+        | "restart/power-loss" => (Mitigation::AppendfsyncAlways, "restart/aof-always"),
+        "failover/no-wait" => (Mitigation::WaitReplicas, "failover/wait"),
+        "pool-leak/no-reset" | "pool-leak/unlock-all" => {
+            (Mitigation::OwnConnection, "pool-leak/xact")
+        }
+        "outage/run-unlocked" => (Mitigation::SkipPolicy, "outage/skip"),
+        "redlock/late-start" => (Mitigation::ValidityCheck, "redlock/late-start-checked"),
+        "crash/work-survives" => (Mitigation::DieWithHolder, "crash/holder-killed"),
+        _ => return None,
+    })
+}
+
+/// Every `scenario/variant` the rules know: a test holds it equal to the lab's list, so a new
+/// variant cannot reach a decision unweighed.
+pub const KNOWN: [&str; 28] = [
+    "pause/naive",
+    "pause/heartbeat-short",
+    "pause/heartbeat-long",
+    "restart/no-persistence",
+    "restart/rdb",
+    "restart/aof-everysec",
+    "restart/aof-always",
+    "restart/power-loss",
+    "restart/delayed-restart",
+    "redlock/restart",
+    "redlock/clock-jump",
+    "redlock/restart+clock-jump",
+    "redlock/late-start",
+    "redlock/late-start-checked",
+    "pool-leak/no-reset",
+    "pool-leak/unlock-all",
+    "pool-leak/xact",
+    "partition/heartbeat",
+    "partition/no-give-up",
+    "partition/keepalive",
+    "clock-jump/forward",
+    "crash/holder-killed",
+    "crash/work-survives",
+    "failover/no-wait",
+    "failover/wait",
+    "outage/skip",
+    "outage/queue",
+    "outage/run-unlocked",
+];
+
+/// The mitigations the design for `backend` includes (docs/DECISION.md, "Mechanisms").
+pub fn designed(backend: BackendKind, skip_policy: bool) -> Vec<Mitigation> {
+    let mut m = match backend {
+        BackendKind::Memory => Vec::new(),
+        BackendKind::Redis => vec![Mitigation::Heartbeat],
+        BackendKind::Redlock => vec![Mitigation::Heartbeat, Mitigation::ValidityCheck],
+        BackendKind::PgSession => vec![
+            Mitigation::Heartbeat,
+            Mitigation::OwnConnection,
+            Mitigation::Keepalive,
+        ],
+        BackendKind::PgXact => vec![Mitigation::TransactionScope, Mitigation::OwnConnection],
+        BackendKind::Etcd | BackendKind::Zookeeper => vec![Mitigation::Heartbeat],
+    };
+    m.push(Mitigation::DieWithHolder);
+    if skip_policy {
+        m.push(Mitigation::SkipPolicy);
+    }
+    m
+}
+
+/// True when the backend's lock and fencing token live in a store that does not lose an
+/// acknowledged write to a crash or a failover (a consensus store, or one Postgres primary whose
+/// sequence is WAL-logged). Redis replication is asynchronous and each Redlock node is
+/// independent: neither is.
+pub fn linearizable(backend: BackendKind) -> bool {
+    matches!(
+        backend,
+        BackendKind::PgSession | BackendKind::PgXact | BackendKind::Etcd | BackendKind::Zookeeper
+    )
+}

@@ -1,0 +1,90 @@
+//! The decision rules: a job's answers and the measured evidence in, one typed [`Decision`] out.
+//!
+//! The answers enter as a [`lockbench_workloads::JobAnswers`] (the spec's `[decision]` table and
+//! each step's `idempotent` and `guard`); the evidence as an [`Evidence`] built from the typed
+//! records of `faults`, `bench`, `ttl` and `replay` results. [`decide`] is a pure function of the
+//! two: no I/O, nothing printed. Inside, `answers` resolves what the spec leaves out (and says
+//! so), `rules` gives every backend a verdict with the one fact that decides it and picks one,
+//! `design` turns the pick into a lock model, mechanisms, a failure policy, a crash-recovery check
+//! and the residual risk, `lab` says what each fault-lab variant means to the rules, and `missing`
+//! decides again with each unanswered answer to show what it would change. docs/DECISION.md gives
+//! every rule a sentence and a source.
+
+mod answers;
+mod design;
+mod evidence;
+pub mod lab;
+mod missing;
+mod record;
+mod rules;
+
+pub use evidence::{AcquireCost, Evidence, describe, fence_held, label_of};
+pub use missing::brief;
+pub use record::{
+    Answer, CrashRecovery, Decision, FactBasis, FailurePolicy, LockModel, Mechanism, MissingAnswer,
+    ModelKind, PolicyKind, Residual, Role, Status, StepRow, Verdict, VerdictKind,
+};
+
+use lockbench_workloads::JobAnswers;
+
+use crate::answers::Resolved;
+
+/// The decision for `job` on `evidence`.
+pub fn decide(job: &JobAnswers, evidence: &Evidence) -> Decision {
+    let resolved = Resolved::of(job);
+    let mut decision = decide_resolved(job, &resolved, evidence);
+    decision.missing = missing::missing(job, &resolved, evidence, &decision);
+    decision.status = if !resolved.given[0] {
+        Status::Undecided
+    } else if decision.missing.is_empty() {
+        Status::Proposed
+    } else {
+        Status::Assumed
+    };
+    decision
+}
+
+/// The decision on answers already resolved (missing ones assumed), without the list of what
+/// each missing answer would change.
+pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> Decision {
+    let role = rules::role(job, r);
+    let policy = design::policy(job, r, ev);
+    let skip = policy.kind == PolicyKind::SkipAndAlert;
+    let (alternatives, chosen) = rules::verdicts(job, r, ev, &role, skip);
+    let ttl = ev.ttl(&job.job);
+    let model = design::lock_model(chosen, r, &role, ttl);
+    let mechanisms = design::mechanisms(job, r, ev, chosen, &model);
+    let recovery = design::crash_recovery(r, ev, chosen, &model, ttl);
+    let overruled = ev
+        .cells
+        .iter()
+        .filter(|c| c.trials_with_overlap > 0 && c.expected == "no overlap")
+        .map(|c| {
+            format!(
+                "{} on {}: overlapped where the backend's design predicts none; the rules follow the measurement",
+                describe(c),
+                c.backend
+            )
+        })
+        .collect();
+    let mut decision = Decision {
+        job: job.job.clone(),
+        spec: job.spec.display().to_string(),
+        status: Status::Proposed,
+        basis: ev.basis(&job.job),
+        answers: r.listed(job),
+        role,
+        backend: chosen.map(|k| k.name().to_string()),
+        lock_model: model,
+        mechanisms,
+        failure_policy: policy,
+        alternatives,
+        crash_recovery: recovery,
+        residual: Vec::new(),
+        steps: design::steps(job, r.double_run),
+        missing: Vec::new(),
+        overruled,
+    };
+    decision.residual = design::residual(job, r, ev, chosen, &decision);
+    decision
+}

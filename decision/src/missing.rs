@@ -1,0 +1,113 @@
+//! Answers a spec does not give: what was assumed, and what each other answer would change,
+//! found by deciding again with it.
+
+use std::time::Duration;
+
+use lockbench_core::Service;
+use lockbench_workloads::{DoubleRun, JobAnswers};
+
+use crate::answers::{FIELDS, Resolved};
+use crate::evidence::Evidence;
+use crate::record::{Decision, MissingAnswer};
+
+/// "redis (heartbeat lease), skip and alert".
+pub fn brief(d: &Decision) -> String {
+    format!(
+        "{} ({}), {}",
+        d.backend.as_deref().unwrap_or("no backend"),
+        d.lock_model.kind.name(),
+        d.failure_policy.kind.name()
+    )
+}
+
+/// Each missing answer with what answering it would change.
+pub(crate) fn missing(
+    job: &JobAnswers,
+    r: &Resolved,
+    ev: &Evidence,
+    current: &Decision,
+) -> Vec<MissingAnswer> {
+    let now = brief(current);
+    let mut out = Vec::new();
+    let alternatives = |field: usize| -> Vec<(String, Resolved)> {
+        let with = |f: &dyn Fn(&mut Resolved)| {
+            let mut alt = r.clone();
+            f(&mut alt);
+            alt
+        };
+        match field {
+            0 => DoubleRun::ALL
+                .iter()
+                .filter(|d| **d != r.double_run)
+                .map(|d| (d.name().to_string(), with(&|a| a.double_run = *d)))
+                .collect(),
+            1 => Service::ALL
+                .iter()
+                .map(|s| {
+                    (
+                        format!("[\"{}\"]", s.name()),
+                        with(&|a| a.already_runs = vec![*s]),
+                    )
+                })
+                .collect(),
+            2 => vec![("3".to_string(), with(&|a| a.databases = 3))],
+            3 => vec![("true".to_string(), with(&|a| a.one_transaction = true))],
+            4 => vec![("true".to_string(), with(&|a| a.fenced = true))],
+            _ => vec![(
+                "\"1m\"".to_string(),
+                with(&|a| a.crash_recovery = Some(Duration::from_secs(60))),
+            )],
+        }
+    };
+    for (i, field) in FIELDS.iter().enumerate() {
+        if r.given[i] {
+            continue;
+        }
+        let assumed = match i {
+            0 => format!(
+                "{} (the worst a second run can do to the job's own data)",
+                r.double_run.name()
+            ),
+            1 => "nothing (every backend counts as new infrastructure)".to_string(),
+            2 => "1".to_string(),
+            3 => "false".to_string(),
+            4 => "false".to_string(),
+            _ => "no bound".to_string(),
+        };
+        let changes: Vec<String> = alternatives(i)
+            .into_iter()
+            .filter(|(_, alt)| !(i == 3 && alt.databases > 1))
+            .map(|(value, alt)| {
+                let d = crate::decide_resolved(job, &alt, ev);
+                let b = brief(&d);
+                if b == now {
+                    format!("{field} = {value}: no change")
+                } else {
+                    format!("{field} = {value}: {b}")
+                }
+            })
+            .collect();
+        out.push(MissingAnswer {
+            field: format!("decision.{field}"),
+            assumed,
+            would_change: changes.join("; "),
+        });
+    }
+    let unanswered: Vec<String> = job
+        .steps
+        .iter()
+        .filter(|s| s.idempotent.is_none() || (s.idempotent == Some(false) && s.guard.is_none()))
+        .map(|s| format!("`{}`", s.name))
+        .collect();
+    if !unanswered.is_empty() {
+        out.push(MissingAnswer {
+            field: "steps.idempotent, steps.guard".to_string(),
+            assumed: format!(
+                "{} not idempotent, with no guard",
+                crate::answers::list(unanswered)
+            ),
+            would_change: "a step marked idempotent, or given a guard, no longer needs the lock to keep it single; the role and the mechanisms follow".to_string(),
+        });
+    }
+    out
+}

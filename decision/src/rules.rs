@@ -1,0 +1,440 @@
+//! The rules that pick a backend: the lock's role from the answers, then each backend's verdict
+//! from one deciding fact (an answer, a measured fault cell, a cost, or how it locks), then the
+//! choice among those left. docs/DECISION.md states each rule with its source.
+
+use lockbench_core::records::faults::FaultCell;
+use lockbench_core::{BackendKind, format_readable_us};
+use lockbench_workloads::{JobAnswers, Target};
+
+use crate::answers::{Exposure, Resolved, effect, list, names};
+use crate::evidence::{Evidence, describe, fence_held, label_of};
+use crate::lab::{designed, linearizable, mitigation};
+use crate::record::{FactBasis, Role, Verdict, VerdictKind};
+
+/// The backends a job can choose from, in the order the record lists the rejected ones.
+const CANDIDATES: [BackendKind; 7] = [
+    BackendKind::Redis,
+    BackendKind::PgSession,
+    BackendKind::PgXact,
+    BackendKind::Etcd,
+    BackendKind::Zookeeper,
+    BackendKind::Redlock,
+    BackendKind::Memory,
+];
+
+/// The lock's role for the job.
+pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
+    let x = Exposure::of(job, r.double_run);
+    let harm = effect(r.double_run);
+    if !r.double_run.harms() {
+        return Role {
+            correctness: false,
+            reason: format!("a second run {harm}: the lock saves work, it keeps nothing correct"),
+        };
+    }
+    if !x.inside.is_empty() {
+        let cover = if r.one_transaction {
+            "its transaction"
+        } else if r.fenced {
+            "a fencing token the resource checks"
+        } else {
+            "a fence or a transaction"
+        };
+        return Role {
+            correctness: true,
+            reason: format!(
+                "{} write{} to the database with no guard of {}: the lock, with {cover}, is what keeps a second run from doing harm (a second run {harm})",
+                names(&x.inside),
+                if x.inside.len() == 1 { "s" } else { "" },
+                if x.inside.len() == 1 {
+                    "its own"
+                } else {
+                    "their own"
+                },
+            ),
+        };
+    }
+    if !x.outside.is_empty() {
+        return Role {
+            correctness: false,
+            reason: format!(
+                "{} reach{} outside the database with no guard: no lock keeps such a call single (a holder that lost its lock under a stall still makes it, and nothing outside checks a fencing token), so it needs a guard of its own (below); with it the lock only saves work",
+                names(&x.outside),
+                if x.outside.len() == 1 { "es" } else { "" },
+            ),
+        };
+    }
+    let guards: Vec<String> = x
+        .guarded
+        .iter()
+        .map(|s| format!("`{}` by {}", s.name, s.guard.map_or("none", |g| g.name())))
+        .collect();
+    Role {
+        correctness: false,
+        reason: format!(
+            "a second run {harm} only through steps that guard themselves ({}): the guards keep the job correct, the lock saves the work a second run would waste",
+            list(guards)
+        ),
+    }
+}
+
+/// A backend on its way to a verdict.
+pub(crate) struct Candidate {
+    pub(crate) kind: BackendKind,
+    pub(crate) rejected: Option<(String, FactBasis)>,
+    /// How much infrastructure it adds (0: the job already runs it).
+    pub(crate) weight: u32,
+    /// Its fence or transaction covers the unguarded database steps.
+    pub(crate) covers: bool,
+}
+
+/// Infrastructure a backend adds to a job, roughly in servers to run: nothing for a service the
+/// job already depends on, one Redis, a Postgres, a quorum of three, five Redlock nodes.
+fn weight(kind: BackendKind, r: &Resolved) -> u32 {
+    match kind {
+        BackendKind::Redlock if r.runs(kind.service()) => 4,
+        BackendKind::Redlock => 5,
+        _ if r.runs(kind.service()) => 0,
+        BackendKind::Redis => 1,
+        BackendKind::PgSession | BackendKind::PgXact => 2,
+        _ => 3,
+    }
+}
+
+/// True when the backend's fencing token still rises after its server fails (docs/DECISION.md).
+fn durable_token(kind: BackendKind) -> bool {
+    linearizable(kind)
+}
+
+/// The cells where `kind` overlapped.
+fn overlaps(ev: &Evidence, kind: BackendKind) -> impl Iterator<Item = &FaultCell> {
+    ev.cells_on(kind).filter(|c| c.trials_with_overlap > 0)
+}
+
+/// Every backend's verdict, the chosen one first; the chosen kind.
+pub(crate) fn verdicts(
+    job: &JobAnswers,
+    r: &Resolved,
+    ev: &Evidence,
+    role: &Role,
+    skip_policy: bool,
+) -> (Vec<Verdict>, Option<BackendKind>) {
+    let x = Exposure::of(job, r.double_run);
+    let api: Vec<&str> = job
+        .steps
+        .iter()
+        .filter(|s| s.target == Target::Api)
+        .map(|s| s.name.as_str())
+        .collect();
+    let mut candidates: Vec<Candidate> = CANDIDATES
+        .iter()
+        .map(|&kind| Candidate {
+            kind,
+            rejected: rejection(kind, r, ev, role, &api, skip_policy),
+            weight: weight(kind, r),
+            covers: (r.fenced && durable_token(kind))
+                || (kind == BackendKind::PgXact && r.one_transaction),
+        })
+        .collect();
+    if role.correctness && candidates.iter().any(|c| c.rejected.is_none() && c.covers) {
+        for c in candidates
+            .iter_mut()
+            .filter(|c| c.rejected.is_none() && !c.covers)
+        {
+            c.rejected = Some((
+                format!(
+                    "leaves {} unprotected: {}",
+                    names(&x.inside),
+                    if r.fenced {
+                        "it gives no fencing token that survives its server's failure"
+                    } else {
+                        "the resource checks no fencing token and the writes are not in this lock's transaction"
+                    }
+                ),
+                FactBasis::Answer,
+            ));
+        }
+    }
+    let chosen = choose(&candidates, r, ev, role);
+    if !role.correctness
+        && let Some(best) = chosen
+    {
+        let floor = weight(best, r);
+        for c in candidates
+            .iter_mut()
+            .filter(|c| c.rejected.is_none() && c.weight > floor)
+        {
+            c.rejected = Some((cost_fact(c.kind, best, r, ev), FactBasis::Cost));
+        }
+    }
+    let mut out: Vec<Verdict> = Vec::new();
+    for c in &candidates {
+        let (verdict, fact, basis) = match (&c.rejected, chosen) {
+            (Some((fact, basis)), _) => (VerdictKind::Rejected, fact.clone(), *basis),
+            (None, Some(best)) if best == c.kind => (
+                VerdictKind::Chosen,
+                why_chosen(c, r, ev, role),
+                FactBasis::Design,
+            ),
+            (None, Some(best)) => (
+                VerdictKind::Acceptable,
+                why_not_chosen(c, best, &candidates, r, ev),
+                FactBasis::Cost,
+            ),
+            (None, None) => (VerdictKind::Acceptable, String::new(), FactBasis::Design),
+        };
+        out.push(Verdict {
+            backend: c.kind.name().to_string(),
+            verdict,
+            fact,
+            basis,
+            acquire_p99_us: ev.acquire_p99_us(c.kind),
+            overlapped_under: overlaps(ev, c.kind).map(label_of).collect(),
+            crash_recovery_s: ev
+                .cell("crash/holder-killed", c.kind)
+                .and_then(|cell| cell.recovery_max_s),
+        });
+    }
+    out.sort_by_key(|v| match v.verdict {
+        VerdictKind::Chosen => 0,
+        VerdictKind::Acceptable => 1,
+        VerdictKind::Rejected => 2,
+    });
+    (out, chosen)
+}
+
+/// The first fact that rules `kind` out, if one does.
+fn rejection(
+    kind: BackendKind,
+    r: &Resolved,
+    ev: &Evidence,
+    role: &Role,
+    api: &[&str],
+    skip_policy: bool,
+) -> Option<(String, FactBasis)> {
+    let postgres = matches!(kind, BackendKind::PgSession | BackendKind::PgXact);
+    if kind == BackendKind::Memory {
+        return Some((
+            "in-process only: it excludes nothing outside one process (the zero-network baseline)"
+                .into(),
+            FactBasis::Design,
+        ));
+    }
+    if postgres && r.databases > 1 {
+        return Some((
+            format!(
+                "the workers write to {} databases: an advisory lock is scoped to one Postgres instance",
+                r.databases
+            ),
+            FactBasis::Answer,
+        ));
+    }
+    if kind == BackendKind::PgXact && !r.one_transaction {
+        let calls = if api.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} call{} an API)",
+                list(api.iter().map(|s| format!("`{s}`")).collect()),
+                if api.len() == 1 { "s" } else { "" }
+            )
+        };
+        return Some((
+            format!(
+                "the critical section is not one transaction{calls}: a transaction-scoped lock would end at its first COMMIT"
+            ),
+            FactBasis::Answer,
+        ));
+    }
+    if !role.correctness {
+        return None;
+    }
+    if !linearizable(kind) {
+        let lost = overlaps(ev, kind).find(|c| {
+            ["restart/", "failover/", "redlock/"]
+                .iter()
+                .any(|p| label_of(c).starts_with(p))
+        });
+        return Some(match lost {
+            Some(cell) => (
+                format!(
+                    "{}{}",
+                    describe(cell),
+                    if kind == BackendKind::Redis {
+                        " (asynchronous persistence and replication)"
+                    } else {
+                        " (no safe fencing token)"
+                    }
+                ),
+                FactBasis::Measured,
+            ),
+            None if kind == BackendKind::Redis => (
+                "a restart or failover that lost the key grants it again, and the fencing counter goes back with the key (Redis persistence and replication are asynchronous)".into(),
+                FactBasis::Design,
+            ),
+            None => (
+                "no safe fencing token, and a node restarted empty or a clock jump gives a second majority".into(),
+                FactBasis::Design,
+            ),
+        });
+    }
+    let includes = designed(kind, skip_policy);
+    for cell in overlaps(ev, kind) {
+        if cell.expected == "no overlap" {
+            return Some((
+                format!(
+                    "{}, where its design predicts none: the measurement wins",
+                    describe(cell)
+                ),
+                FactBasis::Measured,
+            ));
+        }
+        let prevented = mitigation(&label_of(cell)).is_some_and(|(m, _)| includes.contains(&m));
+        if !(prevented || r.fenced && fence_held(cell)) {
+            return Some((describe(cell), FactBasis::Measured));
+        }
+    }
+    None
+}
+
+/// The best of the backends not rejected: least new infrastructure, then (when the lock keeps
+/// the job correct) a transaction's lock before a session's before a consensus store's, then the
+/// lowest measured acquire P99, then a fixed order.
+fn choose(
+    candidates: &[Candidate],
+    r: &Resolved,
+    ev: &Evidence,
+    role: &Role,
+) -> Option<BackendKind> {
+    let order = |k: BackendKind| {
+        [
+            BackendKind::Redis,
+            BackendKind::PgXact,
+            BackendKind::PgSession,
+            BackendKind::Etcd,
+            BackendKind::Zookeeper,
+            BackendKind::Redlock,
+        ]
+        .iter()
+        .position(|o| *o == k)
+        .unwrap_or(9)
+    };
+    let class = |k: BackendKind| match (role.correctness, k) {
+        (true, BackendKind::PgXact) => 0,
+        (true, BackendKind::PgSession) => 1,
+        (true, _) => 2,
+        // A resource that checks tokens should get one.
+        (false, BackendKind::Redlock) if r.fenced => 1,
+        (false, _) => 0,
+    };
+    candidates
+        .iter()
+        .filter(|c| c.rejected.is_none())
+        .min_by(|a, b| {
+            let p99 = |k| ev.acquire_p99_us(k).unwrap_or(f64::INFINITY);
+            (a.weight, class(a.kind))
+                .cmp(&(b.weight, class(b.kind)))
+                .then(p99(a.kind).total_cmp(&p99(b.kind)))
+                .then(order(a.kind).cmp(&order(b.kind)))
+        })
+        .map(|c| c.kind)
+}
+
+/// "acquire P99 7.07 ms against `redis`'s 101 us", when both were measured.
+fn latency_against(kind: BackendKind, best: BackendKind, ev: &Evidence) -> Option<String> {
+    let (a, b) = (ev.acquire_p99_us(kind)?, ev.acquire_p99_us(best)?);
+    Some(format!(
+        "acquire P99 {} against {}'s {}",
+        format_readable_us(a),
+        best.name(),
+        format_readable_us(b)
+    ))
+}
+
+fn adds(kind: BackendKind, r: &Resolved) -> String {
+    match kind {
+        BackendKind::Redlock => "five independent Redis nodes".to_string(),
+        _ if r.runs(kind.service()) => format!("{}, which the job already runs", kind.name()),
+        _ => format!(
+            "{}, which the job does not run yet",
+            kind.service().map_or("a server", |s| s.name())
+        ),
+    }
+}
+
+fn cost_fact(kind: BackendKind, best: BackendKind, r: &Resolved, ev: &Evidence) -> String {
+    format!(
+        "more infrastructure than `{}` calls for: it adds {}{}",
+        r.double_run.name(),
+        adds(kind, r),
+        latency_against(kind, best, ev)
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default()
+    )
+}
+
+fn why_chosen(c: &Candidate, r: &Resolved, ev: &Evidence, role: &Role) -> String {
+    let infrastructure = if c.weight == 0 {
+        format!(
+            "the job already runs {}: no new infrastructure",
+            c.kind.service().map_or("it", |s| s.name())
+        )
+    } else {
+        format!("it adds {}", adds(c.kind, r))
+    };
+    let how = match c.kind {
+        BackendKind::PgXact => "the lock ends with the transaction that holds the job's writes",
+        BackendKind::PgSession => {
+            "the lock lasts as long as the job's session and ends with it when the holder dies"
+        }
+        BackendKind::Etcd | BackendKind::Zookeeper => {
+            "a consensus store: its lock and fencing token survive a failover"
+        }
+        BackendKind::Redis if r.double_run.harms() => {
+            "one key is enough once the guards keep the job correct"
+        }
+        BackendKind::Redis => "one key is enough for a job whose double run is cheap",
+        _ => "the lightest that fits",
+    };
+    let clean: Vec<String> = ev
+        .cells_on(c.kind)
+        .filter(|cell| cell.trials_with_overlap == 0 && mitigation(&label_of(cell)).is_none())
+        .map(label_of)
+        .take(3)
+        .collect();
+    let measured = if clean.is_empty() || !role.correctness {
+        String::new()
+    } else {
+        format!("; measured: no overlap under {}", list(clean))
+    };
+    format!("{infrastructure}; {how}{measured}")
+}
+
+fn why_not_chosen(
+    c: &Candidate,
+    best: BackendKind,
+    candidates: &[Candidate],
+    r: &Resolved,
+    ev: &Evidence,
+) -> String {
+    let best_weight = candidates
+        .iter()
+        .find(|b| b.kind == best)
+        .map_or(0, |b| b.weight);
+    let latency = latency_against(c.kind, best, ev);
+    if c.weight > best_weight {
+        format!(
+            "would do, but adds {}{}",
+            adds(c.kind, r),
+            latency.map(|l| format!(" ({l})")).unwrap_or_default()
+        )
+    } else {
+        match latency {
+            Some(l) => format!("would do; {l}"),
+            None => format!(
+                "would do; `{}` comes first in the rules' order",
+                best.name()
+            ),
+        }
+    }
+}

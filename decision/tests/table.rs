@@ -1,0 +1,532 @@
+//! The decision rules on a table of answer combinations: each row is a job a team could have, the
+//! backend, lock model and failure policy the rules must give it, and the mechanisms it must be
+//! told to keep or add. Rows without evidence test the rules from how each backend locks; the rows
+//! after them give fault-lab cells and check that a measurement wins over a rule.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lockbench_core::Service;
+use lockbench_core::records::faults::FaultCell;
+use lockbench_decision::{
+    Decision, Evidence, FactBasis, ModelKind, PolicyKind, Status, VerdictKind, decide,
+};
+use lockbench_workloads::{DecisionAnswers, DoubleRun, Guard, JobAnswers, StepAnswers, Target};
+
+/// A step: name, target, idempotent, guard.
+type S = (&'static str, Target, Option<bool>, Option<Guard>);
+
+fn job(d: DecisionAnswers, steps: &[S]) -> JobAnswers {
+    JobAnswers {
+        job: "job".into(),
+        spec: PathBuf::from("job.toml"),
+        decision: Some(d),
+        steps: steps
+            .iter()
+            .map(|(name, target, idempotent, guard)| StepAnswers {
+                name: name.to_string(),
+                target: *target,
+                idempotent: *idempotent,
+                guard: *guard,
+            })
+            .collect(),
+    }
+}
+
+fn answers(
+    double_run: DoubleRun,
+    already_runs: &[Service],
+    databases: u32,
+    one_transaction: bool,
+    fenced: bool,
+) -> DecisionAnswers {
+    DecisionAnswers {
+        double_run: Some(double_run),
+        already_runs: Some(already_runs.to_vec()),
+        databases: Some(databases),
+        one_transaction: Some(one_transaction),
+        fenced: Some(fenced),
+        crash_recovery: Some(Duration::from_secs(900)),
+    }
+}
+
+const IDEMPOTENT_DB: S = ("write", Target::Db, Some(true), None);
+const UNGUARDED_DB: S = ("write", Target::Db, Some(false), Some(Guard::None));
+const GUARDED_CHARGE: S = (
+    "charge",
+    Target::Api,
+    Some(false),
+    Some(Guard::IdempotencyKey),
+);
+const UNGUARDED_CHARGE: S = ("charge", Target::Api, Some(false), Some(Guard::None));
+const CONDITIONAL_DB: S = (
+    "update",
+    Target::Db,
+    Some(false),
+    Some(Guard::ConditionalUpdate),
+);
+
+fn verdict(d: &Decision, backend: &str) -> VerdictKind {
+    d.alternatives
+        .iter()
+        .find(|v| v.backend == backend)
+        .map(|v| v.verdict)
+        .unwrap_or_else(|| panic!("{backend} has no verdict"))
+}
+
+fn fact(d: &Decision, backend: &str) -> String {
+    d.alternatives
+        .iter()
+        .find(|v| v.backend == backend)
+        .map(|v| v.fact.clone())
+        .unwrap_or_default()
+}
+
+fn mechanism<'a>(d: &'a Decision, name: &str) -> Option<&'a lockbench_decision::Mechanism> {
+    d.mechanisms.iter().find(|m| m.name.contains(name))
+}
+
+struct Row {
+    what: &'static str,
+    job: JobAnswers,
+    backend: &'static str,
+    model: ModelKind,
+    policy: PolicyKind,
+    correctness: bool,
+}
+
+fn rows() -> Vec<Row> {
+    use DoubleRun::*;
+    use Service::*;
+    vec![
+        Row {
+            what: "a cron trigger that may fire twice, on Redis",
+            job: job(
+                answers(Absorbed, &[Redis], 1, false, false),
+                &[IDEMPOTENT_DB],
+            ),
+            backend: "redis",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::RunUnlocked,
+            correctness: false,
+        },
+        Row {
+            what: "wasted work on Redis only",
+            job: job(
+                answers(WastedWork, &[Redis], 1, false, false),
+                &[UNGUARDED_DB],
+            ),
+            backend: "redis",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::Queue,
+            correctness: false,
+        },
+        Row {
+            what: "absorbed with every step idempotent, nothing run yet",
+            job: job(answers(Absorbed, &[], 1, false, false), &[IDEMPOTENT_DB]),
+            backend: "redis",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::RunUnlocked,
+            correctness: false,
+        },
+        Row {
+            what: "charges on Postgres with a guarded charge (billing)",
+            job: job(
+                answers(Charges, &[Postgres], 1, false, false),
+                &[
+                    ("read", Target::Db, Some(true), None),
+                    GUARDED_CHARGE,
+                    CONDITIONAL_DB,
+                ],
+            ),
+            backend: "pg-session",
+            model: ModelKind::Session,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: false,
+        },
+        Row {
+            what: "charges with no guard and only Redis",
+            job: job(
+                answers(Charges, &[Redis], 1, false, false),
+                &[UNGUARDED_CHARGE],
+            ),
+            backend: "redis",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: false,
+        },
+        Row {
+            what: "corrupts across 3 databases, fenced (the ledger)",
+            job: job(
+                answers(Corrupts, &[Postgres], 3, false, true),
+                &[UNGUARDED_DB],
+            ),
+            backend: "etcd",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: true,
+        },
+        Row {
+            what: "one transaction on Postgres (the migration)",
+            job: job(
+                answers(Corrupts, &[Postgres], 1, true, false),
+                &[UNGUARDED_DB],
+            ),
+            backend: "pg-xact",
+            model: ModelKind::Transaction,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: true,
+        },
+        Row {
+            what: "corrupts with etcd already run",
+            job: job(
+                answers(Corrupts, &[Etcd, Redis], 2, false, true),
+                &[UNGUARDED_DB],
+            ),
+            backend: "etcd",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: true,
+        },
+        Row {
+            what: "corrupts on one Postgres, fenced, several transactions",
+            job: job(
+                answers(Corrupts, &[Postgres], 1, false, true),
+                &[UNGUARDED_DB],
+            ),
+            backend: "pg-session",
+            model: ModelKind::Session,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: true,
+        },
+        Row {
+            what: "corrupts on one Postgres with no fence and no transaction",
+            job: job(
+                answers(Corrupts, &[Postgres], 1, false, false),
+                &[UNGUARDED_DB],
+            ),
+            backend: "pg-session",
+            model: ModelKind::Session,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: true,
+        },
+        Row {
+            what: "an event pipeline, idempotent downstream, fenced, on Redis",
+            job: job(
+                answers(Absorbed, &[Redis], 1, false, true),
+                &[IDEMPOTENT_DB],
+            ),
+            backend: "redis",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::RunUnlocked,
+            correctness: false,
+        },
+        Row {
+            what: "wasted work across 2 databases, Postgres only",
+            job: job(
+                answers(WastedWork, &[Postgres], 2, false, false),
+                &[UNGUARDED_DB],
+            ),
+            backend: "redis",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::Queue,
+            correctness: false,
+        },
+        Row {
+            what: "wasted work with ZooKeeper already run",
+            job: job(
+                answers(WastedWork, &[Zookeeper], 1, false, false),
+                &[UNGUARDED_DB],
+            ),
+            backend: "zookeeper",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::Queue,
+            correctness: false,
+        },
+        Row {
+            what: "corrupts, nothing run yet, fenced",
+            job: job(answers(Corrupts, &[], 1, false, true), &[UNGUARDED_DB]),
+            backend: "pg-session",
+            model: ModelKind::Session,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: true,
+        },
+    ]
+}
+
+#[test]
+fn every_row_of_the_table_gets_its_decision() {
+    let rows = rows();
+    assert!(rows.len() >= 12);
+    for row in rows {
+        let d = decide(&row.job, &Evidence::default());
+        let got = (
+            d.backend.as_deref(),
+            d.lock_model.kind,
+            d.failure_policy.kind,
+            d.role.correctness,
+        );
+        assert_eq!(
+            got,
+            (Some(row.backend), row.model, row.policy, row.correctness),
+            "{}: {:#?}",
+            row.what,
+            d.alternatives
+        );
+        assert_eq!(d.status, Status::Proposed, "{}", row.what);
+        assert!(
+            d.basis.starts_with("from how each backend locks"),
+            "{}",
+            row.what
+        );
+        assert_eq!(
+            verdict(&d, row.backend),
+            VerdictKind::Chosen,
+            "{}",
+            row.what
+        );
+        assert_eq!(verdict(&d, "memory"), VerdictKind::Rejected, "{}", row.what);
+        for v in &d.alternatives {
+            assert!(
+                !v.fact.is_empty(),
+                "{}: {} has no fact",
+                row.what,
+                v.backend
+            );
+            assert!(
+                v.fact.len() < 260,
+                "{}: {} says too much: {}",
+                row.what,
+                v.backend,
+                v.fact
+            );
+        }
+        // Never run without the lock when a step is not idempotent.
+        if row.job.steps.iter().any(|s| s.idempotent != Some(true)) {
+            assert_ne!(
+                d.failure_policy.kind,
+                PolicyKind::RunUnlocked,
+                "{}",
+                row.what
+            );
+        }
+    }
+}
+
+#[test]
+fn each_rejection_names_the_fact_that_decides_it() {
+    let ledger = decide(
+        &job(
+            answers(DoubleRun::Corrupts, &[Service::Postgres], 3, false, true),
+            &[UNGUARDED_DB],
+        ),
+        &Evidence::default(),
+    );
+    assert!(
+        fact(&ledger, "pg-session").contains("3 databases"),
+        "{}",
+        fact(&ledger, "pg-session")
+    );
+    assert!(fact(&ledger, "redis").contains("asynchronous"));
+    assert!(fact(&ledger, "redlock").contains("fencing token"));
+    assert!(
+        mechanism(&ledger, "fencing token checked by the resource").is_some_and(|m| m.in_place)
+    );
+
+    let billing = decide(
+        &job(
+            answers(DoubleRun::Charges, &[Service::Postgres], 1, false, false),
+            &[GUARDED_CHARGE, CONDITIONAL_DB],
+        ),
+        &Evidence::default(),
+    );
+    assert!(fact(&billing, "pg-xact").contains("`charge` calls an API"));
+    // Not the correctness mechanism, so heavier backends are rejected for what they cost.
+    assert_eq!(verdict(&billing, "etcd"), VerdictKind::Rejected);
+    assert!(fact(&billing, "etcd").contains("more infrastructure than `charges` calls for"));
+    assert!(mechanism(&billing, "keep the idempotency-key").is_some_and(|m| m.in_place));
+    assert!(mechanism(&billing, "pg_advisory_unlock_all").is_some());
+
+    let unguarded = decide(
+        &job(
+            answers(DoubleRun::Charges, &[Service::Redis], 1, false, false),
+            &[UNGUARDED_CHARGE],
+        ),
+        &Evidence::default(),
+    );
+    let key = mechanism(&unguarded, "an idempotency key").expect("a key on the charge");
+    assert!(!key.in_place);
+    assert_eq!(key.step.as_deref(), Some("charge"));
+    assert!(
+        unguarded
+            .residual
+            .iter()
+            .any(|r| r.risk.contains("until `charge` has an idempotency key")),
+        "{:#?}",
+        unguarded.residual
+    );
+
+    let migration = decide(
+        &job(
+            answers(DoubleRun::Corrupts, &[Service::Postgres], 1, true, false),
+            &[UNGUARDED_DB],
+        ),
+        &Evidence::default(),
+    );
+    assert!(
+        fact(&migration, "pg-session").contains("leaves `write` unprotected"),
+        "{}",
+        fact(&migration, "pg-session")
+    );
+}
+
+fn cell(label: &str, backend: &str, overlapped: u32, expected: &str) -> FaultCell {
+    let (scenario, variant) = label.split_once('/').unwrap();
+    FaultCell {
+        scenario: scenario.into(),
+        variant: variant.into(),
+        backend: backend.into(),
+        injected: String::new(),
+        expected: expected.into(),
+        fencing: "sequence".into(),
+        granted_ttl_s: 1.0,
+        trials: 2,
+        trials_with_overlap: overlapped,
+        overlap_p50_s: (overlapped > 0).then_some(0.5),
+        overlap_max_s: (overlapped > 0).then_some(0.6),
+        stale_writes: u64::from(overlapped) * 3,
+        stale_rejected_by_fence: Some(0),
+        legitimate_rejected_by_fence: Some(0),
+        recovery_p50_s: Some(0.02),
+        recovery_max_s: Some(0.03),
+        contender_timed_out: 0,
+        idle_session_advisory_locks_max: None,
+    }
+}
+
+#[test]
+fn a_measured_overlap_where_the_design_predicts_none_overrules_the_rule() {
+    let fenced_postgres = job(
+        answers(DoubleRun::Corrupts, &[Service::Postgres], 1, false, true),
+        &[UNGUARDED_DB],
+    );
+    assert_eq!(
+        decide(&fenced_postgres, &Evidence::default())
+            .backend
+            .as_deref(),
+        Some("pg-session")
+    );
+    let evidence = Evidence {
+        cells: vec![
+            cell("pause/naive", "pg-session", 1, "no overlap"),
+            cell("crash/holder-killed", "pg-session", 0, "no overlap"),
+        ],
+        ..Evidence::default()
+    };
+    let d = decide(&fenced_postgres, &evidence);
+    assert_eq!(d.backend.as_deref(), Some("etcd"), "{:#?}", d.alternatives);
+    let pg = d
+        .alternatives
+        .iter()
+        .find(|v| v.backend == "pg-session")
+        .unwrap();
+    assert_eq!(pg.verdict, VerdictKind::Rejected);
+    assert_eq!(pg.basis, FactBasis::Measured);
+    assert!(pg.fact.contains("the measurement wins"), "{}", pg.fact);
+    assert_eq!(pg.overlapped_under, vec!["pause/naive".to_string()]);
+    assert_eq!(pg.crash_recovery_s, Some(0.03));
+    assert_eq!(d.overruled.len(), 1, "{:?}", d.overruled);
+    assert!(
+        d.basis.starts_with("measured: 2 fault-lab cells"),
+        "{}",
+        d.basis
+    );
+}
+
+#[test]
+fn a_measured_failure_is_cited_where_it_decides() {
+    let ledger = job(
+        answers(DoubleRun::Corrupts, &[Service::Postgres], 3, false, true),
+        &[UNGUARDED_DB],
+    );
+    let evidence = Evidence {
+        cells: vec![
+            cell("restart/no-persistence", "redis", 2, "overlap"),
+            // An expected overlap that the design's heartbeat prevents does not reject etcd.
+            cell("pause/naive", "etcd", 2, "overlap"),
+        ],
+        ..Evidence::default()
+    };
+    let d = decide(&ledger, &evidence);
+    assert_eq!(d.backend.as_deref(), Some("etcd"));
+    let redis = d
+        .alternatives
+        .iter()
+        .find(|v| v.backend == "redis")
+        .unwrap();
+    assert_eq!(redis.basis, FactBasis::Measured);
+    assert!(
+        redis
+            .fact
+            .starts_with("restart/no-persistence: overlap in 2/2 trials (up to 600 ms), 6 stale writes, fence refused 0 of 6"),
+        "{}",
+        redis.fact
+    );
+}
+
+#[test]
+fn missing_answers_are_listed_with_what_each_would_change() {
+    let mut j = job(
+        answers(DoubleRun::Corrupts, &[Service::Postgres], 1, false, true),
+        &[("write", Target::Db, None, None)],
+    );
+    j.decision.as_mut().unwrap().already_runs = None;
+    let d = decide(&j, &Evidence::default());
+    assert_eq!(d.status, Status::Assumed);
+    let runs = d
+        .missing
+        .iter()
+        .find(|m| m.field == "decision.already_runs")
+        .expect("already_runs listed");
+    assert!(
+        runs.would_change
+            .contains("already_runs = [\"etcd\"]: etcd"),
+        "{}",
+        runs.would_change
+    );
+    assert!(d.missing.iter().any(|m| m.field.starts_with("steps.")));
+
+    let none = JobAnswers {
+        decision: None,
+        ..j
+    };
+    let d = decide(&none, &Evidence::default());
+    assert_eq!(d.status, Status::Undecided);
+    let double_run = d
+        .missing
+        .iter()
+        .find(|m| m.field == "decision.double_run")
+        .expect("double_run listed");
+    assert!(
+        double_run
+            .would_change
+            .contains("double_run = absorbed: redis"),
+        "{}",
+        double_run.would_change
+    );
+    assert_eq!(d.missing.len(), 7, "{:#?}", d.missing);
+}
+
+#[test]
+fn the_record_round_trips_through_json() {
+    let d = decide(
+        &job(
+            answers(DoubleRun::Charges, &[Service::Postgres], 1, false, false),
+            &[GUARDED_CHARGE],
+        ),
+        &Evidence::default(),
+    );
+    let text = serde_json::to_string(&d).unwrap();
+    let back: Decision = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, d);
+}

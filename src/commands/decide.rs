@@ -1,0 +1,36 @@
+//! `lockbench decide`: each spec's answers and the results' measurements in, a decision per job
+//! out (the rules are `lockbench_decision::decide`).
+
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use lockbench_analysis::report;
+use lockbench_decision::{Decision, Evidence, decide};
+use lockbench_workloads::WorkloadSpec;
+
+use crate::cli::DecideArgs;
+use crate::render;
+
+pub fn run(args: &DecideArgs) -> Result<ExitCode> {
+    let specs = args
+        .specs
+        .iter()
+        .map(|p| WorkloadSpec::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let evidence = if args.results.is_empty() {
+        Evidence::default()
+    } else {
+        report::load(&args.results)?.for_decision()
+    };
+    let decisions: Vec<Decision> = specs
+        .iter()
+        .map(|spec| decide(&spec.answers(), &evidence))
+        .collect();
+    if args.json {
+        std::io::stdout().write_all(&lockbench_core::records::to_json(&decisions))?;
+    } else {
+        print!("{}", render::decisions(&decisions));
+    }
+    Ok(ExitCode::SUCCESS)
+}

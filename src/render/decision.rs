@@ -1,0 +1,110 @@
+//! Decisions as `decide` prints them: the choice first, then why, then what else was weighed.
+
+use std::fmt::Write as _;
+
+use lockbench_core::format_readable_us;
+use lockbench_decision::{Decision, Status, VerdictKind};
+
+/// Every decision, one block each.
+pub fn decisions(decisions: &[Decision]) -> String {
+    let mut out = String::new();
+    for (i, d) in decisions.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        decision(&mut out, d);
+    }
+    out
+}
+
+fn decision(out: &mut String, d: &Decision) {
+    let _ = writeln!(out, "{}: {}", d.job, d.basis);
+    let backend = d.backend.as_deref().unwrap_or("none fits");
+    let _ = writeln!(out, "  status       {}", d.status.name());
+    if d.status == Status::Undecided {
+        let _ = writeln!(
+            out,
+            "               `double_run` is not answered; below is what the rules give if a second run corrupts the job's data"
+        );
+    }
+    let _ = writeln!(out, "  backend      {backend}");
+    let _ = writeln!(
+        out,
+        "  lock model   {}: {}",
+        d.lock_model.kind.name(),
+        d.lock_model.reason
+    );
+    let _ = writeln!(
+        out,
+        "  failure      {}: {}",
+        d.failure_policy.kind.name(),
+        d.failure_policy.reason
+    );
+    for m in &d.failure_policy.measured {
+        let _ = writeln!(out, "               measured: {m}");
+    }
+    let _ = writeln!(
+        out,
+        "  the lock     {}: {}",
+        if d.role.correctness {
+            "the correctness mechanism"
+        } else {
+            "a serialization aid"
+        },
+        d.role.reason
+    );
+    let _ = writeln!(out, "  mechanisms");
+    for m in &d.mechanisms {
+        let _ = writeln!(
+            out,
+            "    - {}{} ({}): {}",
+            m.name,
+            m.step
+                .as_ref()
+                .map(|s| format!(" on `{s}`"))
+                .unwrap_or_default(),
+            if m.in_place { "in place" } else { "to add" },
+            m.reason
+        );
+        if let Some(measured) = &m.measured {
+            let _ = writeln!(out, "      measured: {measured}");
+        }
+    }
+    let _ = writeln!(out, "  crash        {}", d.crash_recovery.note);
+    let _ = writeln!(out, "  backends");
+    let width = d
+        .alternatives
+        .iter()
+        .map(|v| v.backend.len())
+        .max()
+        .unwrap_or(8);
+    for v in &d.alternatives {
+        let p99 = v
+            .acquire_p99_us
+            .map(|us| format!(" [acquire P99 {}]", format_readable_us(us)))
+            .unwrap_or_default();
+        let mark = match v.verdict {
+            VerdictKind::Chosen => "chosen",
+            VerdictKind::Acceptable => "ok",
+            VerdictKind::Rejected => "no",
+        };
+        let _ = writeln!(out, "    {:<width$}  {mark:<6}  {}{p99}", v.backend, v.fact);
+    }
+    let _ = writeln!(out, "  residual risk");
+    for r in &d.residual {
+        let _ = writeln!(out, "    - {} (owner: {})", r.risk, r.owner);
+    }
+    for o in &d.overruled {
+        let _ = writeln!(out, "  measurement  {o}");
+    }
+    if !d.missing.is_empty() {
+        let _ = writeln!(out, "  not answered");
+        for m in &d.missing {
+            let _ = writeln!(
+                out,
+                "    - {}: assumed {}; {}",
+                m.field, m.assumed, m.would_change
+            );
+        }
+    }
+}
