@@ -10,7 +10,7 @@ require_toolchain() {
     if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
         export PATH="$HOME/.cargo/bin:$PATH"
     fi
-    command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (stable, 1.88 or newer) with rustup from rustup.rs, then rerun"
+    command -v cargo >/dev/null 2>&1 || die "cargo not found: install Rust (stable, 1.95 or newer) with rustup from rustup.rs, then rerun"
     command -v cc >/dev/null 2>&1 || ensure_packages build-essential
 }
 
@@ -59,4 +59,30 @@ config_port() {
     port=$(config_ports "$1" | head -n 1)
     [ -n "$port" ] || die "lockbench.toml names no 127.0.0.1 port for [backends.$1]"
     printf '%s\n' "$port"
+}
+
+# ensure_python MODULE=PACKAGE...: a Python virtual environment of the project's own
+# (target/python, removed by `cargo clean`) holding each PyPI package, its interpreter in $PY and
+# its scripts in $PYBIN. The tools other people read lockbench's files with come from there: the
+# HdrHistogram reader, the Kubernetes schema validator.
+ensure_python() {
+    local venv=target/python spec module package
+    if [ ! -x "$venv/bin/python" ]; then
+        command -v python3 >/dev/null 2>&1 || ensure_packages python3
+        if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+            rm -rf "$venv"
+            ensure_packages python3-venv
+            python3 -m venv "$venv" || die "python3 -m venv $venv failed"
+        fi
+    fi
+    for spec in "$@"; do
+        module=${spec%%=*}
+        package=${spec#*=}
+        "$venv/bin/python" -c "import $module" >/dev/null 2>&1 && continue
+        say "installing $package (pip, into $venv)"
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$package" \
+            || die "pip could not install $package into $venv (is PyPI reachable?)"
+    done
+    PY="$venv/bin/python"
+    PYBIN="$venv/bin"
 }

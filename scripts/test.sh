@@ -31,4 +31,15 @@ set -e
 # often a doc-test run with nothing in it.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p += $(i-1); if ($(i) ~ /^failed;?$/) f += $(i-1) } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
-exit "$status"
+[ "$status" -eq 0 ] || exit "$status"
+
+# What lockbench writes, read by the tools people read it with, not by lockbench.
+say "== other readers: HdrHistogram's Python reader, the Kubernetes schemas"
+ensure_python hdrh=hdrhistogram kubernetes_validate=kubernetes-validate
+"$PY" scripts/check-hlog.py results/sample analysis/tests/fixtures/run
+rendered=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$rendered"' EXIT
+deploy/kubernetes/render.sh all --run-id ci-check --out "$rendered" 2>/dev/null
+"$PYBIN/kubernetes-validate" --quiet -k 1.31.0 --strict "$rendered"/*.yaml \
+    || die "a Kubernetes manifest does not validate against the 1.31 schemas (above)"
+say "manifests: $(ls "$rendered" | wc -l) valid against Kubernetes 1.31 (strict)"

@@ -54,9 +54,29 @@ pub enum Command {
     /// results directory the whole run would have written: histograms added exactly, the TTL
     /// derived from the merged whole.
     Merge(MergeArgs),
+    /// Print a shell's completion script for lockbench (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Write a man page for lockbench and one for each command (lockbench.1, lockbench-ttl.1 ...).
+    Man(ManArgs),
     /// One worker of a fault-lab trial (started by `faults`; reads its plan on stdin).
     #[command(hide = true)]
     FaultWorker(FaultWorkerArgs),
+}
+
+/// `lockbench completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// `lockbench man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Where the pages go (made if missing; existing pages of lockbench are replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 /// Flags shared by the commands that simulate.
@@ -472,7 +492,7 @@ pub struct MainJobArgs {
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,
     /// Fewer replays (and a heartbeat lease bounded at 1e-3 per run), shorter benchmarks, one
-    /// trial of six fault cells and fewer live runs: a few minutes in all.
+    /// trial of the fault cells the decision cites and fewer live runs: a few minutes in all.
     #[arg(long)]
     pub quick: bool,
     /// Where everything goes (default results/run-TIMESTAMP); it must not exist or be empty.

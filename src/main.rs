@@ -29,6 +29,8 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::run(&args),
         Command::Faults(args) => commands::faults::run(&args),
         Command::Merge(args) => commands::merge::run(&args),
+        Command::Completions(args) => commands::shell::completions(&args),
+        Command::Man(args) => commands::shell::man(&args),
         Command::FaultWorker(_) => commands::faults::worker(),
     };
     match result {

@@ -14,7 +14,9 @@ use lockbench_core::records::bench::BenchRow;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
 use lockbench_core::records::tail_samples_needed;
-use lockbench_core::{format_chance, format_count, format_duration, format_hms, format_seconds};
+use lockbench_core::{
+    format_chance, format_count, format_duration, format_hms, format_readable, format_seconds,
+};
 
 /// The `simulate` table, followed by any warnings about sample sizes.
 pub fn simulation_table(record: &SimulationRecord) -> String {
@@ -158,7 +160,7 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         let list: Vec<String> = r
             .profiles_considered
             .iter()
-            .map(|p| format!("{} {}", p.profile, format_duration(p.p999)))
+            .map(|p| format!("{} {}", p.profile, format_readable(p.p999)))
             .collect();
         let _ = writeln!(o, "  chosen as the highest P99.9 of: {}", list.join(", "));
     }

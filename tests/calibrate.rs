@@ -233,7 +233,21 @@ fn bad_observations_are_refused_in_one_line_naming_file_line_and_field() {
             vec![&garbled],
             vec![format!("{garbled}:3: field duration"), "\"soon\"".into()],
         ),
-        (vec![&empty], vec![format!("{empty}: empty")]),
+        (
+            vec![&empty],
+            vec![
+                format!("{empty}: empty"),
+                "or an OTLP JSON trace export".into(),
+            ],
+        ),
+        // The flag that names the step column is --step-column.
+        (
+            vec![&ms, "--ms-column", "latency_ms", "--step-column", "call"],
+            vec![
+                format!("{ms}:1: no column \"call\""),
+                "name it with --step-column".into(),
+            ],
+        ),
         (
             vec![&ms, "--ms-column", "latency_ms"],
             vec![format!("{ms}:3: field latency_ms"), "milliseconds".into()],
@@ -261,4 +275,52 @@ fn bad_observations_are_refused_in_one_line_naming_file_line_and_field() {
         );
         assert!(!Path::new(out).exists(), "nothing is written on bad input");
     }
+}
+
+#[test]
+fn a_spec_whose_steps_are_only_partly_observed_keeps_the_others_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let charge = Latency::lognormal(0.115, 0.360);
+    let input = csv_of(dir.path(), &[("charge_payment", &charge, 2_000)], 11);
+    let billing = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
+    let out = dir.path().join("calibrated.toml");
+    let record = calibrate(&[
+        input.to_str().unwrap(),
+        "--spec",
+        billing,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(record["steps"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        record["kept_steps"],
+        serde_json::json!(["read_subscription", "update_status"])
+    );
+    validate(&out);
+    let written = lockbench_workloads::WorkloadSpec::load(&out).unwrap();
+    let original = lockbench_workloads::WorkloadSpec::load(Path::new(billing)).unwrap();
+    let names: Vec<&str> = written.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["charge_payment", "read_subscription", "update_status"]
+    );
+    for kept in ["read_subscription", "update_status"] {
+        let a = &written.steps[written.step_index(kept).unwrap()];
+        let b = &original.steps[original.step_index(kept).unwrap()];
+        assert_eq!(a.target, b.target, "{kept}");
+        assert_eq!(a.idempotent, b.idempotent, "{kept}");
+        assert_eq!(a.guard, b.guard, "{kept}");
+        for q in [0.5, 0.99, 0.999] {
+            assert_eq!(
+                a.latency.quantile(q),
+                b.latency.quantile(q),
+                "{kept} at {q}"
+            );
+        }
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("# Not observed, kept as in"),
+        "the spec says which steps it kept: {text}"
+    );
 }

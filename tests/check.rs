@@ -218,6 +218,7 @@ fn bad_runs_are_refused_in_one_line_naming_file_line_and_field() {
     let negative = write("neg.csv", "duration,volume\n-3s,50\n");
     let profile = write("pr.csv", "duration,volume,profile\n3s,50,incident\n");
     let json = write("t.json", "{}");
+    let empty = write("empty.csv", "");
     let huge = write("huge.csv", "duration,volume\n3s,50\n4s,999999999999\n");
     let cases: Vec<(Vec<&str>, Vec<String>)> = vec![
         (
@@ -243,6 +244,14 @@ fn bad_runs_are_refused_in_one_line_naming_file_line_and_field() {
             ],
         ),
         (vec![&json], vec![format!("{json}: a JSON file")]),
+        // What check reads, not what calibrate reads: no JSON.
+        (
+            vec![&empty],
+            vec![
+                format!("{empty}: empty: expected a CSV of past job runs"),
+                "a duration and a volume column".into(),
+            ],
+        ),
         (
             vec![&huge],
             vec![

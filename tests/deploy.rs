@@ -2,9 +2,10 @@
 //! what the shard contract needs, a shard started the way the Indexed Job starts it runs as that
 //! shard, the ConfigMap carries the shipped spec, and the image builds the README's binary.
 //!
-//! No YAML library is a dependency of lockbench, so the manifests are read by a small reader of
-//! the YAML they use (block mappings and sequences, plain and quoted scalars, `|` block scalars);
-//! anything else in them fails this test.
+//! The manifests are rendered first, as a user renders them (`deploy/kubernetes/render.sh`, run id
+//! and start time filled in), then read by a small reader of the YAML they use (block mappings and
+//! sequences, plain and quoted scalars, `|` block scalars); anything else in them fails this test.
+//! scripts/test.sh validates the same rendered files against the Kubernetes schemas.
 
 use std::path::{Path, PathBuf};
 
@@ -17,16 +18,45 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(Path::new(ROOT).join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// Every document of every manifest, with its file.
+/// The run id the recipe is rendered with here.
+const RUN_ID: &str = "test-run-7";
+
+/// The recipe rendered by `deploy/kubernetes/render.sh all` into a new directory.
+fn rendered() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(format!("{ROOT}/deploy/kubernetes/render.sh"))
+        .args(["all", "--run-id", RUN_ID, "--start-in", "5m", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "render.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+/// Every document of every rendered manifest, with its file.
 fn documents() -> Vec<(String, Value)> {
-    let dir = Path::new(ROOT).join("deploy/kubernetes");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let rendered = rendered();
+    let dir = rendered.path();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     files.sort();
     assert!(files.len() >= 4, "manifests in {}", dir.display());
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(
+            !text.contains("@RUN_ID@") && !text.contains("@START_AT@"),
+            "{}: a placeholder left unrendered",
+            file.display()
+        );
+    }
     let mut out = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
@@ -227,6 +257,7 @@ fn the_shard_job_keeps_the_shard_contract() {
     );
     let run_id = env_value(container, "LOCKBENCH_RUN_ID").expect("LOCKBENCH_RUN_ID");
     assert_eq!(shards["metadata"]["labels"]["lockbench/run-id"], run_id);
+    assert_eq!(run_id, RUN_ID, "the run id set when rendered");
     let merge = job(&docs, "merge-job.yaml");
     let merger = &merge["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(env_value(merger, "LOCKBENCH_RUN_ID"), Some(run_id));
@@ -328,7 +359,22 @@ fn the_bench_job_starts_every_shard_together_and_never_again() {
         .position(|a| *a == "--start-at")
         .expect("--start-at");
     assert_eq!(args[start + 1], "$(START_AT)");
-    assert!(env_value(container, "START_AT").is_some());
+    // Rendered five minutes ahead: a time lockbench takes (RFC 3339, UTC, in the future).
+    let at = env_value(container, "START_AT").expect("START_AT");
+    let when = humantime::parse_rfc3339(at).unwrap_or_else(|e| panic!("START_AT {at}: {e}"));
+    let ahead = when
+        .duration_since(std::time::SystemTime::now())
+        .expect("START_AT is in the future");
+    assert!(ahead.as_secs() > 200 && ahead.as_secs() <= 300, "{at}");
+    assert_eq!(
+        bench["metadata"]["labels"]["lockbench/run-id"], RUN_ID,
+        "the run id set when rendered"
+    );
+    assert_eq!(env_value(container, "LOCKBENCH_RUN_ID"), Some(RUN_ID));
+    // The pods run as the image's user, with the results volume's group.
+    let security = &spec["template"]["spec"]["securityContext"];
+    assert_eq!(security["runAsUser"], "10001");
+    assert_eq!(security["fsGroup"], "10001");
     assert!(!args.contains(&"--shard"), "the shard comes from the Job");
     assert_eq!(args.iter().filter(|a| **a == "--backend").count(), 1);
 }
@@ -399,4 +445,76 @@ fn the_image_builds_the_readmes_binary() {
             .unwrap();
         assert!(ok.success(), "{script} is valid bash");
     }
+}
+
+/// `rust-version` and what the lock needs agree: no locked dependency asks for a newer compiler
+/// than the workspace says it needs, every member says the workspace's, and the image builds on
+/// exactly that version (or `docker build` would stop at the first dependency that needs more).
+#[test]
+fn rust_version_the_lock_and_the_image_agree() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .current_dir(ROOT)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let parse = |v: &str| -> Vec<u64> {
+        let mut parts: Vec<u64> = v.split('.').map(|p| p.parse().unwrap()).collect();
+        parts.resize(3, 0);
+        parts
+    };
+    let workspace = read("Cargo.toml")
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .unwrap()
+        .trim_matches('"')
+        .to_string();
+    let members: Vec<&str> = metadata["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    let mut too_new = Vec::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        let needs = package["rust_version"].as_str();
+        if members.contains(&package["id"].as_str().unwrap()) {
+            assert_eq!(
+                needs,
+                Some(workspace.as_str()),
+                "member {name} inherits rust-version"
+            );
+        } else if let Some(needs) = needs
+            && parse(needs) > parse(&workspace)
+        {
+            too_new.push(format!("{name} {} needs {needs}", package["version"]));
+        }
+    }
+    assert!(
+        too_new.is_empty(),
+        "locked dependencies above rust-version {workspace}: {too_new:?}"
+    );
+    assert!(
+        read("Dockerfile").contains(&format!("\nFROM rust:{workspace}-bookworm AS build\n")),
+        "the Dockerfile builds on rust {workspace}"
+    );
+}
+
+/// The image's build passes the commit in: the Dockerfile takes it as a build argument, and
+/// build.rs reads it when there is no .git to ask.
+#[test]
+fn a_container_build_names_its_commit() {
+    let dockerfile = read("Dockerfile");
+    assert!(dockerfile.contains("ARG LOCKBENCH_GIT_COMMIT"));
+    assert!(dockerfile.contains("ENV LOCKBENCH_GIT_COMMIT=${LOCKBENCH_GIT_COMMIT}"));
+    assert!(dockerfile.contains("--build-arg LOCKBENCH_GIT_COMMIT="));
+    assert!(read(".dockerignore").lines().any(|l| l == ".git"));
+    assert!(read("build.rs").contains("std::env::var(\"LOCKBENCH_GIT_COMMIT\")"));
 }

@@ -137,6 +137,64 @@ fn compare_shows_no_change_between_a_run_and_itself() {
     rejects(&["compare", fixture, "/nonexistent"], "not a directory");
 }
 
+#[test]
+fn compare_says_when_two_sets_of_results_lead_to_different_decisions() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/analysis/tests/fixtures/run");
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    copy_dir(std::path::Path::new(fixture), &other);
+    // The same measurements, but billing's spec now says the job already runs etcd.
+    for entry in std::fs::read_dir(&other).unwrap() {
+        let manifest = entry.unwrap().path().join("manifest.json");
+        if let Ok(text) = std::fs::read_to_string(&manifest) {
+            std::fs::write(
+                &manifest,
+                text.replace(
+                    r#"already_runs = [\"postgres\"]"#,
+                    r#"already_runs = [\"etcd\"]"#,
+                ),
+            )
+            .unwrap();
+        }
+    }
+    let out = lockbench()
+        .args(["compare", fixture, other.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let billing = v["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["job"] == "billing")
+        .expect("billing decided on both");
+    assert_eq!(billing["changed"], true, "{billing}");
+    assert!(
+        billing["before"]
+            .as_str()
+            .unwrap()
+            .starts_with("pg-session")
+    );
+    assert!(
+        billing["after"].as_str().unwrap().starts_with("etcd"),
+        "{billing}"
+    );
+    let text = lockbench()
+        .args(["compare", fixture, other.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("decision  billing: the results lead elsewhere: pg-session"),
+        "{stdout}"
+    );
+}
+
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
@@ -183,7 +241,7 @@ fn report_and_compare_refuse_a_doctored_run_in_one_line() {
             })
             .collect()
     });
-    let bumped = doctored("replay-ttl/manifest.json", |t| {
+    let bumped = doctored("replay-billing-ttl/manifest.json", |t| {
         t.replace("\"schema_version\": 3", "\"schema_version\": 4")
     });
     for (dir, fragments) in [
@@ -202,7 +260,7 @@ fn report_and_compare_refuse_a_doctored_run_in_one_line() {
         (
             &bumped,
             [
-                "replay-ttl/manifest.json",
+                "replay-billing-ttl/manifest.json",
                 "schema_version 4",
                 "reads schema_version 3",
             ],

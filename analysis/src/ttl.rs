@@ -222,7 +222,7 @@ pub fn heartbeat_derivation(h: &HeartbeatRecommendation) -> HeartbeatDerivation 
     });
     let closed_form = pricing.zip(stall.as_ref()).map(|(p, stall)| {
         format!(
-            "3 x `{by}`'s pause P99.9 ({stall}), at least {}, gives {}, lost in {} of runs (95 % upper bound {}): one pause per run is not the only one, and a pause that begins late in a renewal cycle has less of the lease left",
+            "3 x `{by}`'s pause P99.9 ({stall}), at least {}: {}, lost in {} of runs (95 % bound {}); a run pauses more than once, and late in a renewal cycle",
             format_duration(MIN_LEASE),
             format_duration(p.closed_form_lease),
             format_chance(p.closed_form_p_lease_lost),

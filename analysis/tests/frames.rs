@@ -24,18 +24,18 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn every_results_directory_loads_into_frames() {
     let f = load_frames(&[fixture()]).unwrap();
-    // simulate: 2 workloads x 3 profiles x 2 scales; ttl adds its half and double scales of the
+    // simulate: 4 workloads x 3 profiles x 2 scales; ttl adds its half and double scales of the
     // worst profile; rows seen twice are kept once.
-    assert_eq!(f.runtimes.height(), 16, "{}", f.runtimes);
+    assert_eq!(f.runtimes.height(), 32, "{}", f.runtimes);
     assert_eq!(
         f.bench.height(),
-        6,
-        "memory and redis at 1, 2 and 4 contenders"
+        12,
+        "six reachable backends (etcd was not) at 1 and 4 contenders"
     );
     assert_eq!(f.replays.height(), 4);
     assert_eq!(
         f.faults.height(),
-        11,
+        28,
         "one row per fault cell: {}",
         f.faults
     );
@@ -48,9 +48,9 @@ fn every_results_directory_loads_into_frames() {
 fn comparing_a_run_with_itself_changes_nothing() {
     let f = load_frames(&[fixture()]).unwrap();
     let changes = compare(&f, &f).unwrap();
-    // Rows x metrics: runtimes, bench, replays, faults, and the two TTL derivations.
-    assert_eq!(f.ttls.height(), 2, "{}", f.ttls);
-    assert_eq!(changes.len(), 16 * 3 + 6 * 6 + 4 * 4 + 11 * 5 + 2 * 6);
+    // Rows x metrics: runtimes, bench, replays, faults, and the four TTL derivations.
+    assert_eq!(f.ttls.height(), 4, "{}", f.ttls);
+    assert_eq!(changes.len(), 32 * 3 + 12 * 6 + 4 * 4 + 28 * 5 + 4 * 6);
     assert!(
         changes
             .iter()

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 
 /// Runtimes are recorded in microseconds: a job runtime needs no finer grain.
@@ -343,6 +343,27 @@ impl RuntimeHistogram {
         Ok(h)
     }
 
+    /// The same values in microseconds (a runtime histogram's unit), for a log that must hold
+    /// one unit: each recorded bucket is recorded again at its value. Sub-microsecond detail is
+    /// lost; the exact count, sum, minimum and maximum are kept.
+    pub fn in_microseconds(&self) -> RuntimeHistogram {
+        if self.unit_ns == RUNTIME_UNIT_NS {
+            return self.clone();
+        }
+        let mut out = Self::with_unit(RUNTIME_UNIT_NS);
+        for v in self.histogram.iter_recorded() {
+            let ns = v.value_iterated_to() * self.unit_ns;
+            out.histogram
+                .saturating_record_n((ns / RUNTIME_UNIT_NS).max(1), v.count_at_value());
+        }
+        out.count = self.count;
+        out.sum_ns = self.sum_ns;
+        out.min_ns = self.min_ns;
+        out.max_ns = self.max_ns;
+        out.saturated = self.saturated;
+        out
+    }
+
     /// The underlying HdrHistogram, in [`Self::unit_name`] units, for writers of interval logs.
     pub fn hdr(&self) -> &Histogram<u64> {
         &self.histogram
@@ -358,20 +379,29 @@ impl RuntimeHistogram {
     }
 }
 
-/// An HdrHistogram interval log holding one tagged histogram per entry, readable by
-/// HdrHistogram's log tools; a comment names the unit. Commas and whitespace in tags become `_`.
+/// An HdrHistogram interval log holding one tagged histogram per entry, as HdrHistogram's own log
+/// readers (Java's `HistogramLogReader`, Python's `hdrh`) read it: each histogram in the
+/// compressed V2 encoding (cookie `0x1c849314`) that the interval-log format carries, after the
+/// `#[StartTime]` and `#[BaseTime]` lines the Java writer emits. Every entry is a whole run, not an
+/// interval of a time series: they all sit at timestamp 0 of a log that starts at the epoch. A
+/// comment names the unit; every entry must be in the first entry's unit. Commas and whitespace
+/// in tags become `_`.
 pub fn interval_log(comment: &str, entries: &[(String, &RuntimeHistogram)]) -> Vec<u8> {
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+    let unit = entries
+        .first()
+        .map_or("microseconds", |(_, h)| h.unit_name());
+    assert!(
+        entries.iter().all(|(_, h)| h.unit_name() == unit),
+        "one interval log holds one unit"
+    );
     let mut bytes = Vec::new();
-    let mut serializer = V2Serializer::new();
+    let mut serializer = V2DeflateSerializer::new();
     let mut writer = IntervalLogWriterBuilder::new()
         .add_comment(comment)
-        .add_comment(&format!(
-            "values in {}",
-            entries
-                .first()
-                .map_or("microseconds", |(_, h)| h.unit_name())
-        ))
+        .add_comment(&format!("values in {unit}"))
+        .with_start_time(std::time::UNIX_EPOCH)
+        .with_base_time(std::time::UNIX_EPOCH)
         .with_max_value_divisor(1.0)
         .begin_log_with(&mut bytes, &mut serializer)
         .expect("writing to memory cannot fail");
@@ -451,6 +481,53 @@ mod log_tests {
             assert!((q / expected.as_secs_f64() - 1.0).abs() < 0.002, "{q}");
         }
         assert!(read_interval_log("Tag=x,1,2\n").is_err());
+    }
+
+    #[test]
+    fn logs_carry_the_compressed_encoding_and_the_java_writers_header() {
+        let mut h = RuntimeHistogram::new();
+        h.record(Duration::from_secs(3));
+        let log = String::from_utf8(interval_log("test", &[("x".to_string(), &h)])).unwrap();
+        assert!(
+            log.contains("#[StartTime: 0.000 (seconds since epoch)"),
+            "{log}"
+        );
+        assert!(
+            log.contains("#[BaseTime: 0.000 (seconds since epoch)]"),
+            "{log}"
+        );
+        let payload = log.lines().find_map(|l| l.strip_prefix("Tag=x,")).unwrap();
+        let encoded = payload.rsplit(',').next().unwrap();
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .unwrap();
+        assert_eq!(
+            bytes[..4],
+            [0x1c, 0x84, 0x93, 0x14],
+            "the compressed V2 cookie"
+        );
+        // The plain V2 form, as earlier logs held it, still reads back.
+        let plain = log.replace(encoded, &h.to_base64_v2());
+        let read = read_interval_log(&plain).unwrap();
+        assert_eq!(
+            read[0].1.quantile(0.5),
+            read_interval_log(&log).unwrap()[0].1.quantile(0.5)
+        );
+    }
+
+    #[test]
+    fn nanoseconds_convert_to_microseconds_keeping_the_exact_figures() {
+        let mut ns = RuntimeHistogram::for_latency();
+        for us in [90u64, 93, 1_200] {
+            ns.record(Duration::from_micros(us));
+        }
+        let us = ns.in_microseconds();
+        assert_eq!(us.unit_name(), "microseconds");
+        assert_eq!(us.count(), 3);
+        assert_eq!(us.max(), Duration::from_micros(1_200));
+        let q = us.quantile(0.5).as_secs_f64() * 1e6;
+        assert!((q - 93.0).abs() < 0.5, "{q}");
     }
 }
 

@@ -51,6 +51,16 @@ pub fn mitigation(label: &str) -> Option<(Mitigation, &'static str)> {
     })
 }
 
+/// True for a variant whose overlap is the job's doing, not the backend's (work that outlives the
+/// lock's holder, a worker that runs without the lock): it belongs in no backend's "cannot
+/// prevent".
+pub fn about_the_job(label: &str) -> bool {
+    matches!(
+        mitigation(label),
+        Some((Mitigation::DieWithHolder | Mitigation::SkipPolicy, _))
+    )
+}
+
 /// Every `scenario/variant` the rules know: a test holds it equal to the lab's list, so a new
 /// variant cannot reach a decision unweighed.
 pub const KNOWN: [&str; 28] = [

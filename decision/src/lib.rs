@@ -61,9 +61,14 @@ pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> 
         .filter(|c| c.trials_with_overlap > 0 && c.expected == "no overlap")
         .map(|c| {
             format!(
-                "{} on {}: overlapped where the backend's design predicts none; the rules follow the measurement",
+                "{} on {}: overlapped where the backend's design predicts none; {}",
                 describe(c),
-                c.backend
+                c.backend,
+                if c.stale_writes > 0 {
+                    "the rules follow the measurement"
+                } else {
+                    "no stale write reached the resource, so it decides nothing"
+                }
             )
         })
         .collect();

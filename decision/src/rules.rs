@@ -189,7 +189,10 @@ pub(crate) fn verdicts(
             fact,
             basis,
             acquire_p99_us: ev.acquire_p99_us(c.kind),
-            overlapped_under: overlaps(ev, c.kind).map(label_of).collect(),
+            overlapped_under: overlaps(ev, c.kind)
+                .map(label_of)
+                .filter(|l| !crate::lab::about_the_job(l))
+                .collect(),
             crash_recovery_s: ev
                 .cell("crash/holder-killed", c.kind)
                 .and_then(|cell| cell.recovery_max_s),
@@ -279,7 +282,9 @@ fn rejection(
         });
     }
     let includes = designed(kind, skip_policy);
-    for cell in overlaps(ev, kind) {
+    // An overlap in which nothing stale reached the resource (a heartbeat stopped the holder
+    // before it wrote) did no harm: it is noted, it does not decide.
+    for cell in overlaps(ev, kind).filter(|c| c.stale_writes > 0) {
         if cell.expected == "no overlap" {
             return Some((
                 format!(

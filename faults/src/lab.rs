@@ -14,6 +14,7 @@ use rand::SeedableRng;
 
 use crate::FaultError;
 use crate::forward::Forwarder;
+use crate::link::ReplicationLink;
 use crate::matrix::{aggregate, event_row, trial_row};
 use crate::netns::Namespace;
 use crate::postgres::PrivatePostgres;
@@ -234,7 +235,11 @@ impl FaultLab {
         config.namespace = self.namespace();
         // ZooKeeper's lock lives as long as its session: the TTL is the session timeout, which
         // the server clamps to 2 to 20 ticks (the grant reports what it negotiated).
-        config.session_timeout = self.options.ttl;
+        let ttl = variant.trial_ttl(self.options.ttl);
+        config.session_timeout = ttl;
+        if let Some(timeout) = variant.operation_timeout(ttl) {
+            config.operation_timeout = timeout;
+        }
         // A partition: the holder in a namespace of the lab's, the server on its host end, the
         // resource reached through a forwarder the partition does not cut.
         let partition = if variant.partitions() {
@@ -260,6 +265,7 @@ impl FaultLab {
         let mut postgres = None;
         let on_postgres = config.kind == BackendKind::PgSession;
         let mut zookeeper = None;
+        let mut link = None;
         if variant == Variant::ClockJump {
             let shim = self.shim()?;
             let server = PrivateZookeeper::start(&shim).await?;
@@ -293,6 +299,17 @@ impl FaultLab {
                     .push(PrivateRedis::start(&binary, persistence, shim.as_deref(), bind).await?);
             }
             config.urls = servers.iter().map(PrivateRedis::url).collect();
+            // A failover's second server replicates the first; the lab's client locks on the
+            // primary, where the workers of a trial are pointed one each (trial.rs).
+            if let [primary, replica] = &servers[..]
+                && matches!(variant, Variant::Failover { .. })
+            {
+                let primary_addr = std::net::SocketAddr::from((bind, primary.port()));
+                let through = ReplicationLink::start(primary_addr).await?;
+                replica.replicate(through.addr()).await?;
+                link = Some(through);
+                config.urls.truncate(1);
+            }
         }
         let client = lockbench_locks::connect(&config).await?;
         let capabilities = client.capabilities();
@@ -302,6 +319,7 @@ impl FaultLab {
             postgres,
             zookeeper,
             partition,
+            link,
         };
         let mut rows = Vec::new();
         let mut events = Vec::new();

@@ -15,6 +15,7 @@
 mod clock;
 mod forward;
 mod lab;
+mod link;
 mod matrix;
 mod netns;
 pub mod overlap;
@@ -32,7 +33,7 @@ pub use lab::{FaultLab, LabOptions, LabOutput};
 pub use pool::{PoolMode, PoolPlan};
 pub use scenario::{ALL as VARIANTS, Variant};
 pub use server::Persistence;
-pub use worker::{AnyPlan, BackendPlan, Check, WorkerPlan, run};
+pub use worker::{AnyPlan, BackendPlan, Check, OnFailure, WorkerPlan, WriterPlan, run};
 
 /// What can stop the lab (the run, not a cell: a cell that fails is recorded as skipped).
 #[derive(Debug, thiserror::Error)]

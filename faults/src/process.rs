@@ -156,6 +156,16 @@ impl WorkerProcess {
         self.signal(Signal::CONT)
     }
 
+    /// Kills it (SIGKILL): a crash, mid-job.
+    pub fn kill(&self) -> Result<(), FaultError> {
+        self.signal(Signal::KILL)
+    }
+
+    /// Waits (at most `timeout`) for a killed worker to be gone, whatever its exit.
+    pub async fn reap(mut self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, self.child.wait()).await;
+    }
+
     fn signal(&self, signal: Signal) -> Result<(), FaultError> {
         let pid = self
             .pid()

@@ -1,11 +1,13 @@
 //! The scenarios and their variants: what each injects, how, and what the backend's design
 //! predicts (docs/FAULTS.md has the reasoning and the literature).
 
+use std::time::Duration;
+
 use lockbench_locks::{BackendKind, LockScope};
 
 use crate::pool::PoolMode;
 use crate::server::Persistence;
-use crate::worker::Check;
+use crate::worker::{Check, OnFailure};
 
 /// A fault and one configuration of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,10 +46,30 @@ pub enum Variant {
     PartitionKeepalive,
     /// A control: the lock server's wall clock jumps 2 x TTL ahead while the lock is held.
     ClockJump,
+    /// The holder SIGKILLed mid-job: how long its lock blocks the next worker (crash recovery).
+    CrashKilled,
+    /// The process holding the lock SIGKILLed while the job process it started writes on.
+    CrashWorkSurvives,
+    /// A private primary and replica, the replica held back (SIGSTOP) while the holder acquires
+    /// on the primary; the primary killed, the replica promoted, a contender acquiring on it.
+    /// `wait`: the holder's acquisition waits for the replica to acknowledge it (`WAIT 1`).
+    Failover {
+        /// `WAIT 1` after acquiring.
+        wait: bool,
+    },
+    /// The lock server unreachable (SIGSTOPped) as the next run starts, which follows the policy.
+    Outage(OnFailure),
+    /// Redlock with one node stopped during the holder's acquisition, so that little of the
+    /// validity is left when it returns. `checked`: the client compares the validity left with
+    /// its job before starting it.
+    RedlockLateStart {
+        /// The client checks the validity before its critical section.
+        checked: bool,
+    },
 }
 
 /// Every variant, in the matrix's order.
-pub const ALL: [Variant; 19] = [
+pub const ALL: [Variant; 28] = [
     Variant::PauseNaive,
     Variant::PauseHeartbeatShort,
     Variant::PauseHeartbeatLong,
@@ -60,6 +82,8 @@ pub const ALL: [Variant; 19] = [
     Variant::RedlockRestart,
     Variant::RedlockClockJump,
     Variant::RedlockRestartAndClockJump,
+    Variant::RedlockLateStart { checked: false },
+    Variant::RedlockLateStart { checked: true },
     Variant::PoolLeak(PoolMode::NoReset),
     Variant::PoolLeak(PoolMode::UnlockAll),
     Variant::PoolLeak(PoolMode::Xact),
@@ -67,16 +91,26 @@ pub const ALL: [Variant; 19] = [
     Variant::PartitionNoGiveUp,
     Variant::PartitionKeepalive,
     Variant::ClockJump,
+    Variant::CrashKilled,
+    Variant::CrashWorkSurvives,
+    Variant::Failover { wait: false },
+    Variant::Failover { wait: true },
+    Variant::Outage(OnFailure::Skip),
+    Variant::Outage(OnFailure::Queue),
+    Variant::Outage(OnFailure::RunUnlocked),
 ];
 
 /// The scenario names, for `--scenario` and messages.
-pub const SCENARIOS: [&str; 6] = [
+pub const SCENARIOS: [&str; 9] = [
     "pause",
     "restart",
     "redlock",
     "pool-leak",
     "partition",
     "clock-jump",
+    "crash",
+    "failover",
+    "outage",
 ];
 
 impl Variant {
@@ -88,8 +122,12 @@ impl Variant {
             }
             Variant::RedlockRestart
             | Variant::RedlockClockJump
-            | Variant::RedlockRestartAndClockJump => "redlock",
+            | Variant::RedlockRestartAndClockJump
+            | Variant::RedlockLateStart { .. } => "redlock",
             Variant::PoolLeak(_) => "pool-leak",
+            Variant::CrashKilled | Variant::CrashWorkSurvives => "crash",
+            Variant::Failover { .. } => "failover",
+            Variant::Outage(_) => "outage",
             Variant::PartitionHeartbeat
             | Variant::PartitionNoGiveUp
             | Variant::PartitionKeepalive => "partition",
@@ -120,6 +158,15 @@ impl Variant {
             Variant::PartitionNoGiveUp => "no-give-up",
             Variant::PartitionKeepalive => "keepalive",
             Variant::ClockJump => "forward",
+            Variant::CrashKilled => "holder-killed",
+            Variant::CrashWorkSurvives => "work-survives",
+            Variant::Failover { wait: false } => "no-wait",
+            Variant::Failover { wait: true } => "wait",
+            Variant::Outage(OnFailure::Skip) => "skip",
+            Variant::Outage(OnFailure::Queue) => "queue",
+            Variant::Outage(OnFailure::RunUnlocked) => "run-unlocked",
+            Variant::RedlockLateStart { checked: false } => "late-start",
+            Variant::RedlockLateStart { checked: true } => "late-start-checked",
         }
     }
 
@@ -151,7 +198,8 @@ impl Variant {
     pub fn applies_to(self, backend: BackendKind) -> bool {
         match (self.scenario(), backend) {
             (_, BackendKind::Memory) => false,
-            ("pause", _) => true,
+            ("pause" | "crash", _) => true,
+            ("failover" | "outage", kind) => kind == BackendKind::Redis,
             ("restart", kind) => kind == BackendKind::Redis,
             ("partition", BackendKind::PgSession) => true,
             ("clock-jump", kind) => matches!(kind, BackendKind::Zookeeper | BackendKind::Etcd),
@@ -167,7 +215,8 @@ impl Variant {
     /// ones).
     pub fn private_servers(self) -> usize {
         match self.scenario() {
-            "restart" | "partition" => 1,
+            "restart" | "partition" | "outage" => 1,
+            "failover" => 2,
             "redlock" => 5,
             _ => 0,
         }
@@ -214,8 +263,33 @@ impl Variant {
             | Variant::PartitionHeartbeat
             | Variant::PartitionKeepalive => Check::Heartbeat,
             Variant::PartitionNoGiveUp => Check::HeartbeatUnchecked,
+            // A client that waits for its replica (or for five nodes) counts what the waiting
+            // spent of the TTL.
+            Variant::RedlockLateStart { checked: true } | Variant::Failover { wait: true } => {
+                Check::ValidityFirst
+            }
             // A job sized to end within its TTL, which is what a TTL recommendation is for.
             _ => Check::AtRelease,
+        }
+    }
+
+    /// The TTL a trial asks for: the lab's (`--ttl`), except for Redlock's late start, whose
+    /// 250 ms node timeout must spend most of it.
+    pub fn trial_ttl(self, asked: Duration) -> Duration {
+        match self {
+            Variant::RedlockLateStart { .. } => Duration::from_millis(400),
+            _ => asked,
+        }
+    }
+
+    /// The operation timeout the workers use, where the variant needs its own: an outage's
+    /// requests time out within the outage, and Redlock's late start waits the whole node timeout
+    /// (250 ms) on its stopped node.
+    pub fn operation_timeout(self, ttl: Duration) -> Option<Duration> {
+        match self {
+            Variant::Outage(_) => Some(ttl / 5),
+            Variant::RedlockLateStart { .. } => Some(Duration::from_millis(250)),
+            _ => None,
         }
     }
 
@@ -238,9 +312,12 @@ impl Variant {
             Variant::RedlockRestart
             | Variant::RedlockClockJump
             | Variant::RedlockRestartAndClockJump
+            | Variant::RedlockLateStart { .. }
             | Variant::PartitionHeartbeat
             | Variant::PartitionNoGiveUp
-            | Variant::PartitionKeepalive => Some(Persistence::None),
+            | Variant::PartitionKeepalive
+            | Variant::Failover { .. }
+            | Variant::Outage(_) => Some(Persistence::None),
             _ => None,
         }
     }
@@ -271,6 +348,20 @@ impl Variant {
             Variant::PartitionNoGiveUp => "as partition/heartbeat, but the job never asks the heartbeat and keeps working through the partition".to_string(),
             Variant::PartitionKeepalive => "as partition/heartbeat on Postgres, the server's TCP keepalive giving up after about 3 s (tcp_keepalives_idle 1 s, interval 1 s, count 2) instead of the system's two hours".to_string(),
             Variant::ClockJump => "a private server's wall clock jumps 2 x TTL ahead while the lock is held (the LD_PRELOAD shim in its JVM; checked by the creation time it stamps on a znode), the same jump that takes Redlock nodes' keys".to_string(),
+            Variant::CrashKilled => "the holder process SIGKILLed mid-job (its connections closed by the kernel); the contender, waiting, is granted when the backend notices: the crash-recovery time".to_string(),
+            Variant::CrashWorkSurvives => "the holder runs its job in a process of its own (a wrapper that holds the lock and starts the job); the wrapper is SIGKILLed, its lock freed as in holder-killed, while the job process writes on".to_string(),
+            Variant::Failover { wait: false } => "a private primary and replica (no persistence); the replica SIGSTOPped so that it never receives the key, the holder granted on the primary, then the primary SIGKILLed, the replica resumed and promoted (REPLICAOF NO ONE) and a contender acquiring on it".to_string(),
+            Variant::Failover { wait: true } => "as failover/no-wait, the holder's acquisition followed by WAIT 1: refused while the replica is stopped, granted once it has the key (the TTL counted from the SET: a grant with less left than the job is given back); then the same kill and promotion".to_string(),
+            Variant::Outage(policy) => format!("the holder granted on a private redis-server, which is then SIGSTOPped for TTL/3 (every request times out) as the contender's run starts; the contender's acquisition fails and it {}", match policy {
+                OnFailure::Skip => "skips the run (and would alert)",
+                OnFailure::Queue => "retries with backoff until it is granted",
+                OnFailure::RunUnlocked => "runs its job without the lock",
+            }),
+            Variant::RedlockLateStart { checked } => format!("Redlock over five private redis-servers, TTL 400 ms; one node SIGSTOPped during the holder's acquisition, so it returns after the 250 ms node timeout with about 140 ms of validity left; the holder {}", if checked {
+                "compares the validity left with its job (267 ms) and tries again when it is shorter"
+            } else {
+                "starts its 267 ms job trusting the TTL it asked for"
+            }),
         }
     }
 
@@ -296,6 +387,13 @@ impl Variant {
             Variant::PartitionKeepalive => false,
             // Sessions and leases expire by a monotonic clock.
             Variant::ClockJump => false,
+            // A dead holder writes nothing; the next one is granted after it.
+            Variant::CrashKilled => false,
+            // The lock goes with the process that held it, not with the work it started.
+            Variant::CrashWorkSurvives => true,
+            Variant::Failover { wait } => !wait,
+            Variant::Outage(policy) => policy == OnFailure::RunUnlocked,
+            Variant::RedlockLateStart { checked } => !checked,
         }
     }
 }
@@ -308,9 +406,17 @@ mod tests {
     fn a_scenario_selects_its_variants_and_a_label_selects_one() {
         assert_eq!(Variant::select("pause").unwrap().len(), 3);
         assert_eq!(Variant::select("restart").unwrap().len(), 6);
-        assert_eq!(Variant::select("redlock").unwrap().len(), 3);
         assert_eq!(Variant::select("pool-leak").unwrap().len(), 3);
         assert_eq!(Variant::select("partition").unwrap().len(), 3);
+        assert_eq!(Variant::select("redlock").unwrap().len(), 5);
+        assert_eq!(Variant::select("crash").unwrap().len(), 2);
+        assert_eq!(Variant::select("failover").unwrap().len(), 2);
+        assert_eq!(Variant::select("outage").unwrap().len(), 3);
+        assert_eq!(
+            Variant::CrashKilled.applies_to_names(),
+            "redis, redlock, pg-session, pg-xact, etcd, zookeeper"
+        );
+        assert_eq!(Variant::Failover { wait: true }.applies_to_names(), "redis");
         assert!(Variant::PartitionKeepalive.applies_to(BackendKind::PgSession));
         assert!(!Variant::PartitionKeepalive.applies_to(BackendKind::Redis));
         assert_eq!(Variant::ClockJump.applies_to_names(), "etcd, zookeeper");

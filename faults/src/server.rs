@@ -179,6 +179,9 @@ impl PrivateRedis {
             // server it is.
             "--set-proc-title",
             "no",
+            // A replica's first sync starts at once (the default waits 5 s for more replicas).
+            "--repl-diskless-sync-delay",
+            "0",
         ];
         args.extend(self.persistence.args());
         let mut command = Command::new(&self.binary);
@@ -225,6 +228,130 @@ impl PrivateRedis {
             ));
         }
         write_clock_offset(&self.dir, ms)
+    }
+
+    /// Stops it whole (SIGSTOP): it keeps its connections and answers nothing, as a server that
+    /// hangs or a link that drops everything does.
+    pub fn pause(&self) -> Result<(), FaultError> {
+        self.signal(rustix::process::Signal::STOP)
+    }
+
+    /// Lets it go on (SIGCONT).
+    pub fn resume(&self) -> Result<(), FaultError> {
+        self.signal(rustix::process::Signal::CONT)
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) -> Result<(), FaultError> {
+        let pid = self
+            .child
+            .as_ref()
+            .and_then(Child::id)
+            .and_then(|id| rustix::process::Pid::from_raw(id as i32))
+            .ok_or_else(|| {
+                FaultError::Server(format!("redis-server on port {} is not running", self.port))
+            })?;
+        rustix::process::kill_process(pid, signal).map_err(|e| {
+            FaultError::Server(format!(
+                "signalling redis-server on port {}: {e}",
+                self.port
+            ))
+        })
+    }
+
+    /// Sends one command (RESP, within 2 s) and returns its first reply line.
+    pub async fn command(&self, args: &[&str]) -> Result<String, FaultError> {
+        let fail = |e: String| {
+            FaultError::Server(format!(
+                "redis-server on port {}: {}: {e}",
+                self.port,
+                args.join(" ")
+            ))
+        };
+        let mut request = format!("*{}\r\n", args.len());
+        for a in args {
+            request += &format!("${}\r\n{a}\r\n", a.len());
+        }
+        let exchange = async {
+            let mut stream = tokio::net::TcpStream::connect((self.bind, self.port))
+                .await
+                .map_err(|e| e.to_string())?;
+            stream
+                .write_all(request.as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut reply = Vec::new();
+            let mut byte = [0u8; 1];
+            while !reply.ends_with(b"\r\n") && reply.len() < 4096 {
+                stream
+                    .read_exact(&mut byte)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                reply.push(byte[0]);
+            }
+            Ok::<String, String>(String::from_utf8_lossy(&reply).trim_end().to_string())
+        };
+        let line = tokio::time::timeout(Duration::from_secs(2), exchange)
+            .await
+            .map_err(|_| fail("no answer within 2s".to_string()))?
+            .map_err(fail)?;
+        if line.starts_with('-') {
+            return Err(fail(line));
+        }
+        Ok(line)
+    }
+
+    /// Makes it a replica of the primary at `from` (a replication link in front of it) and waits
+    /// (at most 5 s) until the link is up and the first sync done: it then holds what the
+    /// primary holds.
+    pub async fn replicate(&self, from: (Ipv4Addr, u16)) -> Result<(), FaultError> {
+        let (ip, port) = from;
+        self.command(&["REPLICAOF", &ip.to_string(), &port.to_string()])
+            .await?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            let info = self.info_replication().await.unwrap_or_default();
+            if info.contains("master_link_status:up") && !info.contains("master_sync_in_progress:1")
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let info = self.info_replication().await.unwrap_or_default();
+        let state: Vec<&str> = info
+            .lines()
+            .filter(|l| {
+                l.starts_with("master_link_status")
+                    || l.starts_with("master_sync_in_progress")
+                    || l.starts_with("role")
+            })
+            .collect();
+        Err(FaultError::Server(format!(
+            "redis-server on port {} did not finish syncing from port {port} within 5s ({})",
+            self.port,
+            state.join(", ")
+        )))
+    }
+
+    /// Promotes it (REPLICAOF NO ONE): it takes writes from now on, with what it had.
+    pub async fn promote(&self) -> Result<(), FaultError> {
+        self.command(&["REPLICAOF", "NO", "ONE"]).await.map(|_| ())
+    }
+
+    /// `INFO replication`'s text.
+    async fn info_replication(&self) -> Result<String, String> {
+        let mut stream = tokio::net::TcpStream::connect((self.bind, self.port))
+            .await
+            .map_err(|e| e.to_string())?;
+        stream
+            .write_all(b"*2\r\n$4\r\nINFO\r\n$11\r\nreplication\r\n")
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut buf = vec![0u8; 8192];
+        let n = tokio::time::timeout(Duration::from_millis(500), stream.read(&mut buf))
+            .await
+            .map_err(|_| "no answer".to_string())?
+            .map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
     }
 
     /// SIGKILL: the server dies without writing anything more, as in a crash.

@@ -11,6 +11,7 @@ use crate::FaultError;
 use crate::clock::monotonic_ns;
 use crate::forward::Forwarder;
 use crate::lab::{CONTENDER, FaultLab, HOLDER, WRITES};
+use crate::link::ReplicationLink;
 use crate::netns::Namespace;
 use crate::overlap::{self, TrialFigures};
 use crate::pool::{PoolMode, PoolPlan};
@@ -19,7 +20,7 @@ use crate::process::WorkerProcess;
 use crate::resource::LoggedEvent;
 use crate::scenario::Variant;
 use crate::server::PrivateRedis;
-use crate::worker::{AnyPlan, BackendPlan, Check, WorkerPlan};
+use crate::worker::{AnyPlan, BackendPlan, Check, OnFailure, WorkerPlan};
 use crate::zookeeper::PrivateZookeeper;
 
 /// What a cell's trials run on: the lab's own client of the lock, its private servers, and the
@@ -32,6 +33,8 @@ pub(crate) struct Kit {
     /// The clock-jump control's private ZooKeeper.
     pub(crate) zookeeper: Option<PrivateZookeeper>,
     pub(crate) partition: Option<Partition>,
+    /// A failover's replication link, between its primary and its replica.
+    pub(crate) link: Option<ReplicationLink>,
 }
 
 /// A partitioned holder's surroundings.
@@ -81,7 +84,7 @@ impl FaultLab {
         key: &str,
         rng: &mut rand::rngs::StdRng,
     ) -> Result<TrialOutcome, FaultError> {
-        let ttl = self.options.ttl;
+        let ttl = variant.trial_ttl(self.options.ttl);
         if let Variant::PoolLeak(mode) = variant {
             return self.run_pool_trial(mode, config, id, key).await;
         }
@@ -112,15 +115,39 @@ impl FaultLab {
         // lasts three TTLs, to outlive its partition.
         let (job, writes) = match variant.check() {
             _ if variant.partitions() => (ttl * 3, WRITES * 3),
-            Check::AtRelease => (ttl * 2 / 3, WRITES),
+            Check::AtRelease | Check::ValidityFirst => (ttl * 2 / 3, WRITES),
             _ => (ttl, WRITES),
         };
         let every = job / writes;
         let inside = kit.partition.as_ref().map(|p| p.resource_url.clone());
+        // A failover's holder locks on the primary (waiting for the replica with `wait`), its
+        // contender on the replica, which is promoted later: the clients of a failover.
+        let (holder_backend, contender_backend) = match (variant, &kit.servers[..]) {
+            (Variant::Failover { wait }, [primary, replica, ..]) => {
+                let mut holder = config.clone();
+                holder.urls = vec![primary.url()];
+                holder.wait_replicas = u32::from(wait);
+                let mut contender = config.clone();
+                contender.urls = vec![replica.url()];
+                (BackendPlan::of(&holder), BackendPlan::of(&contender))
+            }
+            _ => (BackendPlan::of(config), BackendPlan::of(config)),
+        };
+        // What is held back while the holder acquires: the replication of a failover, one
+        // Redlock node of a late start.
+        let held_back = match variant {
+            Variant::RedlockLateStart { .. } => kit.servers.first(),
+            _ => None,
+        };
+        let slowed = held_back.is_some() || kit.link.is_some();
         let plan = |worker: &str, wait: Duration| WorkerPlan {
             trial: id.to_string(),
             worker: worker.to_string(),
-            backend: BackendPlan::of(config),
+            backend: if worker == HOLDER {
+                holder_backend.clone()
+            } else {
+                contender_backend.clone()
+            },
             // The holder of a partition reaches the resource from inside its namespace.
             resource_url: match &inside {
                 Some(url) if worker == HOLDER => url.clone(),
@@ -130,10 +157,20 @@ impl FaultLab {
             key: key.to_string(),
             ttl_ms: ttl.as_millis() as u64,
             wait_ms: wait.as_millis() as u64,
-            wait_for_go: worker == CONTENDER,
+            // A holder whose acquisition the lab slows waits to be told, once it is connected.
+            wait_for_go: worker == CONTENDER || slowed,
             writes,
             write_every_ms: every.as_millis() as u64,
-            check: variant.check(),
+            check: if worker == HOLDER {
+                variant.check()
+            } else {
+                Check::AtRelease
+            },
+            on_failure: match variant {
+                Variant::Outage(policy) if worker == CONTENDER => policy,
+                _ => OnFailure::Queue,
+            },
+            detached: worker == HOLDER && variant == Variant::CrashWorkSurvives,
         };
         let connect = config.connect_timeout + Duration::from_secs(10);
         let exe = self.options.worker_exe.clone();
@@ -147,6 +184,31 @@ impl FaultLab {
             WorkerProcess::spawn_in(&prefix, &exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2)))
                 .await?;
         holder.expect("connected", connect).await?;
+        let acquisition_start = monotonic_ns();
+        if let Some(server) = held_back {
+            server.pause()?;
+        }
+        if let Some(link) = &kit.link {
+            link.hold();
+        }
+        if slowed {
+            holder.go(ttl * 2).await?;
+        }
+        match variant {
+            // WAIT refuses every grant while the replica is stopped; let it see that for a TTL.
+            Variant::Failover { wait: true } => tokio::time::sleep(ttl).await,
+            // Past one node timeout (250 ms): the first acquisition has returned by then.
+            Variant::RedlockLateStart { .. } => {
+                tokio::time::sleep(Duration::from_millis(300)).await
+            }
+            _ => {}
+        }
+        if let Some(server) = held_back {
+            server.resume()?;
+        }
+        if let (Some(link), Variant::Failover { wait: true }) = (&kit.link, variant) {
+            link.pass();
+        }
         let granted = holder.expect("granted", ttl * 2 + connect).await?;
         let granted_ttl = granted
             .split_whitespace()
@@ -163,10 +225,20 @@ impl FaultLab {
                 granted_ttl * 2 + Duration::from_secs(6)
             }
             None if variant.partitions() => granted_ttl * 2,
+            None if matches!(variant, Variant::Outage(_)) => ttl / 3,
             None => Duration::ZERO,
         };
-        let longest = fault + granted_ttl + job * 2 + Duration::from_secs(5);
-        contender.go(longest).await?;
+        // A job process that outlives its holder runs three lock lifetimes.
+        let survivor = if variant == Variant::CrashWorkSurvives {
+            granted_ttl * 3
+        } else {
+            Duration::ZERO
+        };
+        let longest = fault + granted_ttl + job * 2 + survivor + Duration::from_secs(5);
+        let outage = matches!(variant, Variant::Outage(_));
+        if !outage {
+            contender.go(longest).await?;
+        }
         // The fault begins somewhere in the first third of the job, by the seed. A pause begins
         // as the holder says it finished a write (read as it is said: the lab is waiting on the
         // line), so that the stop falls in its sleep before the next write.
@@ -180,14 +252,33 @@ impl FaultLab {
                     break;
                 }
             }
-        } else {
+        } else if !matches!(variant, Variant::RedlockLateStart { .. }) {
             tokio::time::sleep(every * after).await;
         }
-        let start_ns = monotonic_ns();
+        let start_ns = if matches!(variant, Variant::RedlockLateStart { .. }) {
+            acquisition_start
+        } else {
+            monotonic_ns()
+        };
+        let crashed = matches!(variant, Variant::CrashKilled | Variant::CrashWorkSurvives);
         if variant.pause_factor().is_some() {
             holder.pause()?;
             tokio::time::sleep(fault).await;
             holder.resume()?;
+        } else if crashed {
+            holder.kill()?;
+        } else if outage {
+            kit.servers[0].pause()?;
+            contender.go(longest).await?;
+            tokio::time::sleep(fault).await;
+            kit.servers[0].resume()?;
+        } else if let (Variant::Failover { .. }, [primary, replica, ..], Some(link)) =
+            (variant, &mut kit.servers[..], &kit.link)
+        {
+            primary.kill().await;
+            replica.promote().await?;
+            // What the replica never received dies with the primary.
+            link.sever();
         } else if let Some(zk) = &kit.zookeeper {
             zk.jump_clock((granted_ttl * 2).as_millis() as i64).await?;
         } else if let Some(partition) = &mut kit.partition {
@@ -198,7 +289,7 @@ impl FaultLab {
             partition.ns.partition(port)?;
             tokio::time::sleep(fault).await;
             partition.ns.heal()?;
-        } else {
+        } else if variant.restarts() || variant.jumps_clocks() {
             let [first, rest @ ..] = &mut kit.servers[..] else {
                 return Err(FaultError::Server(
                     "a server fault without a private server".to_string(),
@@ -224,12 +315,19 @@ impl FaultLab {
             start_ns,
             end_ns: monotonic_ns(),
         };
-        holder.expect("done", longest).await?;
+        if crashed {
+            holder.reap(Duration::from_secs(10)).await;
+            if variant == Variant::CrashWorkSurvives {
+                self.await_end(id, longest).await?;
+            }
+        } else {
+            holder.expect("done", longest).await?;
+            holder.finish(Duration::from_secs(10)).await?;
+        }
         // A contender says either `granted` (then its job, then `done`) or `timed-out`.
         if contender.next_step(longest).await?.starts_with("granted") {
             contender.expect("done", longest).await?;
         }
-        holder.finish(Duration::from_secs(10)).await?;
         contender.finish(Duration::from_secs(10)).await?;
         if variant.jumps_clocks() {
             for server in &kit.servers {
@@ -238,6 +336,14 @@ impl FaultLab {
         }
         if let Some(zk) = &kit.zookeeper {
             zk.reset_clock()?;
+        }
+        // The next failover trial starts from a primary and a replica in sync again.
+        if let (Variant::Failover { .. }, [primary, replica, ..], Some(link)) =
+            (variant, &mut kit.servers[..], &kit.link)
+        {
+            primary.restart().await?;
+            link.pass();
+            replica.replicate(link.addr()).await?;
         }
         let log = self.resource.trial_log(id).await?;
         let figures = overlap::figures(&log, HOLDER, CONTENDER).ok_or_else(|| {
@@ -250,6 +356,27 @@ impl FaultLab {
             log,
             idle_session_locks: None,
         })
+    }
+
+    /// Waits (at most `within`) until the holder's end is in the trial's log: a job process that
+    /// outlived its holder has finished.
+    async fn await_end(&mut self, id: &str, within: Duration) -> Result<(), FaultError> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let log = self.resource.trial_log(id).await?;
+            if log
+                .iter()
+                .any(|e| e.worker == HOLDER && e.event == crate::resource::Event::End)
+            {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(FaultError::Worker(format!(
+                    "trial {id}: the holder's job process did not end within {within:?}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// A pool-leak trial: the pool process (two jobs on one pooled connection) and a contender
@@ -296,6 +423,8 @@ impl FaultLab {
             writes: WRITES,
             write_every_ms: every.as_millis() as u64,
             check: Check::AtRelease,
+            on_failure: OnFailure::Queue,
+            detached: false,
         };
         let exe = self.options.worker_exe.clone();
         let connect = config.connect_timeout + Duration::from_secs(10);

@@ -31,6 +31,23 @@ pub enum Check {
     Heartbeat,
     /// A heartbeat renews, but the job never asks it (it only logs failed renewals, say).
     HeartbeatUnchecked,
+    /// Trusts its TTL, but before starting compares the lease's validity (what Redlock says is
+    /// left of it) with the job's length, and acquires again when it is shorter.
+    ValidityFirst,
+}
+
+/// What a worker does when an acquisition fails (the server unreachable), as opposed to the
+/// lock being held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFailure {
+    /// Skips the run (says `timed-out`): a missed run.
+    Skip,
+    /// Tries again until its wait is over.
+    #[default]
+    Queue,
+    /// Runs the job without the lock.
+    RunUnlocked,
 }
 
 /// The backend as a worker connects to it (the config's fields; passwords travel on stdin, never
@@ -51,6 +68,9 @@ pub struct BackendPlan {
     pub session_timeout_ms: u64,
     /// Hand out fencing tokens (the config can turn them off for Redis and Postgres).
     pub fencing: bool,
+    /// Redis: replicas that must acknowledge an acquisition (`WAIT`).
+    #[serde(default)]
+    pub wait_replicas: u32,
 }
 
 impl BackendPlan {
@@ -64,6 +84,7 @@ impl BackendPlan {
             connect_timeout_ms: config.connect_timeout.as_millis() as u64,
             session_timeout_ms: config.session_timeout.as_millis() as u64,
             fencing: config.fencing,
+            wait_replicas: config.wait_replicas,
         }
     }
 
@@ -75,6 +96,7 @@ impl BackendPlan {
         c.connect_timeout = Duration::from_millis(self.connect_timeout_ms);
         c.session_timeout = Duration::from_millis(self.session_timeout_ms);
         c.fencing = self.fencing;
+        c.wait_replicas = self.wait_replicas;
         Ok(c)
     }
 }
@@ -108,6 +130,35 @@ pub struct WorkerPlan {
     pub write_every_ms: u64,
     /// How the job checks its lease.
     pub check: Check,
+    /// What it does when an acquisition fails.
+    #[serde(default)]
+    pub on_failure: OnFailure,
+    /// The job runs in a process of its own ([`WriterPlan`]), started once the lock is granted:
+    /// the worker holds the lock and waits for it, as a wrapper that locks and runs a job does.
+    #[serde(default)]
+    pub detached: bool,
+}
+
+/// A job process started by a worker that holds the lock: it writes as that worker, with its
+/// token, and knows nothing of the lock.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WriterPlan {
+    /// The trial's id in the resource's log.
+    pub trial: String,
+    /// The worker it writes as.
+    pub worker: String,
+    /// The protected resource's database URL.
+    pub resource_url: String,
+    /// Schema of the run's resource tables.
+    pub resource_schema: String,
+    /// The fencing token of the lease it works under.
+    pub token: Option<u64>,
+    /// Writes in the job.
+    pub writes: u32,
+    /// Time between writes, ms.
+    pub write_every_ms: u64,
+    /// The lab's process id: the job stops when the lab is gone.
+    pub lab: u32,
 }
 
 /// Releases, trying again after an error: a client's first request after a server restart fails
@@ -164,6 +215,8 @@ pub enum AnyPlan {
     Lock(WorkerPlan),
     /// A pool of one connection and two jobs on it (`pool-leak`).
     Pool(crate::pool::PoolPlan),
+    /// A job process a lock holder started (`crash/work-survives`).
+    Writer(WriterPlan),
 }
 
 /// Runs whichever worker `plan` asks for.
@@ -171,6 +224,94 @@ pub async fn run(plan: AnyPlan) -> Result<(), FaultError> {
     match plan {
         AnyPlan::Lock(plan) => run_worker(plan).await,
         AnyPlan::Pool(plan) => crate::pool::run_pool(plan).await,
+        AnyPlan::Writer(plan) => run_writer(plan).await,
+    }
+}
+
+/// True while the process `pid` exists.
+fn alive(pid: u32) -> bool {
+    rustix::process::Pid::from_raw(pid as i32)
+        .is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
+}
+
+/// A job process: its writes, then its end, unless the lab is gone first. It does not die with
+/// the worker that started it (that is the failure it stands for); it dies with the lab.
+async fn run_writer(plan: WriterPlan) -> Result<(), FaultError> {
+    let mut resource = Resource::connect(
+        &plan.resource_url,
+        &plan.resource_schema,
+        Duration::from_secs(5),
+    )
+    .await?;
+    let every = Duration::from_millis(plan.write_every_ms);
+    for _ in 0..plan.writes {
+        tokio::time::sleep(every).await;
+        if !alive(plan.lab) {
+            break;
+        }
+        resource
+            .write(&plan.trial, &plan.worker, Event::Write, plan.token)
+            .await?;
+    }
+    let ended = crate::clock::monotonic_ns();
+    resource
+        .end_at(&plan.trial, &plan.worker, "job-process-ended", ended)
+        .await?;
+    resource.close().await;
+    Ok(())
+}
+
+/// Starts the job process of `plan` (this binary's `fault-worker` with a [`WriterPlan`]) and
+/// waits for it. The job lasts three lock lifetimes (`lease_ttl`), so that a lock freed when its
+/// holder dies, at once or at the end of its TTL, is freed while the job still writes.
+async fn run_detached(
+    plan: &WorkerPlan,
+    token: Option<u64>,
+    lease_ttl: Duration,
+) -> Result<(), FaultError> {
+    use tokio::io::AsyncWriteExt as _;
+    let exe = std::env::current_exe()
+        .map_err(|e| FaultError::Worker(format!("finding the lockbench binary: {e}")))?;
+    let lab = std::os::unix::process::parent_id();
+    let writer = AnyPlan::Writer(WriterPlan {
+        trial: plan.trial.clone(),
+        worker: plan.worker.clone(),
+        resource_url: plan.resource_url.clone(),
+        resource_schema: plan.resource_schema.clone(),
+        token,
+        writes: plan.writes,
+        write_every_ms: plan
+            .write_every_ms
+            .max((lease_ttl * 3 / plan.writes.max(1)).as_millis() as u64),
+        lab,
+    });
+    let mut child = tokio::process::Command::new(exe)
+        .arg("fault-worker")
+        .arg("--lab")
+        .arg(lab.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| FaultError::Worker(format!("starting the job process: {e}")))?;
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let mut json = serde_json::to_vec(&writer).expect("a plan serialises");
+    json.push(b'\n');
+    stdin
+        .write_all(&json)
+        .await
+        .map_err(|e| FaultError::Worker(format!("sending the job process its plan: {e}")))?;
+    drop(stdin);
+    let status = child
+        .wait()
+        .await
+        .map_err(|e| FaultError::Worker(format!("waiting for the job process: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(FaultError::Worker(format!(
+            "the job process failed ({status})"
+        )))
     }
 }
 
@@ -194,18 +335,34 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     };
     let ttl = Duration::from_millis(plan.ttl_ms);
     let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+    let every = Duration::from_millis(plan.write_every_ms);
+    let job = every * plan.writes;
     let lease = loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match backend.acquire(&plan.key, ttl, left).await {
-            Ok(Some(lease)) => break lease,
+            Ok(Some(lease)) if plan.check == Check::ValidityFirst && lease.ttl < job => {
+                // Too little left to finish within it: give it back and try again.
+                let _ = backend.release(&lease).await;
+            }
+            Ok(Some(lease)) => break Some(lease),
             Ok(None) => {
                 say("timed-out");
                 return Ok(());
             }
+            Err(_) if plan.on_failure == OnFailure::Skip => {
+                say("timed-out skipped");
+                return Ok(());
+            }
+            Err(_) if plan.on_failure == OnFailure::RunUnlocked => break None,
             // A server restarting: try again until the wait is over.
             Err(_) if !left.is_zero() => tokio::time::sleep(Duration::from_millis(20)).await,
             Err(e) => return Err(e.into()),
         }
+    };
+    let Some(lease) = lease else {
+        run_unlocked(&plan, &mut resource, backend.as_ref()).await?;
+        resource.close().await;
+        return Ok(());
     };
     resource
         .write(&plan.trial, &plan.worker, Event::Grant, lease.fencing)
@@ -222,9 +379,13 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
             HeartbeatPolicy::for_lease(lease.ttl),
         )
     });
-    let every = Duration::from_millis(plan.write_every_ms);
     let mut how = None;
-    for n in 1..=plan.writes {
+    if plan.detached {
+        // The job writes from a process of its own; this one holds the lock and waits for it.
+        run_detached(&plan, lease.fencing, lease.ttl).await?;
+    }
+    let own_writes = if plan.detached { 0 } else { plan.writes };
+    for n in 1..=own_writes {
         tokio::time::sleep(every).await;
         if let Some(h) = &heartbeat
             && plan.check == Check::Heartbeat
@@ -260,5 +421,33 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     say(&format!("done {how}"));
     let _ = backend.close().await;
     resource.close().await;
+    Ok(())
+}
+
+/// The job without the lock (`run-unlocked`): its grant is logged without a token, then its
+/// writes, then its end.
+async fn run_unlocked(
+    plan: &WorkerPlan,
+    resource: &mut Resource,
+    backend: &dyn LockBackend,
+) -> Result<(), FaultError> {
+    resource
+        .write(&plan.trial, &plan.worker, Event::Grant, None)
+        .await?;
+    say("granted 0 -");
+    let every = Duration::from_millis(plan.write_every_ms);
+    for n in 1..=plan.writes {
+        tokio::time::sleep(every).await;
+        resource
+            .write(&plan.trial, &plan.worker, Event::Write, None)
+            .await?;
+        say(&format!("wrote {n}"));
+    }
+    let ended = crate::clock::monotonic_ns();
+    resource
+        .end_at(&plan.trial, &plan.worker, "ran-unlocked", ended)
+        .await?;
+    say("done ran-unlocked");
+    let _ = backend.close().await;
     Ok(())
 }

@@ -47,6 +47,10 @@ pub struct BackendConfig {
     /// is flushed at the statement's commit). Redis and Postgres can turn them off; etcd,
     /// ZooKeeper and the memory backend get them from the lock itself.
     pub fencing: bool,
+    /// Redis: replicas that must acknowledge an acquisition (`WAIT n`) before it counts; 0 (the
+    /// default) does not wait. A failover can then not promote a replica without the key (short
+    /// of losing every one that acknowledged).
+    pub wait_replicas: u32,
 }
 
 impl BackendConfig {
@@ -60,6 +64,7 @@ impl BackendConfig {
             connect_timeout: Duration::from_secs(3),
             session_timeout: Duration::from_secs(10),
             fencing: true,
+            wait_replicas: 0,
         }
     }
 
@@ -130,6 +135,8 @@ struct FileBackend {
     session_timeout: Option<String>,
     #[serde(default)]
     fencing: Option<bool>,
+    #[serde(default)]
+    wait_replicas: Option<u32>,
 }
 
 fn default_namespace() -> String {
@@ -256,6 +263,15 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
             }
             config.fencing = fencing;
         }
+        if let Some(n) = backend.wait_replicas {
+            if kind != BackendKind::Redis {
+                return Err(ConfigError::Invalid {
+                    field: format!("backends.{name}.wait_replicas"),
+                    message: "only redis waits for replicas (WAIT); the others replicate by consensus or not at all".to_string(),
+                });
+            }
+            config.wait_replicas = n;
+        }
         configs.push(config);
     }
     configs.sort_by_key(|c| BackendKind::ALL.iter().position(|k| *k == c.kind));
@@ -372,6 +388,17 @@ mod tests {
             .unwrap();
         assert_eq!(redlock.urls.len(), 5);
         assert!(configs.iter().all(|c| c.namespace == "lockbench"));
+    }
+
+    #[test]
+    fn redis_alone_waits_for_replicas() {
+        let configs =
+            parse_config("[backends.redis]\nurls = [\"redis://h:1\"]\nwait_replicas = 1").unwrap();
+        assert_eq!(configs[0].wait_replicas, 1);
+        let e = parse_config("[backends.etcd]\nurls = [\"http://h\"]\nwait_replicas = 1")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("backends.etcd.wait_replicas"), "{e}");
     }
 
     #[test]

@@ -35,7 +35,10 @@ pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
     let mut seen: Vec<String> = Vec::new();
     let mut by_step: BTreeMap<String, (bool, Vec<f64>)> = BTreeMap::new();
     for path in &args.inputs {
-        let input = Input::load(path)?;
+        let input = Input::load(
+            path,
+            "a CSV with a header row (a step and a duration column), or an OTLP JSON trace export",
+        )?;
         for o in input.observations(&columns)? {
             if !seen.contains(&o.name) && seen.len() < 20 {
                 seen.push(o.name.clone());
@@ -306,6 +309,31 @@ fn write_spec(
         );
         steps.push(fit);
     }
+    // The steps of --spec that nothing observed stay in the spec as they were, after the fitted
+    // ones: a calibration never drops a step silently.
+    let kept = match base {
+        Some(b) if args.steps.is_empty() => {
+            let fitted: Vec<&str> = fits.iter().map(|(s, _, _)| s.as_str()).collect();
+            let text = unobserved_steps(b, &fitted)?;
+            let names: Vec<String> = b
+                .steps
+                .iter()
+                .filter(|s| !fitted.contains(&s.name.as_str()))
+                .map(|s| s.name.clone())
+                .collect();
+            (names, text)
+        }
+        _ => (Vec::new(), String::new()),
+    };
+    if !kept.0.is_empty() {
+        let _ = writeln!(
+            text,
+            "# Not observed, kept as in {}: {}\n{}",
+            base.map_or(String::new(), |b| b.path.display().to_string()),
+            kept.0.join(", "),
+            kept.1
+        );
+    }
     // What we write must load as `validate` loads it: a fit that does not is our bug, and then
     // nothing is left behind.
     let tmp = args
@@ -327,6 +355,7 @@ fn write_spec(
         inputs: inputs.to_vec(),
         out: args.out.display().to_string(),
         steps,
+        kept_steps: kept.0,
     })
 }
 
@@ -493,6 +522,47 @@ fn table(r: &CalibrationRecord) -> String {
         }
     }
     o
+}
+
+/// The `[[steps]]` entries of `base` not in `fitted`, as TOML, each exactly as the base spec has
+/// it (re-serialised from its parsed table, so every value is the base's). A step whose latency
+/// reads a samples file beside the base spec is refused: the path would not hold beside the new
+/// one.
+fn unobserved_steps(base: &WorkloadSpec, fitted: &[&str]) -> Result<String> {
+    #[derive(serde::Serialize)]
+    struct Steps {
+        steps: Vec<toml::Table>,
+    }
+    let table: toml::Table = toml::from_str(&base.text)
+        .with_context(|| format!("reading {} again", base.path.display()))?;
+    let steps: Vec<toml::Table> = table
+        .get("steps")
+        .and_then(toml::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_table().cloned())
+        .filter(|t| {
+            t.get("name")
+                .and_then(toml::Value::as_str)
+                .is_some_and(|n| !fitted.contains(&n))
+        })
+        .collect();
+    for step in &steps {
+        if toml::to_string(step).unwrap_or_default().contains("file =") {
+            let name = step.get("name").and_then(toml::Value::as_str).unwrap_or("");
+            return Err(usage(
+                &base.path.display().to_string(),
+                format!(
+                    "step \"{name}\" is not observed and its latency reads a samples file beside this spec; observe it too, or name the steps to fit with --step"
+                ),
+            )
+            .into());
+        }
+    }
+    if steps.is_empty() {
+        return Ok(String::new());
+    }
+    toml::to_string(&Steps { steps }).context("writing the unobserved steps")
 }
 
 #[cfg(test)]

@@ -116,7 +116,10 @@ pub fn read_runs(
     default_profile: &str,
     columns: &RunColumns,
 ) -> Result<Vec<ObservedRun>, UsageError> {
-    let input = Input::load(path)?;
+    let input = Input::load(
+        path,
+        "a CSV of past job runs with a header row (a duration and a volume column)",
+    )?;
     let file = &input.file;
     if input.trace {
         return Err(usage(

@@ -11,6 +11,7 @@ pub mod observed;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod shell;
 pub mod simulate;
 pub mod ttl;
 pub mod validate;

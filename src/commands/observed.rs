@@ -11,7 +11,7 @@ use crate::options::{UsageError, usage};
 /// How to read a CSV of durations.
 #[derive(Clone, Debug)]
 pub struct CsvColumns {
-    /// Column of the name (a step, or a profile).
+    /// Column of the step's name (calibrate's `--step-column`).
     pub name: Option<String>,
     /// Column of durations with units (`110ms`).
     pub duration: String,
@@ -44,16 +44,13 @@ pub struct Input {
 }
 
 impl Input {
-    /// Reads `path`; an empty file is refused.
-    pub fn load(path: &Path) -> Result<Self, UsageError> {
+    /// Reads `path`; an empty file is refused, saying what the command reads (`expected`).
+    pub fn load(path: &Path, expected: &str) -> Result<Self, UsageError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| usage(&file, format!("cannot read it: {e}")))?;
         if text.trim().is_empty() {
-            return Err(usage(
-                &file,
-                "empty: expected a CSV with a header row, or an OTLP JSON trace export",
-            ));
+            return Err(usage(&file, format!("empty: expected {expected}")));
         }
         Ok(Input {
             trace: text.trim_start().starts_with('{'),
@@ -99,7 +96,7 @@ fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed
         })
     };
     let name_col = match &columns.name {
-        Some(n) => Some(find(n, "--name-column")?),
+        Some(n) => Some(find(n, "--step-column")?),
         None => None,
     };
     let (value_col, in_ms) = match &columns.ms {

@@ -347,6 +347,13 @@ async fn faults_of(
                 "redlock/restart+clock-jump",
                 "pool-leak/no-reset",
                 "partition/heartbeat",
+                // What the decision needs: crash recovery on every backend, and each new
+                // scenario with the variant that must overlap and the one that must not.
+                "crash",
+                "failover",
+                "outage",
+                "redlock/late-start",
+                "redlock/late-start-checked",
             ],
         )
     } else {
@@ -365,7 +372,7 @@ async fn faults_of(
         &plan.staging.join("faults").display().to_string(),
     ]));
     let code = step(
-        "what each backend cannot prevent: pauses, restarts, clock jumps, pool leaks, partitions",
+        "what each backend cannot prevent: pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers, outages",
         &args,
     )
     .await?;

@@ -2,6 +2,8 @@
 //! refusal of bad input, and deterministic draws.
 #![allow(dead_code)] // each test crate uses its own part
 
+pub mod lab;
+
 use assert_cmd::Command;
 use serde_json::Value;
 

@@ -389,6 +389,8 @@ const STYLE: &str = "body { font-family: sans-serif; max-width: 72rem; margin: 2
 a { color: #0550ae; }
 nav.toc { border: 1px solid #ddd; background: #fafafa; padding: 0.5rem 1rem; margin: 1rem 0; font-size: 0.95rem; }
 nav.toc ul { margin: 0.25rem 0; padding-left: 1.2rem; }
+nav.toc > ul { columns: 2; column-gap: 2rem; }
+nav.toc > ul > li { break-inside: avoid; }
 section.decision { border: 2px solid #0550ae; border-radius: 6px; padding: 0.25rem 1.25rem 0.5rem; margin: 1.5rem 0; background: #f5f9ff; }
 section.decision h2 { margin-top: 0.75rem; }
 table.grid td { text-align: center; white-space: nowrap; }
@@ -402,6 +404,7 @@ p.legend { font-size: 0.9rem; }
 table { border-collapse: collapse; margin: 1rem 0; font-size: 0.9rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; }
 th { background: #f2f2f2; }
+td code { white-space: nowrap; }
 code, pre { font-family: monospace; background: #f6f6f6; }
 pre { padding: 0.75rem; overflow-x: auto; }
 figure { margin: 1.5rem 0; }

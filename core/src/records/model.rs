@@ -16,6 +16,9 @@ pub struct CalibrationRecord {
     pub out: String,
     /// One entry per calibrated step, in the order first observed.
     pub steps: Vec<StepFit>,
+    /// Steps of `--spec` with no observed durations, written unchanged after the fitted ones.
+    #[serde(default)]
+    pub kept_steps: Vec<String>,
 }
 
 /// One step's fitted latency and how well it fits.

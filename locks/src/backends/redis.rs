@@ -87,6 +87,8 @@ pub struct RedisLock {
     connect_timeout: Duration,
     /// When false, acquire is a plain `SET NX PX` and leases carry no fencing token.
     fencing: bool,
+    /// Replicas that must acknowledge an acquisition (`WAIT`); 0: none.
+    wait_replicas: u32,
     namespace: String,
     timeout: Duration,
     acquire: Script,
@@ -117,6 +119,7 @@ impl RedisLock {
             subscriber: tokio::sync::Mutex::new(None),
             connect_timeout: config.connect_timeout,
             fencing: config.fencing,
+            wait_replicas: config.wait_replicas,
             namespace: config.namespace.clone(),
             timeout: config.operation_timeout,
             acquire: Script::new(ACQUIRE),
@@ -217,6 +220,50 @@ impl RedisLock {
         outcome
     }
 
+    /// `WAIT n` after a grant: when fewer replicas acknowledge within the operation timeout (or
+    /// half the TTL, if shorter), the key is released by its token and the acquisition fails: a
+    /// failover could promote a replica without it.
+    async fn replicated(
+        &self,
+        key: &str,
+        lock_key: &str,
+        token: &str,
+        ttl: Duration,
+    ) -> Result<(), LockError> {
+        let wait = self.timeout.min(ttl / 2);
+        let mut conn = self.conn.clone();
+        let acked: i64 = timed("redis", "acquire", self.timeout + wait, async {
+            redis::cmd("WAIT")
+                .arg(self.wait_replicas)
+                .arg(wait.as_millis() as u64)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| LockError::server("redis", "acquire", e))
+        })
+        .await?;
+        if acked >= i64::from(self.wait_replicas) {
+            return Ok(());
+        }
+        let _ = timed("redis", "release", self.timeout, async {
+            self.release
+                .key(lock_key)
+                .arg(token)
+                .arg(self.channel(key))
+                .invoke_async::<i64>(&mut conn)
+                .await
+                .map_err(|e| LockError::server("redis", "release", e))
+        })
+        .await;
+        Err(LockError::server(
+            "redis",
+            "acquire",
+            format!(
+                "WAIT: {acked} of {} replicas acknowledged the lock within {wait:?}; released it",
+                self.wait_replicas
+            ),
+        ))
+    }
+
     fn key(&self, key: &str) -> String {
         format!("{}:lock:{key}", self.namespace)
     }
@@ -269,6 +316,8 @@ impl LockBackend for RedisLock {
         let token = new_token();
         let mut conn = self.conn.clone();
         let ttl_ms = ttl.as_millis() as u64;
+        // Only a replicated acquisition needs to know when its SET went out.
+        let sent = (self.wait_replicas > 0).then(Instant::now);
         // Some(Some(n)): granted with fencing token n; Some(None): granted without; None: held.
         let granted: Option<Option<u64>> = timed("redis", "acquire", self.timeout, async {
             let outcome = if self.fencing {
@@ -294,6 +343,14 @@ impl LockBackend for RedisLock {
             outcome.map_err(|e| LockError::server("redis", "acquire", e))
         })
         .await?;
+        // The key's TTL runs from the SET; waiting for replicas spends some of it.
+        let ttl = match sent {
+            Some(sent) if granted.is_some() => {
+                self.replicated(key, &lock_key, &token, ttl).await?;
+                ttl.saturating_sub(sent.elapsed())
+            }
+            _ => ttl,
+        };
         Ok(granted.map(|fencing| Lease {
             key: lock_key,
             token,

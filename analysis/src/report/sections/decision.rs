@@ -155,6 +155,12 @@ fn overlapped(labels: &[String]) -> String {
 pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
     doc.push(Block::Heading(3, alternatives_heading(&d.job)));
     let measured = !evidence.faults.is_empty();
+    let covered = |backend: &str| {
+        evidence
+            .faults
+            .iter()
+            .any(|f| f.record.cells.iter().any(|c| c.backend == backend))
+    };
     let rows = d
         .alternatives
         .iter()
@@ -184,12 +190,12 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
                     } else {
                         "no fault run".to_string()
                     },
-                    |s| format!("a crashed holder's lock freed in {}", format_readable_s(s)),
+                    format_readable_s,
                 ),
-                if measured {
-                    overlapped(&v.overlapped_under)
-                } else {
-                    "no fault run".to_string()
+                match (measured, covered(&v.backend)) {
+                    (false, _) => "no fault run".to_string(),
+                    (true, false) => "not measured".to_string(),
+                    (true, true) => overlapped(&v.overlapped_under),
                 },
             ]
         })
@@ -200,7 +206,7 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
             "verdict",
             "the deciding fact",
             "acquire P99",
-            "prevents: crash recovery, measured",
+            "prevents, measured: a killed holder's lock free after",
             "cannot prevent, measured",
         ]
         .map(String::from)

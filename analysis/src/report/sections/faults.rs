@@ -51,7 +51,9 @@ pub(super) fn grid_anchor(label: &str) -> String {
 }
 
 /// The measured "cannot prevent" of `backend` in a word per fault: the scenarios that overlapped
-/// on it, each linked to its grid row, or "none measured"; `None` when no fault run covered it.
+/// on it (not those where the job's own conduct overlapped: work outliving its holder, a run
+/// without the lock), each linked to its grid row, or "none measured"; `None` when no fault run
+/// covered it.
 pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<String> {
     let mine: Vec<&FaultCell> = cells(evidence)
         .map(|(_, c)| c)
@@ -62,7 +64,7 @@ pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<Strin
     }
     let overlapped: Vec<String> = mine
         .iter()
-        .filter(|c| c.trials_with_overlap > 0)
+        .filter(|c| c.trials_with_overlap > 0 && !lockbench_decision::lab::about_the_job(&label(c)))
         .map(|c| format!("[{}](#{})", label(c), grid_anchor(&label(c))))
         .collect();
     Some(if overlapped.is_empty() {

@@ -73,6 +73,33 @@ pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
             "Each job's decision comes first: computed from the job's answers (the `[decision]` table of its spec) and from what these results measured, by the rules of docs/DECISION.md. ".to_string()
         }
     )));
+    if !decisions.is_empty() {
+        doc.push(Block::Table {
+            head: [
+                "job",
+                "backend",
+                "lock model",
+                "on acquisition failure",
+                "status",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: decisions
+                .iter()
+                .map(|d| {
+                    vec![
+                        format!("[{}](#{})", d.job, super::doc::slug(&decision::heading(d))),
+                        d.backend
+                            .as_ref()
+                            .map_or("none fits".to_string(), |b| format!("`{b}`")),
+                        d.lock_model.kind.name().to_string(),
+                        d.failure_policy.kind.name().to_string(),
+                        d.status.name().to_string(),
+                    ]
+                })
+                .collect(),
+        });
+    }
     doc.push(Block::Toc);
     for d in decisions {
         decision::block(d, &date, &mut doc);

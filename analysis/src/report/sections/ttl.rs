@@ -35,18 +35,23 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                 "measured P99.9 runtime".to_string(),
                 secs(r.measured_p999),
                 format!(
-                    "worst profile `{}` of {} at {} {} (scale {}), {} simulated replays, seed {}; 95 % interval {} to {}{}",
+                    "the worst profile, `{}`, at {} {} (scale {}), of: {}",
                     r.profile,
-                    considered.join(", "),
                     format_count(r.target_volume),
                     unit,
                     number(r.target_scale),
+                    considered.join(", "),
+                ),
+            ],
+            vec![
+                "its 95 % interval".to_string(),
+                format!("{} to {}", secs_f(r.p999_ci_s[0]), secs_f(r.p999_ci_s[1])),
+                format!(
+                    "{} simulated replays, seed {}{}",
                     format_count(r.replays),
                     r.seed,
-                    secs_f(r.p999_ci_s[0]),
-                    secs_f(r.p999_ci_s[1]),
                     if r.p999_ci_open {
-                        " (upper end unbounded: too few replays above P99.9)"
+                        "; the upper end is unbounded: too few replays above P99.9"
                     } else {
                         ""
                     }
@@ -109,7 +114,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             .is_some_and(|v| largest > 0.0 && v as f64 > 10.0 * largest);
         let growth = match r.growth {
             Some(g) => format!(
-                "from runtime = {:.3} s x volume^{:.3} fitted at half, once and twice the target volume",
+                "runtime = {:.3} s x volume^{:.3}, fitted at 0.5x, 1x and 2x the target volume",
                 g.coefficient_s, g.exponent
             ),
             None => "no growth could be fitted (fewer than two distinct volumes)".to_string(),
@@ -121,9 +126,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                 |v| format!("{} {unit}", format_count(v)),
             ),
             format!(
-                "volume at which P99.9 reaches the alert threshold, {growth}{}",
+                "P99.9 reaches the alert threshold there: {growth}{}",
                 if far {
-                    "; far beyond the volumes simulated, so an extrapolation: the runtime barely grows with volume (a fixed wait dominates it), so review when the workload changes rather than at a volume"
+                    "; beyond 10x the volumes simulated, an extrapolation: review when the workload changes"
                 } else {
                     ""
                 }

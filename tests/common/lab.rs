@@ -1,0 +1,139 @@
+//! What the fault-lab tests share: running `lockbench faults` as a child, finding a cell, and
+//! checking that a run left the machine as it found it.
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml");
+
+/// Runs `lockbench faults ARGS --json` as a child (its pid names what it starts) and returns its
+/// record and pid.
+pub fn faults(args: &[&str]) -> (Value, u32) {
+    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .arg("faults")
+        .args(["--config", CONFIG, "--json", "--seed", "7"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "lockbench faults {args:?} failed (are the servers up? scripts/services.sh up): {stderr}"
+    );
+    let record: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    (record, pid)
+}
+
+pub fn cell<'a>(record: &'a Value, label: &str, backend: &str) -> &'a Value {
+    record["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            format!(
+                "{}/{}",
+                c["scenario"].as_str().unwrap(),
+                c["variant"].as_str().unwrap()
+            ) == label
+                && c["backend"] == backend
+        })
+        .unwrap_or_else(|| panic!("no cell {label} on {backend} in {record}"))
+}
+
+pub fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("{v} is not a count"))
+}
+
+/// Output of a command that must succeed (an empty answer from a client that could not connect
+/// would pass every check below), or a failure naming it.
+pub fn output(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}; scripts/services.sh up installs it"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed (are the servers up? scripts/services.sh up): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Nothing of the run started by `pid` with key namespace `namespace` is left anywhere.
+pub fn assert_left_nothing(record: &Value, pid: u32) {
+    let namespace = record["namespace"].as_str().unwrap();
+    assert!(namespace.starts_with("lockbench-faults-"), "{namespace}");
+    // Processes: its workers carry `--lab PID`, its private servers a directory named after it.
+    let dir_mark = format!("lockbench-faults-{pid}-");
+    let lab_mark = format!("--lab\0{pid}\0");
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        assert!(
+            !cmdline.contains(&dir_mark) && !cmdline.contains(&lab_mark),
+            "left running: {cmdline:?}"
+        );
+    }
+    let temp = std::env::temp_dir();
+    for entry in std::fs::read_dir(&temp).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(
+            !name.starts_with(&dir_mark),
+            "left behind: {}",
+            temp.join(name).display()
+        );
+    }
+    // The resource schema and the Postgres fencing sequence.
+    let prefix = namespace.replace('-', "_");
+    let pg = output(
+        "psql",
+        &[
+            "-h",
+            "127.0.0.1",
+            "-p",
+            "5442",
+            "-U",
+            "postgres",
+            "-Atc",
+            &format!(
+                "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '{prefix}%'; SELECT count(*) FROM pg_class WHERE relname LIKE '{prefix}%'"
+            ),
+        ],
+    );
+    assert_eq!(
+        pg.split_whitespace().collect::<Vec<_>>(),
+        ["0", "0"],
+        "Postgres: {pg}"
+    );
+    for port in ["6390", "6391", "6392", "6393", "6394", "6395"] {
+        let keys = output(
+            "redis-cli",
+            &["-p", port, "--scan", "--pattern", &format!("{namespace}:*")],
+        );
+        assert!(keys.trim().is_empty(), "Redis {port}: {keys}");
+    }
+    let etcd = output(
+        "etcdctl",
+        &[
+            "--endpoints",
+            "http://127.0.0.1:2389",
+            "get",
+            "--prefix",
+            "--keys-only",
+            &format!("/{namespace}/"),
+        ],
+    );
+    assert!(etcd.trim().is_empty(), "etcd: {etcd}");
+    let zk = output(
+        "/usr/share/zookeeper/bin/zkCli.sh",
+        &["-server", "127.0.0.1:2191", "ls", "/"],
+    );
+    assert!(!zk.contains(namespace), "ZooKeeper: {zk}");
+}

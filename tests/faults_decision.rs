@@ -1,0 +1,143 @@
+//! The fault-lab scenarios the decision rules cite, against the real local servers
+//! (scripts/services.sh up), each with its positive controls: a crash frees the lock (measured
+//! per backend) and work that outlives its holder overlaps; a failover loses the lock unless the
+//! acquisition waited for the replica; an outage overlaps only a worker that runs without the
+//! lock; a Redlock client that starts late overlaps unless it checks the validity left. Every run
+//! leaves nothing behind.
+
+mod common;
+
+use common::lab::{assert_left_nothing, cell, faults, n};
+
+#[test]
+fn a_crashed_holder_frees_its_lock_per_backend_and_work_that_outlives_it_overlaps() {
+    let (record, pid) = faults(&["--scenario", "crash", "--trials", "2", "--ttl", "1s"]);
+    assert!(record["skipped"].as_array().unwrap().is_empty(), "{record}");
+    for backend in [
+        "redis",
+        "redlock",
+        "pg-session",
+        "pg-xact",
+        "etcd",
+        "zookeeper",
+    ] {
+        let killed = cell(&record, "crash/holder-killed", backend);
+        assert_eq!(n(&killed["trials_with_overlap"]), 0, "{backend}: {killed}");
+        assert_eq!(n(&killed["contender_timed_out"]), 0, "{backend}: {killed}");
+        let recovery = killed["recovery_max_s"].as_f64().unwrap();
+        let ttl = killed["granted_ttl_s"].as_f64().unwrap();
+        match backend {
+            // The session ends with the process: the server frees the lock at once.
+            "pg-session" | "pg-xact" => assert!(recovery < 0.5, "{backend}: {killed}"),
+            // A lease or a key outlives its dead holder by its TTL, not much more.
+            _ => assert!(
+                recovery > ttl * 0.5 && recovery < ttl + 2.5,
+                "{backend}: {killed}"
+            ),
+        }
+        let survives = cell(&record, "crash/work-survives", backend);
+        assert_eq!(
+            n(&survives["trials_with_overlap"]),
+            2,
+            "{backend}: {survives}"
+        );
+        assert_eq!(survives["expected"], "overlap");
+        // Where there is a token, the fence refuses what the surviving job writes.
+        if backend != "redlock" {
+            assert_eq!(
+                survives["stale_rejected_by_fence"], survives["stale_writes"],
+                "{backend}: {survives}"
+            );
+        }
+    }
+    assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn a_failover_hands_the_lock_on_unless_the_acquisition_waited_for_the_replica() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "failover",
+        "--trials",
+        "3",
+        "--ttl",
+        "1s",
+        "--backend",
+        "redis",
+    ]);
+    let lost = cell(&record, "failover/no-wait", "redis");
+    assert_eq!(n(&lost["trials_with_overlap"]), 3, "{lost}");
+    assert_eq!(lost["expected"], "overlap");
+    // The promoted replica never saw the counter either: the fence lets the stale writes in.
+    assert_eq!(n(&lost["stale_rejected_by_fence"]), 0, "{lost}");
+    // The contender is granted as soon as the replica is promoted.
+    assert!(lost["recovery_max_s"].as_f64().unwrap() < 0.5, "{lost}");
+    let kept = cell(&record, "failover/wait", "redis");
+    assert_eq!(n(&kept["trials_with_overlap"]), 0, "{kept}");
+    assert_eq!(n(&kept["stale_writes"]), 0, "{kept}");
+    // The replica had the key: the contender waited for its TTL.
+    assert!(kept["recovery_p50_s"].as_f64().unwrap() > 0.3, "{kept}");
+    assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn an_outage_overlaps_only_a_worker_that_runs_without_the_lock() {
+    let (record, pid) = faults(&["--scenario", "outage", "--trials", "2", "--ttl", "1s"]);
+    let skip = cell(&record, "outage/skip", "redis");
+    assert_eq!(n(&skip["trials_with_overlap"]), 0, "{skip}");
+    assert_eq!(
+        n(&skip["contender_timed_out"]),
+        2,
+        "every run missed: {skip}"
+    );
+    let queue = cell(&record, "outage/queue", "redis");
+    assert_eq!(n(&queue["trials_with_overlap"]), 0, "{queue}");
+    assert_eq!(
+        n(&queue["contender_timed_out"]),
+        0,
+        "every run ran, late: {queue}"
+    );
+    assert!(queue["recovery_p50_s"].as_f64().unwrap() > 0.2, "{queue}");
+    let unlocked = cell(&record, "outage/run-unlocked", "redis");
+    assert_eq!(n(&unlocked["trials_with_overlap"]), 2, "{unlocked}");
+    assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn a_redlock_client_that_starts_late_overlaps_unless_it_checks_the_validity_left() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "redlock/late-start",
+        "--scenario",
+        "redlock/late-start-checked",
+        "--trials",
+        "3",
+        "--ttl",
+        "1s",
+    ]);
+    let late = cell(&record, "redlock/late-start", "redlock");
+    assert_eq!(n(&late["trials_with_overlap"]), 3, "{late}");
+    // It returned with little of its 400 ms left.
+    assert!(late["granted_ttl_s"].as_f64().unwrap() < 0.25, "{late}");
+    let checked = cell(&record, "redlock/late-start-checked", "redlock");
+    assert_eq!(n(&checked["trials_with_overlap"]), 0, "{checked}");
+    assert_eq!(n(&checked["stale_writes"]), 0, "{checked}");
+    assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn the_decision_rules_know_every_variant_the_lab_runs() {
+    let lab: Vec<String> = lockbench_faults::VARIANTS
+        .iter()
+        .map(|v| v.label())
+        .collect();
+    let rules: Vec<String> = lockbench_decision::lab::KNOWN
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut a = lab.clone();
+    let mut b = rules.clone();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "the lab's variants and the rules' list differ");
+}

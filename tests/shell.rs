@@ -1,0 +1,81 @@
+//! The shell a user types in: completion scripts and man pages come from the clap definitions the
+//! binary parses, so every subcommand is in them.
+
+mod common;
+
+use common::lockbench;
+
+/// Every command `lockbench --help` lists.
+fn subcommands() -> Vec<String> {
+    let out = lockbench().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_bash_completion_names_every_subcommand() {
+    let commands = subcommands();
+    assert!(commands.len() >= 15, "{commands:?}");
+    for must in ["run", "decide", "faults", "completions", "man"] {
+        assert!(commands.iter().any(|c| c == must), "{must} in {commands:?}");
+    }
+    let out = lockbench().args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success());
+    let script = String::from_utf8_lossy(&out.stdout);
+    for c in &commands {
+        assert!(
+            script.contains(&format!("lockbench,{c})")),
+            "the bash completion completes `lockbench {c}`"
+        );
+    }
+    // bash itself reads the script.
+    let syntax = std::process::Command::new("bash")
+        .args(["-n", "-c", &script])
+        .status()
+        .unwrap();
+    assert!(syntax.success(), "the completion script is valid bash");
+}
+
+#[test]
+fn a_man_page_per_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = lockbench()
+        .args(["man", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for c in subcommands().iter().chain(["".to_string()].iter()) {
+        let name = if c.is_empty() {
+            "lockbench.1".to_string()
+        } else {
+            format!("lockbench-{c}.1")
+        };
+        let page = std::fs::read_to_string(dir.path().join(&name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(page.starts_with(".ie \\n(.g .ds Aq"), "{name} is roff");
+        assert!(page.contains(".SH NAME"), "{name}");
+    }
+}
+
+#[test]
+fn an_unknown_shell_is_refused_in_one_line() {
+    let out = lockbench().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("tcsh") && stderr.contains("bash"),
+        "{stderr}"
+    );
+}
