@@ -43,11 +43,11 @@ fn main() -> ExitCode {
     }
 }
 
-/// 2 for anything the user can fix in their input (flags, specs, output directory), 130 for an
-/// interrupted run (after its cleanup), 1 otherwise.
+/// 2 for anything the user can fix in their input (flags, specs, output directory), 130 (SIGINT) or 143
+/// (SIGTERM) for an interrupted run (after its cleanup), 1 otherwise.
 fn exit_code(error: &anyhow::Error) -> u8 {
-    if error.is::<commands::Interrupted>() {
-        return 130;
+    if let Some(stopped) = error.downcast_ref::<commands::Interrupted>() {
+        return stopped.by.exit_code();
     }
     if error.is::<commands::bench::NotReady>() {
         return 4;

@@ -1,7 +1,14 @@
 //! `lockbench run` and `lockbench report` as a user meets them: the main job completes with
 //! nothing reachable but the in-process backend and says what it skipped; bad input is one line.
 
+use std::io::BufRead;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
 use assert_cmd::Command;
+
+mod common;
+use common::lab::{assert_lab_left_nothing, lab_namespaces};
 
 const SPECS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs");
 
@@ -303,4 +310,186 @@ fn an_unwritable_out_is_refused_before_any_work() {
             "--out /proc/nope: cannot create a results directory in /proc",
         );
     }
+}
+
+/// `run` started as a supervisor starts it: its own pid, stderr read line by line (the lines come
+/// through the channel), the two reachable backends a fault lab needs and one small spec.
+struct Supervised {
+    child: std::process::Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+    dir: tempfile::TempDir,
+}
+
+impl Supervised {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("lockbench.toml");
+        std::fs::write(
+            &config,
+            "[backends.redis]\nurls = [\"redis://127.0.0.1:6390\"]\n\n[backends.pg-session]\nurls = [\"postgres://postgres@127.0.0.1:5442/postgres\"]\n",
+        )
+        .unwrap();
+        let specs = dir.path().join("specs");
+        std::fs::create_dir(&specs).unwrap();
+        std::fs::copy(format!("{SPECS}/events.toml"), specs.join("events.toml")).unwrap();
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("lockbench"))
+            .args(["run", "--quick", "--seed", "5"])
+            .arg("--specs")
+            .arg(&specs)
+            .arg("--config")
+            .arg(&config)
+            .arg("--out")
+            .arg(dir.path().join("run"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = send.send(line);
+            }
+        });
+        Supervised {
+            child,
+            lines,
+            seen: Vec::new(),
+            dir,
+        }
+    }
+
+    /// The first line (from now on) that starts with `prefix`, within 4 minutes.
+    fn wait_for(&mut self, prefix: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(240);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.starts_with(prefix) {
+                        return line;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = self.child.kill();
+        panic!("run never said \"{prefix}...\":\n{}", self.seen.join("\n"));
+    }
+
+    /// `kill -SIGNAL` to run's pid alone (not its process group, as a terminal would).
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {pid}");
+    }
+
+    /// Its exit code (within 2 minutes) and everything it said.
+    fn finish(mut self) -> (i32, String, tempfile::TempDir) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("run did not exit within 2 minutes of the signal");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            self.seen.push(line);
+        }
+        (status.code().unwrap_or(-1), self.seen.join("\n"), self.dir)
+    }
+
+    /// The pid of the step `run` is running now (its child whose arguments start with `step`).
+    fn step_pid(&self, step: &str) -> u32 {
+        let parent = self.child.id().to_string();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid ...: the fields after the last ')'.
+            let ppid = stat.rsplit(')').next().unwrap().split_whitespace().nth(1);
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            if ppid == Some(parent.as_str()) && args.get(1) == Some(&step.as_bytes()) {
+                return entry.file_name().to_string_lossy().parse().unwrap();
+            }
+        }
+        panic!("run has no {step} step running");
+    }
+}
+
+/// Nothing of the results: neither the folder nor its staging sibling.
+fn assert_no_results(dir: &std::path::Path) {
+    let left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".run.partial") || n == "run")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A supervisor's SIGINT, then its SIGTERM, to `run`'s pid alone during the fault step: the lab
+/// gets the signal from `run`, stops its trial, its private servers and its namespace, drops its
+/// schema; `run` waits for it, removes its staging folder and exits 130 (the first signal).
+#[test]
+fn a_signal_to_runs_pid_reaches_the_fault_lab_and_leaves_nothing() {
+    let namespaces = lab_namespaces();
+    let mut run = Supervised::start();
+    run.wait_for("== what each backend cannot prevent");
+    let lab = run.wait_for("fault lab: keys under ");
+    let keys = lab
+        .strip_prefix("fault lab: keys under ")
+        .and_then(|rest| rest.split(',').next())
+        .unwrap()
+        .to_string();
+    let lab_pid = run.step_pid("faults");
+    // Into its first cells: private servers up, workers holding locks.
+    std::thread::sleep(Duration::from_secs(4));
+    run.signal("INT");
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal("TERM");
+    let (code, said, dir) = run.finish();
+    assert_eq!(code, 130, "{said}");
+    assert!(
+        said.contains("SIGINT received; passing it to the step in flight (faults)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("lockbench: error: interrupted by SIGINT; faults stopped and cleaned up after itself; removed the staging folder, no results written"),
+        "{said}"
+    );
+    assert!(!said.contains("run: done"), "{said}");
+    assert_no_results(dir.path());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{lab_pid}")).exists(),
+        "the fault lab (pid {lab_pid}) outlived run"
+    );
+    assert_lab_left_nothing(&keys, lab_pid);
+    assert_eq!(lab_namespaces(), namespaces, "a lab namespace was left");
+}
+
+/// SIGTERM, as a container runtime sends it to pid 1, during the first step: exit 143, nothing
+/// written.
+#[test]
+fn sigterm_to_run_during_a_step_exits_143_and_writes_nothing() {
+    let mut run = Supervised::start();
+    run.wait_for("== runtimes of every profile");
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal("TERM");
+    let (code, said, dir) = run.finish();
+    assert_eq!(code, 143, "{said}");
+    assert!(said.contains("lockbench: error: interrupted by SIGTERM; simulate stopped and cleaned up after itself; removed the staging folder, no results written"), "{said}");
+    assert_no_results(dir.path());
 }

@@ -11,7 +11,7 @@ use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
 use lockbench_faults::{AnyPlan, FaultLab, LabOptions, LabOutput};
 
 use crate::cli::FaultsArgs;
-use crate::commands::{Interrupted, shared};
+use crate::commands::{Interrupted, StopSignals, shared};
 use crate::options::FaultsCommand;
 use crate::progress::Progress;
 use crate::render;
@@ -67,9 +67,7 @@ pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
 async fn run_lab(options: LabOptions) -> Result<LabOutput> {
     // Listening from here on: a Ctrl-C (or a SIGTERM, as a job runner sends) stops the trial in
     // flight (its processes are killed by pid when dropped), then the same cleanup as at the end.
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt()).context("listening for Ctrl-C")?;
-    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    let mut signals = StopSignals::listen()?;
     let mut lab = FaultLab::prepare(options).await?;
     eprintln!(
         "fault lab: keys under {}, protected resource in schema {}; both removed at the end",
@@ -83,21 +81,20 @@ async fn run_lab(options: LabOptions) -> Result<LabOutput> {
     };
     let note = |line: &str| progress.println(&format!("lockbench: faults: {line}"));
     let outcome = tokio::select! {
-        r = lab.run(&tick, &note) => Some(r),
-        _ = interrupt.recv() => None,
-        _ = terminate.recv() => None,
+        r = lab.run(&tick, &note) => Ok(r),
+        stop = signals.recv() => Err(stop),
     };
     progress.finish();
     let cleaned = lab.cleanup().await;
     match outcome {
-        None => {
+        Err(by) => {
             let what = match cleaned {
                 Ok(()) => "stopped the lab's processes and servers, removed its keys and tables; no results written".to_string(),
                 Err(e) => format!("cleanup failed: {e}"),
             };
-            Err(Interrupted(what).into())
+            Err(Interrupted { by, what }.into())
         }
-        Some(result) => {
+        Ok(result) => {
             let output = result?;
             cleaned.context("removing the fault lab's tables and keys")?;
             Ok(output)

@@ -18,7 +18,69 @@ pub mod validate;
 
 pub mod shared;
 
-/// A run stopped by Ctrl-C after cleaning up: exit code 130.
+/// A run stopped by a signal after cleaning up: exit code 130 for SIGINT, 143 for SIGTERM.
 #[derive(Debug, thiserror::Error)]
-#[error("interrupted; {0}")]
-pub struct Interrupted(pub String);
+#[error("interrupted by {}; {what}", by.name())]
+pub struct Interrupted {
+    pub by: Stop,
+    /// What was stopped and cleaned up.
+    pub what: String,
+}
+
+/// The signals that stop a long command: SIGINT (Ctrl-C, or `kill -INT`) and SIGTERM (what a
+/// supervisor or a container runtime sends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Interrupt,
+    Terminate,
+}
+
+impl Stop {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::Interrupt => "SIGINT",
+            Stop::Terminate => "SIGTERM",
+        }
+    }
+
+    /// 128 plus the signal's number, as a shell reports a process the signal ended.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Stop::Interrupt => 130,
+            Stop::Terminate => 143,
+        }
+    }
+
+    pub fn signal(self) -> rustix::process::Signal {
+        match self {
+            Stop::Interrupt => rustix::process::Signal::INT,
+            Stop::Terminate => rustix::process::Signal::TERM,
+        }
+    }
+}
+
+/// Listens for SIGINT and SIGTERM from the moment it is made (the default action, dying on the
+/// spot, is off from then on for the whole process).
+pub struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    pub fn listen() -> anyhow::Result<Self> {
+        use anyhow::Context;
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(StopSignals {
+            interrupt: signal(SignalKind::interrupt()).context("listening for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+        })
+    }
+
+    /// The next stop signal.
+    pub async fn recv(&mut self) -> Stop {
+        tokio::select! {
+            _ = self.interrupt.recv() => Stop::Interrupt,
+            _ = self.terminate.recv() => Stop::Terminate,
+        }
+    }
+}

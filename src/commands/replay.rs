@@ -13,7 +13,7 @@ use lockbench_replay::{LiveError, LiveReplay, LiveReport, LockMode};
 use lockbench_workloads::{JobModel, Shard, SimOptions, simulate};
 
 use crate::cli::ReplayArgs;
-use crate::commands::{Interrupted, shared};
+use crate::commands::{Interrupted, StopSignals, shared};
 use crate::options::{ReplayCommand, usage};
 use crate::progress::Progress;
 use crate::render;
@@ -72,8 +72,7 @@ async fn replay(model: &JobModel, command: &ReplayCommand) -> Result<LiveReport>
     let live = &command.live;
     // Listening from here on: a Ctrl-C during the set-up waits for it to finish (it is bounded by
     // connection timeouts), then stops the run before it starts, with the same cleanup.
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .context("listening for Ctrl-C")?;
+    let mut signals = StopSignals::listen()?;
     let mut replay = LiveReplay::prepare(model, live)
         .await
         .map_err(|e| live_error(e, command))?;
@@ -87,21 +86,21 @@ async fn replay(model: &JobModel, command: &ReplayCommand) -> Result<LiveReport>
     ));
     let advance = |n| progress.advance(n);
     let outcome = tokio::select! {
-        r = replay.run(&advance) => Some(r),
-        _ = interrupt.recv() => None,
+        r = replay.run(&advance) => Ok(r),
+        stop = signals.recv() => Err(stop),
     };
     progress.finish();
     let cleaned = replay.cleanup().await;
     match outcome {
-        None => {
+        Err(by) => {
             let what = match cleaned {
                 Ok(()) => "removed the replay's tables, lock keys and leases; no results written"
                     .to_string(),
                 Err(e) => format!("cleanup failed: {e}"),
             };
-            Err(Interrupted(what).into())
+            Err(Interrupted { by, what }.into())
         }
-        Some(result) => {
+        Ok(result) => {
             let report = result.map_err(|e| live_error(e, command))?;
             cleaned.context("removing the replay's tables and lock keys")?;
             Ok(report)

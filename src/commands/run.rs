@@ -14,11 +14,13 @@ use lockbench_core::{ResultsDir, ResultsError};
 use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::MainJobArgs;
-use crate::commands::Interrupted;
+use crate::commands::{Interrupted, Stop, StopSignals};
 use crate::options::{resolve_seed, usage};
 
 /// `bench` exit code when some backend could not be measured.
 const SOME_BACKENDS_FAILED: i32 = 3;
+/// How long a step may take to clean up after the signal `run` passed on, before it is killed.
+const STEP_GRACE: Duration = Duration::from_secs(60);
 /// The live replay: a spec's incident at a tenth of its volume (its TTL scaled alike), 50 times
 /// faster.
 const REPLAY_SCALE: f64 = 0.1;
@@ -31,6 +33,38 @@ struct Plan {
     /// Every spec, read once: each may name the TTL it has today and the profile of its incident.
     specs: Vec<WorkloadSpec>,
     staging: PathBuf,
+    /// The step running now (its title and pid), to pass a signal on to.
+    current: std::cell::RefCell<Option<(String, u32)>>,
+    /// The signal that stopped the run, once one came.
+    stopped: tokio::sync::watch::Sender<Option<Stop>>,
+}
+
+impl Plan {
+    /// A SIGINT or SIGTERM to `run` itself (from a terminal, a supervisor, `kill PID`) goes on to
+    /// the step in flight, which cleans up after itself; no step starts after it. A signal from a
+    /// terminal also reaches the step directly: a second one changes nothing.
+    fn stop(&self, by: Stop) {
+        let first = self.stopped.borrow().is_none();
+        if first {
+            self.stopped.send_replace(Some(by));
+        }
+        if let Some((title, pid)) = &*self.current.borrow() {
+            if first {
+                eprintln!(
+                    "\nlockbench: run: {} received; passing it to the step in flight ({title}) and waiting for its cleanup (at most {}s)",
+                    by.name(),
+                    STEP_GRACE.as_secs()
+                );
+            }
+            if let Some(pid) = rustix::process::Pid::from_raw(*pid as i32) {
+                let _ = rustix::process::kill_process(pid, by.signal());
+            }
+        }
+    }
+
+    fn stopped(&self) -> Option<Stop> {
+        *self.stopped.borrow()
+    }
 }
 
 pub fn run(args: &MainJobArgs) -> Result<ExitCode> {
@@ -75,22 +109,26 @@ pub fn run(args: &MainJobArgs) -> Result<ExitCode> {
         config: args.config.clone(),
         specs,
         staging: staging.clone(),
+        current: std::cell::RefCell::new(None),
+        stopped: tokio::sync::watch::Sender::new(None),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     let outcome = runtime.block_on(async {
-        let mut interrupt =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-                .context("listening for Ctrl-C")?;
-        tokio::select! {
-            r = steps(&plan) => r.map(Some),
-            _ = interrupt.recv() => Ok(None),
+        let mut signals = StopSignals::listen()?;
+        let work = steps(&plan);
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                r = &mut work => break r,
+                by = signals.recv() => plan.stop(by),
+            }
         }
     });
     match outcome {
-        Ok(Some(skipped)) => {
+        Ok(skipped) => {
             crate::commands::report::write(
                 std::slice::from_ref(&staging),
                 ResultsDir::new(&staging.join("report"))?,
@@ -110,11 +148,6 @@ pub fn run(args: &MainJobArgs) -> Result<ExitCode> {
                 out.join("report").join("report.html").display()
             );
             Ok(ExitCode::SUCCESS)
-        }
-        Ok(None) => {
-            // The child got the same Ctrl-C and cleaned up after itself.
-            let _ = std::fs::remove_dir_all(&staging);
-            Err(Interrupted("no results written".to_string()).into())
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
@@ -157,8 +190,19 @@ fn staging_dir(out: &Path) -> Result<PathBuf> {
     Ok(staging)
 }
 
-/// Runs this binary with `args`; returns its exit code.
-async fn step(title: &str, args: &[String]) -> Result<i32> {
+/// Runs this binary with `args`; returns its exit code, or the interruption when a signal stopped
+/// the run (before the step, or while it ran: it then had [`STEP_GRACE`] to clean up).
+async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<i32> {
+    let interrupted = |by: Stop, what: &str| -> anyhow::Error {
+        Interrupted {
+            by,
+            what: format!("{what}; removed the staging folder, no results written"),
+        }
+        .into()
+    };
+    if let Some(by) = plan.stopped() {
+        return Err(interrupted(by, "stopped before the next step"));
+    }
     eprintln!("\n== {title}");
     let exe = std::env::current_exe().context("finding the lockbench binary")?;
     let mut command = tokio::process::Command::new(exe);
@@ -166,14 +210,36 @@ async fn step(title: &str, args: &[String]) -> Result<i32> {
     for name in crate::options::shard::ENGINE_VARIABLES {
         command.env_remove(name);
     }
-    let status = command
+    let mut child = command
         .args(args)
         .env(crate::commands::shared::STAGED, "1")
-        .kill_on_drop(false)
-        .status()
-        .await
+        .kill_on_drop(true)
+        .spawn()
         .with_context(|| format!("running lockbench {}", args.join(" ")))?;
-    Ok(status.code().unwrap_or(1))
+    let name = args.first().cloned().unwrap_or_default();
+    *plan.current.borrow_mut() = child.id().map(|pid| (name.clone(), pid));
+    let mut stopped = plan.stopped.subscribe();
+    let grace_over = async {
+        let _ = stopped.wait_for(Option::is_some).await;
+        tokio::time::sleep(STEP_GRACE).await;
+    };
+    let status = tokio::select! {
+        status = child.wait() => status,
+        () = grace_over => {
+            eprintln!("lockbench: run: {name} did not stop within {}s; killing it", STEP_GRACE.as_secs());
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    }
+    .with_context(|| format!("waiting for lockbench {name}"));
+    *plan.current.borrow_mut() = None;
+    if let Some(by) = plan.stopped() {
+        return Err(interrupted(
+            by,
+            &format!("{name} stopped and cleaned up after itself"),
+        ));
+    }
+    Ok(status?.code().unwrap_or(1))
 }
 
 fn s(items: &[&str]) -> Vec<String> {
@@ -203,6 +269,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     args.extend(s(&["--scale", "1", "--scale", "10", "--replays", replays]));
     args.extend(s(&["--seed", &seed, "--out", &out("simulate")]));
     let code = step(
+        plan,
         "runtimes of every profile at today's volume and at 10x",
         &args,
     )
@@ -228,7 +295,12 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
             args.extend(s(&["--current-ttl", &format!("{}s", ttl.as_secs_f64())]));
         }
         args.extend(s(&["--out", &out(&format!("ttl-{name}"))]));
-        let code = step(&format!("TTL for {name} at 10x today's volume"), &args).await?;
+        let code = step(
+            plan,
+            &format!("TTL for {name} at 10x today's volume"),
+            &args,
+        )
+        .await?;
         if code != 0 {
             anyhow::bail!("ttl {name} failed (exit code {code}); see above");
         }
@@ -253,7 +325,12 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         "--out",
         &out("bench"),
     ]);
-    let code = step("acquisition latency of every reachable backend", &args).await?;
+    let code = step(
+        plan,
+        "acquisition latency of every reachable backend",
+        &args,
+    )
+    .await?;
     if code != 0 && code != SOME_BACKENDS_FAILED {
         anyhow::bail!("bench failed (exit code {code}); see above");
     }
@@ -371,7 +448,7 @@ async fn faults_of(
         "--out",
         &plan.staging.join("faults").display().to_string(),
     ]));
-    let code = step(
+    let code = step(plan,
         "what each backend cannot prevent: pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers, outages",
         &args,
     )
@@ -441,6 +518,7 @@ async fn replays_of(
                 .to_string(),
         ]));
         let code = step(
+            plan,
             &format!("live replay of the {name} incident ({profile}) on {backend}: {mode}"),
             &args,
         )

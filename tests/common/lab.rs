@@ -66,7 +66,21 @@ pub fn output(program: &str, args: &[&str]) -> String {
 
 /// Nothing of the run started by `pid` with key namespace `namespace` is left anywhere.
 pub fn assert_left_nothing(record: &Value, pid: u32) {
-    let namespace = record["namespace"].as_str().unwrap();
+    assert_lab_left_nothing(record["namespace"].as_str().unwrap(), pid);
+}
+
+/// The network namespaces a lab makes (`lbf-...`) that exist now.
+pub fn lab_namespaces() -> Vec<String> {
+    output("ip", &["netns", "list"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with("lbf-"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// [`assert_left_nothing`] for the lab of pid `pid` whose keys were under `namespace`.
+pub fn assert_lab_left_nothing(namespace: &str, pid: u32) {
     assert!(namespace.starts_with("lockbench-faults-"), "{namespace}");
     // Processes: its workers carry `--lab PID`, its private servers a directory named after it.
     let dir_mark = format!("lockbench-faults-{pid}-");
