@@ -546,6 +546,11 @@ pub struct FaultsArgs {
     /// be empty.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Only remove what fault labs that are no longer running left behind (a lab killed with
+    /// SIGKILL: its network namespace, subnet claim, private directories, Postgres schema), say
+    /// what, and exit. Every lab does this first anyway; a live lab's things are never touched.
+    #[arg(long)]
+    pub clean: bool,
 }
 
 /// `lockbench fault-worker`.

@@ -212,6 +212,113 @@ fn an_interrupted_run_stops_what_it_started_and_removes_what_it_made() {
     assert_left_nothing(&serde_json::json!({ "namespace": namespace }), pid);
 }
 
+/// A partition lab killed with SIGKILL mid-trial: its private server and its workers die with it
+/// (a parent-death signal); what cannot (the network namespace, the subnet claim, the server's
+/// directory, the schema) is in its register, and the next `lockbench faults --clean` removes it,
+/// saying so.
+#[test]
+fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
+    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["faults", "--config", CONFIG, "--seed", "4"])
+        .args(["--scenario", "partition/heartbeat", "--backend", "redis"])
+        .args(["--trials", "3", "--ttl", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let register = std::env::temp_dir().join(format!("lockbench-faults-lab-{pid}.jsonl"));
+    let server_mark = format!("lockbench-faults-{pid}-redis");
+    let running = |mark: &str| {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
+        })
+    };
+    let namespaces = || -> Vec<String> {
+        std::fs::read_to_string(&register)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["kind"] == "namespace")
+            .map(|v| v["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Killed once its private server runs and its namespace exists (within 30 s).
+    let started = std::time::Instant::now();
+    while !(running(&server_mark)
+        && namespaces()
+            .iter()
+            .any(|n| Path::new("/run/netns").join(n).exists()))
+    {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the lab made no namespace and server"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let status = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let keys = stderr
+        .split_whitespace()
+        .find(|w| w.starts_with("lockbench-faults-"))
+        .unwrap_or_else(|| panic!("no namespace in {stderr}"))
+        .trim_end_matches(',')
+        .to_string();
+    // The server and workers die with the lab, not at the next clean.
+    let lab_mark = format!("--lab\0{pid}\0");
+    let started = std::time::Instant::now();
+    while running(&server_mark) || running(&lab_mark) {
+        assert!(
+            started.elapsed().as_secs() < 3,
+            "a private server or worker outlived the lab"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left = namespaces();
+    assert!(!left.is_empty(), "the register names no namespace");
+    assert!(
+        left.iter()
+            .all(|n| Path::new("/run/netns").join(n).exists()),
+        "the control: a SIGKILL leaves the namespace until a clean"
+    );
+    let clean = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["faults", "--clean"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&clean.stderr);
+    assert!(clean.status.success(), "{said}");
+    for fragment in [
+        format!("removed network namespace {}", left[0]),
+        "removed Postgres schema".to_string(),
+        format!("(left by lab pid {pid}, no longer running)"),
+    ] {
+        assert!(said.contains(&fragment), "no \"{fragment}\" in: {said}");
+    }
+    for n in &left {
+        assert!(
+            !Path::new("/run/netns").join(n).exists(),
+            "{n} is still there"
+        );
+    }
+    assert!(!register.exists(), "the register outlived the clean");
+    assert_left_nothing(&serde_json::json!({ "namespace": keys }), pid);
+    let again = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(["faults", "--clean"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&again.stderr).contains(&format!("lab pid {pid}")),
+        "a second clean found the same lab again"
+    );
+}
+
 /// SIGINT, as a Ctrl-C sends.
 fn interrupt(pid: u32) {
     let status = Command::new("kill")

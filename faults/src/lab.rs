@@ -85,12 +85,14 @@ impl FaultLab {
             .backends
             .first()
             .map_or("lockbench".to_string(), |c| c.namespace.clone());
-        let mut resource = Resource::connect(
-            &options.resource_url,
-            &schema_name(&namespace, &run_id),
-            Duration::from_secs(5),
-        )
-        .await?;
+        let schema = schema_name(&namespace, &run_id);
+        let mut resource =
+            Resource::connect(&options.resource_url, &schema, Duration::from_secs(5)).await?;
+        crate::leftovers::lab_started();
+        crate::leftovers::record(crate::leftovers::Leftover::Schema {
+            url: options.resource_url.clone(),
+            schema,
+        });
         resource.create().await?;
         Ok(FaultLab {
             options,
@@ -383,6 +385,7 @@ impl FaultLab {
         ));
         let file = dir.join("libwallclock.so");
         if self.shim_dir.is_none() {
+            crate::leftovers::record(crate::leftovers::Leftover::Dir { path: dir.clone() });
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::fs::write(&file, WALLCLOCK_SHIM))
                 .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))?;
@@ -425,6 +428,9 @@ impl FaultLab {
         }
         let dropped = self.resource.drop_schema().await;
         self.resource.close().await;
+        // The private directories go when their servers are dropped; the shim's with the lab.
+        self.shim_dir = None;
+        crate::leftovers::lab_ended(dropped.is_ok());
         dropped
     }
 }

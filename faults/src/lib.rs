@@ -15,6 +15,7 @@
 mod clock;
 mod forward;
 mod lab;
+pub mod leftovers;
 mod link;
 mod matrix;
 mod netns;

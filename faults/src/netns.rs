@@ -4,10 +4,11 @@
 //! this kernel lacks). Removed when dropped; nothing outside the namespace and its veth changes.
 
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::FaultError;
+use crate::leftovers::Leftover;
 
 /// The namespace, its veth pair and its addresses.
 pub struct Namespace {
@@ -116,6 +117,9 @@ impl Namespace {
     /// the host end gets .1, the namespace end .2.
     pub fn create(tag: &str) -> Result<Self, FaultError> {
         let (subnet, claim) = claim_subnet()?;
+        crate::leftovers::record(Leftover::Claim {
+            path: claim.clone(),
+        });
         let short: String = tag.chars().take(6).collect();
         let ns = Namespace {
             name: format!("lbf-{tag}"),
@@ -127,6 +131,10 @@ impl Namespace {
         let inner = format!("lbf{short}n");
         let host_cidr = format!("{}/30", ns.host_ip);
         let inner_cidr = format!("10.213.{subnet}.2/30");
+        crate::leftovers::record(Leftover::Namespace {
+            name: ns.name.clone(),
+            host_veth: ns.host_veth.clone(),
+        });
         run(&["ip", "netns", "add", &ns.name])?;
         // From here on a failure drops `ns`, which removes what exists.
         run(&[
@@ -212,13 +220,22 @@ impl Namespace {
     }
 }
 
+/// True when a network namespace `name` exists.
+pub(crate) fn exists(name: &str) -> bool {
+    Path::new("/run/netns").join(name).exists()
+}
+
+/// Deletes namespace `name` (its nftables table and its veth end with it, and with that end the
+/// host end) and the host end `host_veth` should it remain.
+pub(crate) fn delete(name: &str, host_veth: &str) -> Result<(), FaultError> {
+    let deleted = run(&["ip", "netns", "del", name]);
+    let _ = Command::new("ip").args(["link", "del", host_veth]).output();
+    deleted
+}
+
 impl Drop for Namespace {
     fn drop(&mut self) {
-        // Deleting the namespace deletes its table and its veth end, and with it the host end.
-        let _ = run(&["ip", "netns", "del", &self.name]);
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.host_veth])
-            .output();
+        let _ = delete(&self.name, &self.host_veth);
         let _ = std::fs::remove_file(&self.claim);
     }
 }

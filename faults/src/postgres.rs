@@ -86,7 +86,8 @@ impl PrivatePostgres {
         std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid))
             .map_err(|e| fail(format!("chown {}: {e}", server.dir.display())))?;
         let data = server.dir.join("data");
-        let init = Command::new(bin.join("initdb"))
+        let mut init = Command::new(bin.join("initdb"));
+        let init = crate::process::dies_with_the_lab(&mut init)
             .args([
                 "-A",
                 "trust",
@@ -136,7 +137,7 @@ impl PrivatePostgres {
         for setting in settings {
             command.args(["-c", setting]);
         }
-        let child = command
+        let child = crate::process::dies_with_the_lab(&mut command)
             .uid(uid)
             .gid(gid)
             .stdin(Stdio::null())

@@ -12,6 +12,24 @@ use tokio::process::{Child, ChildStdout, Command};
 use crate::FaultError;
 use crate::worker::AnyPlan;
 
+/// Makes a process the lab starts die with it: SIGKILL from the kernel when the lab's thread that
+/// started it ends, whatever ends it (a SIGKILL of the lab included), set between fork and exec so
+/// that no window is left; a lab already gone by then means the process does not start.
+pub(crate) fn dies_with_the_lab(command: &mut Command) -> &mut Command {
+    let lab = rustix::process::getpid();
+    // SAFETY: between fork and exec the closure makes two system calls (prctl, getppid), which
+    // allocate nothing and take no lock.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            if rustix::process::getppid() != Some(lab) {
+                return Err(std::io::Error::other("the fault lab is gone"));
+            }
+            Ok(())
+        })
+    }
+}
+
 /// A worker process.
 pub struct WorkerProcess {
     name: String,
@@ -45,7 +63,7 @@ impl WorkerProcess {
             }
             None => Command::new(exe),
         };
-        let mut child = command
+        let mut child = dies_with_the_lab(&mut command)
             .arg("fault-worker")
             .arg("--lab")
             .arg(std::process::id().to_string())

@@ -150,6 +150,22 @@ impl Resource {
         Ok(())
     }
 
+    /// Drops the schema if it exists; whether it did.
+    pub async fn drop_existing_schema(&mut self) -> Result<bool, FaultError> {
+        let s = &self.schema;
+        let exists: bool = bounded(
+            &format!("looking for schema {s}"),
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)")
+                .bind(s)
+                .fetch_one(&mut self.conn),
+        )
+        .await?;
+        if exists {
+            self.drop_schema().await?;
+        }
+        Ok(exists)
+    }
+
     /// Logs a grant or a write, offered to the fenced resource too; the time is taken just before
     /// the statement is sent. Returns whether the fenced resource accepted it.
     pub async fn write(

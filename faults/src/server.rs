@@ -65,6 +65,9 @@ pub struct PrivateRedis {
     shim: Option<PathBuf>,
     /// The address it listens on: loopback, or a lab namespace's host end.
     bind: Ipv4Addr,
+    /// Off loopback, a random password: the host end's address is reachable from more than the
+    /// lab's namespace.
+    password: Option<String>,
     child: Option<Child>,
 }
 
@@ -94,6 +97,7 @@ pub(crate) fn private_dir(kind: &str) -> Result<PathBuf, FaultError> {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
+    crate::leftovers::record(crate::leftovers::Leftover::Dir { path: dir.clone() });
     std::fs::create_dir_all(&dir)
         .map_err(|e| FaultError::Server(format!("creating {}: {e}", dir.display())))?;
     Ok(dir)
@@ -109,9 +113,44 @@ pub(crate) fn write_clock_offset(dir: &Path, ms: i64) -> Result<(), FaultError> 
         .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))
 }
 
+/// The RESP form of one command.
+fn resp(args: &[&str]) -> String {
+    let mut request = format!("*{}\r\n", args.len());
+    for a in args {
+        request += &format!("${}\r\n{a}\r\n", a.len());
+    }
+    request
+}
+
+/// A connection to a private server, authenticated when it has a password.
+async fn connect(
+    ip: Ipv4Addr,
+    port: u16,
+    password: Option<&str>,
+) -> Result<tokio::net::TcpStream, String> {
+    let mut stream = tokio::net::TcpStream::connect((ip, port))
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(password) = password {
+        stream
+            .write_all(resp(&["AUTH", password]).as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut reply = [0u8; 5];
+        tokio::time::timeout(Duration::from_millis(500), stream.read_exact(&mut reply))
+            .await
+            .map_err(|_| "no answer to AUTH".to_string())?
+            .map_err(|e| e.to_string())?;
+        if &reply != b"+OK\r\n" {
+            return Err(format!("AUTH refused: {}", String::from_utf8_lossy(&reply)));
+        }
+    }
+    Ok(stream)
+}
+
 /// True when `redis-server` answers PING on `ip:port`.
-async fn pong(ip: Ipv4Addr, port: u16) -> bool {
-    let Ok(mut stream) = tokio::net::TcpStream::connect((ip, port)).await else {
+async fn pong(ip: Ipv4Addr, port: u16, password: Option<&str>) -> bool {
+    let Ok(mut stream) = connect(ip, port, password).await else {
         return false;
     };
     if stream.write_all(b"PING\r\n").await.is_err() {
@@ -126,7 +165,7 @@ impl PrivateRedis {
     /// Starts a server with `persistence` on a free port, in a new directory under the system's
     /// temporary directory; ready when it answers PING (within 5 s). With `shim` (the wall-clock
     /// shim's path) its clock can be jumped. It listens on `bind`: loopback, or the host end of a
-    /// lab namespace (protected mode off there: the /30 is the lab's own).
+    /// lab namespace (with a random password there: the host end is reachable from the host too).
     pub async fn start(
         binary: &Path,
         persistence: Persistence,
@@ -141,15 +180,19 @@ impl PrivateRedis {
             dir,
             shim: shim.map(Path::to_path_buf),
             bind,
+            password: (!bind.is_loopback()).then(|| format!("{:032x}", rand::random::<u128>())),
             child: None,
         };
         server.launch().await?;
         Ok(server)
     }
 
-    /// Its URL.
+    /// Its URL (with its password, if it has one).
     pub fn url(&self) -> String {
-        format!("redis://{}:{}", self.bind, self.port)
+        match &self.password {
+            Some(password) => format!("redis://:{password}@{}:{}", self.bind, self.port),
+            None => format!("redis://{}:{}", self.bind, self.port),
+        }
     }
 
     /// Its port.
@@ -161,14 +204,15 @@ impl PrivateRedis {
         let port = self.port.to_string();
         let dir = self.dir.display().to_string();
         let bind = self.bind.to_string();
-        let protected = if self.bind.is_loopback() { "yes" } else { "no" };
+        // Protected mode refuses clients off loopback when the server has no password; off
+        // loopback it has one.
         let mut args = vec![
             "--port",
             &port,
             "--bind",
             &bind,
             "--protected-mode",
-            protected,
+            "yes",
             "--dir",
             &dir,
             "--daemonize",
@@ -184,13 +228,16 @@ impl PrivateRedis {
             "0",
         ];
         args.extend(self.persistence.args());
+        if let Some(password) = &self.password {
+            args.extend(["--requirepass", password.as_str()]);
+        }
         let mut command = Command::new(&self.binary);
         if let Some(shim) = &self.shim {
             command
                 .env("LD_PRELOAD", shim)
                 .env("LOCKBENCH_WALLCLOCK_FILE", self.dir.join(CLOCK_FILE));
         }
-        let child = command
+        let child = crate::process::dies_with_the_lab(&mut command)
             .args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -206,7 +253,7 @@ impl PrivateRedis {
         self.child = Some(child);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while tokio::time::Instant::now() < deadline {
-            if pong(self.bind, self.port).await {
+            if pong(self.bind, self.port, self.password.as_deref()).await {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -267,14 +314,9 @@ impl PrivateRedis {
                 args.join(" ")
             ))
         };
-        let mut request = format!("*{}\r\n", args.len());
-        for a in args {
-            request += &format!("${}\r\n{a}\r\n", a.len());
-        }
+        let request = resp(args);
         let exchange = async {
-            let mut stream = tokio::net::TcpStream::connect((self.bind, self.port))
-                .await
-                .map_err(|e| e.to_string())?;
+            let mut stream = connect(self.bind, self.port, self.password.as_deref()).await?;
             stream
                 .write_all(request.as_bytes())
                 .await
@@ -339,9 +381,7 @@ impl PrivateRedis {
 
     /// `INFO replication`'s text.
     async fn info_replication(&self) -> Result<String, String> {
-        let mut stream = tokio::net::TcpStream::connect((self.bind, self.port))
-            .await
-            .map_err(|e| e.to_string())?;
+        let mut stream = connect(self.bind, self.port, self.password.as_deref()).await?;
         stream
             .write_all(b"*2\r\n$4\r\nINFO\r\n$11\r\nreplication\r\n")
             .await

@@ -54,7 +54,8 @@ impl PrivateZookeeper {
             "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n",
         )
         .map_err(fail)?;
-        let child = Command::new("java")
+        let mut java = Command::new("java");
+        let child = crate::process::dies_with_the_lab(&mut java)
             .args(["-Xmx128m", "-cp"])
             .arg(format!("{}:{JAR}", dir.display()))
             .arg("org.apache.zookeeper.server.ZooKeeperServerMain")

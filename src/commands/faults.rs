@@ -29,6 +29,21 @@ fn find_redis_server() -> Option<PathBuf> {
 }
 
 pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
+    if args.clean {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime")?;
+        let swept = runtime.block_on(lockbench_faults::leftovers::sweep());
+        if swept.is_empty() {
+            eprintln!("lockbench: faults: nothing left behind by a fault lab that is gone");
+        }
+        return Ok(if say_swept(&swept) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let command = FaultsCommand::resolve(args)?;
     let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
     let options = LabOptions {
@@ -64,7 +79,30 @@ pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
     })
 }
 
+/// One line per thing a gone lab left that was removed, or could not be; false if any could not.
+fn say_swept(swept: &[lockbench_faults::leftovers::Swept]) -> bool {
+    let mut all = true;
+    for lab in swept {
+        for line in &lab.removed {
+            eprintln!(
+                "lockbench: faults: removed {line} (left by lab pid {}, no longer running)",
+                lab.pid
+            );
+        }
+        for line in &lab.failed {
+            all = false;
+            eprintln!(
+                "lockbench: faults: could not remove what lab pid {} left: {line}",
+                lab.pid
+            );
+        }
+    }
+    all
+}
+
 async fn run_lab(options: LabOptions) -> Result<LabOutput> {
+    // What labs killed with SIGKILL left (a namespace can hold a subnet this lab would need).
+    say_swept(&lockbench_faults::leftovers::sweep().await);
     // Listening from here on: a Ctrl-C (or a SIGTERM, as a job runner sends) stops the trial in
     // flight (its processes are killed by pid when dropped), then the same cleanup as at the end.
     let mut signals = StopSignals::listen()?;
