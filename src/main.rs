@@ -43,7 +43,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// 2 for anything the user can fix in their input (flags, specs, output directory), 130 (SIGINT) or 143
+/// 2 for anything the user can fix in their input (flags, specs, output directory), 3 for a server
+/// that cannot be reached, 130 (SIGINT) or 143
 /// (SIGTERM) for an interrupted run (after its cleanup), 1 otherwise.
 fn exit_code(error: &anyhow::Error) -> u8 {
     if let Some(stopped) = error.downcast_ref::<commands::Interrupted>() {
@@ -51,6 +52,23 @@ fn exit_code(error: &anyhow::Error) -> u8 {
     }
     if error.is::<commands::bench::NotReady>() {
         return 4;
+    }
+    // A server that cannot be reached: the line names it and how to start it.
+    if error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<lockbench_locks::LockError>(),
+            Some(lockbench_locks::LockError::Unreachable { .. })
+        ) || matches!(
+            cause.downcast_ref::<lockbench_faults::FaultError>(),
+            Some(lockbench_faults::FaultError::Unreachable(_))
+        ) || matches!(
+            cause.downcast_ref::<lockbench_replay::LiveError>(),
+            Some(lockbench_replay::LiveError::Lock(
+                lockbench_locks::LockError::Unreachable { .. }
+            ))
+        )
+    }) {
+        return 3;
     }
     let bad_input = error.chain().any(|cause| {
         cause.is::<options::UsageError>()

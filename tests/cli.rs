@@ -759,6 +759,22 @@ fn faults_flags_are_checked() {
     check(&["--trials", "many"], &["--trials"]);
     check(&["--ttl", "-1s"], &["--ttl"]);
     check(&["--ttl", "10ms"], &["--ttl", "expected 200ms to 60s"]);
+    // Zero is below the range: the range is what the line says.
+    check(
+        &["--ttl", "0s"],
+        &["--ttl", "expected 200ms to 60s", "got \"0s\""],
+    );
+    check(
+        &["--ttl", "abc"],
+        &[
+            "--ttl",
+            "expected a duration with a unit, like \"110ms\" or \"4.2s\", got \"abc\"",
+        ],
+    );
+    check(
+        &["--ttl", "5x"],
+        &["--ttl", "\"x\" is not a unit (ns, us, ms, s, m, h, d)"],
+    );
     check(&["--seed", "abc"], &["--seed"]);
     check(
         &["--scenario", "flood"],
@@ -780,4 +796,74 @@ fn faults_flags_are_checked() {
         &["faults", "--config", config.to_str().unwrap()],
         &["--config", "protected resource is a Postgres table"],
     );
+}
+
+/// humantime's byte offsets never reach the user.
+#[test]
+fn a_bad_duration_says_what_was_expected_and_nothing_about_offsets() {
+    let out = lockbench()
+        .args(["bench", "--config", CONFIG, "--ttl", "abc"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains(" at 0"), "{stderr}");
+}
+
+/// An unreachable server is exit 3 and one line naming it and how to start it, for the fault
+/// lab's protected resource as for a lock backend.
+#[test]
+fn an_unreachable_server_is_exit_3_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg_down = dir.path().join("pg-down.toml");
+    std::fs::write(
+        &pg_down,
+        "[backends.redis]\nurls = [\"redis://127.0.0.1:6390\"]\n\n[backends.pg-session]\nurls = [\"postgres://postgres@127.0.0.1:1/postgres\"]\n",
+    )
+    .unwrap();
+    let redis_down = dir.path().join("redis-down.toml");
+    std::fs::write(
+        &redis_down,
+        "[backends.redis]\nurls = [\"redis://127.0.0.1:1\"]\n\n[replay]\ndatabase = \"postgres://postgres@127.0.0.1:5442/postgres\"\n",
+    )
+    .unwrap();
+    let billing = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
+    for (args, names) in [
+        (
+            vec![
+                "faults",
+                "--config",
+                pg_down.to_str().unwrap(),
+                "--scenario",
+                "pause/naive",
+                "--backend",
+                "redis",
+                "--trials",
+                "1",
+            ],
+            "cannot reach the protected resource: Postgres at postgres://postgres@127.0.0.1:1/postgres",
+        ),
+        (
+            vec![
+                "replay",
+                billing,
+                "--backend",
+                "redis",
+                "--config",
+                redis_down.to_str().unwrap(),
+                "--runs",
+                "1",
+                "--ttl",
+                "1s",
+            ],
+            "cannot reach redis://127.0.0.1:1",
+        ),
+    ] {
+        let out = lockbench().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(names), "{stderr}");
+        assert!(stderr.contains("scripts/services.sh up"), "{stderr}");
+    }
 }

@@ -518,3 +518,19 @@ fn a_container_build_names_its_commit() {
     assert!(read(".dockerignore").lines().any(|l| l == ".git"));
     assert!(read("build.rs").contains("std::env::var(\"LOCKBENCH_GIT_COMMIT\")"));
 }
+
+/// docs/RESULTS.md names the schema version the binary writes as the current one.
+#[test]
+fn the_results_doc_names_the_schema_version_written() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/RESULTS.md"))
+        .unwrap();
+    let current = lockbench_core::records::SCHEMA_VERSION;
+    assert!(
+        doc.contains(&format!("Schema version {current} (this one)")),
+        "docs/RESULTS.md does not call schema version {current} the current one"
+    );
+    assert!(
+        doc.contains(&format!("this lockbench reads schema_version {current}")),
+        "docs/RESULTS.md's example refusal names another version"
+    );
+}

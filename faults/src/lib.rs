@@ -42,6 +42,9 @@ pub enum FaultError {
     /// The protected resource (Postgres).
     #[error("protected resource: {0}")]
     Resource(String),
+    /// The protected resource's Postgres could not be reached (exit code 3, as for any server).
+    #[error("cannot reach the protected resource: {0}")]
+    Unreachable(String),
     /// A lock backend.
     #[error(transparent)]
     Lock(#[from] lockbench_locks::LockError),

@@ -93,7 +93,7 @@ async fn bounded<T>(
 }
 
 fn resource_error(url: &str, e: impl std::fmt::Display) -> FaultError {
-    FaultError::Resource(format!(
+    FaultError::Unreachable(format!(
         "Postgres at {}: {e}; start the local servers with scripts/services.sh up, or fix [backends.pg-session] in the config",
         Redacted(url)
     ))

@@ -295,22 +295,39 @@ fn refuse(dir: &Path, message: String) -> UsageError {
     usage(&dir.display().to_string(), message)
 }
 
+/// An optional value as a person reads it: the value, or "none".
+fn or_none<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "none".to_string(), |v| v.to_string())
+}
+
 /// What every shard of one run has alike (the specs apart), as (what, value).
 fn identity(s: &Shard) -> [(&'static str, String); 8] {
     let m = &s.read.manifest;
+    let servers: Vec<String> = m
+        .backends
+        .iter()
+        .map(|b| format!("{} at {} (namespace {})", b.backend, b.urls, b.namespace))
+        .collect();
     [
         ("command", m.command.clone()),
         ("run id", s.shard.run_id.clone()),
         ("shard count", s.shard.count.to_string()),
-        ("seed", format!("{:?}", m.seed)),
-        ("servers", format!("{:?}", m.backends)),
+        ("seed", or_none(m.seed)),
+        (
+            "servers",
+            or_none((!servers.is_empty()).then(|| servers.join(", "))),
+        ),
         (
             "start (--start-at, ms since the epoch)",
-            format!("{:?}", s.shard.start_at_unix_ms),
+            or_none(s.shard.start_at_unix_ms),
         ),
         (
             "lockbench build",
-            format!("{} {:?}", m.version, m.git_commit),
+            format!(
+                "{} (commit {})",
+                m.version,
+                or_none(m.git_commit.as_deref())
+            ),
         ),
         (
             "command line (apart from --shard, --run-id, --out and --threads)",

@@ -6,9 +6,7 @@ use std::time::Duration;
 use lockbench_faults::Variant;
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::{
-    UsageError, configured_backend, positive_duration, read_config, resolve_seed, usage, whole_in,
-};
+use super::{UsageError, configured_backend, read_config, resolve_seed, usage, whole_in};
 use crate::cli::FaultsArgs;
 
 /// Most trials per cell: each takes a few TTLs.
@@ -96,11 +94,14 @@ impl FaultsCommand {
                     ),
                 )
             })?;
-        let ttl = positive_duration("--ttl", &args.ttl)?;
+        let ttl = lockbench_workloads::duration::parse(&args.ttl).map_err(|m| usage("--ttl", m))?;
         if ttl < Duration::from_millis(200) || ttl > Duration::from_secs(60) {
             return Err(usage(
                 "--ttl",
-                "expected 200ms to 60s (each trial lasts a few TTLs)",
+                format!(
+                    "expected 200ms to 60s (each trial lasts a few TTLs), got \"{}\"",
+                    args.ttl
+                ),
             ));
         }
         Ok(FaultsCommand {

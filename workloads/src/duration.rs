@@ -13,7 +13,15 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         ));
     }
     humantime::parse_duration(trimmed).map_err(|e| {
-        format!("expected a duration with a unit, like \"110ms\" or \"4.2s\", got \"{text}\" ({e})")
+        // humantime's own words name a byte offset ("expected number at 0"); only an unknown unit
+        // says more than the expectation below.
+        let why = match e {
+            humantime::DurationError::UnknownUnit { unit, .. } => {
+                format!(": \"{unit}\" is not a unit (ns, us, ms, s, m, h, d)")
+            }
+            _ => String::new(),
+        };
+        format!("expected a duration with a unit, like \"110ms\" or \"4.2s\", got \"{text}\"{why}")
     })
 }
 
