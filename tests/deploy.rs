@@ -522,8 +522,8 @@ fn a_container_build_names_its_commit() {
 /// docs/RESULTS.md names the schema version the binary writes as the current one.
 #[test]
 fn the_results_doc_names_the_schema_version_written() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/RESULTS.md"))
-        .unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/RESULTS.md")).unwrap();
     let current = lockbench_core::records::SCHEMA_VERSION;
     assert!(
         doc.contains(&format!("Schema version {current} (this one)")),

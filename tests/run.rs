@@ -251,7 +251,40 @@ fn report_and_compare_refuse_a_doctored_run_in_one_line() {
     let bumped = doctored("replay-billing-ttl/manifest.json", |t| {
         t.replace("\"schema_version\": 3", "\"schema_version\": 4")
     });
+    // A faults directory that lost a row: its last trial, or one event (the holder's end of the
+    // first trial that has one).
+    let lost_trial = doctored("faults/trials.csv", |t| {
+        let lines: Vec<&str> = t.lines().collect();
+        lines[..lines.len() - 1].join("\n") + "\n"
+    });
+    let lost_event = doctored("faults/events.csv", |t| {
+        let mut dropped = false;
+        t.lines()
+            .filter(|l| {
+                let hit = !dropped && l.contains(",holder,end,");
+                dropped |= hit;
+                !hit
+            })
+            .map(|l| format!("{l}\n"))
+            .collect()
+    });
     for (dir, fragments) in [
+        (
+            &lost_trial,
+            [
+                "faults/trials.csv",
+                "trial rows, but results.json says it ran 1 trials",
+                "a row is missing",
+            ],
+        ),
+        (
+            &lost_event,
+            [
+                "faults/events.csv",
+                "has no holder end event",
+                "a row is missing",
+            ],
+        ),
         (
             &renamed,
             [

@@ -204,10 +204,20 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
             let (file, bytes) = load(RESULTS_JSON)?;
             let (trials_file, trials_bytes) = load(faults::CSV)?;
             let (events_file, events_bytes) = load(faults::EVENTS_CSV)?;
+            let record: faults::FaultsRecord = from_json(&file, &bytes)?;
+            let trials = from_csv(&trials_file, &trials_bytes)?;
+            let events = from_csv(&events_file, &events_bytes)?;
+            faults::check_rows(&record, &trials, &events).map_err(|mismatch| {
+                let (file, message) = match mismatch {
+                    faults::RowsMismatch::Trials(m) => (trials_file, m),
+                    faults::RowsMismatch::Events(m) => (events_file, m),
+                };
+                RecordError::Unreadable { file, message }
+            })?;
             let body = Body::Faults {
-                record: Box::new(from_json(&file, &bytes)?),
-                trials: from_csv(&trials_file, &trials_bytes)?,
-                events: from_csv(&events_file, &events_bytes)?,
+                record: Box::new(record),
+                trials,
+                events,
             };
             (body, None)
         }

@@ -174,3 +174,88 @@ pub struct FaultEventRow {
     /// For an `end`: how the job ended; empty otherwise.
     pub detail: String,
 }
+
+/// Which file of a faults directory disagrees with its record, and how.
+#[derive(Debug, PartialEq)]
+pub enum RowsMismatch {
+    /// `trials.csv`.
+    Trials(String),
+    /// `events.csv`.
+    Events(String),
+}
+
+/// Checks that `trials.csv` and `events.csv` are whole for `record`: each cell's trials, numbered
+/// from 0, once each, and no other; every event belongs to a trial; every trial keeps the events
+/// its row says happened (the holder's end unless it was killed, the contender's grant when it
+/// was granted). A directory that lost a row is refused, not read as a smaller one.
+pub fn check_rows(
+    record: &FaultsRecord,
+    trials: &[FaultTrialRow],
+    events: &[FaultEventRow],
+) -> Result<(), RowsMismatch> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let cell = |s: &str, v: &str, b: &str| format!("{s}/{v} on {b}");
+    let mut expected: BTreeMap<String, u32> = BTreeMap::new();
+    for c in &record.cells {
+        expected.insert(cell(&c.scenario, &c.variant, &c.backend), c.trials);
+    }
+    let mut seen: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    for (i, t) in trials.iter().enumerate() {
+        let name = cell(&t.scenario, &t.variant, &t.backend);
+        let Some(&count) = expected.get(&name) else {
+            return Err(RowsMismatch::Trials(format!(
+                "row {}: a trial of {name}, a cell results.json does not have",
+                i + 1
+            )));
+        };
+        if t.trial >= count || !seen.entry(name.clone()).or_default().insert(t.trial) {
+            return Err(RowsMismatch::Trials(format!(
+                "row {}: trial {} of {name} is out of place (the cell has trials 0 to {}, once each)",
+                i + 1,
+                t.trial,
+                count.saturating_sub(1)
+            )));
+        }
+    }
+    for (name, count) in &expected {
+        let have = seen.get(name).map_or(0, BTreeSet::len);
+        if have != *count as usize {
+            return Err(RowsMismatch::Trials(format!(
+                "{name} has {have} trial rows, but results.json says it ran {count} trials: a row is missing"
+            )));
+        }
+    }
+    let key = |s: &str, v: &str, b: &str, t: u32| (cell(s, v, b), t);
+    let mut logged: BTreeMap<(String, u32), Vec<&FaultEventRow>> = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        let k = key(&e.scenario, &e.variant, &e.backend, e.trial);
+        if !seen.get(&k.0).is_some_and(|t| t.contains(&k.1)) {
+            return Err(RowsMismatch::Events(format!(
+                "row {}: an event of trial {} of {}, which trials.csv does not have",
+                i + 1,
+                k.1,
+                k.0
+            )));
+        }
+        logged.entry(k).or_default().push(e);
+    }
+    for t in trials {
+        let k = key(&t.scenario, &t.variant, &t.backend, t.trial);
+        let of = logged.get(&k).map_or(&[][..], Vec::as_slice);
+        let has =
+            |worker: &str, event: &str| of.iter().any(|e| e.worker == worker && e.event == event);
+        if t.holder_outcome != "killed" && !has("holder", "end") {
+            return Err(RowsMismatch::Events(format!(
+                "trial {} of {} has no holder end event, though its holder {}: a row is missing",
+                k.1, k.0, t.holder_outcome
+            )));
+        }
+        if t.contender_grant_s.is_some() && !has("contender", "grant") {
+            return Err(RowsMismatch::Events(format!(
+                "trial {} of {} has no contender grant event, though trials.csv says it was granted: a row is missing",
+                k.1, k.0
+            )));
+        }
+    }
+    Ok(())
+}
