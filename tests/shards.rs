@@ -221,6 +221,33 @@ fn merge_refuses_shards_that_do_not_belong_together() {
         &["merge", s(&a0), s(&a1), s(&doctored), "--out", o],
         &["runtimes.hlog", "significant digits"],
     );
+    // A shard's summary.csv is checked against its histograms: an edited figure, or a file
+    // holding only garbage, is refused, not merged.
+    let edited = r.join("edited");
+    copy_dir(&a1, &edited);
+    let summary = std::fs::read_to_string(edited.join("summary.csv")).unwrap();
+    let mut lines: Vec<String> = summary.lines().map(str::to_string).collect();
+    let p999 = lines[0]
+        .split(',')
+        .position(|c| c == "runtime_p999_s")
+        .unwrap();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    cells[p999] = "1.5".to_string();
+    lines[1] = cells.join(",");
+    std::fs::write(edited.join("summary.csv"), lines.join("\n") + "\n").unwrap();
+    refused(
+        &["merge", s(&a0), s(&edited), s(&a2), "--out", o],
+        &[
+            "edited/summary.csv",
+            "row 1",
+            "disagrees with its histogram",
+        ],
+    );
+    std::fs::write(edited.join("summary.csv"), "garbage\n").unwrap();
+    refused(
+        &["merge", s(&a0), s(&edited), s(&a2), "--out", o],
+        &["edited/summary.csv"],
+    );
     assert!(!out.exists(), "nothing written by a refused merge");
 }
 

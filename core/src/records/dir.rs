@@ -245,9 +245,54 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
                 message,
             })?;
     }
+    if let Body::Simulate { rows, .. } | Body::Ttl { rows, .. } = &body {
+        summary_agrees(rows, &histograms).map_err(|message| RecordError::Unreadable {
+            file: dir.join(simulate::CSV),
+            message,
+        })?;
+    }
     Ok(ResultsRead {
         manifest,
         body,
         histograms,
     })
+}
+
+/// summary.csv is what its histograms say: a row per histogram, in the log's order, each row's
+/// figures the ones summarised from its histogram. An edited or cut summary is refused, as merge
+/// and report would otherwise pass it on.
+fn summary_agrees(
+    rows: &[SimulationCsvRow],
+    histograms: &[(String, RuntimeHistogram)],
+) -> Result<(), String> {
+    if rows.len() != histograms.len() {
+        return Err(format!(
+            "{} rows for the log's {} histograms",
+            rows.len(),
+            histograms.len()
+        ));
+    }
+    for (i, (row, (tag, histogram))) in rows.iter().zip(histograms).enumerate() {
+        let from_log = SimulationCsvRow::from(&simulate::SimulationRow::new(
+            &row.workload,
+            &row.profile,
+            row.scale,
+            row.volume,
+            &row.unit,
+            histogram,
+        ));
+        if *row != from_log {
+            return Err(format!(
+                "row {} ({} / {} x{}) disagrees with its histogram `{tag}` in {} (P99.9 {} s against {} s)",
+                i + 1,
+                row.workload,
+                row.profile,
+                row.scale,
+                simulate::HISTOGRAMS,
+                row.runtime_p999_s,
+                from_log.runtime_p999_s
+            ));
+        }
+    }
+    Ok(())
 }
