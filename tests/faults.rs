@@ -218,7 +218,11 @@ fn an_interrupted_run_stops_what_it_started_and_removes_what_it_made() {
 /// saying so.
 #[test]
 fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
+    // A temporary directory of its own: a lab of another test, starting meanwhile, would clean
+    // up after this one first (as it should), and this test would not see it done.
+    let temp = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .env("TMPDIR", temp.path())
         .args(["faults", "--config", CONFIG, "--seed", "4"])
         .args(["--scenario", "partition/heartbeat", "--backend", "redis"])
         .args(["--trials", "3", "--ttl", "1s"])
@@ -227,7 +231,9 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let register = std::env::temp_dir().join(format!("lockbench-faults-lab-{pid}.jsonl"));
+    let register = temp
+        .path()
+        .join(format!("lockbench-faults-lab-{pid}.jsonl"));
     let server_mark = format!("lockbench-faults-{pid}-redis");
     let running = |mark: &str| {
         std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
@@ -289,6 +295,7 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
         "the control: a SIGKILL leaves the namespace until a clean"
     );
     let clean = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .env("TMPDIR", temp.path())
         .args(["faults", "--clean"])
         .output()
         .unwrap();
@@ -308,8 +315,11 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
         );
     }
     assert!(!register.exists(), "the register outlived the clean");
+    let left: Vec<_> = std::fs::read_dir(temp.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left in its TMPDIR: {left:?}");
     assert_left_nothing(&serde_json::json!({ "namespace": keys }), pid);
     let again = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .env("TMPDIR", temp.path())
         .args(["faults", "--clean"])
         .output()
         .unwrap();

@@ -36,13 +36,19 @@ fn in_use(k: u8) -> bool {
         .map_or(true, |o| !o.stdout.is_empty())
 }
 
-/// Claims a free 10.213.K.0/30 for this process: a file `lockbench-faults-subnet-K` in the
-/// temporary directory holding the claimer's pid, put in place whole by a hard link (which fails
+/// Where labs claim their subnets (a partition needs root, which can write here).
+const CLAIMS: &str = "/run/lockbench-faults";
+
+/// Claims a free 10.213.K.0/30 for this process: a file `lockbench-faults-subnet-K` in
+/// [`CLAIMS`] holding the claimer's pid, put in place whole by a hard link (which fails
 /// if the file exists); a claim whose process is gone is taken over; a /30 an interface already
 /// uses is skipped.
 fn claim_subnet() -> Result<(u8, PathBuf), FaultError> {
     let pid = std::process::id().to_string();
-    let temp = std::env::temp_dir();
+    // Subnets are the machine's, whatever a lab's TMPDIR: the claims live in one place for all.
+    let temp = PathBuf::from(CLAIMS);
+    std::fs::create_dir_all(&temp)
+        .map_err(|e| FaultError::Server(format!("{}: {e}", temp.display())))?;
     let mine = temp.join(format!("lockbench-faults-subnet-claim-{pid}"));
     std::fs::write(&mine, &pid)
         .map_err(|e| FaultError::Server(format!("{}: {e}", mine.display())))?;
