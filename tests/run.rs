@@ -114,16 +114,7 @@ fn report_and_run_refuse_bad_input_in_one_line() {
 #[test]
 fn compare_shows_no_change_between_a_run_and_itself() {
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/analysis/tests/fixtures/run");
-    let out = lockbench()
-        .args(["compare", fixture, fixture, "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::json_of(&["compare", fixture, fixture, "--json"]);
     let changes = v["changes"].as_array().unwrap();
     assert!(changes.len() > 40);
     assert!(
@@ -164,16 +155,7 @@ fn compare_says_when_two_sets_of_results_lead_to_different_decisions() {
             .unwrap();
         }
     }
-    let out = lockbench()
-        .args(["compare", fixture, other.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::json_of(&["compare", fixture, other.to_str().unwrap(), "--json"]);
     let billing = v["decisions"]
         .as_array()
         .unwrap()
@@ -443,20 +425,25 @@ impl Supervised {
         (status.code().unwrap_or(-1), self.seen.join("\n"), self.dir)
     }
 
-    /// The pid of the step `run` is running now (its child whose arguments start with `step`).
+    /// The pid of the step `run` is running (its child whose arguments start with `step`), once
+    /// it has started it (within 5 s).
     fn step_pid(&self, step: &str) -> u32 {
         let parent = self.child.id().to_string();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            // pid (comm) state ppid ...: the fields after the last ')'.
-            let ppid = stat.rsplit(')').next().unwrap().split_whitespace().nth(1);
-            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-            if ppid == Some(parent.as_str()) && args.get(1) == Some(&step.as_bytes()) {
-                return entry.file_name().to_string_lossy().parse().unwrap();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(5) {
+            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                    continue;
+                };
+                // pid (comm) state ppid ...: the fields after the last ')'.
+                let ppid = stat.rsplit(')').next().unwrap().split_whitespace().nth(1);
+                let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+                let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+                if ppid == Some(parent.as_str()) && args.get(1) == Some(&step.as_bytes()) {
+                    return entry.file_name().to_string_lossy().parse().unwrap();
+                }
             }
+            std::thread::sleep(Duration::from_millis(20));
         }
         panic!("run has no {step} step running");
     }
@@ -525,4 +512,30 @@ fn sigterm_to_run_during_a_step_exits_143_and_writes_nothing() {
     assert_eq!(code, 143, "{said}");
     assert!(said.contains("lockbench: error: interrupted by SIGTERM; simulate stopped and cleaned up after itself; removed the staging folder, no results written"), "{said}");
     assert_no_results(dir.path());
+}
+
+/// A supervisor's SIGKILL after its grace period: `run` cannot clean up, but the kernel sends its
+/// step a SIGTERM, so the step stops the way it does on any SIGTERM; the staging folder `run`
+/// left is removed by the next run (core's `remove_stale_staging`).
+#[test]
+fn a_sigkilled_run_takes_its_step_with_it() {
+    let mut run = Supervised::start();
+    run.wait_for("== runtimes of every profile");
+    let step = run.step_pid("simulate");
+    run.signal("KILL");
+    let (code, said, dir) = run.finish();
+    assert_eq!(code, -1, "killed by a signal: {said}");
+    let started = Instant::now();
+    while std::path::Path::new(&format!("/proc/{step}")).exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the simulate step (pid {step}) outlived its run"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let staged = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(".run.partial-"));
+    assert!(staged, "the control: a SIGKILL leaves run's staging folder");
 }

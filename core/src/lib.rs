@@ -27,7 +27,7 @@ pub use histogram::{
 pub use manifest::{
     Machine, Manifest, ServerRecord, ShardOrigin, ShardRecord, SpecRecord, unix_now_s,
 };
-pub use results::{ResultsDir, ResultsError};
+pub use results::{ResultsDir, ResultsError, remove_stale_staging, staging_for};
 
 /// The version of lockbench that produced a result, stored in every manifest.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -121,8 +121,8 @@ impl ResultsDir {
             path: parent.clone(),
             cause,
         })?;
-        let name = name_of(&self.target);
-        let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        remove_stale_staging(&self.target);
+        let staging = staging_for(&self.target);
         let written = (|| {
             if staging.exists() {
                 fs::remove_dir_all(&staging)?;
@@ -152,6 +152,39 @@ impl ResultsDir {
     }
 }
 
+/// The hidden sibling `.NAME.partial-PID` that this process stages `target` in.
+pub fn staging_for(target: &Path) -> PathBuf {
+    parent_of(target).join(format!(
+        ".{}.partial-{}",
+        name_of(target),
+        std::process::id()
+    ))
+}
+
+/// Removes the staging folders beside `target` (any `.NAME.partial-PID`) whose process is gone:
+/// a command killed outright, before its own cleanup, leaves one. Returns what it removed.
+pub fn remove_stale_staging(target: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(parent_of(target)) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix('.')
+            .and_then(|n| n.rsplit_once(".partial-"))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok());
+        let Some(pid) = pid else { continue };
+        if pid != std::process::id()
+            && !Path::new(&format!("/proc/{pid}")).exists()
+            && fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
 /// The folder a results directory goes into (`.` for a bare name).
 fn parent_of(target: &Path) -> PathBuf {
     match target.parent() {
@@ -171,6 +204,24 @@ fn name_of(target: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dead_processs_staging_is_removed_and_a_live_ones_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("run");
+        // Past the kernel's default pid_max: no such process.
+        let dead = dir.path().join(".other.partial-4194999");
+        let live = dir.path().join(format!(
+            ".x.partial-{}",
+            std::os::unix::process::parent_id()
+        ));
+        let unrelated = dir.path().join(".partial-notes");
+        for d in [&dead, &live, &unrelated] {
+            fs::create_dir(d).unwrap();
+        }
+        assert_eq!(remove_stale_staging(&target), [dead.clone()]);
+        assert!(!dead.exists() && live.exists() && unrelated.exists());
+    }
 
     #[test]
     fn commit_writes_all_files_at_once() {

@@ -32,6 +32,7 @@ mod zookeeper;
 
 pub use lab::{FaultLab, LabOptions, LabOutput};
 pub use pool::{PoolMode, PoolPlan};
+pub use process::with_parent_death_signal;
 pub use scenario::{ALL as VARIANTS, Variant};
 pub use server::Persistence;
 pub use worker::{AnyPlan, BackendPlan, Check, OnFailure, WorkerPlan, WriterPlan, run};

@@ -13,17 +13,23 @@ use crate::FaultError;
 use crate::worker::AnyPlan;
 
 /// Makes a process the lab starts die with it: SIGKILL from the kernel when the lab's thread that
-/// started it ends, whatever ends it (a SIGKILL of the lab included), set between fork and exec so
-/// that no window is left; a lab already gone by then means the process does not start.
+/// started it ends, whatever ends it (a SIGKILL of the lab included).
 pub(crate) fn dies_with_the_lab(command: &mut Command) -> &mut Command {
-    let lab = rustix::process::getpid();
+    with_parent_death_signal(command, Signal::KILL)
+}
+
+/// Has the kernel send `signal` to the process `command` starts when the thread that started it
+/// ends, whatever ends it (a SIGKILL included), set between fork and exec so that no window is
+/// left; a parent already gone by then means the process does not start.
+pub fn with_parent_death_signal(command: &mut Command, signal: Signal) -> &mut Command {
+    let parent = rustix::process::getpid();
     // SAFETY: between fork and exec the closure makes two system calls (prctl, getppid), which
     // allocate nothing and take no lock.
     unsafe {
         command.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
-            if rustix::process::getppid() != Some(lab) {
-                return Err(std::io::Error::other("the fault lab is gone"));
+            rustix::process::set_parent_process_death_signal(Some(signal))?;
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::other("its parent is gone"));
             }
             Ok(())
         })

@@ -163,22 +163,25 @@ fn timestamp() -> String {
     format!("{}-{}", &digits[..8], &digits[8..14])
 }
 
-/// A hidden sibling of `out` where the steps write, moved into place at the end.
+/// A hidden sibling of `out` where the steps write, moved into place at the end (the one a
+/// results directory is staged in). Staging folders beside it of runs that are gone (killed
+/// outright) are removed first.
 fn staging_dir(out: &Path) -> Result<PathBuf> {
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent)
-        .map_err(|cause| ResultsError::Io {
-            path: parent.clone(),
-            cause,
-        })
-        .context("creating the results folder")?;
-    let name = out
-        .file_name()
-        .map_or("run".into(), |n| n.to_string_lossy().into_owned());
-    let staging = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let staging = lockbench_core::staging_for(out);
+    if let Some(parent) = staging.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|cause| ResultsError::Io {
+                path: parent.to_path_buf(),
+                cause,
+            })
+            .context("creating the results folder")?;
+    }
+    for stale in lockbench_core::remove_stale_staging(out) {
+        eprintln!(
+            "lockbench: run: removed {}, the staging folder of a run that is no longer running",
+            stale.display()
+        );
+    }
     if staging.exists() {
         std::fs::remove_dir_all(&staging).ok();
     }
@@ -210,12 +213,15 @@ async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<i32> {
     for name in crate::options::shard::ENGINE_VARIABLES {
         command.env_remove(name);
     }
-    let mut child = command
-        .args(args)
-        .env(crate::commands::shared::STAGED, "1")
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("running lockbench {}", args.join(" ")))?;
+    // A `run` killed outright (SIGKILL, after a supervisor's grace period) still stops its step
+    // the way a SIGTERM does: the kernel sends it one.
+    let mut child =
+        lockbench_faults::with_parent_death_signal(&mut command, rustix::process::Signal::TERM)
+            .args(args)
+            .env(crate::commands::shared::STAGED, "1")
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("running lockbench {}", args.join(" ")))?;
     let name = args.first().cloned().unwrap_or_default();
     *plan.current.borrow_mut() = child.id().map(|pid| (name.clone(), pid));
     let mut stopped = plan.stopped.subscribe();
