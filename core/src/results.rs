@@ -219,7 +219,7 @@ mod tests {
         for d in [&dead, &live, &unrelated] {
             fs::create_dir(d).unwrap();
         }
-        assert_eq!(remove_stale_staging(&target), [dead.clone()]);
+        assert_eq!(remove_stale_staging(&target), std::slice::from_ref(&dead));
         assert!(!dead.exists() && live.exists() && unrelated.exists());
     }
 
