@@ -210,7 +210,7 @@ fn fault_frame(rows: &[&FaultCell]) -> PolarsResult<DataFrame> {
         rows.iter().map(|r| f(r)).collect()
     };
     df!(
-        "scenario" => text(&|c| format!("{}/{}", c.scenario, c.variant)),
+        "scenario" => text(&|c| c.label()),
         "backend" => text(&|c| c.backend.clone()),
         "overlap_share" => number(&|c| {
             (c.trials > 0).then(|| f64::from(c.trials_with_overlap) / f64::from(c.trials))

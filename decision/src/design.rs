@@ -9,7 +9,7 @@ use lockbench_core::{
 use lockbench_workloads::{DoubleRun, Guard, JobAnswers, StepAnswers, Target};
 
 use crate::answers::{Exposure, Resolved, effect, names};
-use crate::evidence::{Evidence, describe, label_of};
+use crate::evidence::{Evidence, describe};
 use crate::record::{
     CrashRecovery, Decision, FailurePolicy, LockModel, Mechanism, ModelKind, PolicyKind, Residual,
     Role, StepRow,
@@ -56,7 +56,7 @@ pub(crate) fn policy(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> FailurePo
     .filter_map(|p| {
         let label = p.outage_variant();
         ev.scenario("outage")
-            .find(|c| label_of(c) == label)
+            .find(|c| c.label() == label)
             .map(|c| outage_line(*p, c))
     })
     .collect();
@@ -72,14 +72,14 @@ fn outage_line(policy: PolicyKind, c: &FaultCell) -> String {
     match policy {
         PolicyKind::SkipAndAlert => format!(
             "{} on {}: {overlapped}, {} of {} runs missed",
-            label_of(c),
+            c.label(),
             c.backend,
             c.contender_timed_out,
             c.trials
         ),
         PolicyKind::Queue => format!(
             "{} on {}: {overlapped}, the run {}",
-            label_of(c),
+            c.label(),
             c.backend,
             c.recovery_p50_s
                 .map_or("never ran".to_string(), |s| format!(
@@ -87,7 +87,7 @@ fn outage_line(policy: PolicyKind, c: &FaultCell) -> String {
                     format_readable_s(s)
                 ))
         ),
-        PolicyKind::RunUnlocked => format!("{} on {}: {overlapped}", label_of(c), c.backend),
+        PolicyKind::RunUnlocked => format!("{} on {}: {overlapped}", c.label(), c.backend),
     }
 }
 
@@ -189,10 +189,12 @@ pub(crate) fn lock_model(
     }
 }
 
-/// Two cells of a backend as "X, against Y".
-fn pair(ev: &Evidence, kind: BackendKind, failure: &str, control: &str) -> Option<String> {
+/// A failure's cell on a backend, then the cell of the variant that shows its mitigation working
+/// ([`crate::lab::mitigation`]): "X; Y".
+fn pair(ev: &Evidence, kind: BackendKind, failure: &str) -> Option<String> {
     let f = ev.cell(failure, kind)?;
-    Some(match ev.cell(control, kind) {
+    let control = crate::lab::mitigation(failure).and_then(|(_, control)| ev.cell(control, kind));
+    Some(match control {
         Some(c) => format!("{}; {}", describe(f), describe(c)),
         None => describe(f),
     })
@@ -262,8 +264,8 @@ pub(crate) fn mechanisms(
     let Some(kind) = kind else {
         return out;
     };
-    let by_fence = r.fenced && crate::lab::linearizable(kind);
-    let by_transaction = kind == BackendKind::PgXact && r.one_transaction;
+    let by_fence = crate::rules::by_fence(kind, r);
+    let by_transaction = crate::rules::by_transaction(kind, r);
     if !x.inside.is_empty() {
         out.push(if by_transaction {
             Mechanism {
@@ -308,8 +310,8 @@ pub(crate) fn mechanisms(
             in_place: false,
             reason: "a holder that cannot renew stops before its lease can pass to another worker"
                 .into(),
-            measured: pair(ev, kind, "pause/naive", "pause/heartbeat-short")
-                .or_else(|| pair(ev, kind, "partition/no-give-up", "partition/heartbeat")),
+            measured: pair(ev, kind, "pause/naive")
+                .or_else(|| pair(ev, kind, "partition/no-give-up")),
         }),
         ModelKind::Session => {
             out.push(Mechanism {
@@ -317,7 +319,7 @@ pub(crate) fn mechanisms(
                 step: None,
                 in_place: false,
                 reason: "the lock belongs to the session and is re-entrant: a pool that lends the session while the job runs lends the lock".into(),
-                measured: pair(ev, kind, "pool-leak/no-reset", "pool-leak/xact"),
+                measured: pair(ev, kind, "pool-leak/no-reset"),
             });
             out.push(Mechanism {
                 name: "a server TCP keepalive of seconds (tcp_keepalives_idle 1, interval 1, count 2)".into(),
@@ -327,7 +329,7 @@ pub(crate) fn mechanisms(
                 measured: ev.cell("partition/keepalive", kind).map(|c| {
                     format!(
                         "{}: next grant {} after the partition began",
-                        label_of(c),
+                        c.label(),
                         c.recovery_p50_s.map_or("-".to_string(), format_readable_s)
                     )
                 }),
@@ -341,7 +343,7 @@ pub(crate) fn mechanisms(
             step: None,
             in_place: false,
             reason: "a slow acquisition can return with its keys about to expire".into(),
-            measured: pair(ev, kind, "redlock/late-start", "redlock/late-start-checked"),
+            measured: pair(ev, kind, "redlock/late-start"),
         });
     }
     if kind != BackendKind::PgXact {
@@ -360,7 +362,7 @@ pub(crate) fn mechanisms(
         in_place: false,
         reason: "a crash frees the lock; work that outlives the process holding it runs unlocked"
             .into(),
-        measured: pair(ev, kind, "crash/work-survives", "crash/holder-killed"),
+        measured: pair(ev, kind, "crash/work-survives"),
     });
     out
 }
@@ -433,7 +435,7 @@ pub(crate) fn crash_recovery(
     if let Some(c) = measured {
         notes.push(format!(
             "Measured ({} on {}, lab TTL {}): the next worker was granted {} after the kill (longest {}).",
-            label_of(c),
+            c.label(),
             c.backend,
             format_readable_s(c.granted_ttl_s),
             c.recovery_p50_s.map_or("-".to_string(), format_readable_s),
@@ -566,12 +568,7 @@ pub(crate) fn steps(job: &JobAnswers, double_run: DoubleRun) -> Vec<StepRow> {
         .iter()
         .map(|s: &StepAnswers| StepRow {
             step: s.name.clone(),
-            target: match s.target {
-                Target::Db => "db",
-                Target::Api => "api",
-                Target::Cpu => "cpu",
-            }
-            .to_string(),
+            target: s.target.name().to_string(),
             idempotent: match s.idempotent {
                 Some(true) => "yes",
                 Some(false) => "no",

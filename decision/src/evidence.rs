@@ -29,8 +29,6 @@ pub struct Evidence {
 pub struct AcquireCost {
     /// Backend name.
     pub backend: String,
-    /// P50, microseconds.
-    pub p50_us: f64,
     /// P99, microseconds.
     pub p99_us: f64,
 }
@@ -54,7 +52,6 @@ impl Evidence {
             if !acquire.iter().any(|a| a.backend == row.backend) {
                 acquire.push(AcquireCost {
                     backend: row.backend.clone(),
-                    p50_us: row.acquire_us.p50,
                     p99_us: row.acquire_us.p99,
                 });
             }
@@ -83,7 +80,7 @@ impl Evidence {
     pub fn cell(&self, label: &str, backend: BackendKind) -> Option<&FaultCell> {
         self.cells
             .iter()
-            .find(|c| c.backend == backend.name() && label_of(c) == label)
+            .find(|c| c.backend == backend.name() && c.label() == label)
     }
 
     /// Every cell of a scenario (`outage`), on any backend.
@@ -164,15 +161,10 @@ impl Evidence {
     }
 }
 
-/// `scenario/variant` of a cell.
-pub fn label_of(cell: &FaultCell) -> String {
-    format!("{}/{}", cell.scenario, cell.variant)
-}
-
 /// A cell in one clause: "restart/no-persistence: overlap in 1/1 trials (up to 0.57 s), 17
 /// stale writes, fence refused 0 of 17: the counter restarted with the server".
 pub fn describe(cell: &FaultCell) -> String {
-    let label = label_of(cell);
+    let label = cell.label();
     if cell.trials_with_overlap == 0 {
         return format!(
             "{label}: no overlap in {} trial{}",

@@ -17,10 +17,6 @@ pub enum Mitigation {
     WaitReplicas,
     /// A connection of the job's own for its whole run, unlocked before it goes back to a pool.
     OwnConnection,
-    /// The lock taken in the transaction that holds the job's writes.
-    TransactionScope,
-    /// The server's TCP keepalive ends a vanished holder's session in seconds.
-    Keepalive,
     /// Acquisition failure skips the run instead of running without the lock.
     SkipPolicy,
     /// The client checks the Redlock validity left before its critical section.
@@ -100,12 +96,8 @@ pub fn designed(backend: BackendKind, skip_policy: bool) -> Vec<Mitigation> {
         BackendKind::Memory => Vec::new(),
         BackendKind::Redis => vec![Mitigation::Heartbeat],
         BackendKind::Redlock => vec![Mitigation::Heartbeat, Mitigation::ValidityCheck],
-        BackendKind::PgSession => vec![
-            Mitigation::Heartbeat,
-            Mitigation::OwnConnection,
-            Mitigation::Keepalive,
-        ],
-        BackendKind::PgXact => vec![Mitigation::TransactionScope, Mitigation::OwnConnection],
+        BackendKind::PgSession => vec![Mitigation::Heartbeat, Mitigation::OwnConnection],
+        BackendKind::PgXact => vec![Mitigation::OwnConnection],
         BackendKind::Etcd | BackendKind::Zookeeper => vec![Mitigation::Heartbeat],
     };
     m.push(Mitigation::DieWithHolder);

@@ -18,7 +18,7 @@ mod missing;
 mod record;
 mod rules;
 
-pub use evidence::{AcquireCost, Evidence, describe, fence_held, label_of};
+pub use evidence::{AcquireCost, Evidence, describe, fence_held};
 pub use missing::brief;
 pub use record::{
     Answer, CrashRecovery, Decision, FactBasis, FailurePolicy, LockModel, Mechanism, MissingAnswer,

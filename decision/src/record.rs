@@ -88,6 +88,17 @@ pub struct Role {
     pub reason: String,
 }
 
+impl Role {
+    /// What the lock is for this job, in words.
+    pub fn name(&self) -> &'static str {
+        if self.correctness {
+            "the correctness mechanism"
+        } else {
+            "a serialization aid"
+        }
+    }
+}
+
 /// How the chosen lock lasts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

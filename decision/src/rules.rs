@@ -7,7 +7,7 @@ use lockbench_core::{BackendKind, format_readable_us};
 use lockbench_workloads::{JobAnswers, Target};
 
 use crate::answers::{Exposure, Resolved, effect, list, names};
-use crate::evidence::{Evidence, describe, fence_held, label_of};
+use crate::evidence::{Evidence, describe, fence_held};
 use crate::lab::{designed, linearizable, mitigation};
 use crate::record::{FactBasis, Role, Verdict, VerdictKind};
 
@@ -101,9 +101,15 @@ fn weight(kind: BackendKind, r: &Resolved) -> u32 {
     }
 }
 
-/// True when the backend's fencing token still rises after its server fails (docs/DECISION.md).
-fn durable_token(kind: BackendKind) -> bool {
-    linearizable(kind)
+/// True when a stale holder's writes are refused by the resource's fence: the job's resource
+/// checks the token and `kind`'s token still rises after its server fails (docs/DECISION.md).
+pub(crate) fn by_fence(kind: BackendKind, r: &Resolved) -> bool {
+    r.fenced && linearizable(kind)
+}
+
+/// True when the job's writes commit or roll back with `kind`'s lock (one transaction on pg-xact).
+pub(crate) fn by_transaction(kind: BackendKind, r: &Resolved) -> bool {
+    kind == BackendKind::PgXact && r.one_transaction
 }
 
 /// The cells where `kind` overlapped.
@@ -132,8 +138,7 @@ pub(crate) fn verdicts(
             kind,
             rejected: rejection(kind, r, ev, role, &api, skip_policy),
             weight: weight(kind, r),
-            covers: (r.fenced && durable_token(kind))
-                || (kind == BackendKind::PgXact && r.one_transaction),
+            covers: by_fence(kind, r) || by_transaction(kind, r),
         })
         .collect();
     if role.correctness && candidates.iter().any(|c| c.rejected.is_none() && c.covers) {
@@ -178,7 +183,7 @@ pub(crate) fn verdicts(
             ),
             (None, Some(best)) => (
                 VerdictKind::Acceptable,
-                why_not_chosen(c, best, &candidates, r, ev),
+                why_not_chosen(c, best, r, ev),
                 FactBasis::Cost,
             ),
             (None, None) => (VerdictKind::Acceptable, String::new(), FactBasis::Design),
@@ -190,7 +195,7 @@ pub(crate) fn verdicts(
             basis,
             acquire_p99_us: ev.acquire_p99_us(c.kind),
             overlapped_under: overlaps(ev, c.kind)
-                .map(label_of)
+                .map(FaultCell::label)
                 .filter(|l| !crate::lab::about_the_job(l))
                 .collect(),
             crash_recovery_s: ev
@@ -256,7 +261,7 @@ fn rejection(
         let lost = overlaps(ev, kind).find(|c| {
             ["restart/", "failover/", "redlock/"]
                 .iter()
-                .any(|p| label_of(c).starts_with(p))
+                .any(|p| c.label().starts_with(p))
         });
         return Some(match lost {
             Some(cell) => (
@@ -294,7 +299,7 @@ fn rejection(
                 FactBasis::Measured,
             ));
         }
-        let prevented = mitigation(&label_of(cell)).is_some_and(|(m, _)| includes.contains(&m));
+        let prevented = mitigation(&cell.label()).is_some_and(|(m, _)| includes.contains(&m));
         if !(prevented || r.fenced && fence_held(cell)) {
             return Some((describe(cell), FactBasis::Measured));
         }
@@ -403,8 +408,8 @@ fn why_chosen(c: &Candidate, r: &Resolved, ev: &Evidence, role: &Role) -> String
     };
     let clean: Vec<String> = ev
         .cells_on(c.kind)
-        .filter(|cell| cell.trials_with_overlap == 0 && mitigation(&label_of(cell)).is_none())
-        .map(label_of)
+        .filter(|cell| cell.trials_with_overlap == 0 && mitigation(&cell.label()).is_none())
+        .map(FaultCell::label)
         .take(3)
         .collect();
     let measured = if clean.is_empty() || !role.correctness {
@@ -415,17 +420,8 @@ fn why_chosen(c: &Candidate, r: &Resolved, ev: &Evidence, role: &Role) -> String
     format!("{infrastructure}; {how}{measured}")
 }
 
-fn why_not_chosen(
-    c: &Candidate,
-    best: BackendKind,
-    candidates: &[Candidate],
-    r: &Resolved,
-    ev: &Evidence,
-) -> String {
-    let best_weight = candidates
-        .iter()
-        .find(|b| b.kind == best)
-        .map_or(0, |b| b.weight);
+fn why_not_chosen(c: &Candidate, best: BackendKind, r: &Resolved, ev: &Evidence) -> String {
+    let best_weight = weight(best, r);
     let latency = latency_against(c.kind, best, ev);
     if c.weight > best_weight {
         format!(

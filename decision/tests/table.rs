@@ -82,6 +82,15 @@ fn fact(d: &Decision, backend: &str) -> String {
         .unwrap_or_default()
 }
 
+/// `backend`'s deciding fact holds `needle`.
+fn assert_fact(d: &Decision, backend: &str, needle: &str) {
+    let fact = fact(d, backend);
+    assert!(
+        fact.contains(needle),
+        "{backend}: {fact:?} lacks {needle:?}"
+    );
+}
+
 fn mechanism<'a>(d: &'a Decision, name: &str) -> Option<&'a lockbench_decision::Mechanism> {
     d.mechanisms.iter().find(|m| m.name.contains(name))
 }
@@ -322,13 +331,9 @@ fn each_rejection_names_the_fact_that_decides_it() {
         ),
         &Evidence::default(),
     );
-    assert!(
-        fact(&ledger, "pg-session").contains("3 databases"),
-        "{}",
-        fact(&ledger, "pg-session")
-    );
-    assert!(fact(&ledger, "redis").contains("asynchronous"));
-    assert!(fact(&ledger, "redlock").contains("fencing token"));
+    assert_fact(&ledger, "pg-session", "3 databases");
+    assert_fact(&ledger, "redis", "asynchronous");
+    assert_fact(&ledger, "redlock", "fencing token");
     assert!(
         mechanism(&ledger, "fencing token checked by the resource").is_some_and(|m| m.in_place)
     );
@@ -340,10 +345,14 @@ fn each_rejection_names_the_fact_that_decides_it() {
         ),
         &Evidence::default(),
     );
-    assert!(fact(&billing, "pg-xact").contains("`charge` calls an API"));
+    assert_fact(&billing, "pg-xact", "`charge` calls an API");
     // Not the correctness mechanism, so heavier backends are rejected for what they cost.
     assert_eq!(verdict(&billing, "etcd"), VerdictKind::Rejected);
-    assert!(fact(&billing, "etcd").contains("more infrastructure than `charges` calls for"));
+    assert_fact(
+        &billing,
+        "etcd",
+        "more infrastructure than `charges` calls for",
+    );
     assert!(mechanism(&billing, "keep the idempotency-key").is_some_and(|m| m.in_place));
     assert!(mechanism(&billing, "pg_advisory_unlock_all").is_some());
 
@@ -373,11 +382,7 @@ fn each_rejection_names_the_fact_that_decides_it() {
         ),
         &Evidence::default(),
     );
-    assert!(
-        fact(&migration, "pg-session").contains("leaves `write` unprotected"),
-        "{}",
-        fact(&migration, "pg-session")
-    );
+    assert_fact(&migration, "pg-session", "leaves `write` unprotected");
 }
 
 fn cell(label: &str, backend: &str, overlapped: u32, expected: &str) -> FaultCell {
@@ -515,6 +520,27 @@ fn missing_answers_are_listed_with_what_each_would_change() {
         double_run.would_change
     );
     assert_eq!(d.missing.len(), 7, "{:#?}", d.missing);
+}
+
+/// A job across several databases cannot be one transaction: the missing answer says so instead
+/// of listing no change at all.
+#[test]
+fn a_missing_one_transaction_across_databases_says_why_nothing_changes() {
+    let mut j = job(
+        answers(DoubleRun::Corrupts, &[Service::Postgres], 3, false, true),
+        &[UNGUARDED_DB],
+    );
+    j.decision.as_mut().unwrap().one_transaction = None;
+    let d = decide(&j, &Evidence::default());
+    let one = d
+        .missing
+        .iter()
+        .find(|m| m.field == "decision.one_transaction")
+        .expect("one_transaction listed");
+    assert_eq!(
+        one.would_change,
+        "nothing: one_transaction = true cannot hold for a job that writes to 3 databases"
+    );
 }
 
 #[test]

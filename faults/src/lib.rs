@@ -35,7 +35,7 @@ pub use pool::{PoolMode, PoolPlan};
 pub use process::with_parent_death_signal;
 pub use scenario::{ALL as VARIANTS, Variant};
 pub use server::Persistence;
-pub use worker::{AnyPlan, BackendPlan, Check, OnFailure, WorkerPlan, WriterPlan, run};
+pub use worker::{AnyPlan, BackendPlan, Check, WorkerPlan, run};
 
 /// What can stop the lab (the run, not a cell: a cell that fails is recorded as skipped).
 #[derive(Debug, thiserror::Error)]

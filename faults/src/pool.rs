@@ -144,7 +144,6 @@ async fn job(
 
 /// Runs the pool process: both jobs, then the idle pool for `linger`, then closes it.
 pub async fn run_pool(plan: PoolPlan) -> Result<(), FaultError> {
-    crate::worker::die_with_the_lab()?;
     let mut resource = Resource::connect(
         &plan.resource_url,
         &plan.resource_schema,

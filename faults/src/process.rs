@@ -36,6 +36,16 @@ pub fn with_parent_death_signal(command: &mut Command, signal: Signal) -> &mut C
     }
 }
 
+/// Sends a worker process its plan: one line of JSON on its stdin.
+pub(crate) async fn send_plan(
+    stdin: &mut tokio::process::ChildStdin,
+    plan: &AnyPlan,
+) -> std::io::Result<()> {
+    let mut json = serde_json::to_vec(plan).expect("a plan serialises");
+    json.push(b'\n');
+    stdin.write_all(&json).await
+}
+
 /// A worker process.
 pub struct WorkerProcess {
     name: String,
@@ -80,10 +90,7 @@ impl WorkerProcess {
             .spawn()
             .map_err(|e| FaultError::Worker(format!("starting {}: {e}", exe.display())))?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
-        let mut json = serde_json::to_vec(plan).expect("a plan serialises");
-        json.push(b'\n');
-        stdin
-            .write_all(&json)
+        send_plan(&mut stdin, plan)
             .await
             .map_err(|e| FaultError::Worker(format!("{name}: sending its plan: {e}")))?;
         let stdout = child.stdout.take().expect("stdout is piped");

@@ -383,7 +383,7 @@ impl PrivateRedis {
     async fn info_replication(&self) -> Result<String, String> {
         let mut stream = connect(self.bind, self.port, self.password.as_deref()).await?;
         stream
-            .write_all(b"*2\r\n$4\r\nINFO\r\n$11\r\nreplication\r\n")
+            .write_all(resp(&["INFO", "replication"]).as_bytes())
             .await
             .map_err(|e| e.to_string())?;
         let mut buf = vec![0u8; 8192];

@@ -216,6 +216,8 @@ impl FaultLab {
             .and_then(|ms| ms.parse::<u64>().ok())
             .map(Duration::from_millis)
             .ok_or_else(|| FaultError::Worker(format!("holder: unreadable grant \"{granted}\"")))?;
+        let outage = matches!(variant, Variant::Outage(_));
+        let late_start = matches!(variant, Variant::RedlockLateStart { .. });
         // The fault's length, and how long anyone may have to wait for the lock because of it.
         let fault = match variant.pause_factor() {
             Some(k) => granted_ttl.mul_f64(k),
@@ -225,7 +227,7 @@ impl FaultLab {
                 granted_ttl * 2 + Duration::from_secs(6)
             }
             None if variant.partitions() => granted_ttl * 2,
-            None if matches!(variant, Variant::Outage(_)) => ttl / 3,
+            None if outage => ttl / 3,
             None => Duration::ZERO,
         };
         // A job process that outlives its holder runs three lock lifetimes.
@@ -235,7 +237,6 @@ impl FaultLab {
             Duration::ZERO
         };
         let longest = fault + granted_ttl + job * 2 + survivor + Duration::from_secs(5);
-        let outage = matches!(variant, Variant::Outage(_));
         if !outage {
             contender.go(longest).await?;
         }
@@ -252,10 +253,10 @@ impl FaultLab {
                     break;
                 }
             }
-        } else if !matches!(variant, Variant::RedlockLateStart { .. }) {
+        } else if !late_start {
             tokio::time::sleep(every * after).await;
         }
-        let start_ns = if matches!(variant, Variant::RedlockLateStart { .. }) {
+        let start_ns = if late_start {
             acquisition_start
         } else {
             monotonic_ns()

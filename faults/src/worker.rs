@@ -200,13 +200,6 @@ pub(crate) fn say(line: &str) {
     let _ = out.flush();
 }
 
-/// A worker dies with the lab, even a stopped one (SIGKILL ends a stopped process): a lab killed
-/// mid-trial leaves no worker holding or waiting for a lock.
-pub(crate) fn die_with_the_lab() -> Result<(), FaultError> {
-    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-        .map_err(|e| FaultError::Worker(format!("asking to die with the lab: {e}")))
-}
-
 /// What a worker process is asked to do (JSON on its stdin).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -269,7 +262,6 @@ async fn run_detached(
     token: Option<u64>,
     lease_ttl: Duration,
 ) -> Result<(), FaultError> {
-    use tokio::io::AsyncWriteExt as _;
     let exe = std::env::current_exe()
         .map_err(|e| FaultError::Worker(format!("finding the lockbench binary: {e}")))?;
     let lab = std::os::unix::process::parent_id();
@@ -295,10 +287,7 @@ async fn run_detached(
         .spawn()
         .map_err(|e| FaultError::Worker(format!("starting the job process: {e}")))?;
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    let mut json = serde_json::to_vec(&writer).expect("a plan serialises");
-    json.push(b'\n');
-    stdin
-        .write_all(&json)
+    crate::process::send_plan(&mut stdin, &writer)
         .await
         .map_err(|e| FaultError::Worker(format!("sending the job process its plan: {e}")))?;
     drop(stdin);
@@ -318,7 +307,6 @@ async fn run_detached(
 /// Runs the worker to the end of its job. Errors are the lab's to report; the lease, if any, goes
 /// with the process.
 pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
-    die_with_the_lab()?;
     let config = plan.backend.config()?;
     let mut resource = Resource::connect(
         &plan.resource_url,
@@ -341,8 +329,13 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match backend.acquire(&plan.key, ttl, left).await {
             Ok(Some(lease)) if plan.check == Check::ValidityFirst && lease.ttl < job => {
-                // Too little left to finish within it: give it back and try again.
+                // Too little left to finish within it: give it back and try again, while the
+                // wait lasts.
                 let _ = backend.release(&lease).await;
+                if left.is_zero() {
+                    say("timed-out");
+                    return Ok(());
+                }
             }
             Ok(Some(lease)) => break Some(lease),
             Ok(None) => {
@@ -359,51 +352,53 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
             Err(e) => return Err(e.into()),
         }
     };
-    let Some(lease) = lease else {
-        run_unlocked(&plan, &mut resource, backend.as_ref()).await?;
-        resource.close().await;
-        return Ok(());
-    };
+    // Without a lease (`run-unlocked`) the job logs its grant without a token and runs the same
+    // writes, with nothing to renew or release.
+    let fencing = lease.as_ref().and_then(|l| l.fencing);
     resource
-        .write(&plan.trial, &plan.worker, Event::Grant, lease.fencing)
+        .write(&plan.trial, &plan.worker, Event::Grant, fencing)
         .await?;
     say(&format!(
         "granted {} {}",
-        lease.ttl.as_millis(),
-        lease.fencing.map_or("-".to_string(), |t| t.to_string())
+        lease.as_ref().map_or(0, |l| l.ttl.as_millis()),
+        fencing.map_or("-".to_string(), |t| t.to_string())
     ));
-    let heartbeat = matches!(plan.check, Check::Heartbeat | Check::HeartbeatUnchecked).then(|| {
-        Heartbeat::spawn(
-            backend.clone(),
-            lease.clone(),
-            HeartbeatPolicy::for_lease(lease.ttl),
-        )
-    });
+    let heartbeat = lease
+        .as_ref()
+        .filter(|_| matches!(plan.check, Check::Heartbeat | Check::HeartbeatUnchecked))
+        .map(|lease| {
+            Heartbeat::spawn(
+                backend.clone(),
+                lease.clone(),
+                HeartbeatPolicy::for_lease(lease.ttl),
+            )
+        });
     let mut how = None;
     if plan.detached {
         // The job writes from a process of its own; this one holds the lock and waits for it.
-        run_detached(&plan, lease.fencing, lease.ttl).await?;
-    }
-    let own_writes = if plan.detached { 0 } else { plan.writes };
-    for n in 1..=own_writes {
-        tokio::time::sleep(every).await;
-        if let Some(h) = &heartbeat
-            && plan.check == Check::Heartbeat
-            && !h.may_continue()
-        {
-            how = Some("gave-up");
-            break;
+        run_detached(&plan, fencing, lease.as_ref().map_or(ttl, |l| l.ttl)).await?;
+    } else {
+        for n in 1..=plan.writes {
+            tokio::time::sleep(every).await;
+            if let Some(h) = &heartbeat
+                && plan.check == Check::Heartbeat
+                && !h.may_continue()
+            {
+                how = Some("gave-up");
+                break;
+            }
+            resource
+                .write(&plan.trial, &plan.worker, Event::Write, fencing)
+                .await?;
+            if let Some(lease) = &lease
+                && plan.check == Check::AfterEachWrite
+                && !matches!(backend.renew(lease, lease.ttl).await, Ok(true))
+            {
+                how = Some("lost");
+                break;
+            }
+            say(&format!("wrote {n}"));
         }
-        resource
-            .write(&plan.trial, &plan.worker, Event::Write, lease.fencing)
-            .await?;
-        if plan.check == Check::AfterEachWrite
-            && !matches!(backend.renew(&lease, lease.ttl).await, Ok(true))
-        {
-            how = Some("lost");
-            break;
-        }
-        say(&format!("wrote {n}"));
     }
     if let Some(h) = heartbeat {
         h.stop();
@@ -411,9 +406,10 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     // The critical section ends when the job decides to release, before the release reaches
     // the server: a contender granted by the release must not seem to overlap it.
     let ended = crate::clock::monotonic_ns();
-    let how = match how {
-        Some(how) => how,
-        None => release(backend.as_ref(), &lease).await,
+    let how = match (how, &lease) {
+        (Some(how), _) => how,
+        (None, Some(lease)) => release(backend.as_ref(), lease).await,
+        (None, None) => "ran-unlocked",
     };
     resource
         .end_at(&plan.trial, &plan.worker, how, ended)
@@ -421,33 +417,5 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     say(&format!("done {how}"));
     let _ = backend.close().await;
     resource.close().await;
-    Ok(())
-}
-
-/// The job without the lock (`run-unlocked`): its grant is logged without a token, then its
-/// writes, then its end.
-async fn run_unlocked(
-    plan: &WorkerPlan,
-    resource: &mut Resource,
-    backend: &dyn LockBackend,
-) -> Result<(), FaultError> {
-    resource
-        .write(&plan.trial, &plan.worker, Event::Grant, None)
-        .await?;
-    say("granted 0 -");
-    let every = Duration::from_millis(plan.write_every_ms);
-    for n in 1..=plan.writes {
-        tokio::time::sleep(every).await;
-        resource
-            .write(&plan.trial, &plan.worker, Event::Write, None)
-            .await?;
-        say(&format!("wrote {n}"));
-    }
-    let ended = crate::clock::monotonic_ns();
-    resource
-        .end_at(&plan.trial, &plan.worker, "ran-unlocked", ended)
-        .await?;
-    say("done ran-unlocked");
-    let _ = backend.close().await;
     Ok(())
 }

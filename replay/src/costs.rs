@@ -22,14 +22,6 @@ pub(crate) fn target_index(t: Target) -> usize {
         .expect("every target listed")
 }
 
-pub(crate) fn target_name(t: Target) -> &'static str {
-    match t {
-        Target::Db => "db",
-        Target::Api => "api",
-        Target::Cpu => "cpu",
-    }
-}
-
 /// Keeps a worker's calls at the length the model asks for: each hold is the request less the
 /// measured cost of a call around its hold (per target), less part of what earlier calls overran.
 /// A call whose real work is longer than its request (a 44 us compressed query that Postgres

@@ -4,7 +4,7 @@ use lockbench_core::RuntimeHistogram;
 
 use lockbench_core::records::replay::InjectedLatency;
 
-use crate::costs::{TARGETS, target_name};
+use crate::costs::TARGETS;
 use crate::plan::{Accumulator, LiveReport, MeasuredLatency, ReplayPlan, TargetStats, Worker};
 
 /// The fidelity target: within 5 % or 100 us (compressed) of the request.
@@ -35,14 +35,14 @@ impl Accumulator {
         };
         let injected: Vec<MeasuredLatency> = TARGETS
             .iter()
-            .filter_map(|t| fidelity(target_name(*t), None, merged(&|i| steps[i].target == *t), f))
+            .filter_map(|t| fidelity(t.name(), None, merged(&|i| steps[i].target == *t), f))
             .collect();
         let per_step: Vec<MeasuredLatency> = steps
             .iter()
             .enumerate()
             .filter_map(|(i, st)| {
                 fidelity(
-                    target_name(st.target),
+                    st.target.name(),
                     Some(st.name.clone()),
                     merged(&|j| j == i),
                     f,

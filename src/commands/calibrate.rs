@@ -265,7 +265,7 @@ fn write_spec(
         let warnings = warnings(f);
         let fit = StepFit {
             step: step.clone(),
-            target: target_name(*target).to_string(),
+            target: target.name().to_string(),
             dist: f.family.name().to_string(),
             samples: f.samples as u64,
             observed_s: f.observed,
@@ -456,14 +456,6 @@ fn file_safe(s: &str) -> String {
             }
         })
         .collect()
-}
-
-fn target_name(t: Target) -> &'static str {
-    match t {
-        Target::Db => "db",
-        Target::Api => "api",
-        Target::Cpu => "cpu",
-    }
 }
 
 fn write_whole(path: &Path, text: &str) -> Result<()> {

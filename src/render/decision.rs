@@ -43,16 +43,7 @@ fn decision(out: &mut String, d: &Decision) {
     for m in &d.failure_policy.measured {
         let _ = writeln!(out, "               measured: {m}");
     }
-    let _ = writeln!(
-        out,
-        "  the lock     {}: {}",
-        if d.role.correctness {
-            "the correctness mechanism"
-        } else {
-            "a serialization aid"
-        },
-        d.role.reason
-    );
+    let _ = writeln!(out, "  the lock     {}: {}", d.role.name(), d.role.reason);
     let _ = writeln!(out, "  mechanisms");
     for m in &d.mechanisms {
         let _ = writeln!(

@@ -40,7 +40,7 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
         .iter()
         .map(|c| {
             vec![
-                format!("{}/{}", c.scenario, c.variant),
+                c.label(),
                 c.backend.clone(),
                 c.fencing.clone(),
                 format!("{:.1}", c.granted_ttl_s),
@@ -69,7 +69,7 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
     out.push_str(&table(&header, &rows, 3));
     let mut injected: Vec<(String, &str)> = Vec::new();
     for c in &r.cells {
-        let label = format!("{}/{}", c.scenario, c.variant);
+        let label = c.label();
         if !injected.iter().any(|(l, _)| *l == label) {
             injected.push((label, &c.injected));
         }

@@ -112,8 +112,8 @@ pub struct DecisionAnswers {
     pub crash_recovery: Option<Duration>,
 }
 
-/// One step's answers.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One step's answers (read as they are from a recorded spec's `[[steps]]`, other fields ignored).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepAnswers {
     /// The step's name.
     pub name: String,
@@ -121,8 +121,10 @@ pub struct StepAnswers {
     /// only by its own guard.
     pub target: Target,
     /// Running it twice has the effect of running it once; `None` when not answered.
+    #[serde(default)]
     pub idempotent: Option<bool>,
     /// Its own protection; `None` when not answered.
+    #[serde(default)]
     pub guard: Option<Guard>,
 }
 
@@ -155,22 +157,12 @@ struct RecordedSpec {
     #[serde(default)]
     decision: Option<DecisionAnswers>,
     #[serde(default)]
-    steps: Vec<RecordedStep>,
+    steps: Vec<StepAnswers>,
 }
 
 #[derive(Deserialize)]
 struct RecordedWorkload {
     name: String,
-}
-
-#[derive(Deserialize)]
-struct RecordedStep {
-    name: String,
-    target: Target,
-    #[serde(default)]
-    idempotent: Option<bool>,
-    #[serde(default)]
-    guard: Option<Guard>,
 }
 
 impl JobAnswers {
@@ -192,16 +184,7 @@ impl JobAnswers {
             job: recorded.workload.name,
             spec: path.to_path_buf(),
             decision: recorded.decision,
-            steps: recorded
-                .steps
-                .into_iter()
-                .map(|s| StepAnswers {
-                    name: s.name,
-                    target: s.target,
-                    idempotent: s.idempotent,
-                    guard: s.guard,
-                })
-                .collect(),
+            steps: recorded.steps,
         };
         answers
             .check()

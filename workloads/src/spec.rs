@@ -84,6 +84,17 @@ pub enum Target {
     Cpu,
 }
 
+impl Target {
+    /// Its name in a spec (`db`, `api`, `cpu`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Db => "db",
+            Target::Api => "api",
+            Target::Cpu => "cpu",
+        }
+    }
+}
+
 /// One `[[steps]]` entry.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -211,39 +211,37 @@ fn markdown_into(out: &mut String, blocks: &[Block], toc: &[(u8, String)]) {
             }
             Block::Boxed(inner) => markdown_into(out, inner, toc),
             Block::Grid(grid) => {
-                let cell = |c: &str| c.replace('|', "\\|");
-                let _ = writeln!(
-                    out,
-                    "| {} | {} |",
-                    cell(&grid.corner),
-                    grid.columns
-                        .iter()
-                        .map(|c| cell(c))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                );
-                let _ = writeln!(out, "|{}", "---|".repeat(grid.columns.len() + 1));
-                for row in &grid.rows {
-                    let cells: Vec<String> = row
-                        .cells
-                        .iter()
-                        .map(|c| format!("{} {}", c.tone.mark(), cell(&c.text)))
-                        .collect();
-                    let _ = writeln!(out, "| {} | {} |", cell(&row.label), cells.join(" | "));
-                }
-                out.push('\n');
+                // In Markdown: a table whose cells carry their tone's mark, the legend, the chart.
+                let head = std::iter::once(&grid.corner)
+                    .chain(&grid.columns)
+                    .cloned()
+                    .collect();
+                let rows = grid
+                    .rows
+                    .iter()
+                    .map(|row| {
+                        std::iter::once(row.label.clone())
+                            .chain(
+                                row.cells
+                                    .iter()
+                                    .map(|c| format!("{} {}", c.tone.mark(), c.text)),
+                            )
+                            .collect()
+                    })
+                    .collect();
                 let legend: Vec<String> = grid
                     .legend
                     .iter()
                     .map(|(tone, text)| format!("{} {text}", tone.mark()))
                     .collect();
-                let _ = writeln!(out, "{}\n", legend.join(" · "));
+                let mut blocks = vec![Block::Table { head, rows }, Block::Para(legend.join(" · "))];
                 if let Some((name, caption)) = &grid.chart {
-                    let _ = writeln!(
-                        out,
-                        "![{caption}](charts/{name}.png)\n\n*{caption}* ([SVG](charts/{name}.svg))\n"
-                    );
+                    blocks.push(Block::Chart {
+                        name: name.clone(),
+                        caption: caption.clone(),
+                    });
                 }
+                markdown_into(out, &blocks, toc);
             }
         }
     }

@@ -10,7 +10,7 @@ pub mod charts;
 pub mod check_chart;
 mod doc;
 mod error;
-pub mod grid_chart;
+mod grid_chart;
 pub mod lines;
 mod load;
 mod sections;
@@ -18,7 +18,7 @@ pub mod timeline;
 
 use std::collections::BTreeMap;
 
-pub use doc::{Block, Grid, GridCell, GridRow, Tone, html, markdown, slug};
+pub use doc::{Block, html, markdown};
 pub use error::ReportError;
 pub use load::{Bench, Evidence, Faults, Histograms, Replay, Simulation, Source, Ttl, load};
 

@@ -101,6 +101,20 @@ pub struct SkippedCell {
     pub reason: String,
 }
 
+impl FaultCell {
+    /// `scenario/variant`: the cell's name in every table, the grid and the decision rules.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.scenario, self.variant)
+    }
+}
+
+impl SkippedCell {
+    /// `scenario/variant`, as [`FaultCell::label`].
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.scenario, self.variant)
+    }
+}
+
 /// One trial, as a `trials.csv` line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -220,6 +220,27 @@ impl RedisLock {
         outcome
     }
 
+    /// The release script: deletes `lock_key` if it still holds `token` and publishes on
+    /// `channel`; 1 when it deleted the key.
+    async fn release_by_token(
+        &self,
+        lock_key: &str,
+        token: &str,
+        channel: &str,
+    ) -> Result<i64, LockError> {
+        let mut conn = self.conn.clone();
+        timed("redis", "release", self.timeout, async {
+            self.release
+                .key(lock_key)
+                .arg(token)
+                .arg(channel)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| LockError::server("redis", "release", e))
+        })
+        .await
+    }
+
     /// `WAIT n` after a grant: when fewer replicas acknowledge within the operation timeout (or
     /// half the TTL, if shorter), the key is released by its token and the acquisition fails: a
     /// failover could promote a replica without it.
@@ -244,16 +265,9 @@ impl RedisLock {
         if acked >= i64::from(self.wait_replicas) {
             return Ok(());
         }
-        let _ = timed("redis", "release", self.timeout, async {
-            self.release
-                .key(lock_key)
-                .arg(token)
-                .arg(self.channel(key))
-                .invoke_async::<i64>(&mut conn)
-                .await
-                .map_err(|e| LockError::server("redis", "release", e))
-        })
-        .await;
+        let _ = self
+            .release_by_token(lock_key, token, &self.channel(key))
+            .await;
         Err(LockError::server(
             "redis",
             "acquire",
@@ -392,23 +406,14 @@ impl LockBackend for RedisLock {
     }
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        let mut conn = self.conn.clone();
         // The lease's key is the namespaced lock key; its channel is named after the logical key.
         let logical = lease
             .key
             .strip_prefix(&format!("{}:lock:", self.namespace))
             .unwrap_or(&lease.key);
-        let channel = self.channel(logical);
-        let done: i64 = timed("redis", "release", self.timeout, async {
-            self.release
-                .key(&lease.key)
-                .arg(&lease.token)
-                .arg(&channel)
-                .invoke_async(&mut conn)
-                .await
-                .map_err(|e| LockError::server("redis", "release", e))
-        })
-        .await?;
+        let done = self
+            .release_by_token(&lease.key, &lease.token, &self.channel(logical))
+            .await?;
         Ok(done == 1)
     }
 

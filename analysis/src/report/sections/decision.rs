@@ -49,15 +49,7 @@ pub(super) fn block(d: &Decision, date: &str, doc: &mut Doc) {
             d.failure_policy.kind.name(),
             d.failure_policy.reason
         ),
-        format!(
-            "**The lock is** {}: {}",
-            if d.role.correctness {
-                "the correctness mechanism"
-            } else {
-                "a serialization aid"
-            },
-            d.role.reason
-        ),
+        format!("**The lock is** {}: {}", d.role.name(), d.role.reason),
     ];
     let required: Vec<String> = d
         .mechanisms
@@ -139,7 +131,7 @@ fn model_figures(d: &Decision) -> String {
 }
 
 /// "pause/naive, restart/no-persistence", each linked to its row of the fault grid.
-fn overlapped(labels: &[String]) -> String {
+pub(super) fn overlapped(labels: &[String]) -> String {
     if labels.is_empty() {
         return "none measured".to_string();
     }
@@ -231,7 +223,7 @@ fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
             .faults
             .iter()
             .flat_map(|f| &f.record.cells)
-            .find(|c| c.backend == backend && format!("{}/{}", c.scenario, c.variant) == label)
+            .find(|c| c.backend == backend && c.label() == label)
             .map(lockbench_decision::describe)
     };
     let measured = |labels: &[&str], backend: &str| {
@@ -406,11 +398,7 @@ pub(super) fn steps(d: &Decision, doc: &mut Doc) {
     doc.push(Block::Para(format!(
         "For {} the lock is **{}**: {}.",
         d.job,
-        if d.role.correctness {
-            "the correctness mechanism"
-        } else {
-            "a serialization aid"
-        },
+        d.role.name(),
         d.role.reason
     )));
 }

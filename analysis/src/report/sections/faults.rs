@@ -10,10 +10,6 @@ use crate::report::grid_chart::FaultGridChart;
 use crate::report::load::{Evidence, Faults};
 use crate::report::timeline::{FaultTimeline, Lane, Mark, TrialLanes};
 
-fn label(c: &FaultCell) -> String {
-    format!("{}/{}", c.scenario, c.variant)
-}
-
 fn cells(evidence: &Evidence) -> impl Iterator<Item = (&Faults, &FaultCell)> {
     evidence
         .faults
@@ -64,14 +60,11 @@ pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<Strin
     }
     let overlapped: Vec<String> = mine
         .iter()
-        .filter(|c| c.trials_with_overlap > 0 && !lockbench_decision::lab::about_the_job(&label(c)))
-        .map(|c| format!("[{}](#{})", label(c), grid_anchor(&label(c))))
+        .filter(|c| c.trials_with_overlap > 0)
+        .map(|c| c.label())
+        .filter(|l| !lockbench_decision::lab::about_the_job(l))
         .collect();
-    Some(if overlapped.is_empty() {
-        "none measured".to_string()
-    } else {
-        overlapped.join(", ")
-    })
+    Some(super::decision::overlapped(&overlapped))
 }
 
 /// The tone and text of a cell in the grid.
@@ -83,7 +76,7 @@ fn grid_cell(c: &FaultCell) -> GridCell {
             "{}/{}, {}",
             c.trials_with_overlap,
             c.trials,
-            c.overlap_max_s.map_or("-".to_string(), secs_f)
+            s2(c.overlap_max_s)
         )
     };
     let tone = if c.trials_with_overlap == 0 {
@@ -135,15 +128,15 @@ pub(super) fn write_grid(evidence: &Evidence, doc: &mut Doc) {
         if !backends.contains(&c.backend) {
             backends.push(c.backend.clone());
         }
-        if !variants.contains(&label(c)) {
-            variants.push(label(c));
+        if !variants.contains(&c.label()) {
+            variants.push(c.label());
         }
     }
     let skipped: Vec<(String, String)> = evidence
         .faults
         .iter()
         .flat_map(|f| &f.record.skipped)
-        .map(|s| (format!("{}/{}", s.scenario, s.variant), s.backend.clone()))
+        .map(|s| (s.label(), s.backend.clone()))
         .collect();
     let rows: Vec<GridRow> = variants
         .iter()
@@ -153,7 +146,7 @@ pub(super) fn write_grid(evidence: &Evidence, doc: &mut Doc) {
             cells: backends
                 .iter()
                 .map(
-                    |b| match cells(evidence).find(|(_, c)| label(c) == *v && c.backend == *b) {
+                    |b| match cells(evidence).find(|(_, c)| c.label() == *v && c.backend == *b) {
                         Some((_, c)) => grid_cell(c),
                         None if skipped.contains(&(v.clone(), b.clone())) => GridCell {
                             text: "not run".to_string(),
@@ -273,7 +266,7 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
     let rows: Vec<Vec<String>> = cells(evidence)
         .map(|(_, c)| {
             vec![
-                format!("`{}`", label(c)),
+                format!("`{}`", c.label()),
                 format!("`{}`", c.backend),
                 format!("{}/{}", c.trials_with_overlap, c.trials),
                 format!("{} / {}", s2(c.overlap_p50_s), s2(c.overlap_max_s)),
@@ -316,7 +309,7 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
     });
     let mut injected: Vec<String> = Vec::new();
     for (_, c) in cells(evidence) {
-        let line = format!("`{}`: {}", label(c), c.injected);
+        let line = format!("`{}`: {}", c.label(), c.injected);
         if !injected.contains(&line) {
             injected.push(line);
         }
@@ -328,7 +321,7 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
             c.idle_session_advisory_locks_max.map(|n| {
                 format!(
                     "`{}`: the idle pooled session held {n} advisory lock(s) after its jobs",
-                    label(c)
+                    c.label()
                 )
             })
         })
@@ -358,15 +351,15 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
     // each such backend.
     let mut variants: Vec<String> = Vec::new();
     for (_, c) in cells(evidence) {
-        if c.trials_with_overlap > 0 && !variants.contains(&label(c)) {
-            variants.push(label(c));
+        if c.trials_with_overlap > 0 && !variants.contains(&c.label()) {
+            variants.push(c.label());
         }
     }
     for variant in variants {
         // At most twelve lanes in one chart.
         let mut trials: Vec<TrialLanes> = Vec::new();
         for t in cells(evidence)
-            .filter(|(_, c)| label(c) == variant)
+            .filter(|(_, c)| c.label() == variant)
             .filter_map(|(f, c)| trial_lanes(f, c))
         {
             if trials.iter().map(|t| t.lanes.len()).sum::<usize>() + t.lanes.len() > 12 {
@@ -421,7 +414,7 @@ pub(super) fn stale_writes(evidence: &Evidence) -> Option<String> {
     let failed: Vec<String> = fenced
         .iter()
         .filter(|c| c.stale_rejected_by_fence < Some(c.stale_writes))
-        .map(|c| format!("`{}` on `{}`", label(c), c.backend))
+        .map(|c| format!("`{}` on `{}`", c.label(), c.backend))
         .collect();
     let mut text = format!(
         "In the fault lab, {} writes reached the protected resource after the lock had passed to another worker; an unfenced resource accepted every one. Where the backend gives a fencing token the fence refused {} of {}; {} came from backends without a token, which nothing refused.",
