@@ -14,7 +14,27 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go out as clap writes them; a flag clap itself refuses (unknown,
+        // missing its value, in conflict) is one line, exit 2, as every other bad input.
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            e.exit()
+        }
+        Err(e) => {
+            let text = e.render().to_string();
+            let line = text.lines().next().unwrap_or("bad arguments");
+            eprintln!(
+                "lockbench: {}; see --help",
+                line.strip_prefix("error: ")
+                    .map_or(line.to_string(), |l| format!("error: {l}"))
+            );
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Simulate(args) => commands::simulate::run(&args),
         Command::Ttl(args) => commands::ttl::run(&args),

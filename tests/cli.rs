@@ -777,6 +777,10 @@ fn faults_flags_are_checked() {
     );
     check(&["--seed", "abc"], &["--seed"]);
     check(
+        &["--clean", "--backend", "redis"],
+        &["--clean", "cannot be used with", "--backend"],
+    );
+    check(
         &["--scenario", "flood"],
         &["--scenario", "unknown scenario \"flood\"", "pause/naive"],
     );
@@ -866,4 +870,22 @@ fn an_unreachable_server_is_exit_3_in_one_line() {
         assert!(stderr.contains(names), "{stderr}");
         assert!(stderr.contains("scripts/services.sh up"), "{stderr}");
     }
+}
+
+/// A flag clap itself refuses (unknown, missing its value, in conflict) is one line and exit 2,
+/// like every other bad input.
+#[test]
+fn flags_clap_refuses_are_one_line() {
+    rejects(
+        &["simulate", "--bogus"],
+        &["unexpected argument '--bogus'", "see --help"],
+    );
+    rejects(
+        &["bench", "--contenders"],
+        &["--contenders", "a value is required"],
+    );
+    rejects(
+        &["faults", "--clean", "--out", "x"],
+        &["'--clean' cannot be used with '--out <DIR>'"],
+    );
 }
