@@ -25,13 +25,7 @@ fn main() -> ExitCode {
             e.exit()
         }
         Err(e) => {
-            let text = e.render().to_string();
-            let line = text.lines().next().unwrap_or("bad arguments");
-            eprintln!(
-                "lockbench: {}; see --help",
-                line.strip_prefix("error: ")
-                    .map_or(line.to_string(), |l| format!("error: {l}"))
-            );
+            eprintln!("lockbench: error: {}; see --help", clap_line(&e));
             return ExitCode::from(2);
         }
     };
@@ -61,6 +55,21 @@ fn main() -> ExitCode {
             ExitCode::from(exit_code(&error))
         }
     }
+}
+
+/// clap's refusal on one line: its first line, then what it adds below it (the possible values, a
+/// similar flag), without the usage block.
+fn clap_line(error: &clap::Error) -> String {
+    let text = error.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad arguments");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    for extra in lines.take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more")) {
+        let extra = extra.trim_start_matches('[').trim_end_matches(']');
+        line.push_str("; ");
+        line.push_str(extra.strip_prefix("tip: ").unwrap_or(extra));
+    }
+    line
 }
 
 /// 2 for anything the user can fix in their input (flags, specs, output directory), 3 for a server

@@ -1,4 +1,4 @@
-//! Results directories as polars data frames, and the change between two sets of them.
+//! Results directories as keyed tables (frames), and the change between two sets of them.
 //!
 //! Every `simulate` and `ttl` directory contributes its `summary.csv` rows to one runtimes frame,
 //! every `bench` directory its `bench.csv` rows to one backends frame, every `replay` directory
@@ -11,14 +11,14 @@
 //! target scale) and gives
 //! each metric before, after and the change.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use lockbench_core::records::bench::BenchCsvRow;
 use lockbench_core::records::faults::FaultCell;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 use lockbench_core::records::simulate::SimulationCsvRow;
 use lockbench_core::records::ttl::TtlRecommendation;
-use polars::prelude::*;
 use serde::Serialize;
 
 use crate::report::{Evidence, ReportError};
@@ -26,18 +26,19 @@ use crate::report::{Evidence, ReportError};
 /// The frames of one set of results directories.
 pub struct Frames {
     /// One row per workload, profile and scale simulated.
-    pub runtimes: DataFrame,
+    pub runtimes: Frame,
     /// One row per backend, mode, key mode and contention level.
-    pub bench: DataFrame,
+    pub bench: Frame,
     /// One row per live replay.
-    pub replays: DataFrame,
+    pub replays: Frame,
     /// One row per fault-lab cell.
-    pub faults: DataFrame,
+    pub faults: Frame,
     /// One row per TTL derivation: the TTL, the lease and their risks.
-    pub ttls: DataFrame,
+    pub ttls: Frame,
 }
 
 /// A kind of row, its keys and the metrics compared.
+#[derive(Debug)]
 struct Table {
     name: &'static str,
     keys: &'static [&'static str],
@@ -97,136 +98,213 @@ const FAULTS: Table = Table {
     ],
 };
 
-fn polars_error(path: &Path, e: PolarsError) -> ReportError {
-    ReportError::Input {
-        path: path.to_path_buf(),
-        message: format!("cannot make a table of it ({e})"),
+impl Table {
+    /// An empty frame of this table.
+    fn frame(&'static self) -> Frame {
+        Frame {
+            table: self,
+            rows: Vec::new(),
+        }
     }
+}
+
+/// The rows of one table: keys as text, metrics as numbers, in the table's column order.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    table: &'static Table,
+    /// Every row, in the order the directories gave them.
+    pub rows: Vec<Row>,
+}
+
+/// One row of a [`Frame`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The key columns' values, as the table names them.
+    pub keys: Vec<String>,
+    /// The metric columns' values; `None` where the record has none.
+    pub metrics: Vec<Option<f64>>,
+}
+
+impl Frame {
+    /// The number of rows.
+    pub fn height(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The key and metric column names, in order.
+    pub fn columns(&self) -> impl Iterator<Item = &'static str> {
+        self.table.keys.iter().chain(self.table.metrics).copied()
+    }
+
+    /// The value of key column `name` in row `row`.
+    pub fn key(&self, row: usize, name: &str) -> Option<&str> {
+        let at = self.table.keys.iter().position(|k| *k == name)?;
+        self.rows.get(row).map(|r| r.keys[at].as_str())
+    }
+
+    /// The value of metric column `name` in row `row`.
+    pub fn metric(&self, row: usize, name: &str) -> Option<f64> {
+        let at = self.table.metrics.iter().position(|m| *m == name)?;
+        self.rows.get(row).and_then(|r| r.metrics[at])
+    }
+
+    /// Sets metric column `name` of row `row`; false when there is no such cell.
+    pub fn set_metric(&mut self, row: usize, name: &str, value: Option<f64>) -> bool {
+        let Some(at) = self.table.metrics.iter().position(|m| *m == name) else {
+            return false;
+        };
+        match self.rows.get_mut(row) {
+            Some(r) => {
+                r.metrics[at] = value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn push(&mut self, keys: Vec<String>, metrics: Vec<Option<f64>>) {
+        debug_assert_eq!(keys.len(), self.table.keys.len(), "{}", self.table.name);
+        debug_assert_eq!(
+            metrics.len(),
+            self.table.metrics.len(),
+            "{}",
+            self.table.name
+        );
+        self.rows.push(Row { keys, metrics });
+    }
+}
+
+/// A number as a key: `1.0`, `0.5`, as the results directories' names and earlier reports write it.
+fn number_key(v: f64) -> String {
+    format!("{v:?}")
 }
 
 /// The runtimes frame: every `summary.csv` row, the first of each key kept (a ttl directory
 /// simulates the target scale again).
-fn runtime_frame(rows: &[&SimulationCsvRow]) -> PolarsResult<DataFrame> {
-    let mut kept: Vec<&SimulationCsvRow> = Vec::new();
+fn runtime_frame(rows: &[&SimulationCsvRow]) -> Frame {
+    let mut frame = RUNTIMES.frame();
     for r in rows {
-        let same = |k: &&SimulationCsvRow| {
-            k.workload == r.workload && k.profile == r.profile && k.scale == r.scale
-        };
-        if !kept.iter().any(same) {
-            kept.push(r);
+        let keys = vec![r.workload.clone(), r.profile.clone(), number_key(r.scale)];
+        if frame.rows.iter().any(|k| k.keys == keys) {
+            continue;
         }
+        frame.push(
+            keys,
+            vec![
+                Some(r.runtime_p50_s),
+                Some(r.runtime_p99_s),
+                Some(r.runtime_p999_s),
+            ],
+        );
     }
-    let text = |f: fn(&SimulationCsvRow) -> &str| -> Vec<String> {
-        kept.iter().map(|r| f(r).to_string()).collect()
-    };
-    let number =
-        |f: fn(&SimulationCsvRow) -> f64| -> Vec<f64> { kept.iter().map(|r| f(r)).collect() };
-    df!(
-        "workload" => text(|r| &r.workload),
-        "profile" => text(|r| &r.profile),
-        "scale" => number(|r| r.scale),
-        "runtime_p50_s" => number(|r| r.runtime_p50_s),
-        "runtime_p99_s" => number(|r| r.runtime_p99_s),
-        "runtime_p999_s" => number(|r| r.runtime_p999_s),
-    )
+    frame
 }
 
 /// The backends frame: every `bench.csv` row.
-fn bench_frame(rows: &[&BenchCsvRow]) -> PolarsResult<DataFrame> {
-    let text =
-        |f: &dyn Fn(&BenchCsvRow) -> String| -> Vec<String> { rows.iter().map(|r| f(r)).collect() };
-    let number = |f: fn(&BenchCsvRow) -> f64| -> Vec<f64> { rows.iter().map(|r| f(r)).collect() };
-    df!(
-        "backend" => text(&|r| r.backend.clone()),
-        "mode" => text(&|r| r.mode.to_string()),
-        "keys" => text(&|r| r.keys.to_string()),
-        "wait_mode" => text(&|r| r.wait_mode.to_string()),
-        "contenders" => text(&|r| r.contenders.to_string()),
-        "acquire_p50_us" => number(|r| r.acquire_p50_us),
-        "acquire_p99_us" => number(|r| r.acquire_p99_us),
-        "acquire_p999_us" => number(|r| r.acquire_p999_us),
-        "handoff_p99_us" => number(|r| r.handoff_p99_us),
-        "requests_per_grant" => rows.iter().map(|r| r.requests_per_grant).collect::<Vec<Option<f64>>>(),
-        "throughput_per_s" => number(|r| r.throughput_per_s),
-    )
+fn bench_frame(rows: &[&BenchCsvRow]) -> Frame {
+    let mut frame = BENCH.frame();
+    for r in rows {
+        frame.push(
+            vec![
+                r.backend.clone(),
+                r.mode.to_string(),
+                r.keys.to_string(),
+                r.wait_mode.to_string(),
+                r.contenders.to_string(),
+            ],
+            vec![
+                Some(r.acquire_p50_us),
+                Some(r.acquire_p99_us),
+                Some(r.acquire_p999_us),
+                Some(r.handoff_p99_us),
+                r.requests_per_grant,
+                Some(r.throughput_per_s),
+            ],
+        );
+    }
+    frame
+}
+
+/// How a replay held its lock, as one key: `ttl 30s +fencing`, `heartbeat +keys`.
+fn lock_mode(r: &ReplayRecord) -> String {
+    let mut m = match r.mode {
+        HoldMode::Ttl => format!("ttl {}s", r.ttl_s),
+        HoldMode::Heartbeat => "heartbeat".to_string(),
+    };
+    if r.fencing {
+        m += " +fencing";
+    }
+    if r.idempotency_keys {
+        m += " +keys";
+    }
+    m
 }
 
 /// The replays frame: one row per `replay` directory.
-fn replay_frame(rows: &[&ReplayRecord]) -> PolarsResult<DataFrame> {
-    let text = |f: &dyn Fn(&ReplayRecord) -> String| -> Vec<String> {
-        rows.iter().map(|r| f(r)).collect()
-    };
-    let number = |f: &dyn Fn(&ReplayRecord) -> Option<f64>| -> Vec<Option<f64>> {
-        rows.iter().map(|r| f(r)).collect()
-    };
-    df!(
-        "backend" => text(&|r| r.backend.clone()),
-        "workload" => text(&|r| r.workload.clone()),
-        "profile" => text(&|r| r.profile.clone()),
-        "scale" => number(&|r| Some(r.scale)),
-        "lock_mode" => text(&|r| {
-            let mut m = match r.mode {
-                HoldMode::Ttl => format!("ttl {}s", r.ttl_s),
-                HoldMode::Heartbeat => "heartbeat".to_string(),
-            };
-            if r.fencing {
-                m += " +fencing";
-            }
-            if r.idempotency_keys {
-                m += " +keys";
-            }
-            m
-        }),
-        "runtime_p50_s" => number(&|r| Some(r.runtime_s.p50.as_secs_f64())),
-        "double_executions" => number(&|r| Some(r.double_executions as f64)),
-        "duplicate_charges_accepted" => number(&|r| r.duplicate_charges_accepted.map(|v| v as f64)),
-        "stale_writes_rejected" => number(&|r| Some(r.stale_writes_rejected as f64)),
-    )
+fn replay_frame(rows: &[&ReplayRecord]) -> Frame {
+    let mut frame = REPLAYS.frame();
+    for r in rows {
+        frame.push(
+            vec![
+                r.backend.clone(),
+                r.workload.clone(),
+                r.profile.clone(),
+                number_key(r.scale),
+                lock_mode(r),
+            ],
+            vec![
+                Some(r.runtime_s.p50.as_secs_f64()),
+                Some(r.double_executions as f64),
+                r.duplicate_charges_accepted.map(|v| v as f64),
+                Some(r.stale_writes_rejected as f64),
+            ],
+        );
+    }
+    frame
 }
 
 /// The TTL frame: one row per `ttl` directory.
-fn ttl_frame(rows: &[&TtlRecommendation]) -> PolarsResult<DataFrame> {
-    let number = |f: &dyn Fn(&TtlRecommendation) -> Option<f64>| -> Vec<Option<f64>> {
-        rows.iter().map(|r| f(r)).collect()
-    };
-    df!(
-        "workload" => rows.iter().map(|r| r.workload.clone()).collect::<Vec<_>>(),
-        "target_scale" => number(&|r| Some(r.target_scale)),
-        "measured_p999_s" => number(&|r| Some(r.measured_p999.as_secs_f64())),
-        "ttl_s" => number(&|r| Some(r.ttl.as_secs_f64())),
-        "current_ttl_p_exceed" => number(&|r| r.current_ttl.as_ref().map(|c| c.p_exceed)),
-        "lease_ttl_s" => number(&|r| Some(r.heartbeat.lease_ttl.as_secs_f64())),
-        "p_lease_lost" => number(&|r| r.heartbeat.p_lease_lost),
-        "p_lease_lost_upper95" => number(&|r| r.heartbeat.p_lease_lost_upper95),
-    )
+fn ttl_frame(rows: &[&TtlRecommendation]) -> Frame {
+    let mut frame = TTLS.frame();
+    for r in rows {
+        frame.push(
+            vec![r.workload.clone(), number_key(r.target_scale)],
+            vec![
+                Some(r.measured_p999.as_secs_f64()),
+                Some(r.ttl.as_secs_f64()),
+                r.current_ttl.as_ref().map(|c| c.p_exceed),
+                Some(r.heartbeat.lease_ttl.as_secs_f64()),
+                r.heartbeat.p_lease_lost,
+                r.heartbeat.p_lease_lost_upper95,
+            ],
+        );
+    }
+    frame
 }
 
 /// The faults frame: one row per cell, the overlap as the share of trials that overlapped (so
 /// runs with different trial counts compare).
-fn fault_frame(rows: &[&FaultCell]) -> PolarsResult<DataFrame> {
-    let text =
-        |f: &dyn Fn(&FaultCell) -> String| -> Vec<String> { rows.iter().map(|r| f(r)).collect() };
-    let number = |f: &dyn Fn(&FaultCell) -> Option<f64>| -> Vec<Option<f64>> {
-        rows.iter().map(|r| f(r)).collect()
-    };
-    df!(
-        "scenario" => text(&|c| c.label()),
-        "backend" => text(&|c| c.backend.clone()),
-        "overlap_share" => number(&|c| {
-            (c.trials > 0).then(|| f64::from(c.trials_with_overlap) / f64::from(c.trials))
-        }),
-        "overlap_max_s" => number(&|c| Some(c.overlap_max_s.unwrap_or(0.0))),
-        "stale_writes" => number(&|c| Some(c.stale_writes as f64)),
-        "stale_rejected_by_fence" => number(&|c| c.stale_rejected_by_fence.map(|v| v as f64)),
-        "recovery_p50_s" => number(&|c| c.recovery_p50_s),
-    )
+fn fault_frame(rows: &[&FaultCell]) -> Frame {
+    let mut frame = FAULTS.frame();
+    for c in rows {
+        frame.push(
+            vec![c.label(), c.backend.clone()],
+            vec![
+                (c.trials > 0).then(|| f64::from(c.trials_with_overlap) / f64::from(c.trials)),
+                Some(c.overlap_max_s.unwrap_or(0.0)),
+                Some(c.stale_writes as f64),
+                c.stale_rejected_by_fence.map(|v| v as f64),
+                c.recovery_p50_s,
+            ],
+        );
+    }
+    frame
 }
 
 /// Loads the frames of `dirs` (results directories or folders of them), every file read through
 /// its record.
 pub fn load_frames(dirs: &[PathBuf]) -> Result<Frames, ReportError> {
     let evidence: Evidence = crate::report::load(dirs)?;
-    let first = dirs.first().cloned().unwrap_or_default();
     let runtime_rows: Vec<&SimulationCsvRow> = evidence
         .simulations
         .iter()
@@ -240,15 +318,12 @@ pub fn load_frames(dirs: &[PathBuf]) -> Result<Frames, ReportError> {
         .iter()
         .flat_map(|f| &f.record.cells)
         .collect();
-    let frame = |f: PolarsResult<DataFrame>| f.map_err(|e| polars_error(&first, e));
     Ok(Frames {
-        runtimes: frame(runtime_frame(&runtime_rows))?,
-        bench: frame(bench_frame(&bench_rows))?,
-        replays: frame(replay_frame(&replays))?,
-        faults: frame(fault_frame(&cells))?,
-        ttls: frame(ttl_frame(
-            &evidence.ttls.iter().map(|t| &t.record).collect::<Vec<_>>(),
-        ))?,
+        runtimes: runtime_frame(&runtime_rows),
+        bench: bench_frame(&bench_rows),
+        replays: replay_frame(&replays),
+        faults: fault_frame(&cells),
+        ttls: ttl_frame(&evidence.ttls.iter().map(|t| &t.record).collect::<Vec<_>>()),
     })
 }
 
@@ -269,89 +344,70 @@ pub struct Change {
     pub change_pct: Option<f64>,
 }
 
-/// The change of every metric from `a` to `b`, row by row.
-pub fn compare(a: &Frames, b: &Frames) -> Result<Vec<Change>, ReportError> {
+/// The change of every metric from `a` to `b`, row by row: a full join on the table's keys, rows
+/// in key order, a row on one side only compared with nothing.
+pub fn compare(a: &Frames, b: &Frames) -> Vec<Change> {
     let mut out = Vec::new();
-    for (table, fa, fb) in [
-        (&RUNTIMES, &a.runtimes, &b.runtimes),
-        (&BENCH, &a.bench, &b.bench),
-        (&REPLAYS, &a.replays, &b.replays),
-        (&FAULTS, &a.faults, &b.faults),
-        (&TTLS, &a.ttls, &b.ttls),
+    for (fa, fb) in [
+        (&a.runtimes, &b.runtimes),
+        (&a.bench, &b.bench),
+        (&a.replays, &b.replays),
+        (&a.faults, &b.faults),
+        (&a.ttls, &b.ttls),
     ] {
-        out.extend(
-            compare_table(table, fa, fb).map_err(|e| ReportError::Input {
-                path: PathBuf::from(table.name),
-                message: format!("cannot compare ({e})"),
-            })?,
-        );
+        compare_table(fa, fb, &mut out);
     }
-    Ok(out)
+    out
 }
 
-/// Keeps the key and metric columns, keys as text and metrics as floats so that both sides join
-/// alike; `None` for an empty frame.
-fn select(table: &Table, df: &DataFrame) -> PolarsResult<Option<DataFrame>> {
-    if df.height() == 0 {
-        return Ok(None);
+/// The rows of one side of a key, or one absent row: a key twice on one side pairs each of its
+/// rows with each of the other side's, as a join does.
+fn side(rows: Vec<&Row>) -> Vec<Option<&Row>> {
+    if rows.is_empty() {
+        vec![None]
+    } else {
+        rows.into_iter().map(Some).collect()
     }
-    let mut columns = Vec::new();
-    for k in table.keys {
-        columns.push(df.column(k)?.cast(&DataType::String)?);
-    }
-    for m in table.metrics {
-        columns.push(df.column(m)?.cast(&DataType::Float64)?);
-    }
-    DataFrame::new_infer_height(columns).map(Some)
 }
 
-fn compare_table(table: &Table, a: &DataFrame, b: &DataFrame) -> PolarsResult<Vec<Change>> {
-    let (Some(a), Some(b)) = (select(table, a)?, select(table, b)?) else {
-        return Ok(Vec::new());
-    };
-    let joined = a.join(
-        &b,
-        table.keys.iter().copied(),
-        table.keys.iter().copied(),
-        JoinArgs::new(JoinType::Full)
-            .with_coalesce(JoinCoalesce::CoalesceColumns)
-            .with_suffix(Some("_after".into())),
-        None,
-    )?;
-    let df = joined.sort(
-        table
+fn compare_table(a: &Frame, b: &Frame, out: &mut Vec<Change>) {
+    let table = a.table;
+    let mut joined: BTreeMap<&[String], (Vec<&Row>, Vec<&Row>)> = BTreeMap::new();
+    for r in &a.rows {
+        joined.entry(&r.keys).or_default().0.push(r);
+    }
+    for r in &b.rows {
+        joined.entry(&r.keys).or_default().1.push(r);
+    }
+    for (keys, (before, after)) in joined {
+        let key = table
             .keys
             .iter()
-            .map(|k| (*k).into())
-            .collect::<Vec<PlSmallStr>>(),
-        SortMultipleOptions::default(),
-    )?;
-    let mut out = Vec::new();
-    for i in 0..df.height() {
-        let mut key = Vec::new();
-        for k in table.keys {
-            let v = df.column(k)?.str()?.get(i).unwrap_or("").to_string();
-            key.push(format!("{k}={v}"));
-        }
-        let key = key.join(" ");
-        for m in table.metrics {
-            let get = |name: &str| -> PolarsResult<Option<f64>> {
-                Ok(df.column(name)?.f64()?.get(i).filter(|v| v.is_finite()))
-            };
-            let (before, after) = (get(m)?, get(&format!("{m}_after"))?);
-            let change_pct = match (before, after) {
-                (Some(b), Some(a)) if b != 0.0 => Some((a - b) / b * 100.0),
-                _ => None,
-            };
-            out.push(Change {
-                table: table.name.to_string(),
-                key: key.clone(),
-                metric: m.to_string(),
-                before,
-                after,
-                change_pct,
-            });
+            .zip(keys)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let after = side(after);
+        for rb in side(before) {
+            for ra in &after {
+                for (m, name) in table.metrics.iter().enumerate() {
+                    let value =
+                        |r: Option<&Row>| r.and_then(|r| r.metrics[m]).filter(|v| v.is_finite());
+                    let (before, after) = (value(rb), value(*ra));
+                    let change_pct = match (before, after) {
+                        (Some(b), Some(a)) if b != 0.0 => Some((a - b) / b * 100.0),
+                        _ => None,
+                    };
+                    out.push(Change {
+                        table: table.name.to_string(),
+                        key: key.clone(),
+                        metric: name.to_string(),
+                        before,
+                        after,
+                        change_pct,
+                    });
+                }
+            }
         }
     }
-    Ok(out)
 }

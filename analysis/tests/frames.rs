@@ -1,9 +1,8 @@
-//! Results directories as polars frames, and `compare` between two sets of them.
+//! Results directories as frames (keyed tables), and `compare` between two sets of them.
 
 use std::path::PathBuf;
 
 use lockbench_analysis::frames::{compare, load_frames};
-use polars::prelude::*;
 
 fn fixture() -> PathBuf {
     PathBuf::from("tests/fixtures/run")
@@ -14,7 +13,7 @@ fn every_results_directory_loads_into_frames() {
     let f = load_frames(&[fixture()]).unwrap();
     // simulate: 4 workloads x 3 profiles x 2 scales; ttl adds its half and double scales of the
     // worst profile; rows seen twice are kept once.
-    assert_eq!(f.runtimes.height(), 32, "{}", f.runtimes);
+    assert_eq!(f.runtimes.height(), 32, "{:?}", f.runtimes);
     assert_eq!(
         f.bench.height(),
         12,
@@ -24,20 +23,35 @@ fn every_results_directory_loads_into_frames() {
     assert_eq!(
         f.faults.height(),
         28,
-        "one row per fault cell: {}",
+        "one row per fault cell: {:?}",
         f.faults
     );
-    for column in ["workload", "profile", "scale", "runtime_p999_s"] {
-        assert!(f.runtimes.column(column).is_ok(), "{column}");
-    }
+    let columns: Vec<_> = f.runtimes.columns().collect();
+    assert_eq!(
+        columns,
+        [
+            "workload",
+            "profile",
+            "scale",
+            "runtime_p50_s",
+            "runtime_p99_s",
+            "runtime_p999_s"
+        ]
+    );
+    assert_eq!(
+        f.runtimes.key(0, "scale"),
+        Some("1.0"),
+        "a scale keys as 1.0"
+    );
+    assert!(f.runtimes.metric(0, "runtime_p999_s").is_some());
 }
 
 #[test]
 fn comparing_a_run_with_itself_changes_nothing() {
     let f = load_frames(&[fixture()]).unwrap();
-    let changes = compare(&f, &f).unwrap();
+    let changes = compare(&f, &f);
     // Rows x metrics: runtimes, bench, replays, faults, and the four TTL derivations.
-    assert_eq!(f.ttls.height(), 4, "{}", f.ttls);
+    assert_eq!(f.ttls.height(), 4, "{:?}", f.ttls);
     assert_eq!(changes.len(), 32 * 3 + 12 * 6 + 4 * 4 + 28 * 5 + 4 * 6);
     assert!(
         changes
@@ -59,39 +73,18 @@ fn a_slower_run_shows_its_change_and_rows_on_one_side_show_as_missing() {
     // histograms), and a run that really was slower would differ everywhere.
     let mut after = load_frames(&[fixture()]).unwrap();
     let runtimes = &mut after.runtimes;
-    let text = |name: &str| runtimes.column(name).unwrap().str().unwrap().clone();
-    let (workload, profile) = (text("workload"), text("profile"));
-    let scale = runtimes.column("scale").unwrap().f64().unwrap().clone();
-    let p50 = runtimes
-        .column("runtime_p50_s")
-        .unwrap()
-        .f64()
-        .unwrap()
-        .clone();
-    let slower: Vec<Option<f64>> = (0..runtimes.height())
-        .map(|i| {
-            let this = workload.get(i) == Some("billing")
-                && profile.get(i) == Some("baseline")
-                && scale.get(i) == Some(1.0);
-            p50.get(i).map(|v| if this { v * 1.1 } else { v })
+    let row = (0..runtimes.height())
+        .find(|&i| {
+            runtimes.key(i, "workload") == Some("billing")
+                && runtimes.key(i, "profile") == Some("baseline")
+                && runtimes.key(i, "scale") == Some("1.0")
         })
-        .collect();
-    runtimes
-        .replace(
-            "runtime_p50_s",
-            Series::new("runtime_p50_s".into(), slower).into_column(),
-        )
-        .unwrap();
-    let kept = after
-        .bench
-        .column("backend")
-        .unwrap()
-        .str()
-        .unwrap()
-        .not_equal("redis");
-    after.bench = after.bench.filter(&kept).unwrap();
+        .expect("billing baseline at scale 1");
+    let p50 = runtimes.metric(row, "runtime_p50_s").unwrap();
+    assert!(runtimes.set_metric(row, "runtime_p50_s", Some(p50 * 1.1)));
+    after.bench.rows.retain(|r| r.keys[0] != "redis");
 
-    let changes = compare(&load_frames(&[fixture()]).unwrap(), &after).unwrap();
+    let changes = compare(&load_frames(&[fixture()]).unwrap(), &after);
     let median = changes
         .iter()
         .find(|c| {
@@ -110,5 +103,30 @@ fn a_slower_run_shows_its_change_and_rows_on_one_side_show_as_missing() {
     assert!(
         gone.iter()
             .all(|c| c.before.is_some() && c.after.is_none() && c.change_pct.is_none())
+    );
+}
+
+#[test]
+fn a_key_on_both_sides_is_one_row_and_rows_come_in_key_order() {
+    let f = load_frames(&[fixture()]).unwrap();
+    let mut shuffled = load_frames(&[fixture()]).unwrap();
+    shuffled.bench.rows.reverse();
+    let changes = compare(&f, &shuffled);
+    let keys: Vec<&str> = changes
+        .iter()
+        .filter(|c| c.table == "bench" && c.metric == "acquire_p50_us")
+        .map(|c| c.key.as_str())
+        .collect();
+    assert_eq!(
+        keys.len(),
+        12,
+        "one row per key, whatever the order: {keys:#?}"
+    );
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    assert!(
+        changes.iter().all(|c| c.before == c.after),
+        "matched by key"
     );
 }
