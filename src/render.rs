@@ -22,13 +22,20 @@ use lockbench_core::{
 pub fn simulation_table(record: &SimulationRecord) -> String {
     let mut out = String::new();
     let replays = record.results.first().map_or(0, |r| r.replays);
+    let processes = if record.shards > 1 {
+        format!(
+            "{} shards of up to {} threads",
+            record.shards, record.threads
+        )
+    } else {
+        format!("{} threads", record.threads)
+    };
     let _ = writeln!(
         out,
-        "seed {} (rerun with --seed {} to reproduce), {} replays per row, {} threads\n",
+        "seed {} (rerun with --seed {} to reproduce), {} replays per row, {processes}\n",
         record.seed,
         record.seed,
         format_count(replays),
-        record.threads
     );
     let header = [
         "workload",
@@ -93,13 +100,25 @@ fn table_row(r: &SimulationRow) -> Vec<String> {
     ]
 }
 
-/// One line on simulator speed.
+/// One line on simulator speed; for a merged run, per process over the shards' summed time.
 pub fn throughput_line(record: &SimulationRecord) -> String {
+    let time = if record.shards > 1 {
+        format!(
+            "{:.2} s summed over {} shards",
+            record.elapsed_s, record.shards
+        )
+    } else {
+        format!("{:.2} s", record.elapsed_s)
+    };
     format!(
-        "simulated {} latency samples in {:.2} s: {:.1} M samples/s",
+        "simulated {} latency samples in {time}: {:.1} M samples/s{}",
         format_count(record.latency_samples),
-        record.elapsed_s,
-        record.samples_per_s / 1e6
+        record.samples_per_s / 1e6,
+        if record.shards > 1 {
+            " per process"
+        } else {
+            ""
+        }
     )
 }
 

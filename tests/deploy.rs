@@ -3,14 +3,15 @@
 //! shard, the ConfigMap carries the shipped spec, and the image builds the README's binary.
 //!
 //! The manifests are rendered first, as a user renders them (`deploy/kubernetes/render.sh`, run id
-//! and start time filled in), then read by a small reader of the YAML they use (block mappings and
-//! sequences, plain and quoted scalars, `|` block scalars); anything else in them fails this test.
+//! and start time filled in), then read by a YAML parser (yaml-rust2, YAML 1.2), scalars typed as
+//! YAML types them.
 //! scripts/test.sh validates the same rendered files against the Kubernetes schemas.
 
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use serde_json::{Map, Value};
+use yaml_rust2::{Yaml, YamlLoader};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -61,138 +62,35 @@ fn documents() -> Vec<(String, Value)> {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let name = file.file_name().unwrap().to_string_lossy().to_string();
-        for doc in text.split("\n---\n") {
-            let lines: Vec<&str> = doc.lines().collect();
-            let (value, end) = node(&lines, 0, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(skip(&lines, end), lines.len(), "{name}: unread lines");
-            out.push((name.clone(), value));
+        let docs = YamlLoader::load_from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for doc in &docs {
+            out.push((name.clone(), json(doc)));
         }
     }
     out
 }
 
-fn indent(line: &str) -> usize {
-    line.len() - line.trim_start().len()
-}
-
-fn blank(line: &str) -> bool {
-    let t = line.trim();
-    t.is_empty() || t.starts_with('#')
-}
-
-fn skip(lines: &[&str], mut i: usize) -> usize {
-    while i < lines.len() && blank(lines[i]) {
-        i += 1;
+/// A YAML document as JSON, with the types YAML gives its scalars (`0` a number, `"0"` text).
+fn json(yaml: &Yaml) -> Value {
+    match yaml {
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::Real(r) => Value::from(r.parse::<f64>().expect("a YAML real is a number")),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Null => Value::Null,
+        Yaml::Array(items) => Value::Array(items.iter().map(json).collect()),
+        Yaml::Hash(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let key = k
+                        .as_str()
+                        .unwrap_or_else(|| panic!("a key that is not text: {k:?}"));
+                    (key.to_string(), json(v))
+                })
+                .collect::<Map<_, _>>(),
+        ),
+        other => panic!("YAML this recipe does not use: {other:?}"),
     }
-    i
-}
-
-fn scalar(text: &str) -> Value {
-    let t = text.trim();
-    let unquoted = t
-        .strip_prefix('"')
-        .and_then(|r| r.strip_suffix('"'))
-        .or_else(|| t.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))
-        .unwrap_or(t);
-    Value::String(unquoted.to_string())
-}
-
-/// The node starting at line `i` (after blanks), whose lines are indented by `at`.
-fn node(lines: &[&str], i: usize, at: usize) -> Result<(Value, usize), String> {
-    let i = skip(lines, i);
-    if i >= lines.len() {
-        return Ok((Value::Null, i));
-    }
-    let first = lines[i];
-    if indent(first) != at {
-        return Err(format!("line {}: expected indentation {at}", i + 1));
-    }
-    if first.trim_start().starts_with("- ") {
-        return sequence(lines, i, at);
-    }
-    mapping(lines, i, at, None)
-}
-
-fn sequence(lines: &[&str], mut i: usize, at: usize) -> Result<(Value, usize), String> {
-    let mut items = Vec::new();
-    while i < lines.len() && indent(lines[i]) == at && lines[i].trim_start().starts_with("- ") {
-        let item = &lines[i].trim_start()[2..];
-        if item.contains(": ") || item.ends_with(':') {
-            // A mapping whose first key sits on the dash's line.
-            let (value, next) = mapping(lines, i, at + 2, Some(item))?;
-            items.push(value);
-            i = skip(lines, next);
-        } else {
-            items.push(scalar(item));
-            i = skip(lines, i + 1);
-        }
-    }
-    Ok((Value::Array(items), i))
-}
-
-/// A mapping at `at`; `first` is its first line's text when that line starts with a dash.
-fn mapping(
-    lines: &[&str],
-    mut i: usize,
-    at: usize,
-    mut first: Option<&str>,
-) -> Result<(Value, usize), String> {
-    let mut map = Map::new();
-    loop {
-        let text = match first.take() {
-            Some(t) => t,
-            None => {
-                i = skip(lines, i);
-                if i >= lines.len()
-                    || indent(lines[i]) != at
-                    || lines[i].trim_start().starts_with("- ")
-                {
-                    break;
-                }
-                lines[i].trim_start()
-            }
-        };
-        let (key, rest) = match text.split_once(": ") {
-            Some((k, r)) => (k, r.trim()),
-            None => (
-                text.strip_suffix(':')
-                    .ok_or_else(|| format!("line {}: expected `key: value`", i + 1))?,
-                "",
-            ),
-        };
-        i += 1;
-        let value = if rest == "|" {
-            let mut body = Vec::new();
-            let mut cut = None;
-            while i < lines.len() && (lines[i].trim().is_empty() || indent(lines[i]) > at) {
-                let line = lines[i];
-                if !line.trim().is_empty() {
-                    let c = *cut.get_or_insert(indent(line));
-                    body.push(line.get(c..).unwrap_or("").to_string());
-                } else {
-                    body.push(String::new());
-                }
-                i += 1;
-            }
-            while body.last().is_some_and(String::is_empty) {
-                body.pop();
-            }
-            Value::String(body.join("\n") + "\n")
-        } else if rest.is_empty() {
-            let next = skip(lines, i);
-            if next >= lines.len() || indent(lines[next]) <= at {
-                Value::Null
-            } else {
-                let (v, end) = node(lines, next, indent(lines[next]))?;
-                i = end;
-                v
-            }
-        } else {
-            scalar(rest)
-        };
-        map.insert(key.trim().to_string(), value);
-    }
-    Ok((Value::Object(map), i))
 }
 
 fn text(v: &Value) -> &str {
@@ -252,7 +150,7 @@ fn the_shard_job_keeps_the_shard_contract() {
     let container = &pod["containers"][0];
     assert_eq!(
         env_value(container, "LOCKBENCH_SHARDS"),
-        spec["completions"].as_str(),
+        Some(spec["completions"].to_string().as_str()),
         "LOCKBENCH_SHARDS is the Job's completions"
     );
     let run_id = env_value(container, "LOCKBENCH_RUN_ID").expect("LOCKBENCH_RUN_ID");
@@ -337,7 +235,7 @@ fn the_bench_job_starts_every_shard_together_and_never_again() {
     let spec = &bench["spec"];
     assert_eq!(spec["completionMode"], "Indexed");
     assert_eq!(spec["completions"], spec["parallelism"]);
-    assert_eq!(spec["backoffLimit"], "0");
+    assert_eq!(spec["backoffLimit"], 0);
     assert!(
         spec.get("backoffLimitPerIndex").is_none(),
         "no per-index retries"
@@ -345,7 +243,7 @@ fn the_bench_job_starts_every_shard_together_and_never_again() {
     let container = &spec["template"]["spec"]["containers"][0];
     assert_eq!(
         env_value(container, "LOCKBENCH_SHARDS"),
-        spec["completions"].as_str()
+        Some(spec["completions"].to_string().as_str())
     );
     let args: Vec<&str> = container["args"]
         .as_array()
@@ -373,8 +271,8 @@ fn the_bench_job_starts_every_shard_together_and_never_again() {
     assert_eq!(env_value(container, "LOCKBENCH_RUN_ID"), Some(RUN_ID));
     // The pods run as the image's user, with the results volume's group.
     let security = &spec["template"]["spec"]["securityContext"];
-    assert_eq!(security["runAsUser"], "10001");
-    assert_eq!(security["fsGroup"], "10001");
+    assert_eq!(security["runAsUser"], 10001);
+    assert_eq!(security["fsGroup"], 10001);
     assert!(!args.contains(&"--shard"), "the shard comes from the Job");
     assert_eq!(args.iter().filter(|a| **a == "--backend").count(), 1);
 }

@@ -231,7 +231,7 @@ fn report_and_compare_refuse_a_doctored_run_in_one_line() {
             .collect()
     });
     let bumped = doctored("replay-billing-ttl/manifest.json", |t| {
-        t.replace("\"schema_version\": 3", "\"schema_version\": 4")
+        t.replace("\"schema_version\": 4", "\"schema_version\": 5")
     });
     // A faults directory that lost a row: its last trial, or one event (the holder's end of the
     // first trial that has one).
@@ -272,19 +272,19 @@ fn report_and_compare_refuse_a_doctored_run_in_one_line() {
             [
                 "ttl-billing/results.json",
                 "measured_p999_seconds",
-                "schema_version 3",
+                "schema_version 4",
             ],
         ),
         (
             &dropped,
-            ["bench/bench.csv", "acquire_p99_us", "schema_version 3"],
+            ["bench/bench.csv", "acquire_p99_us", "schema_version 4"],
         ),
         (
             &bumped,
             [
                 "replay-billing-ttl/manifest.json",
-                "schema_version 4",
-                "reads schema_version 3",
+                "schema_version 5",
+                "reads schema_version 4",
             ],
         ),
     ] {

@@ -119,6 +119,44 @@ fn simulate_shards_merge_into_the_whole_run() {
             count as usize
         );
         assert_eq!(manifest["shard"], serde_json::Value::Null);
+        // What the merged run was: `count` processes of one or two threads, and a rate over
+        // their summed time, not the shards' samples over the slowest one's.
+        let (one, all) = (results(&whole), results(&merged));
+        assert_eq!(one["shards"], 1);
+        assert_eq!(all["shards"], count);
+        assert_eq!(
+            all["threads"], 2,
+            "one process's threads, not the shards' sum"
+        );
+        assert_eq!(manifest["threads"], 2);
+        let threads: Vec<u64> = manifest["merged_from"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["threads"].as_u64().unwrap())
+            .collect();
+        let alternating: Vec<u64> = (0..count).map(|i| 1 + i % 2).collect();
+        assert_eq!(threads, alternating);
+        let shard_seconds: f64 = (0..count)
+            .map(|i| {
+                let dir = root.path().join(format!("sim-{count}-{i}"));
+                results(&dir)["elapsed_s"].as_f64().unwrap()
+            })
+            .sum();
+        let samples = all["latency_samples"].as_f64().unwrap();
+        assert_eq!(Some(samples), one["latency_samples"].as_f64());
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+        assert!(
+            close(all["elapsed_s"].as_f64().unwrap(), shard_seconds),
+            "{all}"
+        );
+        assert!(
+            close(
+                all["samples_per_s"].as_f64().unwrap(),
+                samples / shard_seconds
+            ),
+            "{all}"
+        );
         std::fs::remove_dir_all(&whole).unwrap();
     }
 }

@@ -86,6 +86,8 @@ pub struct ShardOrigin {
     pub hostname: Option<String>,
     /// When it finished, seconds since the Unix epoch.
     pub created_unix_s: u64,
+    /// Its worker threads.
+    pub threads: usize,
     /// The commit its binary was built from.
     #[serde(deserialize_with = "present")]
     pub git_commit: Option<String>,

@@ -144,7 +144,7 @@ fn a_renamed_field_is_refused_naming_file_and_field() {
     let err = read_dir(tmp.path()).unwrap_err().to_string();
     assert!(err.contains("results.json"), "{err}");
     assert!(err.contains("measured_p999_seconds"), "{err}");
-    assert!(err.contains("schema_version 3"), "{err}");
+    assert!(err.contains("schema_version 4"), "{err}");
 }
 
 #[test]
@@ -183,23 +183,23 @@ fn a_dropped_csv_column_is_refused() {
 #[test]
 fn another_schema_version_is_refused() {
     let tmp = doctored("bench", "manifest.json", |t| {
-        t.replace("\"schema_version\": 3", "\"schema_version\": 4")
+        t.replace("\"schema_version\": 4", "\"schema_version\": 5")
     });
     let err = read_dir(tmp.path()).unwrap_err();
     assert!(matches!(err, RecordError::Version { .. }), "{err}");
     let err = err.to_string();
-    assert!(err.contains("manifest.json: schema_version 4"), "{err}");
-    assert!(err.contains("reads schema_version 3"), "{err}");
+    assert!(err.contains("manifest.json: schema_version 5"), "{err}");
+    assert!(err.contains("reads schema_version 4"), "{err}");
     assert!(err.contains("newer lockbench"), "{err}");
-    // A directory of the layout before ttl priced the heartbeat lease (schema_version 2).
+    // A directory of the layout before merged simulations said their shards (schema_version 3).
     let tmp = doctored("bench", "manifest.json", |t| {
-        t.replace("\"schema_version\": 3", "\"schema_version\": 2")
+        t.replace("\"schema_version\": 4", "\"schema_version\": 3")
     });
     let err = read_dir(tmp.path()).unwrap_err().to_string();
-    assert!(err.contains("schema_version 2"), "{err}");
+    assert!(err.contains("schema_version 3"), "{err}");
     assert!(err.contains("older lockbench"), "{err}");
     let tmp = doctored("bench", "manifest.json", |t| {
-        t.replace("\"schema_version\": 3,", "")
+        t.replace("\"schema_version\": 4,", "")
     });
     let err = read_dir(tmp.path()).unwrap_err().to_string();
     assert!(err.contains("schema_version missing"), "{err}");

@@ -90,7 +90,12 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
             .min()
             .unwrap_or(0),
         seed: first.read.manifest.seed.unwrap_or_default(),
-        threads: shards.iter().map(|s| s.read.manifest.threads).sum(),
+        // Threads of one process: a merged run is as many processes as shards, each with its own.
+        threads: shards
+            .iter()
+            .map(|s| s.read.manifest.threads)
+            .max()
+            .unwrap_or(1),
         json: args.json,
         out: None,
         shard: None,
@@ -107,11 +112,13 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
                 })
                 .collect();
             let samples: u64 = records.iter().map(|r| r.latency_samples).sum();
-            // The shards ran side by side: the run took as long as its slowest shard.
-            let elapsed = records.iter().map(|r| r.elapsed_s).fold(0.0, f64::max);
+            // Process seconds: whether the shards overlapped in time (so that their wall times
+            // may not be added into a rate) is not known from their records.
+            let elapsed: f64 = records.iter().map(|r| r.elapsed_s).sum();
             let record = SimulationRecord {
                 seed: simulation.seed,
                 threads: simulation.threads,
+                shards: records.len() as u64,
                 results: merged.iter().map(|s| s.row.clone()).collect(),
                 latency_samples: samples,
                 elapsed_s: elapsed,
@@ -121,6 +128,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
                 std::io::stdout().write_all(&to_json(&record))?;
             } else {
                 print!("{}", render::simulation_table(&record));
+                println!("\n{}", render::throughput_line(&record));
             }
             let bytes = to_json(&record);
             write_results(
@@ -550,6 +558,7 @@ fn origin(s: &Shard) -> ShardOrigin {
         shard: s.shard.clone(),
         hostname: s.read.manifest.machine.hostname.clone(),
         created_unix_s: s.read.manifest.created_unix_s,
+        threads: s.read.manifest.threads,
         git_commit: s.read.manifest.git_commit.clone(),
     }
 }

@@ -57,6 +57,7 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
         .map(|((_, m), s)| m.samples_per_replay() * s.histogram.count())
         .sum();
     let record = SimulationRecord {
+        shards: 1,
         seed: options.simulation.seed,
         threads: options.simulation.threads,
         results: simulated.iter().map(|s| s.row.clone()).collect(),

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 
 /// The version of the results layout this lockbench writes and reads. Any change to a record's
 /// fields (an addition included) bumps it.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "manifest.json";

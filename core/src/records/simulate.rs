@@ -19,15 +19,20 @@ pub const HISTOGRAMS: &str = "runtimes.hlog";
 pub struct SimulationRecord {
     /// Seed of every random stream.
     pub seed: u64,
-    /// Worker threads (results do not depend on it).
+    /// Worker threads of one process (results do not depend on it); for a merged run the most any
+    /// shard had, each shard's own being in the manifest's `merged_from`.
     pub threads: usize,
+    /// The processes that ran it: 1 for a whole run, the shards' count for a merged one.
+    pub shards: u64,
     /// One row per workload, profile and scale.
     pub results: Vec<SimulationRow>,
     /// Latency draws made.
     pub latency_samples: u64,
-    /// Wall time of the simulation alone.
+    /// Wall time of the simulation alone; for a merged run the sum of its shards' (process
+    /// seconds: shards may have run side by side or one after another, their records do not say).
     pub elapsed_s: f64,
-    /// Draws per second.
+    /// Draws per second of one process, `latency_samples / elapsed_s`: comparable with a whole
+    /// run of the same threads, never a sum of rates of shards that overlapped in time.
     pub samples_per_s: f64,
 }
 
