@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod exit;
 mod options;
 mod progress;
 mod render;
@@ -12,6 +13,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
+use crate::exit::Exit;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -26,7 +28,7 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             eprintln!("lockbench: error: {}; see --help", clap_line(&e));
-            return ExitCode::from(2);
+            return Exit::BadInput.into();
         }
     };
     let result = match cli.command {
@@ -52,7 +54,7 @@ fn main() -> ExitCode {
         Err(error) => {
             // `{:#}` joins the context chain on one line: "billing.toml:12: steps[1]...: ...".
             eprintln!("lockbench: error: {error:#}");
-            ExitCode::from(exit_code(&error))
+            exit_of(&error).into()
         }
     }
 }
@@ -72,15 +74,15 @@ fn clap_line(error: &clap::Error) -> String {
     line
 }
 
-/// 2 for anything the user can fix in their input (flags, specs, output directory), 3 for a server
-/// that cannot be reached, 130 (SIGINT) or 143
-/// (SIGTERM) for an interrupted run (after its cleanup), 1 otherwise.
-fn exit_code(error: &anyhow::Error) -> u8 {
+/// What a command's error means for the exit code: bad input for anything the user can fix
+/// (flags, specs, output directory), partial for a server that cannot be reached, interrupted or
+/// terminated for a run a signal stopped (after its cleanup), failed otherwise.
+fn exit_of(error: &anyhow::Error) -> Exit {
     if let Some(stopped) = error.downcast_ref::<commands::Interrupted>() {
-        return stopped.by.exit_code();
+        return stopped.by.exit();
     }
     if error.is::<commands::bench::NotReady>() {
-        return 4;
+        return Exit::NotReady;
     }
     // A server that cannot be reached: the line names it and how to start it.
     if error.chain().any(|cause| {
@@ -97,7 +99,7 @@ fn exit_code(error: &anyhow::Error) -> u8 {
             ))
         )
     }) {
-        return 3;
+        return Exit::Partial;
     }
     let bad_input = error.chain().any(|cause| {
         cause.is::<options::UsageError>()
@@ -119,5 +121,9 @@ fn exit_code(error: &anyhow::Error) -> u8 {
                 )
             )
     });
-    if bad_input { 2 } else { 1 }
+    if bad_input {
+        Exit::BadInput
+    } else {
+        Exit::Failed
+    }
 }

@@ -15,12 +15,10 @@ use lockbench_locks::{BackendConfig, Capabilities, LockBackend};
 
 use crate::cli::BenchArgs;
 use crate::commands::shared;
+use crate::exit::Exit;
 use crate::options::BenchCommand;
 use crate::progress::Progress;
 use crate::render;
-
-/// Exit code when some backend could not be measured (the others were).
-const SOME_FAILED: u8 = 3;
 
 /// Between one contention level's measured part and the next one's warm-up: the last cycle that
 /// began before the end may still wait out `--wait`, hold for `--hold`, then renew and release
@@ -100,7 +98,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     Ok(if !failed {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(SOME_FAILED)
+        Exit::Partial.into()
     })
 }
 

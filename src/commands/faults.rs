@@ -12,12 +12,10 @@ use lockbench_faults::{AnyPlan, FaultLab, LabOptions, LabOutput};
 
 use crate::cli::FaultsArgs;
 use crate::commands::{Interrupted, StopSignals, shared};
+use crate::exit::Exit;
 use crate::options::FaultsCommand;
 use crate::progress::Progress;
 use crate::render;
-
-/// Exit code when some cell could not run (the others did).
-const SOME_SKIPPED: u8 = 3;
 
 /// `redis-server` on PATH, for the private servers of the restart scenarios.
 fn find_redis_server() -> Option<PathBuf> {
@@ -73,7 +71,7 @@ pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
         write_results(out, &command, &output)?;
     }
     Ok(if skipped {
-        ExitCode::from(SOME_SKIPPED)
+        Exit::Partial.into()
     } else {
         ExitCode::SUCCESS
     })

@@ -43,11 +43,11 @@ impl Stop {
         }
     }
 
-    /// 128 plus the signal's number, as a shell reports a process the signal ended.
-    pub fn exit_code(self) -> u8 {
+    /// How a process this signal stopped (after its cleanup) exits.
+    pub fn exit(self) -> crate::exit::Exit {
         match self {
-            Stop::Interrupt => 130,
-            Stop::Terminate => 143,
+            Stop::Interrupt => crate::exit::Exit::Interrupted,
+            Stop::Terminate => crate::exit::Exit::Terminated,
         }
     }
 

@@ -15,10 +15,9 @@ use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::MainJobArgs;
 use crate::commands::{Interrupted, Stop, StopSignals};
+use crate::exit::Exit;
 use crate::options::{resolve_seed, usage};
 
-/// `bench` exit code when some backend could not be measured.
-const SOME_BACKENDS_FAILED: i32 = 3;
 /// How long a step may take to clean up after the signal `run` passed on, before it is killed.
 const STEP_GRACE: Duration = Duration::from_secs(60);
 /// The live replay: a spec's incident at a tenth of its volume (its TTL scaled alike), 50 times
@@ -195,7 +194,7 @@ fn staging_dir(out: &Path) -> Result<PathBuf> {
 
 /// Runs this binary with `args`; returns its exit code, or the interruption when a signal stopped
 /// the run (before the step, or while it ran: it then had [`STEP_GRACE`] to clean up).
-async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<i32> {
+async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<Exit> {
     let interrupted = |by: Stop, what: &str| -> anyhow::Error {
         Interrupted {
             by,
@@ -245,7 +244,7 @@ async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<i32> {
             &format!("{name} stopped and cleaned up after itself"),
         ));
     }
-    Ok(status?.code().unwrap_or(1))
+    Ok(Exit::of(status?.code()))
 }
 
 fn s(items: &[&str]) -> Vec<String> {
@@ -280,8 +279,8 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         &args,
     )
     .await?;
-    if code != 0 {
-        anyhow::bail!("simulate failed (exit code {code}); see above");
+    if code != Exit::Ok {
+        anyhow::bail!("simulate failed ({code}); see above");
     }
 
     for spec in &plan.specs {
@@ -307,8 +306,8 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
             &args,
         )
         .await?;
-        if code != 0 {
-            anyhow::bail!("ttl {name} failed (exit code {code}); see above");
+        if code != Exit::Ok {
+            anyhow::bail!("ttl {name} failed ({code}); see above");
         }
     }
 
@@ -337,8 +336,9 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         &args,
     )
     .await?;
-    if code != 0 && code != SOME_BACKENDS_FAILED {
-        anyhow::bail!("bench failed (exit code {code}); see above");
+    // Partial: some backend could not be measured; the rest were, and the record says which.
+    if code != Exit::Ok && code != Exit::Partial {
+        anyhow::bail!("bench failed ({code}); see above");
     }
     let bench = match read_dir(&plan.staging.join("bench"))
         .context("reading the benchmark's results back")?
@@ -392,9 +392,6 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     }
     Ok(skipped)
 }
-
-/// `faults` exit code when some cell could not run.
-const SOME_CELLS_SKIPPED: i32 = 3;
 
 /// A short fault matrix on every networked backend the benchmark reached (about a minute with
 /// `--quick`, four without); it needs Postgres for its protected resource.
@@ -459,8 +456,9 @@ async fn faults_of(
         &args,
     )
     .await?;
-    if code != 0 && code != SOME_CELLS_SKIPPED {
-        anyhow::bail!("faults failed (exit code {code}); see above");
+    // Partial: some cell could not run; the record says which and why.
+    if code != Exit::Ok && code != Exit::Partial {
+        anyhow::bail!("faults failed ({code}); see above");
     }
     Ok(())
 }
@@ -529,8 +527,8 @@ async fn replays_of(
             &args,
         )
         .await?;
-        if code != 0 {
-            anyhow::bail!("replay of {name} ({mode}) failed (exit code {code}); see above");
+        if code != Exit::Ok {
+            anyhow::bail!("replay of {name} ({mode}) failed ({code}); see above");
         }
     }
     Ok(())

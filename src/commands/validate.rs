@@ -7,6 +7,7 @@ use lockbench_core::format_count;
 use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::ValidateArgs;
+use crate::exit::Exit;
 
 pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     let mut failed = false;
@@ -32,7 +33,7 @@ pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
     }
     // Every spec is checked and reported before the exit code says whether any failed.
     Ok(if failed {
-        ExitCode::from(2)
+        Exit::BadInput.into()
     } else {
         ExitCode::SUCCESS
     })
