@@ -14,6 +14,7 @@ use crate::cli::{BenchArgs, SimulateArgs, SimulationArgs, TtlArgs};
 
 mod faults;
 mod replay;
+mod settings;
 pub mod shard;
 pub use faults::FaultsCommand;
 pub use replay::ReplayCommand;
@@ -151,12 +152,17 @@ impl SimulateOptions {
         if scales.is_empty() {
             scales.push(1.0);
         }
-        Ok(SimulateOptions {
+        let mut options = SimulateOptions {
             specs: args.specs.clone(),
             scales,
             profiles: args.profiles.clone(),
             simulation: SimulationOptions::resolve(&args.simulation)?,
-        })
+        };
+        let settings = options.settings();
+        if let Some(shard) = &mut options.simulation.shard {
+            shard.settings = settings;
+        }
+        Ok(options)
     }
 }
 
@@ -214,7 +220,7 @@ impl TtlOptions {
                 "a sharded ttl cannot check the model: run `lockbench check` on its own",
             ));
         }
-        Ok(TtlOptions {
+        let mut options = TtlOptions {
             spec: args.spec.clone(),
             profile: args.profile.clone(),
             target_scale: parse_scale("--target-scale", &args.target_scale)?,
@@ -224,7 +230,12 @@ impl TtlOptions {
             max_lease_risk,
             observed: args.observed.clone(),
             simulation,
-        })
+        };
+        let settings = options.settings();
+        if let Some(shard) = &mut options.simulation.shard {
+            shard.settings = settings;
+        }
+        Ok(options)
     }
 }
 
@@ -476,7 +487,7 @@ impl BenchCommand {
                 ),
             ));
         }
-        Ok(BenchCommand {
+        let mut command = BenchCommand {
             backends,
             contenders,
             bench,
@@ -485,7 +496,12 @@ impl BenchCommand {
             config_path: args.config.clone(),
             shard,
             start_at,
-        })
+        };
+        let settings = command.settings();
+        if let Some(shard) = &mut command.shard {
+            shard.settings = settings;
+        }
+        Ok(command)
     }
 }
 

@@ -233,6 +233,47 @@ fn merge_refuses_shards_that_do_not_belong_together() {
         &["merge", s(&a0), s(&a1), s(&c2), "--out", o],
         &["c2", "another run: its seed is 8, but"],
     );
+    // Shards are compared by their resolved settings, not by how the flags were spelled:
+    // `--seed=7 --replays=300` after the path is the run of `--replays 300 --seed 7`; another
+    // replay count is another run.
+    let spelled = r.join("spelled");
+    ok(&[
+        "simulate",
+        "--shard=2/3",
+        "--seed=7",
+        BILLING,
+        "--run-id=a",
+        "--replays=300",
+        "--out",
+        s(&spelled),
+    ]);
+    ok(&[
+        "merge",
+        s(&a0),
+        s(&a1),
+        s(&spelled),
+        "--out",
+        s(&r.join("merged")),
+    ]);
+    let more = r.join("more");
+    ok(&[
+        "simulate",
+        BILLING,
+        "--replays",
+        "301",
+        "--seed",
+        "7",
+        "--shard",
+        "2/3",
+        "--run-id",
+        "a",
+        "--out",
+        s(&more),
+    ]);
+    refused(
+        &["merge", s(&a0), s(&a1), s(&more), "--out", o],
+        &["more", "another run: its replays is 301, but", "has 300"],
+    );
     // A whole run is not a shard.
     let whole = r.join("whole");
     ok(&[

@@ -73,6 +73,10 @@ pub struct ShardRecord {
     /// The round trip of that measurement: the offset is known to within half of it.
     #[serde(deserialize_with = "present")]
     pub clock_rtt_ms: Option<f64>,
+    /// Every resolved setting the shards of one run must share, by name (`replays`, `scales`,
+    /// `seed`, ...; not where a shard wrote nor its threads): `lockbench merge` compares them one
+    /// by one, so `--seed 1` and `--seed=1` are one run and `--replays 1000` and `1001` are not.
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 /// What a merged directory keeps of each shard's manifest.

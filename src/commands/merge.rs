@@ -2,8 +2,9 @@
 //! directory the whole run would have written.
 //!
 //! The shards must belong together: one command, one run id, one shard count with every index
-//! once, one seed, the same specs, the same flags (apart from where each shard wrote and how many
-//! threads it had) and the same lockbench build. Their histograms are added exactly (HdrHistogram
+//! once, one seed, the same specs, the same resolved settings (each shard's `settings`, compared
+//! one by one; where a shard wrote and how many threads it had are its own) and the same
+//! lockbench build. Their histograms are added exactly (HdrHistogram
 //! buckets, and the exact count, sum, extremes and threshold counts of `exact.json`), so the
 //! percentiles and counts are the single-process run's; a TTL is derived from the merged
 //! histograms only, never from the shards' own.
@@ -26,9 +27,6 @@ use crate::commands::shared::{Simulated, write_results};
 use crate::commands::ttl::{TtlParams, derive};
 use crate::options::{SimulationOptions, UsageError, usage};
 use crate::render;
-
-/// Flags that may differ between the shards of one run (each with its value; `--json` too).
-const PER_SHARD_FLAGS: [&str; 4] = ["--shard", "--run-id", "--out", "--threads"];
 
 struct Shard {
     dir: PathBuf,
@@ -308,8 +306,8 @@ fn or_none<T: std::fmt::Display>(value: Option<T>) -> String {
     value.map_or_else(|| "none".to_string(), |v| v.to_string())
 }
 
-/// What every shard of one run has alike (the specs apart), as (what, value).
-fn identity(s: &Shard) -> [(&'static str, String); 8] {
+/// What every shard of one run has alike (the specs and settings apart), as (what, value).
+fn identity(s: &Shard) -> [(&'static str, String); 7] {
     let m = &s.read.manifest;
     let servers: Vec<String> = m
         .backends
@@ -337,10 +335,6 @@ fn identity(s: &Shard) -> [(&'static str, String); 8] {
                 or_none(m.git_commit.as_deref())
             ),
         ),
-        (
-            "command line (apart from --shard, --run-id, --out and --threads)",
-            shared_flags(&m.args).join(" "),
-        ),
     ]
 }
 
@@ -357,6 +351,22 @@ fn check(shards: &mut [Shard]) -> Result<(), UsageError> {
                     format!(
                         "another run: its {what} is {b}, but {} has {a}",
                         first.dir.display()
+                    ),
+                ));
+            }
+        }
+        // Setting by setting, as each shard resolved its flags (`--seed 1` and `--seed=1` alike).
+        let (ours, theirs) = (&first.shard.settings, &s.shard.settings);
+        for name in ours.keys().chain(theirs.keys()) {
+            let (a, b) = (ours.get(name), theirs.get(name));
+            if a != b {
+                return Err(refuse(
+                    &s.dir,
+                    format!(
+                        "another run: its {name} is {}, but {} has {}",
+                        or_none(b),
+                        first.dir.display(),
+                        or_none(a)
                     ),
                 ));
             }
@@ -458,27 +468,6 @@ fn same_histograms(shards: &[Shard]) -> Result<(), UsageError> {
         }
     }
     Ok(())
-}
-
-/// The command line without the program, the per-shard flags and their values.
-fn shared_flags(args: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip = false;
-    for a in args.iter().skip(1) {
-        if std::mem::take(&mut skip) {
-            continue;
-        }
-        let name = a.split('=').next().unwrap_or(a);
-        if name == "--json" {
-            continue;
-        }
-        if PER_SHARD_FLAGS.contains(&name) {
-            skip = !a.contains('=');
-            continue;
-        }
-        out.push(a.clone());
-    }
-    out
 }
 
 /// The specs the run used, from the first shard's manifest.

@@ -70,6 +70,8 @@ pub fn resolve(
         start_at_unix_ms: None,
         clock_offset_ms: None,
         clock_rtt_ms: None,
+        // Filled in by the command once all its flags are resolved.
+        settings: Default::default(),
     }))
 }
 
