@@ -457,25 +457,19 @@ impl LockBackend for PgLock {
     }
 
     /// Waits in Postgres's lock queue, bounded by `wait` (plus the operation timeout for the
-    /// round trip itself). A session lock is tried first: free, it is one prepared statement,
-    /// as pgbench's `SELECT pg_try_advisory_lock(k)`, instead of the queued wait's six in one
-    /// simple query; held, the try leaves nothing behind and the queued wait follows. Postgres
-    /// grants a released advisory lock to its first queued waiter at once, so the try cannot take
-    /// it from the queue.
+    /// round trip itself).
     async fn acquire(
         &self,
         key: &str,
         ttl: Duration,
         wait: Duration,
     ) -> Result<Option<Lease>, LockError> {
-        timed(self.backend(), "acquire", wait + self.timeout, async {
-            if self.scope == Scope::Session
-                && let Some(lease) = self.try_acquire_inner(key, ttl).await?
-            {
-                return Ok(Some(lease));
-            }
-            self.acquire_queued(key, ttl, wait).await
-        })
+        timed(
+            self.backend(),
+            "acquire",
+            wait + self.timeout,
+            self.acquire_queued(key, ttl, wait),
+        )
         .await
     }
 
