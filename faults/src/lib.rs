@@ -23,6 +23,7 @@ pub mod overlap;
 mod pool;
 mod postgres;
 mod process;
+mod protocol;
 pub mod resource;
 mod scenario;
 mod server;

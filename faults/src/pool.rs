@@ -19,8 +19,8 @@ use sqlx::{ConnectOptions as _, Executor as _};
 use tokio::sync::Notify;
 
 use crate::FaultError;
+use crate::protocol::{Message, say};
 use crate::resource::{Event, Resource};
-use crate::worker::say;
 
 /// How the pool treats a connection, and how the jobs lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,14 +100,18 @@ async fn job(
         }
     };
     if !granted {
-        say(&format!("not-granted {worker}"));
+        say(&Message::JobNotGranted {
+            job: worker.to_string(),
+        });
         started.notify_one();
         return Ok(());
     }
     resource
         .write(&plan.trial, worker, Event::Grant, None)
         .await?;
-    say(&format!("granted {worker}"));
+    say(&Message::JobGranted {
+        job: worker.to_string(),
+    });
     for n in 1..=plan.writes {
         tokio::time::sleep(every).await;
         resource
@@ -179,7 +183,7 @@ pub async fn run_pool(plan: PoolPlan) -> Result<(), FaultError> {
         });
     }
     let pool = pool.connect_with(options).await.map_err(db)?;
-    say("connected");
+    say(&Message::Connected);
     let started = Arc::new(Notify::new());
     let first = job(&plan, &pool, &mut resource, "holder", true, &started);
     let second = async {
@@ -197,10 +201,12 @@ pub async fn run_pool(plan: PoolPlan) -> Result<(), FaultError> {
     };
     // A failed job 1 ends the process at once (job 2 would wait for it forever).
     tokio::try_join!(first, second)?;
-    say("idle");
+    say(&Message::Idle);
     tokio::time::sleep(Duration::from_millis(plan.linger_ms)).await;
     pool.close().await;
-    say("done closed");
+    say(&Message::Done {
+        how: "closed".to_string(),
+    });
     resource.close().await;
     resource_2.close().await;
     Ok(())

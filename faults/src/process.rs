@@ -10,6 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 
 use crate::FaultError;
+use crate::protocol::{Go, Message};
 use crate::worker::AnyPlan;
 
 /// Makes a process the lab starts die with it: SIGKILL from the kernel when the lab's thread that
@@ -109,7 +110,7 @@ impl WorkerProcess {
             .as_mut()
             .ok_or_else(|| FaultError::Worker(format!("{}: told to go twice", self.name)))?;
         stdin
-            .write_all(format!("go {}\n", wait.as_millis()).as_bytes())
+            .write_all(format!("{}\n", Go { wait }).as_bytes())
             .await
             .and(stdin.flush().await)
             .map_err(|e| FaultError::Worker(format!("{}: telling it to go: {e}", self.name)))?;
@@ -122,47 +123,96 @@ impl WorkerProcess {
         self.child.id().and_then(|id| Pid::from_raw(id as i32))
     }
 
-    /// The next line the worker says, within `timeout`.
-    async fn next_line(&mut self, timeout: Duration) -> Result<String, FaultError> {
-        match tokio::time::timeout(timeout, self.lines.next_line()).await {
-            Ok(Ok(Some(line))) => Ok(line),
-            Ok(Ok(None)) => Err(self.failure("exited before saying what it did").await),
-            Ok(Err(e)) => Err(FaultError::Worker(format!("{}: {e}", self.name))),
-            Err(_) => Err(FaultError::Worker(format!(
-                "{}: said nothing within {timeout:?}",
-                self.name
-            ))),
-        }
+    /// The next message the worker says, within `timeout`; a line outside the protocol is an
+    /// error naming it.
+    async fn next_message(&mut self, timeout: Duration) -> Result<Message, FaultError> {
+        let line = match tokio::time::timeout(timeout, self.lines.next_line()).await {
+            Ok(Ok(Some(line))) => line,
+            Ok(Ok(None)) => return Err(self.failure("exited before saying what it did").await),
+            Ok(Err(e)) => return Err(FaultError::Worker(format!("{}: {e}", self.name))),
+            Err(_) => {
+                return Err(FaultError::Worker(format!(
+                    "{}: said nothing within {timeout:?}",
+                    self.name
+                )));
+            }
+        };
+        line.parse()
+            .map_err(|e| FaultError::Worker(format!("{}: {e}", self.name)))
     }
 
-    /// The next line other than the progress lines a worker says after each write (`wrote N`),
-    /// within `timeout`.
-    pub async fn next_step(&mut self, timeout: Duration) -> Result<String, FaultError> {
+    /// The next message other than the progress a worker says after each write
+    /// ([`Message::Wrote`]), within `timeout`.
+    pub async fn next_step(&mut self, timeout: Duration) -> Result<Message, FaultError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let line = self.next_line(left).await?;
-            if !line.starts_with("wrote ") {
-                return Ok(line);
+            let message = self.next_message(left).await?;
+            if !matches!(message, Message::Wrote { .. }) {
+                return Ok(message);
             }
         }
     }
 
-    /// Waits for a line starting with `word` (`wrote` included: the next write), within
-    /// `timeout`; returns the rest of it.
-    pub async fn expect(&mut self, word: &str, timeout: Duration) -> Result<String, FaultError> {
-        let line = if word == "wrote" {
-            self.next_line(timeout).await?
-        } else {
-            self.next_step(timeout).await?
-        };
-        match line.strip_prefix(word) {
-            Some(rest) => Ok(rest.trim().to_string()),
-            None => Err(FaultError::Worker(format!(
-                "{}: expected \"{word}\", it said \"{line}\"",
+    /// Waits (at most `timeout`) for the next step, which must be what `pick` takes (`what`
+    /// names it in the error otherwise).
+    async fn expect<T>(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pick: impl FnOnce(&Message) -> Option<T>,
+    ) -> Result<T, FaultError> {
+        let message = self.next_step(timeout).await?;
+        pick(&message).ok_or_else(|| {
+            FaultError::Worker(format!(
+                "{}: expected \"{what}\", it said \"{message}\"",
+                self.name
+            ))
+        })
+    }
+
+    /// Waits (at most `timeout`) for the worker to say it is connected.
+    pub async fn connected(&mut self, timeout: Duration) -> Result<(), FaultError> {
+        self.expect("connected", timeout, |m| {
+            matches!(m, Message::Connected).then_some(())
+        })
+        .await
+    }
+
+    /// Waits (at most `timeout`) for a lock worker's grant; returns the TTL granted.
+    pub async fn granted(&mut self, timeout: Duration) -> Result<Duration, FaultError> {
+        self.expect("granted", timeout, |m| match m {
+            Message::Granted { ttl, .. } => Some(*ttl),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Waits (at most `timeout`) for the pool process to say its job `job` was granted.
+    pub async fn job_granted(&mut self, job: &str, timeout: Duration) -> Result<(), FaultError> {
+        self.expect(&format!("granted {job}"), timeout, |m| {
+            matches!(m, Message::JobGranted { job: granted } if granted == job).then_some(())
+        })
+        .await
+    }
+
+    /// Waits (at most `timeout`) for the worker's next write; returns its number.
+    pub async fn wrote(&mut self, timeout: Duration) -> Result<u32, FaultError> {
+        match self.next_message(timeout).await? {
+            Message::Wrote { n } => Ok(n),
+            message => Err(FaultError::Worker(format!(
+                "{}: expected \"wrote\", it said \"{message}\"",
                 self.name
             ))),
         }
+    }
+
+    /// Waits (at most `timeout`) for the worker to say its job is done.
+    pub async fn done(&mut self, timeout: Duration) -> Result<(), FaultError> {
+        self.expect("done", timeout, |m| {
+            matches!(m, Message::Done { .. }).then_some(())
+        })
+        .await
     }
 
     /// What the worker wrote on stderr, after it exited, as the error.

@@ -17,6 +17,7 @@ use crate::overlap::{self, TrialFigures};
 use crate::pool::{PoolMode, PoolPlan};
 use crate::postgres::PrivatePostgres;
 use crate::process::WorkerProcess;
+use crate::protocol::Message;
 use crate::resource::LoggedEvent;
 use crate::scenario::Variant;
 use crate::server::PrivateRedis;
@@ -178,12 +179,12 @@ impl FaultLab {
         // holder's job; it asks for the lock when told to, just after the holder's grant.
         let mut contender =
             WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(plan(CONTENDER, ttl))).await?;
-        contender.expect("connected", connect).await?;
+        contender.connected(connect).await?;
         let prefix = kit.partition.as_ref().map_or(Vec::new(), |p| p.ns.prefix());
         let mut holder =
             WorkerProcess::spawn_in(&prefix, &exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2)))
                 .await?;
-        holder.expect("connected", connect).await?;
+        holder.connected(connect).await?;
         let acquisition_start = monotonic_ns();
         if let Some(server) = held_back {
             server.pause()?;
@@ -209,13 +210,7 @@ impl FaultLab {
         if let (Some(link), Variant::Failover { wait: true }) = (&kit.link, variant) {
             link.pass();
         }
-        let granted = holder.expect("granted", ttl * 2 + connect).await?;
-        let granted_ttl = granted
-            .split_whitespace()
-            .next()
-            .and_then(|ms| ms.parse::<u64>().ok())
-            .map(Duration::from_millis)
-            .ok_or_else(|| FaultError::Worker(format!("holder: unreadable grant \"{granted}\"")))?;
+        let granted_ttl = holder.granted(ttl * 2 + connect).await?;
         let outage = matches!(variant, Variant::Outage(_));
         let late_start = matches!(variant, Variant::RedlockLateStart { .. });
         // The fault's length, and how long anyone may have to wait for the lock because of it.
@@ -246,10 +241,8 @@ impl FaultLab {
         let after = rng.random_range(2..=WRITES / 3);
         if variant.pause_factor().is_some() || variant.partitions() {
             loop {
-                let n = holder
-                    .expect("wrote", every * 4 + Duration::from_secs(5))
-                    .await?;
-                if n.parse::<u32>().is_ok_and(|n| n >= after) {
+                let n = holder.wrote(every * 4 + Duration::from_secs(5)).await?;
+                if n >= after {
                     break;
                 }
             }
@@ -322,12 +315,12 @@ impl FaultLab {
                 self.await_end(id, longest).await?;
             }
         } else {
-            holder.expect("done", longest).await?;
+            holder.done(longest).await?;
             holder.finish(Duration::from_secs(10)).await?;
         }
         // A contender says either `granted` (then its job, then `done`) or `timed-out`.
-        if contender.next_step(longest).await?.starts_with("granted") {
-            contender.expect("done", longest).await?;
+        if let Message::Granted { .. } = contender.next_step(longest).await? {
+            contender.done(longest).await?;
         }
         contender.finish(Duration::from_secs(10)).await?;
         if variant.jumps_clocks() {
@@ -431,23 +424,23 @@ impl FaultLab {
         let connect = config.connect_timeout + Duration::from_secs(10);
         let mut contender =
             WorkerProcess::spawn(&exe, CONTENDER, &AnyPlan::Lock(contender_plan)).await?;
-        contender.expect("connected", connect).await?;
+        contender.connected(connect).await?;
         let mut pool = WorkerProcess::spawn(&exe, "pool", &AnyPlan::Pool(pool_plan)).await?;
-        pool.expect("connected", connect).await?;
+        pool.connected(connect).await?;
         let start_ns = monotonic_ns();
-        pool.expect("granted holder", connect).await?;
+        pool.job_granted(HOLDER, connect).await?;
         contender.go(longest).await?;
         // The jobs are done (job 2 granted or not): what the idle pooled session still holds.
         loop {
-            if pool.next_step(job * 3 + connect).await? == "idle" {
+            if pool.next_step(job * 3 + connect).await? == Message::Idle {
                 break;
             }
         }
         let idle_session_locks = self.resource.advisory_locks_of(&application_name).await?;
-        pool.expect("done", linger + connect).await?;
+        pool.done(linger + connect).await?;
         let end_ns = monotonic_ns();
-        if contender.next_step(longest).await?.starts_with("granted") {
-            contender.expect("done", longest).await?;
+        if let Message::Granted { .. } = contender.next_step(longest).await? {
+            contender.done(longest).await?;
         }
         pool.finish(Duration::from_secs(10)).await?;
         contender.finish(Duration::from_secs(10)).await?;

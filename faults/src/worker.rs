@@ -3,12 +3,11 @@
 //!
 //! It connects, says so, acquires the lock within its wait, logs its grant to the protected
 //! resource with its fencing token, runs its job (a fixed number of writes at a fixed interval),
-//! and logs how the job ended. It tells the lab what it is doing by lines on stdout:
-//! `connected`, `granted <ttl_ms> <token|->`, `wrote <n>` after each write (and its check), then
-//! `done <how>`; or `timed-out`. The lab stops a holder just after a `wrote`, so the stop falls
-//! in the sleep before the next write, never between a write and its check.
+//! and logs how the job ended. It tells the lab what it is doing by the messages of `protocol`
+//! on stdout: connected, granted, wrote after each write (and its check), then done; or timed
+//! out. The lab stops a holder just after a `wrote`, so the stop falls in the sleep before the
+//! next write, never between a write and its check.
 
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use lockbench_locks::{BackendConfig, BackendKind, Heartbeat, HeartbeatPolicy, Lo
 use serde::{Deserialize, Serialize};
 
 use crate::FaultError;
+use crate::protocol::{Go, Message, say};
 use crate::resource::{Event, Resource};
 
 /// How the job makes sure it still holds the lock.
@@ -175,29 +175,18 @@ async fn release(backend: &dyn LockBackend, lease: &lockbench_locks::Lease) -> &
 }
 
 /// Waits for the lab's `go <wait_ms>` on stdin (the plan came before it, on its own line).
-async fn go() -> Result<u64, FaultError> {
+async fn go() -> Result<Duration, FaultError> {
     use tokio::io::AsyncBufReadExt as _;
     let mut line = String::new();
     tokio::io::BufReader::new(tokio::io::stdin())
         .read_line(&mut line)
         .await
         .map_err(|e| FaultError::Worker(format!("reading the lab's go: {e}")))?;
-    line.trim()
-        .strip_prefix("go ")
-        .and_then(|ms| ms.parse().ok())
-        .ok_or_else(|| {
-            FaultError::Worker(format!(
-                "expected \"go <wait_ms>\" from the lab, got {line:?}"
-            ))
-        })
-}
-
-/// One line to the lab.
-pub(crate) fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    // The lab reads these lines; if it is gone there is no one to tell.
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    line.parse::<Go>().map(|go| go.wait).map_err(|_| {
+        FaultError::Worker(format!(
+            "expected \"go <wait_ms>\" from the lab, got {line:?}"
+        ))
+    })
 }
 
 /// What a worker process is asked to do (JSON on its stdin).
@@ -315,14 +304,14 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     )
     .await?;
     let backend: Arc<dyn LockBackend> = Arc::from(lockbench_locks::connect(&config).await?);
-    say("connected");
-    let wait_ms = if plan.wait_for_go {
+    say(&Message::Connected);
+    let wait = if plan.wait_for_go {
         go().await?
     } else {
-        plan.wait_ms
+        Duration::from_millis(plan.wait_ms)
     };
     let ttl = Duration::from_millis(plan.ttl_ms);
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+    let deadline = tokio::time::Instant::now() + wait;
     let every = Duration::from_millis(plan.write_every_ms);
     let job = every * plan.writes;
     let lease = loop {
@@ -333,17 +322,17 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
                 // wait lasts.
                 let _ = backend.release(&lease).await;
                 if left.is_zero() {
-                    say("timed-out");
+                    say(&Message::TimedOut { skipped: false });
                     return Ok(());
                 }
             }
             Ok(Some(lease)) => break Some(lease),
             Ok(None) => {
-                say("timed-out");
+                say(&Message::TimedOut { skipped: false });
                 return Ok(());
             }
             Err(_) if plan.on_failure == OnFailure::Skip => {
-                say("timed-out skipped");
+                say(&Message::TimedOut { skipped: true });
                 return Ok(());
             }
             Err(_) if plan.on_failure == OnFailure::RunUnlocked => break None,
@@ -358,11 +347,10 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     resource
         .write(&plan.trial, &plan.worker, Event::Grant, fencing)
         .await?;
-    say(&format!(
-        "granted {} {}",
-        lease.as_ref().map_or(0, |l| l.ttl.as_millis()),
-        fencing.map_or("-".to_string(), |t| t.to_string())
-    ));
+    say(&Message::Granted {
+        ttl: lease.as_ref().map_or(Duration::ZERO, |l| l.ttl),
+        token: fencing,
+    });
     let heartbeat = lease
         .as_ref()
         .filter(|_| matches!(plan.check, Check::Heartbeat | Check::HeartbeatUnchecked))
@@ -397,7 +385,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
                 how = Some("lost");
                 break;
             }
-            say(&format!("wrote {n}"));
+            say(&Message::Wrote { n });
         }
     }
     if let Some(h) = heartbeat {
@@ -414,7 +402,9 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     resource
         .end_at(&plan.trial, &plan.worker, how, ended)
         .await?;
-    say(&format!("done {how}"));
+    say(&Message::Done {
+        how: how.to_string(),
+    });
     let _ = backend.close().await;
     resource.close().await;
     Ok(())
