@@ -20,6 +20,7 @@ mod link;
 mod matrix;
 mod netns;
 pub mod overlap;
+mod plan;
 mod pool;
 mod postgres;
 mod process;
@@ -32,11 +33,11 @@ mod worker;
 mod zookeeper;
 
 pub use lab::{FaultLab, LabOptions, LabOutput};
-pub use pool::{PoolMode, PoolPlan};
+pub use plan::{AnyPlan, BackendPlan, Check, PoolMode, PoolPlan, WorkerPlan};
 pub use process::with_parent_death_signal;
 pub use scenario::{ALL as VARIANTS, Variant};
 pub use server::Persistence;
-pub use worker::{AnyPlan, BackendPlan, Check, WorkerPlan, run};
+pub use worker::run;
 
 /// What can stop the lab (the run, not a cell: a cell that fails is recorded as skipped).
 #[derive(Debug, thiserror::Error)]

@@ -13,52 +13,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions as _, Executor as _};
 use tokio::sync::Notify;
 
 use crate::FaultError;
+use crate::plan::{PoolMode, PoolPlan};
 use crate::protocol::{Message, say};
 use crate::resource::{Event, Resource};
-
-/// How the pool treats a connection, and how the jobs lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PoolMode {
-    /// Session locks, connections given back as they are (sqlx's default, PgBouncer in
-    /// transaction mode without `server_reset_query`).
-    NoReset,
-    /// Session locks, `SELECT pg_advisory_unlock_all()` when a connection is given back.
-    UnlockAll,
-    /// Transaction locks: each job holds a transaction (and so its connection) to the end.
-    Xact,
-}
-
-/// What the pool process does.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PoolPlan {
-    /// The trial's id in the resource's log.
-    pub trial: String,
-    /// The Postgres of the lock (the configured pg-session URL).
-    pub database_url: String,
-    /// The protected resource's database URL.
-    pub resource_url: String,
-    /// Schema of the run's resource tables.
-    pub resource_schema: String,
-    /// The advisory lock id (the pg backends' id of the contender's key).
-    pub lock_id: i64,
-    /// The pool's mode.
-    pub mode: PoolMode,
-    /// Writes per job.
-    pub writes: u32,
-    /// Time between writes, ms.
-    pub write_every_ms: u64,
-    /// How long the pool keeps its idle connection after both jobs (its idle timeout), ms.
-    pub linger_ms: u64,
-    /// The pooled connection's `application_name`, so the lab can find its session.
-    pub application_name: String,
-}
 
 fn db(e: impl std::fmt::Display) -> FaultError {
     FaultError::Worker(format!("pool: {e}"))

@@ -10,8 +10,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 
 use crate::FaultError;
+use crate::plan::AnyPlan;
 use crate::protocol::{Go, Message};
-use crate::worker::AnyPlan;
 
 /// Makes a process the lab starts die with it: SIGKILL from the kernel when the lab's thread that
 /// started it ends, whatever ends it (a SIGKILL of the lab included).

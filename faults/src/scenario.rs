@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use lockbench_locks::{BackendKind, LockScope};
 
-use crate::pool::PoolMode;
+use crate::plan::{Check, OnFailure, PoolMode};
 use crate::server::Persistence;
-use crate::worker::{Check, OnFailure};
 
 /// A fault and one configuration of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

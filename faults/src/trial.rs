@@ -14,14 +14,13 @@ use crate::lab::{CONTENDER, FaultLab, HOLDER, WRITES};
 use crate::link::ReplicationLink;
 use crate::netns::Namespace;
 use crate::overlap::{self, TrialFigures};
-use crate::pool::{PoolMode, PoolPlan};
+use crate::plan::{AnyPlan, BackendPlan, Check, OnFailure, PoolMode, PoolPlan, WorkerPlan};
 use crate::postgres::PrivatePostgres;
 use crate::process::WorkerProcess;
 use crate::protocol::Message;
 use crate::resource::LoggedEvent;
 use crate::scenario::Variant;
 use crate::server::PrivateRedis;
-use crate::worker::{AnyPlan, BackendPlan, Check, OnFailure, WorkerPlan};
 use crate::zookeeper::PrivateZookeeper;
 
 /// What a cell's trials run on: the lab's own client of the lock, its private servers, and the
