@@ -21,7 +21,7 @@ use crate::postgres::PrivatePostgres;
 use crate::resource::{Resource, schema_name};
 use crate::scenario::Variant;
 use crate::server::PrivateRedis;
-use crate::trial::{Kit, Partition, resource_addr};
+use crate::trial::{Kit, Partition, TrialContext, resource_addr};
 use crate::zookeeper::PrivateZookeeper;
 
 /// What to run.
@@ -70,12 +70,6 @@ pub struct FaultLab {
 /// The wall-clock shim (`shim/wallclock.c`, built by build.rs; empty without a C compiler).
 pub(crate) static WALLCLOCK_SHIM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/libwallclock.so"));
-
-/// The workers' names in the log.
-pub(crate) const HOLDER: &str = "holder";
-pub(crate) const CONTENDER: &str = "contender";
-/// Writes per job.
-pub(crate) const WRITES: u32 = 20;
 
 impl FaultLab {
     /// Connects to the resource and creates the run's schema.
@@ -327,6 +321,15 @@ impl FaultLab {
         let mut events = Vec::new();
         let mut outcome = Ok(());
         let mut keys = Vec::new();
+        let resource_schema = self.resource_schema();
+        let mut context = TrialContext {
+            ttl: self.options.ttl,
+            resource_url: &self.options.resource_url,
+            resource_schema: &resource_schema,
+            resource: &mut self.resource,
+            worker_exe: &self.options.worker_exe,
+            run_id: &self.run_id,
+        };
         for trial in 0..self.options.trials {
             let key = format!("c{index}t{trial}");
             keys.push(key.clone());
@@ -336,9 +339,8 @@ impl FaultLab {
                 self.used.push((config.clone(), key.clone()));
             }
             let id = format!("{}:{}:{trial}", variant.label(), config.kind.name());
-            let result = self
-                .run_trial(variant, &config, &mut kit, &id, &key, rng)
-                .await;
+            let result =
+                crate::trial::run(&mut context, variant, &config, &mut kit, &id, &key, rng).await;
             match result {
                 Ok(outcome) => {
                     let zero = outcome.figures.zero_ns;
