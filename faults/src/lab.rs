@@ -82,8 +82,8 @@ impl FaultLab {
         let schema = schema_name(&namespace, &run_id);
         let mut resource =
             Resource::connect(&options.resource_url, &schema, Duration::from_secs(5)).await?;
-        crate::leftovers::lab_started();
-        crate::leftovers::record(crate::leftovers::Leftover::Schema {
+        crate::register::lab_started();
+        crate::register::record(crate::register::Leftover::Schema {
             url: options.resource_url.clone(),
             schema,
         });
@@ -387,7 +387,7 @@ impl FaultLab {
         ));
         let file = dir.join("libwallclock.so");
         if self.shim_dir.is_none() {
-            crate::leftovers::record(crate::leftovers::Leftover::Dir { path: dir.clone() });
+            crate::register::record(crate::register::Leftover::Dir { path: dir.clone() });
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::fs::write(&file, WALLCLOCK_SHIM))
                 .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))?;
@@ -432,7 +432,7 @@ impl FaultLab {
         self.resource.close().await;
         // The private directories go when their servers are dropped; the shim's with the lab.
         self.shim_dir = None;
-        crate::leftovers::lab_ended(dropped.is_ok());
+        crate::register::lab_ended(dropped.is_ok());
         dropped
     }
 }

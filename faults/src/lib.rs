@@ -25,6 +25,7 @@ mod pool;
 mod postgres;
 mod process;
 mod protocol;
+mod register;
 pub mod resource;
 mod scenario;
 mod server;

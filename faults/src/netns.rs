@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::FaultError;
-use crate::leftovers::Leftover;
+use crate::register::Leftover;
 
 /// The namespace, its veth pair and its addresses.
 pub struct Namespace {
@@ -123,7 +123,7 @@ impl Namespace {
     /// the host end gets .1, the namespace end .2.
     pub fn create(tag: &str) -> Result<Self, FaultError> {
         let (subnet, claim) = claim_subnet()?;
-        crate::leftovers::record(Leftover::Claim {
+        crate::register::record(Leftover::Claim {
             path: claim.clone(),
         });
         let short: String = tag.chars().take(6).collect();
@@ -137,7 +137,7 @@ impl Namespace {
         let inner = format!("lbf{short}n");
         let host_cidr = format!("{}/30", ns.host_ip);
         let inner_cidr = format!("10.213.{subnet}.2/30");
-        crate::leftovers::record(Leftover::Namespace {
+        crate::register::record(Leftover::Namespace {
             name: ns.name.clone(),
             host_veth: ns.host_veth.clone(),
         });

@@ -97,7 +97,7 @@ pub(crate) fn private_dir(kind: &str) -> Result<PathBuf, FaultError> {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
-    crate::leftovers::record(crate::leftovers::Leftover::Dir { path: dir.clone() });
+    crate::register::record(crate::register::Leftover::Dir { path: dir.clone() });
     std::fs::create_dir_all(&dir)
         .map_err(|e| FaultError::Server(format!("creating {}: {e}", dir.display())))?;
     Ok(dir)
