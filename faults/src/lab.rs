@@ -58,9 +58,9 @@ pub struct LabOutput {
 
 /// A prepared lab: the run's resource schema exists.
 pub struct FaultLab {
-    pub(crate) options: LabOptions,
-    pub(crate) run_id: String,
-    pub(crate) resource: Resource,
+    options: LabOptions,
+    run_id: String,
+    resource: Resource,
     /// Every (backend, key) a trial used, for the cleanup.
     used: Vec<(BackendConfig, String)>,
     /// Where the wall-clock shim was written, once a cell needed it (removed when dropped).
@@ -68,8 +68,7 @@ pub struct FaultLab {
 }
 
 /// The wall-clock shim (`shim/wallclock.c`, built by build.rs; empty without a C compiler).
-pub(crate) static WALLCLOCK_SHIM: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/libwallclock.so"));
+static WALLCLOCK_SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libwallclock.so"));
 
 impl FaultLab {
     /// Connects to the resource and creates the run's schema.
@@ -379,7 +378,7 @@ impl FaultLab {
         Ok((cell, rows, events))
     }
     /// The wall-clock shim as a file a server can preload (written once per run).
-    pub(crate) fn shim(&mut self) -> Result<PathBuf, FaultError> {
+    fn shim(&mut self) -> Result<PathBuf, FaultError> {
         let dir = std::env::temp_dir().join(format!(
             "lockbench-faults-{}-shim-{}",
             std::process::id(),
