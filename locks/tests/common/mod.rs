@@ -25,7 +25,7 @@ pub fn server_missing(failure: impl Display) -> ! {
     panic!("{failure}; {START}")
 }
 
-/// `kind`'s entry in lockbench.toml, under a namespace of this test and process.
+/// `kind`'s entry in lockbench.toml, under a namespace of this backend, test and process.
 pub fn config(kind: BackendKind, tag: &str) -> BackendConfig {
     let text = include_str!("../../../lockbench.toml");
     let mut config = parse_config(text)
@@ -33,9 +33,11 @@ pub fn config(kind: BackendKind, tag: &str) -> BackendConfig {
         .into_iter()
         .find(|c| c.kind == kind)
         .expect("every backend is configured");
-    // A namespace per test and process: tests never see each other's keys, and each removes its
-    // own namespace at its end.
-    config.namespace = format!("lbtest-{}-{tag}", std::process::id());
+    // A namespace per backend, test and process: tests never see each other's keys, and each
+    // removes its own namespace at its end. The backend is in it because pg-session and pg-xact
+    // share one server: with one namespace, the first of their tests to end dropped the fencing
+    // sequence the other was still drawing from ("relation ... does not exist").
+    config.namespace = format!("lbtest-{}-{}-{tag}", std::process::id(), kind.name());
     config
 }
 
