@@ -2,14 +2,16 @@
 //! cell built to overlap that shows no overlap is a bug in the lab, so these assert overlaps in
 //! every trial where the backend's design allows them, none where it prevents them, and a fence
 //! that refuses every stale write wherever the backend gives tokens. Each run must leave the
-//! machine as it found it: no process, directory, schema, key, lease or znode of its own.
+//! machine as it found it: no process, directory, schema, key, lease or znode of its own. Bad
+//! flags are refused in one line.
 
 mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::lab::{CONFIG, assert_left_nothing, cell, faults, n, output};
+use common::lab::{assert_left_nothing, cell, faults, n, output};
+use common::{CONFIG, lockbench_process, refused};
 use serde_json::Value;
 
 #[test]
@@ -167,7 +169,7 @@ fn results_directory_holds_the_matrix_the_trials_and_the_log() {
 
 #[test]
 fn an_interrupted_run_stops_what_it_started_and_removes_what_it_made() {
-    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+    let child = lockbench_process()
         .args(["faults", "--config", CONFIG, "--seed", "3"])
         .args([
             "--scenario",
@@ -221,7 +223,7 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
     // A temporary directory of its own: a lab of another test, starting meanwhile, would clean
     // up after this one first (as it should), and this test would not see it done.
     let temp = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+    let child = lockbench_process()
         .env("TMPDIR", temp.path())
         .args(["faults", "--config", CONFIG, "--seed", "4"])
         .args(["--scenario", "partition/heartbeat", "--backend", "redis"])
@@ -294,7 +296,7 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
             .all(|n| Path::new("/run/netns").join(n).exists()),
         "the control: a SIGKILL leaves the namespace until a clean"
     );
-    let clean = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+    let clean = lockbench_process()
         .env("TMPDIR", temp.path())
         .args(["faults", "--clean"])
         .output()
@@ -318,7 +320,7 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
     let left: Vec<_> = std::fs::read_dir(temp.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "left in its TMPDIR: {left:?}");
     assert_left_nothing(&serde_json::json!({ "namespace": keys }), pid);
-    let again = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+    let again = lockbench_process()
         .env("TMPDIR", temp.path())
         .args(["faults", "--clean"])
         .output()
@@ -479,7 +481,7 @@ fn postgres_keeps_a_partitioned_holders_lock_until_tcp_keepalive_gives_up() {
 
 #[test]
 fn zookeeper_keeps_its_lock_through_the_clock_jump_that_breaks_redlock() {
-    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+    let child = lockbench_process()
         .args(["faults", "--config", CONFIG, "--json", "--seed", "5"])
         .args(["--scenario", "clock-jump", "--trials", "2", "--ttl", "1s"])
         .args(["--backend", "zookeeper", "--backend", "etcd"])
@@ -509,4 +511,67 @@ fn zookeeper_keeps_its_lock_through_the_clock_jump_that_breaks_redlock() {
     assert_eq!(skipped[0]["backend"], "etcd");
     assert!(skipped[0]["reason"].as_str().unwrap().contains("vDSO"));
     assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn faults_flags_are_checked() {
+    let f = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![
+            "faults".to_string(),
+            "--config".to_string(),
+            CONFIG.to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let check = |extra: &[&str], fragments: &[&str]| {
+        let args = f(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, fragments);
+    };
+    check(&["--trials", "0"], &["--trials", "expected 1 to 1000"]);
+    check(&["--trials", "many"], &["--trials"]);
+    check(&["--ttl", "-1s"], &["--ttl"]);
+    check(&["--ttl", "10ms"], &["--ttl", "expected 200ms to 60s"]);
+    // Zero is below the range: the range is what the line says.
+    check(
+        &["--ttl", "0s"],
+        &["--ttl", "expected 200ms to 60s", "got \"0s\""],
+    );
+    check(
+        &["--ttl", "abc"],
+        &[
+            "--ttl",
+            "expected a duration with a unit, like \"110ms\" or \"4.2s\", got \"abc\"",
+        ],
+    );
+    check(
+        &["--ttl", "5x"],
+        &["--ttl", "\"x\" is not a unit (ns, us, ms, s, m, h, d)"],
+    );
+    check(&["--seed", "abc"], &["--seed"]);
+    check(
+        &["--clean", "--backend", "redis"],
+        &["--clean", "cannot be used with", "--backend"],
+    );
+    check(
+        &["--scenario", "flood"],
+        &["--scenario", "unknown scenario \"flood\"", "pause/naive"],
+    );
+    check(&["--backend", "nosuch"], &["--backend", "unknown backend"]);
+    check(
+        &["--scenario", "restart", "--backend", "etcd"],
+        &["--scenario", "nothing to run", "restart applies to redis"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("no-pg.toml");
+    std::fs::write(
+        &config,
+        "[backends.redis]\nurls = [\"redis://127.0.0.1:6390\"]\n",
+    )
+    .unwrap();
+    refused(
+        &["faults", "--config", config.to_str().unwrap()],
+        &["--config", "protected resource is a Postgres table"],
+    );
 }

@@ -1,20 +1,19 @@
 //! `lockbench replay` against the real Postgres and Redis that scripts/services.sh starts: the
 //! billing incident reproduced and each defence shown, migrations applied twice, nothing left
-//! behind (also after Ctrl-C), and bad input refused in one line.
+//! behind (also after Ctrl-C), bad input refused in one line, and an unreachable server named
+//! with how to start it.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-const BILLING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
-const MIGRATION: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/workloads/specs/migration.toml"
-);
-const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml");
+mod common;
+use common::{
+    BILLING, CONFIG, MIGRATION, assert_one_line, assert_refused, lockbench, lockbench_process,
+};
+
 const START: &str = "start them with scripts/services.sh up";
 
 /// The first URL lockbench.toml gives `backend`: the config is the one place the local servers'
@@ -34,10 +33,6 @@ fn configured_port(backend: &str) -> String {
     let url = configured_url(backend);
     let after_host = url.rsplit(':').next().unwrap_or_default();
     after_host.split('/').next().unwrap_or_default().to_string()
-}
-
-fn lockbench() -> Command {
-    Command::cargo_bin("lockbench").unwrap()
 }
 
 /// The default config under a namespace of the test's own, so that leftovers can be looked for.
@@ -250,7 +245,7 @@ fn ctrl_c_leaves_no_tables_keys_or_results() {
     let dir = tempfile::tempdir().unwrap();
     let (config, namespace) = config(dir.path(), "interrupt");
     let out = dir.path().join("never");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("lockbench"))
+    let mut child = lockbench_process()
         .args([
             "replay",
             BILLING,
@@ -329,12 +324,7 @@ fn replay_refuses_bad_input_in_one_line() {
             .args(*args)
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
-        for f in *fragments {
-            assert!(stderr.contains(f), "{args:?}: {stderr} lacks {f}");
-        }
+        assert_refused(&out, args, fragments);
     }
 }
 
@@ -362,9 +352,64 @@ fn an_unreachable_database_is_named_with_how_to_start_it() {
         .args(["--config", config.to_str().unwrap()])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("127.0.0.1:1") && stderr.contains("scripts/services.sh up"));
+    let stderr = assert_one_line(
+        &out,
+        1,
+        "replay with the database down",
+        &["127.0.0.1:1", "scripts/services.sh up"],
+    );
     assert!(!stderr.contains("hunter2"), "password leaked: {stderr}");
+}
+
+/// An unreachable server is exit 3 and one line naming it and how to start it, for the fault
+/// lab's protected resource as for a lock backend.
+#[test]
+fn an_unreachable_server_is_exit_3_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg_down = dir.path().join("pg-down.toml");
+    std::fs::write(
+        &pg_down,
+        "[backends.redis]\nurls = [\"redis://127.0.0.1:6390\"]\n\n[backends.pg-session]\nurls = [\"postgres://postgres@127.0.0.1:1/postgres\"]\n",
+    )
+    .unwrap();
+    let redis_down = dir.path().join("redis-down.toml");
+    std::fs::write(
+        &redis_down,
+        "[backends.redis]\nurls = [\"redis://127.0.0.1:1\"]\n\n[replay]\ndatabase = \"postgres://postgres@127.0.0.1:5442/postgres\"\n",
+    )
+    .unwrap();
+    for (args, names) in [
+        (
+            vec![
+                "faults",
+                "--config",
+                pg_down.to_str().unwrap(),
+                "--scenario",
+                "pause/naive",
+                "--backend",
+                "redis",
+                "--trials",
+                "1",
+            ],
+            "cannot reach the protected resource: Postgres at postgres://postgres@127.0.0.1:1/postgres",
+        ),
+        (
+            vec![
+                "replay",
+                BILLING,
+                "--backend",
+                "redis",
+                "--config",
+                redis_down.to_str().unwrap(),
+                "--runs",
+                "1",
+                "--ttl",
+                "1s",
+            ],
+            "cannot reach redis://127.0.0.1:1",
+        ),
+    ] {
+        let out = lockbench().args(&args).output().unwrap();
+        assert_one_line(&out, 3, &args, &[names, "scripts/services.sh up"]);
+    }
 }

@@ -5,16 +5,9 @@ use std::io::BufRead;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-
 mod common;
 use common::lab::{assert_lab_left_nothing, lab_namespaces};
-
-const SPECS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs");
-
-fn lockbench() -> Command {
-    Command::cargo_bin("lockbench").unwrap()
-}
+use common::{SPECS, assert_refused, lockbench, lockbench_process, refused};
 
 #[test]
 fn run_with_no_server_reachable_still_completes_and_says_what_it_skipped() {
@@ -75,39 +68,28 @@ fn run_with_no_server_reachable_still_completes_and_says_what_it_skipped() {
     assert!(leftovers.is_empty());
 }
 
-fn rejects(args: &[&str], fragment: &str) {
-    let out = lockbench().args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains(fragment),
-        "{args:?}: {stderr} lacks {fragment}"
-    );
-}
-
 #[test]
 fn report_and_run_refuse_bad_input_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let e = empty.to_str().unwrap();
-    rejects(
+    refused(
         &["report", e, "--out", &format!("{e}-report")],
-        "no manifest.json",
+        &["no manifest.json"],
     );
-    rejects(&["report", "/nonexistent/results"], "not a directory");
+    refused(&["report", "/nonexistent/results"], &["not a directory"]);
     let occupied = dir.path().join("occupied");
     std::fs::create_dir(&occupied).unwrap();
     std::fs::write(occupied.join("x"), "x").unwrap();
-    rejects(
+    refused(
         &["run", "--quick", "--out", occupied.to_str().unwrap()],
-        "occupied",
+        &["occupied"],
     );
-    rejects(&["run", "--config", "/nonexistent.toml"], "--config");
-    rejects(
+    refused(&["run", "--config", "/nonexistent.toml"], &["--config"]);
+    refused(
         &["run", "--specs", e, "--out", &format!("{e}-run")],
-        "--specs",
+        &["--specs"],
     );
 }
 
@@ -132,7 +114,7 @@ fn compare_shows_no_change_between_a_run_and_itself() {
         stdout.contains("runtime_p999_s") && stdout.contains("+0.0 %"),
         "{stdout}"
     );
-    rejects(&["compare", fixture, "/nonexistent"], "not a directory");
+    refused(&["compare", fixture, "/nonexistent"], &["not a directory"]);
 }
 
 #[test]
@@ -297,13 +279,7 @@ fn report_and_compare_refuse_a_doctored_run_in_one_line() {
             vec!["compare", run, fixture],
         ] {
             let out = lockbench().args(&args).output().unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-            for f in fragments {
-                assert!(stderr.contains(f), "{args:?}: {stderr} lacks {f}");
-            }
-            assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+            assert_refused(&out, &args, &fragments);
         }
         assert!(!report_out.exists(), "no report half written");
     }
@@ -320,9 +296,9 @@ fn an_unwritable_out_is_refused_before_any_work() {
     ] {
         let mut args = command.clone();
         args.extend(["--out", "/proc/nope"]);
-        rejects(
+        refused(
             &args,
-            "--out /proc/nope: cannot create a results directory in /proc",
+            &["--out /proc/nope: cannot create a results directory in /proc"],
         );
     }
 }
@@ -348,7 +324,7 @@ impl Supervised {
         let specs = dir.path().join("specs");
         std::fs::create_dir(&specs).unwrap();
         std::fs::copy(format!("{SPECS}/events.toml"), specs.join("events.toml")).unwrap();
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("lockbench"))
+        let mut child = lockbench_process()
             .args(["run", "--quick", "--seed", "5"])
             .arg("--specs")
             .arg(&specs)

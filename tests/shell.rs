@@ -1,9 +1,10 @@
 //! The shell a user types in: completion scripts and man pages come from the clap definitions the
-//! binary parses, so every subcommand is in them.
+//! binary parses, so every subcommand is in them; what clap refuses is one line, like any bad
+//! input.
 
 mod common;
 
-use common::lockbench;
+use common::{lockbench, refused};
 
 /// Every command `lockbench --help` lists.
 fn subcommands() -> Vec<String> {
@@ -71,11 +72,23 @@ fn a_man_page_per_command() {
 
 #[test]
 fn an_unknown_shell_is_refused_in_one_line() {
-    let out = lockbench().args(["completions", "tcsh"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("tcsh") && stderr.contains("bash"),
-        "{stderr}"
+    refused(&["completions", "tcsh"], &["tcsh", "bash"]);
+}
+
+/// A flag clap itself refuses (unknown, missing its value, in conflict) is one line and exit 2,
+/// like every other bad input.
+#[test]
+fn flags_clap_refuses_are_one_line() {
+    refused(
+        &["simulate", "--bogus"],
+        &["unexpected argument '--bogus'", "see --help"],
+    );
+    refused(
+        &["bench", "--contenders"],
+        &["--contenders", "a value is required"],
+    );
+    refused(
+        &["faults", "--clean", "--out", "x"],
+        &["'--clean' cannot be used with '--out <DIR>'"],
     );
 }

@@ -5,12 +5,12 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-pub const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml");
+use super::{CONFIG, lockbench_process};
 
 /// Runs `lockbench faults ARGS --json` as a child (its pid names what it starts) and returns its
 /// record and pid.
 pub fn faults(args: &[&str]) -> (Value, u32) {
-    let child = Command::new(env!("CARGO_BIN_EXE_lockbench"))
+    let child = lockbench_process()
         .arg("faults")
         .args(["--config", CONFIG, "--json", "--seed", "7"])
         .args(args)

@@ -1,0 +1,308 @@
+//! `lockbench bench` against the servers `scripts/services.sh up` starts: every backend measured
+//! and written, an unreachable one reported in one line while the others go on, Redis over TLS,
+//! and bad flags refused in one line.
+
+use serde_json::Value;
+
+mod common;
+use common::{CONFIG, json_of, lockbench, refused, write_file};
+
+#[test]
+fn bench_measures_backends_and_writes_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let v = json_of(&[
+        "bench",
+        "--config",
+        CONFIG,
+        "--backend",
+        "memory",
+        "--backend",
+        "redis",
+        "--contenders",
+        "1,2",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "2 backends x 2 contention levels");
+    for r in results {
+        for field in [
+            "backend",
+            "mode",
+            "contenders",
+            "ops",
+            "errors",
+            "throughput_per_s",
+        ] {
+            assert!(!r[field].is_null(), "missing {field}");
+        }
+        for metric in ["acquire_us", "release_us", "renew_us"] {
+            for p in ["p50", "p90", "p99", "p999", "max", "mean"] {
+                assert!(r[metric][p].as_f64().is_some(), "missing {metric}.{p}");
+            }
+        }
+        assert!(r["ops"].as_u64().unwrap() > 0);
+        assert_eq!(r["errors"], 0);
+    }
+    assert!(v["failed"].as_array().unwrap().is_empty());
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["command"], "bench");
+    let config = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/lockbench.toml"));
+    let configs = lockbench_locks::parse_config(&config.unwrap()).unwrap();
+    let redis = configs.iter().find(|c| c.kind.name() == "redis").unwrap();
+    assert_eq!(manifest["backends"][1]["urls"], redis.urls[0]);
+    let csv = std::fs::read_to_string(out.join("bench.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5);
+    assert!(
+        std::fs::read_to_string(out.join("latency.hlog"))
+            .unwrap()
+            .contains("redis/closed/one/c=2/acquire")
+    );
+}
+
+#[test]
+fn bench_reports_an_unreachable_backend_in_one_line_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_file(
+        dir.path(),
+        "down.toml",
+        b"[backends.memory]\n\n[backends.redis]\nurls = [\"redis://:hunter2@127.0.0.1:1\"]\n",
+    );
+    let out = lockbench()
+        .args([
+            "bench",
+            "--config",
+            config.to_str().unwrap(),
+            "--contenders",
+            "1",
+            "--duration",
+            "200ms",
+            "--warmup",
+            "0s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "some backend failed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<_> = stderr.lines().filter(|l| l.contains("redis")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("127.0.0.1:1") && lines[0].contains("scripts/services.sh up"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "password leaked: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("memory"),
+        "the reachable backend was still measured: {stdout}"
+    );
+}
+
+#[test]
+fn bench_flags_are_checked() {
+    refused(
+        &["bench", "--config", CONFIG, "--backend", "mysql"],
+        &["--backend", "mysql", "redlock"],
+    );
+    refused(
+        &["bench", "--config", CONFIG, "--contenders", "0"],
+        &["--contenders"],
+    );
+    refused(
+        &["bench", "--config", CONFIG, "--contenders", "1,x"],
+        &["--contenders"],
+    );
+    refused(&["bench", "--config", CONFIG, "--rate", "-5"], &["--rate"]);
+    refused(
+        &["bench", "--config", CONFIG, "--ttl", "0s"],
+        &["--ttl", "above zero"],
+    );
+    refused(&["bench", "--config", CONFIG, "--hold", "-1s"], &["--hold"]);
+    refused(
+        &["bench", "--config", CONFIG, "--keys", "some"],
+        &["--keys"],
+    );
+    refused(&["bench", "--config", CONFIG, "--ops", "0"], &["--ops"]);
+    refused(
+        &["bench", "--config", "/no/such.toml"],
+        &["--config", "/no/such.toml"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write_file(
+        dir.path(),
+        "bad.toml",
+        b"[backends.redis]\nurls = [\"redis://${LOCKBENCH_UNSET_VAR}@h\"]\n",
+    );
+    refused(
+        &["bench", "--config", bad.to_str().unwrap()],
+        &["LOCKBENCH_UNSET_VAR"],
+    );
+    refused(
+        &[
+            "bench",
+            "--config",
+            CONFIG,
+            "--ops",
+            "10",
+            "--duration",
+            "1s",
+        ],
+        &["--ops", "--duration", "not both"],
+    );
+    let http = write_file(
+        dir.path(),
+        "http.toml",
+        b"[backends.redis]\nurls = [\"http://127.0.0.1:6390\"]\n",
+    );
+    refused(
+        &["bench", "--config", http.to_str().unwrap()],
+        &["backends.redis.urls", "not a redis URL", "redis://"],
+    );
+}
+
+/// Staging servers speak TLS: a `rediss://` URL reaches a Redis that only accepts TLS, trusting
+/// the CA named by SSL_CERT_FILE (certificates made here with openssl).
+#[test]
+fn bench_reaches_redis_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(d)
+            .output()
+            .expect("openssl is installed");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=lockbench test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(
+        d.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "1",
+        "-extfile",
+        "ext.cnf",
+    ]);
+    let port = 30_000 + std::process::id() % 10_000;
+    let mut server = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args([
+            "--tls-cert-file",
+            "server.pem",
+            "--tls-key-file",
+            "server.key",
+            "--tls-ca-cert-file",
+            "ca.pem",
+            "--tls-auth-clients",
+            "no",
+        ])
+        .current_dir(d)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server is missing: run scripts/services.sh up, which installs it");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port as u16)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let config = write_file(
+        d,
+        "tls.toml",
+        format!("[backends.redis]\nurls = [\"rediss://127.0.0.1:{port}\"]\n").as_bytes(),
+    );
+    let out = lockbench()
+        .args([
+            "bench",
+            "--config",
+            config.to_str().unwrap(),
+            "--contenders",
+            "1",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--json",
+        ])
+        .env("SSL_CERT_FILE", d.join("ca.pem"))
+        .output()
+        .unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["results"][0]["ops"].as_u64().unwrap() > 0);
+}
+
+/// humantime's byte offsets never reach the user.
+#[test]
+fn a_bad_duration_says_what_was_expected_and_nothing_about_offsets() {
+    let stderr = refused(&["bench", "--config", CONFIG, "--ttl", "abc"], &["--ttl"]);
+    assert!(!stderr.contains(" at 0"), "{stderr}");
+}

@@ -1,0 +1,291 @@
+//! `ttl` as a user meets it: the recommendation from the worst profile, the price of the current
+//! TTL, its text, and the results directory it writes (complete or not at all). `ttl` also prices
+//! the heartbeat lease: sized from the profile whose stalls threaten it most, with the simulated
+//! chance per run of losing it while its holder lives.
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+mod common;
+use common::{BILLING, MIGRATION, json_of, lockbench, refused};
+
+fn ttl_json(args: &[&str]) -> Value {
+    json_of(&[&["ttl"], args, &["--json"]].concat())
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn billing_sizes_the_lease_from_gc_pressure_not_the_runtime_worst_case() {
+    let v = ttl_json(&[BILLING, "--replays", "2000", "--seed", "3"]);
+    // The fixed TTL comes from the incident's runtime; the lease from gc-pressure's pauses.
+    assert_eq!(v["profile"], "month-end-incident");
+    let hb = &v["heartbeat"];
+    assert_eq!(hb["sized_by_profile"], "gc-pressure", "{hb}");
+    let pricing = &hb["pricing"];
+    // The default bound of 1e-4 needs 60,000 replays of the pausing profile.
+    assert_eq!(pricing["replays"], 60_000);
+    assert_eq!(pricing["max_lease_risk"], 1e-4);
+    assert_eq!(pricing["risk_met"], true);
+    assert!(f(&hb["p_lease_lost_upper95"]) < 1e-4, "{hb}");
+    assert!(f(&hb["p_lease_lost"]) <= f(&hb["p_lease_lost_upper95"]));
+    // The closed form (3 x pause P99.9, 34 s) is lost in some runs, so the lease is longer.
+    assert_eq!(pricing["closed_form_lease_s"], 34.0);
+    assert!(f(&pricing["closed_form_p_lease_lost"]) > 1e-4, "{pricing}");
+    let lease = f(&hb["lease_ttl_s"]);
+    assert!(lease > 34.0 && lease == lease.round(), "{lease}");
+    assert!((f(&hb["renewal_interval_s"]) - lease / 3.0).abs() < 1e-6);
+    // The lease is the shortest from which on every candidate's bound is met.
+    let curve = pricing["curves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["profile"] == "gc-pressure")
+        .expect("gc-pressure's curve");
+    let first = curve["first_lease_s"].as_u64().unwrap();
+    let lost: Vec<u64> = curve["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    let at = |s: u64| lost[(s - first) as usize];
+    assert_eq!(
+        at(lease as u64),
+        pricing["replays_lost"].as_u64().unwrap(),
+        "{pricing}"
+    );
+    assert!(
+        at(lease as u64 - 1) > 0,
+        "a shorter lease must have lost some runs"
+    );
+    assert_eq!(
+        *lost.last().unwrap(),
+        0,
+        "the longest candidate outlasts every pause"
+    );
+}
+
+#[test]
+fn a_looser_bound_gives_a_shorter_lease_with_a_nonzero_chance() {
+    let v = ttl_json(&[
+        BILLING,
+        "--profile",
+        "gc-pressure",
+        "--replays",
+        "20000",
+        "--seed",
+        "3",
+        "--max-lease-risk",
+        "0.002",
+    ]);
+    let hb = &v["heartbeat"];
+    assert_eq!(hb["pricing"]["replays"], 20_000);
+    let p = f(&hb["p_lease_lost"]);
+    assert!(p > 0.0, "{hb}");
+    assert!(f(&hb["p_lease_lost_upper95"]) < 0.002, "{hb}");
+    let expected = f(&hb["pricing"]["expected_double_runs_per_year"]);
+    assert!((expected - 12.0 * p).abs() < 1e-12, "{expected}");
+}
+
+#[test]
+fn a_spec_without_pauses_reports_zero_with_the_rule_of_three() {
+    let v = ttl_json(&[MIGRATION, "--replays", "2000", "--seed", "3"]);
+    let hb = &v["heartbeat"];
+    assert!(hb["sized_by_profile"].is_null(), "{hb}");
+    assert_eq!(hb["lease_ttl_s"], 30.0);
+    assert_eq!(hb["p_lease_lost"], 0.0);
+    let upper = f(&hb["p_lease_lost_upper95"]);
+    assert!((upper - 3.0 / 2000.0).abs() / upper < 0.01, "{upper}");
+    assert_eq!(hb["pricing"]["replays"], 2000);
+    assert_eq!(hb["pricing"]["curves"], Value::Array(Vec::new()));
+}
+
+#[test]
+fn max_lease_risk_is_checked() {
+    for bad in ["0", "-1e-4", "0.9", "often"] {
+        refused(
+            &["ttl", BILLING, "--max-lease-risk", bad],
+            &["--max-lease-risk".to_string()],
+        );
+    }
+}
+
+#[test]
+fn ttl_recommends_from_the_worst_profile_and_prices_the_current_ttl() {
+    let v = json_of(&[
+        "ttl",
+        BILLING,
+        "--current-ttl",
+        "300s",
+        "--replays",
+        "3000",
+        "--seed",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(
+        v["profile"], "month-end-incident",
+        "the default must be the pessimistic case"
+    );
+    let measured = v["measured_p999_s"].as_f64().unwrap();
+    assert_eq!(v["safety_factor"], 3.0);
+    assert!((v["ttl_s"].as_f64().unwrap() - 3.0 * measured).abs() < 1e-3);
+    assert!(
+        (v["alert_hold_s"].as_f64().unwrap() - 0.8 * v["ttl_s"].as_f64().unwrap()).abs() < 1e-3
+    );
+    let ci = v["p999_ci_s"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() <= measured && measured <= ci[1].as_f64().unwrap());
+    let hb = &v["heartbeat"];
+    for field in [
+        "lease_ttl_s",
+        "renewal_interval_s",
+        "give_up_after_s",
+        "max_consecutive_failures",
+    ] {
+        assert!(!hb[field].is_null(), "heartbeat.{field}");
+    }
+    // The incident runs about 430 s: a 300 s TTL is outlived by almost every run.
+    let current = &v["current_ttl"];
+    assert_eq!(current["ttl_s"], 300.0);
+    assert!(current["p_exceed"].as_f64().unwrap() > 0.99);
+    assert!(current["expected_double_runs_per_year"].as_f64().unwrap() > 11.9);
+    let trigger = v["review_trigger_volume"].as_u64().unwrap();
+    assert!(
+        trigger > 1800,
+        "trigger {trigger} must lie above today's volume"
+    );
+}
+
+#[test]
+fn ttl_without_current_ttl_reports_null_and_honours_profile_and_factor() {
+    let v = json_of(&[
+        "ttl",
+        BILLING,
+        "--profile",
+        "gc-pressure",
+        "--target-scale",
+        "2",
+        "--safety-factor",
+        "2",
+        "--replays",
+        "2000",
+        "--seed",
+        "3",
+        "--json",
+    ]);
+    assert!(v["current_ttl"].is_null());
+    assert_eq!(v["profile"], "gc-pressure");
+    assert_eq!(v["target_scale"], 2.0);
+    assert_eq!(v["target_volume"], 3600);
+    // gc-pressure injects pauses: the lease is sized from their P99.9 (over 10 s).
+    assert!(v["heartbeat"]["lease_ttl_s"].as_f64().unwrap() > 30.0);
+    assert!(
+        (v["ttl_s"].as_f64().unwrap() - 2.0 * v["measured_p999_s"].as_f64().unwrap()).abs() < 1e-3
+    );
+}
+
+#[test]
+fn ttl_text_keeps_measured_value_and_factor_apart() {
+    lockbench()
+        .args([
+            "ttl",
+            BILLING,
+            "--profile",
+            "baseline",
+            "--current-ttl",
+            "5m",
+            "--replays",
+            "2000",
+            "--seed",
+            "1",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("measured P99.9 runtime"))
+        .stdout(predicate::str::contains("safety factor"))
+        .stdout(predicate::str::contains("renewal interval"))
+        .stdout(predicate::str::contains("re-derive before volume exceeds"))
+        .stdout(predicate::str::contains("current TTL 300.0 s"));
+}
+
+#[test]
+fn out_writes_a_complete_results_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    lockbench()
+        .args([
+            "ttl",
+            BILLING,
+            "--profile",
+            "baseline",
+            "--replays",
+            "1000",
+            "--seed",
+            "8",
+            "--json",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["seed"], 8);
+    assert_eq!(manifest["command"], "ttl");
+    assert!(
+        manifest["specs"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[workload]")
+    );
+    let csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        4,
+        "header + target + half + double scale:\n{csv}"
+    );
+    let hlog = std::fs::read_to_string(out.join("runtimes.hlog")).unwrap();
+    assert!(hlog.contains("billing/baseline/scale=1"));
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["profile"], "baseline");
+
+    // A second run into the same directory is refused and changes nothing.
+    refused(
+        &[
+            "simulate",
+            BILLING,
+            "--replays",
+            "10",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["--out", "not empty"],
+    );
+}
+
+#[test]
+fn bad_input_leaves_no_results_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never");
+    refused(
+        &[
+            "ttl",
+            BILLING,
+            "--profile",
+            "no-such",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["no-such"],
+    );
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no staging left behind"
+    );
+}
