@@ -264,8 +264,8 @@ pub struct RunColumnArgs {
 
 impl RunColumnArgs {
     /// The columns as the reader takes them.
-    pub fn columns(&self) -> crate::commands::check::RunColumns {
-        crate::commands::check::RunColumns {
+    pub fn columns(&self) -> lockbench_workloads::observed::RunColumns {
+        lockbench_workloads::observed::RunColumns {
             duration: self.run_duration_column.clone(),
             ms: self.run_ms_column.clone(),
             volume: self.volume_column.clone(),

@@ -104,6 +104,7 @@ fn exit_of(error: &anyhow::Error) -> Exit {
     let bad_input = error.chain().any(|cause| {
         cause.is::<options::UsageError>()
             || cause.is::<lockbench_workloads::SpecError>()
+            || cause.is::<lockbench_workloads::observed::ObservedError>()
             || cause.is::<lockbench_core::records::RecordError>()
             || matches!(
                 cause.downcast_ref::<lockbench_analysis::report::ReportError>(),

@@ -8,36 +8,24 @@ use lockbench_analysis::DEFAULT_SAFETY_FACTOR;
 use lockbench_workloads::MAX_REPLAYS;
 
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
-use lockbench_locks::{BackendConfig, BackendKind};
+use lockbench_locks::BackendConfig;
 
 use crate::cli::{BenchArgs, SimulateArgs, SimulationArgs, TtlArgs};
 
 mod faults;
+mod parse;
 mod replay;
 mod settings;
 pub mod shard;
 pub use faults::FaultsCommand;
+pub use parse::{UsageError, resolve_seed, usage};
+use parse::{
+    configured_backend, parse_number, parse_scale, positive_duration, read_config, whole_in,
+};
 pub use replay::ReplayCommand;
 
 /// Most worker threads accepted; more would only add contention on 2-64 core machines.
 const MAX_THREADS: usize = 1024;
-/// Largest volume multiplier accepted.
-const MAX_SCALE: f64 = 1e6;
-
-/// A mistake in the command line: reported in one line, exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{flag}: {message}")]
-pub struct UsageError {
-    flag: String,
-    message: String,
-}
-
-pub fn usage(flag: &str, message: impl Into<String>) -> UsageError {
-    UsageError {
-        flag: flag.to_string(),
-        message: message.into(),
-    }
-}
 
 /// Options shared by the commands that simulate.
 #[derive(Clone, Debug)]
@@ -239,116 +227,6 @@ impl TtlOptions {
     }
 }
 
-fn parse_number<T: std::str::FromStr>(
-    flag: &str,
-    text: &str,
-    expected: &str,
-) -> Result<T, UsageError> {
-    text.trim()
-        .replace('_', "")
-        .parse()
-        .map_err(|_| usage(flag, format!("expected {expected}, got \"{text}\"")))
-}
-
-fn parse_scale(flag: &str, text: &str) -> Result<f64, UsageError> {
-    let x: f64 = parse_number(flag, text, "a volume multiplier such as 1 or 10")?;
-    if !(x.is_finite() && x > 0.0 && x <= MAX_SCALE) {
-        return Err(usage(
-            flag,
-            format!("expected a multiplier above 0 and at most {MAX_SCALE}, got {text}"),
-        ));
-    }
-    Ok(x)
-}
-
-/// A seed from the standard library's per-process random hasher keys: no extra dependency, and
-/// different on every invocation.
-fn random_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.finish()
-}
-
-/// `--seed`: the number given, or a random one.
-pub fn resolve_seed(text: Option<&str>) -> Result<u64, UsageError> {
-    match text {
-        Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1"),
-        None => Ok(random_seed()),
-    }
-}
-
-/// A whole number of `what` in `range`.
-fn whole_in<T>(
-    flag: &str,
-    text: &str,
-    what: &str,
-    range: std::ops::RangeInclusive<T>,
-) -> Result<T, UsageError>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display,
-{
-    let n: T = parse_number(flag, text, &format!("a whole number of {what}"))?;
-    if range.contains(&n) {
-        Ok(n)
-    } else {
-        Err(usage(
-            flag,
-            format!("expected {} to {}, got {n}", range.start(), range.end()),
-        ))
-    }
-}
-
-/// `--config FILE`: its text and the backends it configures.
-fn read_config(path: &std::path::Path) -> Result<(String, Vec<BackendConfig>), UsageError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        usage(
-            "--config",
-            format!(
-                "{}: cannot read it ({e}); the default lockbench.toml sits at the repository root",
-                path.display()
-            ),
-        )
-    })?;
-    let configs = lockbench_locks::parse_config(&text).map_err(|e| config_error(path, e))?;
-    Ok((text, configs))
-}
-
-fn config_error(path: &std::path::Path, e: lockbench_locks::ConfigError) -> UsageError {
-    usage("--config", format!("{}: {e}", path.display()))
-}
-
-/// `--backend NAME`: the backend of that name in the config.
-fn configured_backend(
-    configs: &[BackendConfig],
-    name: &str,
-    path: &std::path::Path,
-) -> Result<BackendConfig, UsageError> {
-    let kind = BackendKind::parse(name).ok_or_else(|| {
-        usage(
-            "--backend",
-            format!(
-                "unknown backend \"{name}\"; expected one of: {}",
-                BackendKind::names()
-            ),
-        )
-    })?;
-    configs
-        .iter()
-        .find(|c| c.kind == kind)
-        .cloned()
-        .ok_or_else(|| {
-            usage(
-                "--backend",
-                format!("{name} is not configured in {}", path.display()),
-            )
-        })
-}
-
 /// Options of `bench`.
 #[derive(Clone, Debug)]
 pub struct BenchCommand {
@@ -524,12 +402,4 @@ fn poll_policy(text: &str) -> Result<PollPolicy, UsageError> {
         ));
     }
     Ok(PollPolicy { first, max })
-}
-
-fn positive_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
-    let d = lockbench_workloads::duration::parse(text).map_err(|m| usage(flag, m))?;
-    if d.is_zero() {
-        return Err(usage(flag, "expected a duration above zero"));
-    }
-    Ok(d)
 }

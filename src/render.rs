@@ -1,10 +1,14 @@
 //! Terminal output: the tables and the recommendation as people read them, from the typed records
 //! alone.
 
+mod check;
 mod decision;
 mod faults;
+mod table;
+pub use check::check_text;
 pub use decision::decisions;
 pub use faults::fault_matrix;
+use table::table;
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -17,6 +21,31 @@ use lockbench_core::records::tail_samples_needed;
 use lockbench_core::{
     format_chance, format_count, format_duration, format_hms, format_readable, format_seconds,
 };
+
+/// A command's record on stdout: its JSON with `--json` (what `results.json` holds), else `text`
+/// of it. The one place a command chooses between the two.
+pub fn show<T: serde::Serialize>(
+    json: bool,
+    record: &T,
+    text: impl FnOnce(&T) -> String,
+) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    if json {
+        stdout.write_all(&lockbench_core::records::to_json(record))
+    } else {
+        stdout.write_all(text(record).as_bytes())
+    }
+}
+
+/// `simulate`'s terminal text: the table, then the throughput.
+pub fn simulation_text(record: &SimulationRecord) -> String {
+    format!(
+        "{}\n{}\n",
+        simulation_table(record),
+        throughput_line(record)
+    )
+}
 
 /// The `simulate` table, followed by any warnings about sample sizes.
 pub fn simulation_table(record: &SimulationRecord) -> String {
@@ -120,35 +149,6 @@ pub fn throughput_line(record: &SimulationRecord) -> String {
             ""
         }
     )
-}
-
-/// Left-aligns the first `text_columns` columns, right-aligns the rest.
-fn table(header: &[&str], rows: &[Vec<String>], text_columns: usize) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            if i < text_columns {
-                let _ = write!(s, "{cell:<w$}");
-            } else {
-                let _ = write!(s, "{cell:>w$}");
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = line(header.to_vec());
-    for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
-    }
-    out
 }
 
 /// The `ttl` recommendation, each figure with how it was derived.

@@ -3,11 +3,205 @@
 //! those values against uniform, and binomial tests of the runs beyond the simulated P99 and
 //! P99.9.
 
+use lockbench_core::records::model::{CheckBand, CheckRecord, CheckedRun, ModelCheck};
+use lockbench_workloads::observed::ObservedRun;
 use statrs::distribution::{Binomial, Discrete, DiscreteCDF};
 
 /// Significance of each test (the KS test, runs beyond P99 too many or too few, beyond P99.9 too
 /// many): a model that is right is rejected in at most about 4 % of checks.
 pub const CHECK_ALPHA: f64 = 0.01;
+
+/// Most volumes simulated per profile: beyond, eight volumes spread over the observed range and
+/// each run compared with the distribution interpolated between its two neighbours.
+pub const MAX_VOLUMES: usize = 8;
+
+/// What a check simulates: for each profile the runs name (in name order), the volumes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckPlan {
+    /// (profile, volumes ascending).
+    pub grids: Vec<(String, Vec<u64>)>,
+}
+
+impl CheckPlan {
+    /// The volumes needed for `runs`: every distinct volume of a profile when there are few,
+    /// else [`MAX_VOLUMES`] spread evenly from its smallest to its largest.
+    pub fn new(runs: &[ObservedRun]) -> Self {
+        let mut profiles: Vec<&str> = runs.iter().map(|r| r.profile.as_str()).collect();
+        profiles.sort_unstable();
+        profiles.dedup();
+        let grids = profiles
+            .into_iter()
+            .map(|p| {
+                let volumes: Vec<u64> = runs
+                    .iter()
+                    .filter(|r| r.profile == p)
+                    .map(|r| r.volume)
+                    .collect();
+                (p.to_string(), grid(&volumes))
+            })
+            .collect();
+        CheckPlan { grids }
+    }
+
+    /// Every (profile, volume) to simulate, in the order [`check`] expects their quantiles.
+    pub fn models(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.grids
+            .iter()
+            .flat_map(|(p, g)| g.iter().map(move |v| (p.as_str(), *v)))
+    }
+
+    fn index_of(&self, profile: &str, volume: u64) -> usize {
+        self.models()
+            .position(|m| m == (profile, volume))
+            .expect("a volume of the plan")
+    }
+}
+
+/// The volumes simulated for runs of these volumes (see [`CheckPlan::new`]).
+fn grid(volumes: &[u64]) -> Vec<u64> {
+    let mut distinct = volumes.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() <= MAX_VOLUMES {
+        return distinct;
+    }
+    let (lo, hi) = (distinct[0] as f64, distinct[distinct.len() - 1] as f64);
+    let mut g: Vec<u64> = (0..MAX_VOLUMES)
+        .map(|i| (lo + (hi - lo) * i as f64 / (MAX_VOLUMES - 1) as f64).round() as u64)
+        .collect();
+    g.dedup();
+    g
+}
+
+/// What a check record names besides its figures.
+#[derive(Clone, Debug)]
+pub struct CheckContext {
+    /// Workload name and its unit of volume.
+    pub workload: String,
+    pub unit: String,
+    /// The file of observed runs, as given.
+    pub observed: String,
+    /// Replays per simulated volume, and the seed.
+    pub replays: u64,
+    pub seed: u64,
+}
+
+/// The outcome of a check.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub record: CheckRecord,
+    pub runs: Vec<CheckedRun>,
+}
+
+impl Checked {
+    /// What `ttl --observed` carries.
+    pub fn summary(&self) -> ModelCheck {
+        ModelCheck {
+            observed: self.record.observed.clone(),
+            runs: self.record.runs,
+            consistent: self.record.consistent,
+            verdict: self.record.verdict.clone(),
+        }
+    }
+}
+
+/// Places each run in the simulated distribution at its volume (interpolated between the plan's
+/// two nearest volumes of its profile) and tests where they fall. `simulated` holds the
+/// quantiles of each of `plan.models()`, in that order; every run's profile is in the plan.
+pub fn check(
+    plan: &CheckPlan,
+    runs: &[ObservedRun],
+    simulated: &[Quantiles],
+    context: &CheckContext,
+) -> Checked {
+    assert_eq!(
+        simulated.len(),
+        plan.models().count(),
+        "one simulation per model"
+    );
+    let mut checked = Vec::with_capacity(runs.len());
+    let mut nearest_counts = vec![0u64; simulated.len()];
+    for r in runs {
+        let g = &plan
+            .grids
+            .iter()
+            .find(|(p, _)| *p == r.profile)
+            .expect("a profile of the plan")
+            .1;
+        let upper = g.partition_point(|&v| v < r.volume).min(g.len() - 1);
+        let lower = if g[upper] == r.volume || upper == 0 {
+            upper
+        } else {
+            upper - 1
+        };
+        let (a, b) = (
+            plan.index_of(&r.profile, g[lower]),
+            plan.index_of(&r.profile, g[upper]),
+        );
+        let t = if g[upper] == g[lower] {
+            0.0
+        } else {
+            ((r.volume - g[lower]) as f64 / (g[upper] - g[lower]) as f64).clamp(0.0, 1.0)
+        };
+        let q = |u: f64| (1.0 - t) * simulated[a].at(u) + t * simulated[b].at(u);
+        nearest_counts[if t < 0.5 { a } else { b }] += 1;
+        checked.push(CheckedRun {
+            line: r.line,
+            profile: r.profile.clone(),
+            volume: r.volume,
+            duration_s: r.seconds,
+            pit: pit_of(q, r.seconds),
+            sim_p50_s: q(0.5),
+            sim_p99_s: q(0.99),
+            sim_p999_s: q(0.999),
+        });
+    }
+    let pits: Vec<f64> = checked.iter().map(|c| c.pit).collect();
+    let beyond = |limit: fn(&CheckedRun) -> f64| {
+        checked.iter().filter(|c| c.duration_s > limit(c)).count() as u64
+    };
+    let (beyond_p99, beyond_p999) = (beyond(|c| c.sim_p99_s), beyond(|c| c.sim_p999_s));
+    let figures = check_figures(&pits, beyond_p99, beyond_p999);
+    let (consistent, words) = verdict(&figures);
+    let n = runs.len() as f64;
+    let record = CheckRecord {
+        workload: context.workload.clone(),
+        unit: context.unit.clone(),
+        observed: context.observed.clone(),
+        runs: runs.len() as u64,
+        replays: context.replays,
+        seed: context.seed,
+        bands: plan
+            .models()
+            .zip(simulated)
+            .zip(&nearest_counts)
+            .map(|(((profile, volume), q), runs)| CheckBand {
+                profile: profile.to_string(),
+                volume,
+                p50_s: q.at(0.5),
+                p99_s: q.at(0.99),
+                p999_s: q.at(0.999),
+                runs: *runs,
+            })
+            .collect(),
+        ks_distance: figures.ks_distance,
+        ks_p_value: figures.ks_p,
+        median_pit: figures.median_pit,
+        beyond_p99,
+        expected_beyond_p99: n * 0.01,
+        p99_p_value: figures.p99_p,
+        beyond_p999,
+        expected_beyond_p999: n * 0.001,
+        p999_p_value: figures.p999_p,
+        alpha: CHECK_ALPHA,
+        consistent,
+        verdict: words,
+    };
+    Checked {
+        record,
+        runs: checked,
+    }
+}
 
 /// A simulated distribution as a step function: quantiles by binary search.
 #[derive(Clone, Debug)]
@@ -286,6 +480,76 @@ fn p_text(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(line: u64, profile: &str, volume: u64, seconds: f64) -> ObservedRun {
+        ObservedRun {
+            line,
+            profile: profile.into(),
+            volume,
+            seconds,
+        }
+    }
+
+    #[test]
+    fn few_volumes_are_simulated_as_they_are_many_on_a_grid() {
+        assert_eq!(grid(&[1800, 1700, 1800]), vec![1700, 1800]);
+        let g = grid(&(1000..2000).collect::<Vec<_>>());
+        assert_eq!(g.len(), MAX_VOLUMES);
+        assert_eq!((g[0], g[MAX_VOLUMES - 1]), (1000, 1999));
+        let plan = CheckPlan::new(&[
+            run(2, "b", 10, 1.0),
+            run(3, "a", 20, 1.0),
+            run(4, "b", 5, 1.0),
+        ]);
+        let models: Vec<(&str, u64)> = plan.models().collect();
+        assert_eq!(models, vec![("a", 20), ("b", 5), ("b", 10)]);
+    }
+
+    /// Uniform on [lo, hi] as a histogram of 1,000 steps.
+    fn uniform(lo: f64, hi: f64) -> Quantiles {
+        let steps: Vec<(f64, u64)> = (0..1000)
+            .map(|i| (lo + (hi - lo) * (i as f64 + 0.5) / 1000.0, 1))
+            .collect();
+        Quantiles::new(&steps)
+    }
+
+    #[test]
+    fn a_run_between_two_volumes_is_placed_in_their_interpolation() {
+        // Volumes 100 and 200: uniform on [1, 2] s and on [3, 4] s. A run at volume 150 meets
+        // uniform on [2, 3]: 2.5 s is its median, and it counts as nearest to 200 (t = 0.5).
+        let runs = vec![
+            run(2, "p", 100, 1.5),
+            run(3, "p", 200, 3.9),
+            run(4, "p", 150, 2.5),
+        ];
+        // As a plan of many volumes would simulate them: 100 and 200 only, 150 between.
+        let plan = CheckPlan {
+            grids: vec![("p".to_string(), vec![100, 200])],
+        };
+        let context = CheckContext {
+            workload: "w".into(),
+            unit: "items".into(),
+            observed: "runs.csv".into(),
+            replays: 1000,
+            seed: 7,
+        };
+        let checked = check(
+            &plan,
+            &runs,
+            &[uniform(1.0, 2.0), uniform(3.0, 4.0)],
+            &context,
+        );
+        let pit: Vec<f64> = checked.runs.iter().map(|c| c.pit).collect();
+        assert!((pit[0] - 0.5).abs() < 0.01, "{pit:?}");
+        assert!((pit[1] - 0.9).abs() < 0.01, "{pit:?}");
+        assert!((pit[2] - 0.5).abs() < 0.01, "{pit:?}");
+        assert!((checked.runs[2].sim_p50_s - 2.5).abs() < 0.01);
+        let nearest: Vec<u64> = checked.record.bands.iter().map(|b| b.runs).collect();
+        assert_eq!(nearest, vec![1, 2]);
+        assert_eq!(checked.record.runs, 3);
+        assert_eq!((checked.record.seed, checked.record.beyond_p99), (7, 0));
+        assert_eq!(checked.summary().runs, 3);
+    }
 
     #[test]
     fn pit_inverts_a_quantile_function() {

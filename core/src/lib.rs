@@ -12,7 +12,6 @@
 pub mod backend;
 mod format;
 mod histogram;
-mod manifest;
 pub mod records;
 mod results;
 
@@ -24,7 +23,7 @@ pub use format::{
 pub use histogram::{
     ExactFigures, HistogramError, RuntimeHistogram, ThresholdCount, interval_log, read_interval_log,
 };
-pub use manifest::{
+pub use records::manifest::{
     Machine, Manifest, ServerRecord, ShardOrigin, ShardRecord, SpecRecord, unix_now_s,
 };
 pub use results::{ResultsDir, ResultsError, remove_stale_staging, staging_for};

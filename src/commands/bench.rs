@@ -4,8 +4,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use std::io::Write as _;
-
 use anyhow::{Context, Result};
 use lockbench_bench::BenchResult;
 use lockbench_core::records::bench::{self, BackendFacts, BenchFailure, BenchRecord};
@@ -69,11 +67,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         failed: measured.failed,
         backends: measured.backends,
     };
-    if command.json {
-        std::io::stdout().write_all(&to_json(&record))?;
-    } else {
-        print!("{}", render::bench_table(&record.results));
-    }
+    render::show(command.json, &record, |r| render::bench_table(&r.results))?;
     let failed = !record.failed.is_empty();
     if let Some(out) = out {
         write_results(out, &measured.results, &record, |out| {

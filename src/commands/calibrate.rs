@@ -15,8 +15,8 @@ use lockbench_workloads::latency::Latency;
 use lockbench_workloads::{MAX_STEPS, Target, WorkloadSpec};
 
 use crate::cli::CalibrateArgs;
-use crate::commands::observed::{CsvColumns, Input, Observed};
 use crate::options::{UsageError, usage};
+use lockbench_workloads::observed::{CsvColumns, Input, Observed};
 
 pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
     let base = match &args.spec {

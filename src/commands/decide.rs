@@ -1,7 +1,6 @@
 //! `lockbench decide`: each spec's answers and the results' measurements in, a decision per job
 //! out (the rules are `lockbench_decision::decide`).
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -27,10 +26,6 @@ pub fn run(args: &DecideArgs) -> Result<ExitCode> {
         .iter()
         .map(|spec| decide(&spec.answers(), &evidence))
         .collect();
-    if args.json {
-        std::io::stdout().write_all(&lockbench_core::records::to_json(&decisions))?;
-    } else {
-        print!("{}", render::decisions(&decisions));
-    }
+    render::show(args.json, &decisions, |d| render::decisions(d))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,6 @@
 //! `lockbench faults`: the fault lab's matrix; and `lockbench fault-worker`, one worker of a trial.
 
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -61,11 +61,7 @@ pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
         .context("starting the async runtime")?;
     let output = runtime.block_on(run_lab(options))?;
     let record = &output.record;
-    if command.json {
-        std::io::stdout().write_all(&to_json(record))?;
-    } else {
-        print!("{}", render::fault_matrix(record));
-    }
+    render::show(command.json, record, render::fault_matrix)?;
     let skipped = !record.skipped.is_empty();
     if let Some(out) = out {
         write_results(out, &command, &output)?;

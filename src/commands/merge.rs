@@ -9,7 +9,6 @@
 //! percentiles and counts are the single-process run's; a TTL is derived from the merged
 //! histograms only, never from the shards' own.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -62,11 +61,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
         if let Some(warning) = start_skew(&shards, record) {
             eprintln!("lockbench: merge: warning: {warning}");
         }
-        if args.json {
-            std::io::stdout().write_all(&to_json(&merged.0))?;
-        } else {
-            print!("{}", render::bench_table(&merged.0.results));
-        }
+        render::show(args.json, &merged.0, |r| render::bench_table(&r.results))?;
         let origins: Vec<ShardOrigin> = shards.iter().map(origin).collect();
         let m = &first.read.manifest;
         crate::commands::bench::write_results(out, &merged.1, &merged.0, |out| Manifest {
@@ -122,12 +117,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
                 elapsed_s: elapsed,
                 samples_per_s: samples as f64 / elapsed.max(1e-9),
             };
-            if args.json {
-                std::io::stdout().write_all(&to_json(&record))?;
-            } else {
-                print!("{}", render::simulation_table(&record));
-                println!("\n{}", render::throughput_line(&record));
-            }
+            render::show(args.json, &record, render::simulation_text)?;
             let bytes = to_json(&record);
             write_results(
                 out,
@@ -157,11 +147,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
                 .map(|(_, s)| s)
                 .collect();
             let bytes = to_json(&recommendation);
-            if args.json {
-                std::io::stdout().write_all(&bytes)?;
-            } else {
-                print!("{}", render::ttl_report(&recommendation));
-            }
+            render::show(args.json, &recommendation, render::ttl_report)?;
             write_results(out, "ttl", &simulation, &spec_refs, &kept, bytes, origins)?;
         }
         _ => {

@@ -7,7 +7,6 @@ pub mod compare;
 pub mod decide;
 pub mod faults;
 pub mod merge;
-pub mod observed;
 pub mod replay;
 pub mod report;
 pub mod run;

@@ -3,8 +3,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use std::io::Write as _;
-
 use anyhow::{Context, Result};
 use lockbench_core::records::replay::{self, HoldMode, ReplayRecord, SimulatedComparison};
 use lockbench_core::records::{RESULTS_JSON, RuntimeSummary, to_csv, to_json};
@@ -43,11 +41,7 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
         .context("starting the async runtime")?;
     let report = runtime.block_on(replay(&model, &command))?;
     let record = record(&command, &model, &report, &simulated);
-    if command.json {
-        std::io::stdout().write_all(&to_json(&record))?;
-    } else {
-        print!("{}", render::replay_summary(&record));
-    }
+    render::show(command.json, &record, render::replay_summary)?;
     for warning in &report.warnings {
         eprintln!("lockbench: replay: note: {warning}");
     }

@@ -4,16 +4,59 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use lockbench_analysis::check::{CheckContext, CheckPlan, Checked, Quantiles, check};
 use lockbench_core::records::simulate::{self, SimulationRow};
 use lockbench_core::records::{RESULTS_JSON, SCHEMA_VERSION, to_json};
 use lockbench_core::{
     Machine, Manifest, ResultsDir, RuntimeHistogram, ServerRecord, SpecRecord, TOOL_VERSION,
     unix_now_s,
 };
+use lockbench_workloads::observed::ObservedRun;
 use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, simulate_leases};
 
 use crate::options::SimulationOptions;
 use crate::progress::Progress;
+
+/// The profile of runs that name none: `--profile`, else the spec's first.
+pub fn default_profile(spec: &WorkloadSpec, given: Option<&str>) -> Result<String> {
+    Ok(match given {
+        Some(name) => spec.profile(name)?.name.clone(),
+        None => spec.profiles[0].name.clone(),
+    })
+}
+
+/// Simulates every (profile, volume) the runs need ([`CheckPlan`]) with progress, and checks the
+/// runs against them (`check` and `ttl --observed`).
+pub fn check_model(
+    spec: &WorkloadSpec,
+    observed: &Path,
+    runs: &[ObservedRun],
+    simulation: &SimulationOptions,
+) -> Result<Checked> {
+    let plan = CheckPlan::new(runs);
+    let base = spec.workload.volume as f64;
+    let models = plan
+        .models()
+        .map(|(p, v)| JobModel::new(spec, p, v as f64 / base))
+        .collect::<Result<Vec<_>, _>>()?;
+    let progress = Progress::new(simulation.replays * models.len() as u64);
+    let quantiles: Vec<Quantiles> = models
+        .iter()
+        .map(|m| {
+            let simulated = simulate_one(m, spec, simulation, &[], &progress);
+            Quantiles::new(&simulated.histogram.recorded_s())
+        })
+        .collect();
+    progress.finish();
+    let context = CheckContext {
+        workload: spec.workload.name.clone(),
+        unit: spec.workload.unit.clone(),
+        observed: observed.display().to_string(),
+        replays: simulation.replays,
+        seed: simulation.seed,
+    };
+    Ok(check(&plan, runs, &quantiles, &context))
+}
 
 /// One simulated (workload, profile, scale) with its runtimes.
 pub struct Simulated {

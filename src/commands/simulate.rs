@@ -1,6 +1,5 @@
 //! `lockbench simulate`: runtime percentiles per workload, profile and scale.
 
-use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -65,12 +64,7 @@ pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
         elapsed_s: elapsed.as_secs_f64(),
         samples_per_s: samples as f64 / elapsed.as_secs_f64().max(1e-9),
     };
-    if options.simulation.json {
-        std::io::stdout().write_all(&to_json(&record))?;
-    } else {
-        print!("{}", render::simulation_table(&record));
-        println!("\n{}", render::throughput_line(&record));
-    }
+    render::show(options.simulation.json, &record, render::simulation_text)?;
     if let Some(out) = out {
         let spec_refs: Vec<&WorkloadSpec> = specs.iter().collect();
         let bytes = to_json(&record);

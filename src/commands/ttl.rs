@@ -1,6 +1,5 @@
 //! `lockbench ttl`: the TTL recommendation.
 
-use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -11,12 +10,13 @@ use lockbench_analysis::{
 };
 use lockbench_core::records::to_json;
 use lockbench_core::records::ttl::TtlRecommendation;
+use lockbench_workloads::observed::read_runs;
 use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
-use crate::commands::check;
 use crate::commands::shared::{
-    Simulated, prepare_out, simulate_one, simulate_priced, write_results,
+    Simulated, check_model, default_profile, prepare_out, simulate_one, simulate_priced,
+    write_results,
 };
 use crate::options::TtlOptions;
 use crate::progress::Progress;
@@ -59,10 +59,10 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     let observed = match &options.observed {
         Some(path) => {
             // Runs that name no profile are the one the TTL is asked for, else the spec's first.
-            let profile = check::default_profile(&spec, options.profile.as_deref())?;
+            let profile = default_profile(&spec, options.profile.as_deref())?;
             Some((
                 path,
-                check::read_runs(path, &spec, &profile, &args.runs.columns())?,
+                read_runs(path, &spec, &profile, &args.runs.columns())?,
             ))
         }
         None => None,
@@ -163,7 +163,7 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     };
     let (mut recommendation, _) = derive(&spec, names.len(), &params, &simulated, curves)?;
     if let Some((path, runs)) = &observed {
-        let checked = check::check_runs(&spec, path, runs, &options.simulation)?;
+        let checked = check_model(&spec, path, runs, &options.simulation)?;
         recommendation.model_check = Some(checked.summary());
         if !checked.record.consistent && options.simulation.json {
             eprintln!(
@@ -173,11 +173,7 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
         }
     }
     let record = to_json(&recommendation);
-    if options.simulation.json {
-        std::io::stdout().write_all(&record)?;
-    } else {
-        print!("{}", render::ttl_report(&recommendation));
-    }
+    render::show(options.simulation.json, &recommendation, render::ttl_report)?;
     if let Some(out) = out {
         write_results(
             out,

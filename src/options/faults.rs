@@ -6,7 +6,7 @@ use std::time::Duration;
 use lockbench_faults::Variant;
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::{UsageError, configured_backend, read_config, resolve_seed, usage, whole_in};
+use super::parse::{UsageError, configured_backend, read_config, resolve_seed, usage, whole_in};
 use crate::cli::FaultsArgs;
 
 /// Most trials per cell: each takes a few TTLs.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockbench_workloads::MAX_REPLAYS;
 
-use super::{
+use super::parse::{
     config_error, configured_backend, parse_number, parse_scale, positive_duration, read_config,
     resolve_seed, usage, whole_in,
 };

@@ -4,7 +4,7 @@
 
 use lockbench_core::ShardRecord;
 
-use super::{UsageError, usage};
+use super::parse::{UsageError, usage};
 
 /// The variables through which an engine makes a process a shard (`run`, which is not split,
 /// removes them from its steps).

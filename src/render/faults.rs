@@ -2,7 +2,7 @@
 
 use lockbench_core::records::faults::{FaultCell, FaultsRecord};
 
-use super::table;
+use super::table::table;
 
 fn seconds_pair(p50: Option<f64>, max: Option<f64>) -> String {
     match (p50, max) {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::duration;
 use crate::error::SpecError;
-use crate::spec::Target;
+use crate::target::Target;
 
 /// What a second run of the job, concurrent with the first, does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]

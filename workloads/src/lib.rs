@@ -6,7 +6,8 @@
 //! returns the runtimes as a [`lockbench_core::RuntimeHistogram`]. Latency distributions live in
 //! [`latency`], the sampling kernel in [`sampler`]. The job's answers to the decision rules (the
 //! `[decision]` table and each step's `idempotent` and `guard`) are typed and checked in `answers`
-//! ([`JobAnswers`]). [`LiveScenario`] and [`LivePauses`] give the
+//! ([`JobAnswers`]). [`observed`] reads what users measured (CSV, OTLP JSON) into durations and
+//! past job runs. [`LiveScenario`] and [`LivePauses`] give the
 //! live replay (lockbench-replay) the same episodes and pauses the simulator draws. No database,
 //! lock client or async runtime is compiled here.
 
@@ -16,10 +17,12 @@ mod error;
 pub mod fit;
 pub mod latency;
 mod model;
+pub mod observed;
 pub mod sampler;
 mod shard;
 mod sim;
 mod spec;
+mod target;
 
 pub use answers::{DecisionAnswers, DoubleRun, Guard, JobAnswers, StepAnswers};
 pub use error::SpecError;
@@ -29,6 +32,7 @@ pub use sim::{
     LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate, simulate_leases,
 };
 pub use spec::{
-    Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step, Target,
+    Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step,
     Workload, WorkloadSpec,
 };
+pub use target::Target;

@@ -4,7 +4,8 @@
 use crate::error::SpecError;
 use crate::latency::Latency;
 use crate::sampler::Sampler;
-use crate::spec::{Profile, Target, WorkloadSpec};
+use crate::spec::{Profile, WorkloadSpec};
+use crate::target::Target;
 
 /// Largest number of items one job run may have, to bound a simulation's work.
 pub const MAX_ITEMS: u64 = 1_000_000_000;

@@ -1,12 +1,31 @@
 //! Observed durations read from what users have: CSV exports and OpenTelemetry trace exports
-//! (OTLP JSON). Every bad value is refused in one line naming the file, the line (or the span's
-//! place in the JSON) and the field.
+//! (OTLP JSON, one document or one per line). Every bad value is an [`ObservedError`] naming the
+//! file, the line (or the span's place in the JSON) and the field. [`read_runs`] reads past job
+//! runs (a duration and a volume per row) for a spec, refusing a volume the spec cannot simulate at
+//! its line.
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::options::{UsageError, usage};
+use crate::{JobModel, WorkloadSpec};
+
+/// A value that cannot be read, in one line: `FILE:LINE: field F: expected ..., got ...`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{place}: {message}")]
+pub struct ObservedError {
+    /// `FILE`, `FILE:LINE` or `FILE: resourceSpans[0].scopeSpans[0].spans[3]`.
+    pub place: String,
+    /// What was expected and what was found.
+    pub message: String,
+}
+
+fn refuse(place: &str, message: impl Into<String>) -> ObservedError {
+    ObservedError {
+        place: place.to_string(),
+        message: message.into(),
+    }
+}
 
 /// How to read a CSV of durations.
 #[derive(Clone, Debug)]
@@ -28,6 +47,9 @@ pub struct Observed {
     pub seconds: f64,
     /// Where it was read: `FILE:LINE` or `FILE: resourceSpans[0]...spans[3]`.
     pub place: String,
+    /// Its line in the file: the CSV row's, or the JSON Lines document's (0 for a span of a
+    /// single JSON document).
+    pub line: u64,
     /// For a span, whether it is a database call (it carries `db.system`).
     pub database: bool,
     /// The row's other cells by column name (CSV only).
@@ -45,12 +67,12 @@ pub struct Input {
 
 impl Input {
     /// Reads `path`; an empty file is refused, saying what the command reads (`expected`).
-    pub fn load(path: &Path, expected: &str) -> Result<Self, UsageError> {
+    pub fn load(path: &Path, expected: &str) -> Result<Self, ObservedError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path)
-            .map_err(|e| usage(&file, format!("cannot read it: {e}")))?;
+            .map_err(|e| refuse(&file, format!("cannot read it: {e}")))?;
         if text.trim().is_empty() {
-            return Err(usage(&file, format!("empty: expected {expected}")));
+            return Err(refuse(&file, format!("empty: expected {expected}")));
         }
         Ok(Input {
             trace: text.trim_start().starts_with('{'),
@@ -60,33 +82,33 @@ impl Input {
     }
 
     /// Its durations, at least one.
-    pub fn observations(&self, columns: &CsvColumns) -> Result<Vec<Observed>, UsageError> {
+    pub fn observations(&self, columns: &CsvColumns) -> Result<Vec<Observed>, ObservedError> {
         let observed = if self.trace {
             read_otlp(&self.file, &self.text)?
         } else {
             read_csv(&self.file, &self.text, columns)?
         };
         if observed.is_empty() {
-            return Err(usage(&self.file, "holds no durations"));
+            return Err(refuse(&self.file, "holds no durations"));
         }
         Ok(observed)
     }
 }
 
-fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed>, UsageError> {
+fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed>, ObservedError> {
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .comment(Some(b'#'))
         .from_reader(text.as_bytes());
     let header: Vec<String> = reader
         .headers()
-        .map_err(|e| usage(&format!("{file}:1"), format!("unreadable header: {e}")))?
+        .map_err(|e| refuse(&format!("{file}:1"), format!("unreadable header: {e}")))?
         .iter()
         .map(str::to_string)
         .collect();
     let find = |name: &str, flag: &str| {
         header.iter().position(|h| h == name).ok_or_else(|| {
-            usage(
+            refuse(
                 &format!("{file}:1"),
                 format!(
                     "no column \"{name}\" (columns: {}); name it with {flag}",
@@ -110,7 +132,7 @@ fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed
     for record in reader.records() {
         let record = record.map_err(|e| {
             let line = e.position().map_or(0, |p| p.line());
-            usage(&format!("{file}:{line}"), format!("unreadable row: {e}"))
+            refuse(&format!("{file}:{line}"), format!("unreadable row: {e}"))
         })?;
         let line = record.position().map_or(0, |p| p.line());
         let place = format!("{file}:{line}");
@@ -123,7 +145,7 @@ fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .map(|v| v / 1e3)
                 .ok_or_else(|| {
-                    usage(
+                    refuse(
                         &place,
                         format!(
                             "field {field}: expected a non-negative number of milliseconds, got \"{raw}\""
@@ -131,13 +153,13 @@ fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed
                     )
                 })?
         } else {
-            lockbench_workloads::duration::parse(raw)
-                .map_err(|m| usage(&place, format!("field {field}: {m}")))?
+            crate::duration::parse(raw)
+                .map_err(|m| refuse(&place, format!("field {field}: {m}")))?
                 .as_secs_f64()
         };
         let name = name_col.map(|i| cell(i).to_string()).unwrap_or_default();
         if name_col.is_some() && name.is_empty() {
-            return Err(usage(
+            return Err(refuse(
                 &place,
                 format!(
                     "field {}: empty, expected a name",
@@ -149,6 +171,7 @@ fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed
             name,
             seconds,
             place,
+            line,
             database: false,
             cells: header
                 .iter()
@@ -162,9 +185,9 @@ fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed
 
 /// OTLP JSON: one `ExportTraceServiceRequest` (what `otel-cli` and the collector's debug export
 /// write) or one per line (the collector's file exporter).
-fn read_otlp(file: &str, text: &str) -> Result<Vec<Observed>, UsageError> {
-    let documents: Vec<(String, Value)> = match serde_json::from_str::<Value>(text) {
-        Ok(v) => vec![(file.to_string(), v)],
+fn read_otlp(file: &str, text: &str) -> Result<Vec<Observed>, ObservedError> {
+    let documents: Vec<(String, u64, Value)> = match serde_json::from_str::<Value>(text) {
+        Ok(v) => vec![(file.to_string(), 0, v)],
         Err(_) => text
             .lines()
             .enumerate()
@@ -172,18 +195,18 @@ fn read_otlp(file: &str, text: &str) -> Result<Vec<Observed>, UsageError> {
             .map(|(i, l)| {
                 let place = format!("{file}:{}", i + 1);
                 serde_json::from_str(l)
-                    .map(|v| (place.clone(), v))
-                    .map_err(|e| usage(&place, format!("not OTLP JSON: {e}")))
+                    .map(|v| (place.clone(), i as u64 + 1, v))
+                    .map_err(|e| refuse(&place, format!("not OTLP JSON: {e}")))
             })
             .collect::<Result<_, _>>()?,
     };
     let mut out = Vec::new();
-    for (place, doc) in &documents {
+    for (place, line, doc) in &documents {
         let resources = doc
             .get("resourceSpans")
             .and_then(Value::as_array)
             .ok_or_else(|| {
-                usage(
+                refuse(
                     place,
                     "field resourceSpans: missing; expected an OTLP JSON trace export",
                 )
@@ -201,7 +224,7 @@ fn read_otlp(file: &str, text: &str) -> Result<Vec<Observed>, UsageError> {
                     .map_or(&[][..], Vec::as_slice);
                 for (k, span) in spans.iter().enumerate() {
                     let at = format!("{place}: resourceSpans[{r}].scopeSpans[{s}].spans[{k}]");
-                    out.push(span_duration(&at, span)?);
+                    out.push(span_duration(&at, *line, span)?);
                 }
             }
         }
@@ -209,13 +232,13 @@ fn read_otlp(file: &str, text: &str) -> Result<Vec<Observed>, UsageError> {
     Ok(out)
 }
 
-fn span_duration(at: &str, span: &Value) -> Result<Observed, UsageError> {
+fn span_duration(at: &str, line: u64, span: &Value) -> Result<Observed, ObservedError> {
     let name = span
         .get("name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
-        .ok_or_else(|| usage(at, "field name: missing or empty"))?;
-    let nanos = |field: &str| -> Result<u64, UsageError> {
+        .ok_or_else(|| refuse(at, "field name: missing or empty"))?;
+    let nanos = |field: &str| -> Result<u64, ObservedError> {
         let v = span.get(field);
         v.and_then(|v| match v {
             Value::String(s) => s.parse().ok(),
@@ -223,7 +246,7 @@ fn span_duration(at: &str, span: &Value) -> Result<Observed, UsageError> {
             _ => None,
         })
         .ok_or_else(|| {
-            usage(
+            refuse(
                 at,
                 format!(
                     "field {field}: expected nanoseconds since the epoch, got {}",
@@ -235,7 +258,7 @@ fn span_duration(at: &str, span: &Value) -> Result<Observed, UsageError> {
     let start = nanos("startTimeUnixNano")?;
     let end = nanos("endTimeUnixNano")?;
     if end < start {
-        return Err(usage(
+        return Err(refuse(
             at,
             format!(
                 "field endTimeUnixNano: span \"{name}\" ends {} ns before it starts: a negative duration",
@@ -254,9 +277,134 @@ fn span_duration(at: &str, span: &Value) -> Result<Observed, UsageError> {
         name: name.to_string(),
         seconds: (end - start) as f64 / 1e9,
         place: at.to_string(),
+        line,
         database,
         cells: Vec::new(),
     })
+}
+
+/// How a CSV of past job runs names its columns.
+#[derive(Clone, Debug)]
+pub struct RunColumns {
+    /// Durations with units.
+    pub duration: String,
+    /// Durations in milliseconds instead.
+    pub ms: Option<String>,
+    /// Volume of each run.
+    pub volume: String,
+    /// The profile a run is believed to be, when the file has this column.
+    pub profile: String,
+}
+
+/// One past job run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservedRun {
+    /// Line in the file.
+    pub line: u64,
+    /// The profile to compare it with.
+    pub profile: String,
+    /// Its volume.
+    pub volume: u64,
+    /// Its duration, seconds.
+    pub seconds: f64,
+}
+
+/// Reads past job runs for `spec`: a duration, a volume and optionally a profile per row (runs
+/// that name none are `default_profile`). Each (profile, volume) is compiled once here, so a
+/// volume the model cannot take is refused at its line before anything is simulated.
+pub fn read_runs(
+    path: &Path,
+    spec: &WorkloadSpec,
+    default_profile: &str,
+    columns: &RunColumns,
+) -> Result<Vec<ObservedRun>, ObservedError> {
+    let input = Input::load(
+        path,
+        "a CSV of past job runs with a header row (a duration and a volume column)",
+    )?;
+    let file = &input.file;
+    if input.trace {
+        return Err(refuse(
+            file,
+            "a JSON file; expected a CSV of past job runs (duration and volume columns)",
+        ));
+    }
+    let rows = input.observations(&CsvColumns {
+        name: None,
+        duration: columns.duration.clone(),
+        ms: columns.ms.clone(),
+    })?;
+    let header: Vec<&str> = rows[0].cells.iter().map(|(h, _)| h.as_str()).collect();
+    if !header.contains(&columns.volume.as_str()) {
+        return Err(refuse(
+            &format!("{file}:1"),
+            format!(
+                "no column \"{}\" (columns: {}); name it with --volume-column",
+                columns.volume,
+                header.join(", ")
+            ),
+        ));
+    }
+    let mut compiled: Vec<(String, u64)> = Vec::new();
+    let base = spec.workload.volume as f64;
+    rows.iter()
+        .map(|r| {
+            let cell = |name: &str| {
+                r.cells
+                    .iter()
+                    .find(|(h, _)| h == name)
+                    .map(|(_, v)| v.as_str())
+            };
+            let raw = cell(&columns.volume).unwrap_or("");
+            let volume = raw.parse::<u64>().ok().filter(|v| *v >= 1).ok_or_else(|| {
+                refuse(
+                    &r.place,
+                    format!(
+                        "field {}: expected a whole number of at least 1, got \"{raw}\"",
+                        columns.volume
+                    ),
+                )
+            })?;
+            let profile = match cell(&columns.profile).filter(|p| !p.is_empty()) {
+                Some(p) => {
+                    if spec.profile(p).is_err() {
+                        let known: Vec<&str> =
+                            spec.profiles.iter().map(|p| p.name.as_str()).collect();
+                        return Err(refuse(
+                            &r.place,
+                            format!(
+                                "field {}: no profile \"{p}\" in {} (its profiles: {})",
+                                columns.profile,
+                                spec.path.display(),
+                                known.join(", ")
+                            ),
+                        ));
+                    }
+                    p.to_string()
+                }
+                None => default_profile.to_string(),
+            };
+            if !compiled.contains(&(profile.clone(), volume)) {
+                JobModel::new(spec, &profile, volume as f64 / base).map_err(|e| {
+                    refuse(
+                        &r.place,
+                        format!(
+                            "field {}: {volume} cannot be simulated: {}",
+                            columns.volume,
+                            e.to_string().rsplit(": ").next().unwrap_or_default()
+                        ),
+                    )
+                })?;
+                compiled.push((profile.clone(), volume));
+            }
+            Ok(ObservedRun {
+                line: r.line,
+                profile,
+                volume,
+                seconds: r.seconds,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -318,5 +466,64 @@ mod tests {
             {"name":"x","startTimeUnixNano":"10","endTimeUnixNano":"5"}]}]}]}"#;
         let err = read_otlp("t.json", backwards).unwrap_err().to_string();
         assert!(err.contains("spans[0]: field endTimeUnixNano"), "{err}");
+    }
+
+    fn billing() -> WorkloadSpec {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/billing.toml");
+        WorkloadSpec::load(&path).unwrap()
+    }
+
+    fn run_columns() -> RunColumns {
+        RunColumns {
+            duration: "duration".into(),
+            ms: None,
+            volume: "volume".into(),
+            profile: "profile".into(),
+        }
+    }
+
+    fn runs_of(text: &str) -> Result<Vec<ObservedRun>, ObservedError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.csv");
+        std::fs::write(&path, text).unwrap();
+        let spec = billing();
+        let default = spec.profiles[0].name.clone();
+        read_runs(&path, &spec, &default, &run_columns()).map_err(|e| ObservedError {
+            place: e.place.replace(&path.display().to_string(), "runs.csv"),
+            message: e.message,
+        })
+    }
+
+    #[test]
+    fn past_runs_carry_their_line_volume_and_profile() {
+        let spec = billing();
+        let other = &spec.profiles.last().unwrap().name;
+        let runs = runs_of(&format!(
+            "duration,volume,profile\n3s,50,\n# a comment\n1.5s,70,{other}\n"
+        ))
+        .unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!((runs[0].line, runs[0].volume), (2, 50));
+        assert_eq!(runs[0].profile, spec.profiles[0].name);
+        assert_eq!((runs[1].line, &runs[1].profile), (4, other));
+        assert!((runs[1].seconds - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_bad_past_run_is_refused_at_its_line() {
+        let err = runs_of("duration,volume\n3s,50\n4s,many\n").unwrap_err();
+        assert_eq!(err.place, "runs.csv:3");
+        assert!(
+            err.message
+                .starts_with("field volume: expected a whole number"),
+            "{err}"
+        );
+        let err = runs_of("duration,volume,profile\n3s,50,nope\n").unwrap_err();
+        assert!(err.message.contains("no profile \"nope\""), "{err}");
+        let err = runs_of("duration,size\n3s,50\n").unwrap_err();
+        assert_eq!(err.place, "runs.csv:1");
+        assert!(err.message.contains("--volume-column"), "{err}");
+        let err = runs_of("{\"resourceSpans\": []}").unwrap_err();
+        assert!(err.message.starts_with("a JSON file"), "{err}");
     }
 }

@@ -3,12 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 
 use crate::answers::{DecisionAnswers, Guard, JobAnswers, StepAnswers};
 use crate::duration;
 use crate::error::SpecError;
 use crate::latency::Latency;
+use crate::target::Target;
 
 /// Most steps per item: steps are addressed by a 64-bit mask in the simulator.
 pub const MAX_STEPS: usize = 64;
@@ -70,29 +71,6 @@ pub struct Workload {
     /// the real servers (with `current_ttl`, then with each defence).
     #[serde(default)]
     pub incident_profile: Option<String>,
-}
-
-/// What a step's latency applies to; profiles inject latency by target.
-#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Target {
-    /// A database call.
-    Db,
-    /// An external API call.
-    Api,
-    /// Local computation.
-    Cpu,
-}
-
-impl Target {
-    /// Its name in a spec (`db`, `api`, `cpu`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Db => "db",
-            Target::Api => "api",
-            Target::Cpu => "cpu",
-        }
-    }
 }
 
 /// One `[[steps]]` entry.

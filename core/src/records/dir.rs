@@ -9,12 +9,12 @@ use super::bench::{self, BenchCsvRow, BenchRecord};
 use super::codec::{MANIFEST, RESULTS_JSON, RecordError, SCHEMA_VERSION, from_csv, from_json};
 use super::exact::{self, ExactRecord};
 use super::faults::{self, FaultEventRow, FaultTrialRow, FaultsRecord};
+use super::manifest::Manifest;
 use super::model::{self, CheckRecord, CheckedRun};
 use super::replay::{self, JobRunRecord, ReplayRecord};
 use super::simulate::{self, SimulationCsvRow, SimulationRecord};
 use super::ttl::TtlRecommendation;
 use crate::histogram::{RuntimeHistogram, read_interval_log};
-use crate::manifest::Manifest;
 
 /// A results directory as read.
 #[derive(Clone, Debug)]

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::records::codec::present;
+use super::codec::present;
 
 /// What produced a results directory: enough to reproduce it (seed, flags, spec text, version),
 /// and the schema version of its records.

@@ -13,6 +13,7 @@ pub(crate) mod codec;
 mod dir;
 pub mod exact;
 pub mod faults;
+pub(crate) mod manifest;
 pub mod model;
 pub mod replay;
 pub mod seconds;

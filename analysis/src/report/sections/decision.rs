@@ -6,7 +6,7 @@ use lockbench_core::{format_readable_s, format_readable_us};
 use lockbench_decision::{Decision, FactBasis, Status, VerdictKind};
 
 use super::common::Doc;
-use super::faults::grid_anchor;
+use super::faults::overlapped;
 use crate::report::doc::{Block, slug};
 use crate::report::load::Evidence;
 
@@ -128,18 +128,6 @@ fn model_figures(d: &Decision) -> String {
     } else {
         format!(" ({})", parts.join(", "))
     }
-}
-
-/// "pause/naive, restart/no-persistence", each linked to its row of the fault grid.
-pub(super) fn overlapped(labels: &[String]) -> String {
-    if labels.is_empty() {
-        return "none measured".to_string();
-    }
-    labels
-        .iter()
-        .map(|l| format!("[{l}](#{})", grid_anchor(l)))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Section 1's part for one job: every backend's verdict and the points the record must document

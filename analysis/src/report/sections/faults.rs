@@ -46,6 +46,18 @@ pub(super) fn grid_anchor(label: &str) -> String {
     )
 }
 
+/// "pause/naive, restart/no-persistence", each linked to its row of the fault grid.
+pub(super) fn overlapped(labels: &[String]) -> String {
+    if labels.is_empty() {
+        return "none measured".to_string();
+    }
+    labels
+        .iter()
+        .map(|l| format!("[{l}](#{})", grid_anchor(l)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The measured "cannot prevent" of `backend` in a word per fault: the scenarios that overlapped
 /// on it (not those where the job's own conduct overlapped: work outliving its holder, a run
 /// without the lock), each linked to its grid row, or "none measured"; `None` when no fault run
@@ -58,13 +70,13 @@ pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<Strin
     if mine.is_empty() {
         return None;
     }
-    let overlapped: Vec<String> = mine
+    let labels: Vec<String> = mine
         .iter()
         .filter(|c| c.trials_with_overlap > 0)
         .map(|c| c.label())
         .filter(|l| !lockbench_decision::lab::about_the_job(l))
         .collect();
-    Some(super::decision::overlapped(&overlapped))
+    Some(overlapped(&labels))
 }
 
 /// The tone and text of a cell in the grid.

@@ -1,0 +1,145 @@
+//! The parsing every command's options share: a flag's number, duration, seed, config file and
+//! backend, and the one-line [`UsageError`] each refusal is. A leaf: the options modules import
+//! it, it imports none of them.
+
+use std::time::Duration;
+
+use lockbench_locks::{BackendConfig, BackendKind};
+
+/// Largest volume multiplier accepted.
+const MAX_SCALE: f64 = 1e6;
+
+/// A mistake in the command line: reported in one line, exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{flag}: {message}")]
+pub struct UsageError {
+    flag: String,
+    message: String,
+}
+
+pub fn usage(flag: &str, message: impl Into<String>) -> UsageError {
+    UsageError {
+        flag: flag.to_string(),
+        message: message.into(),
+    }
+}
+
+pub(super) fn parse_number<T: std::str::FromStr>(
+    flag: &str,
+    text: &str,
+    expected: &str,
+) -> Result<T, UsageError> {
+    text.trim()
+        .replace('_', "")
+        .parse()
+        .map_err(|_| usage(flag, format!("expected {expected}, got \"{text}\"")))
+}
+
+pub(super) fn parse_scale(flag: &str, text: &str) -> Result<f64, UsageError> {
+    let x: f64 = parse_number(flag, text, "a volume multiplier such as 1 or 10")?;
+    if !(x.is_finite() && x > 0.0 && x <= MAX_SCALE) {
+        return Err(usage(
+            flag,
+            format!("expected a multiplier above 0 and at most {MAX_SCALE}, got {text}"),
+        ));
+    }
+    Ok(x)
+}
+
+/// A seed from the standard library's per-process random hasher keys: no extra dependency, and
+/// different on every invocation.
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
+/// `--seed`: the number given, or a random one.
+pub fn resolve_seed(text: Option<&str>) -> Result<u64, UsageError> {
+    match text {
+        Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1"),
+        None => Ok(random_seed()),
+    }
+}
+
+/// A whole number of `what` in `range`.
+pub(super) fn whole_in<T>(
+    flag: &str,
+    text: &str,
+    what: &str,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, UsageError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let n: T = parse_number(flag, text, &format!("a whole number of {what}"))?;
+    if range.contains(&n) {
+        Ok(n)
+    } else {
+        Err(usage(
+            flag,
+            format!("expected {} to {}, got {n}", range.start(), range.end()),
+        ))
+    }
+}
+
+/// `--config FILE`: its text and the backends it configures.
+pub(super) fn read_config(
+    path: &std::path::Path,
+) -> Result<(String, Vec<BackendConfig>), UsageError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        usage(
+            "--config",
+            format!(
+                "{}: cannot read it ({e}); the default lockbench.toml sits at the repository root",
+                path.display()
+            ),
+        )
+    })?;
+    let configs = lockbench_locks::parse_config(&text).map_err(|e| config_error(path, e))?;
+    Ok((text, configs))
+}
+
+pub(super) fn config_error(path: &std::path::Path, e: lockbench_locks::ConfigError) -> UsageError {
+    usage("--config", format!("{}: {e}", path.display()))
+}
+
+/// `--backend NAME`: the backend of that name in the config.
+pub(super) fn configured_backend(
+    configs: &[BackendConfig],
+    name: &str,
+    path: &std::path::Path,
+) -> Result<BackendConfig, UsageError> {
+    let kind = BackendKind::parse(name).ok_or_else(|| {
+        usage(
+            "--backend",
+            format!(
+                "unknown backend \"{name}\"; expected one of: {}",
+                BackendKind::names()
+            ),
+        )
+    })?;
+    configs
+        .iter()
+        .find(|c| c.kind == kind)
+        .cloned()
+        .ok_or_else(|| {
+            usage(
+                "--backend",
+                format!("{name} is not configured in {}", path.display()),
+            )
+        })
+}
+
+pub(super) fn positive_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
+    let d = lockbench_workloads::duration::parse(text).map_err(|m| usage(flag, m))?;
+    if d.is_zero() {
+        return Err(usage(flag, "expected a duration above zero"));
+    }
+    Ok(d)
+}
