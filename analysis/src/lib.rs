@@ -13,6 +13,7 @@ mod growth;
 mod lease;
 pub mod report;
 mod ttl;
+mod ttl_plan;
 
 pub use growth::fit_growth;
 pub use lease::{
@@ -23,6 +24,7 @@ pub use lockbench_core::records::ttl::{
     CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, LeaseCurve, LeasePricing, ProfileP999,
     TtlRecommendation, VolumePoint,
 };
+pub use ttl_plan::{Derived, MissingRun, Simulated, TtlParams, TtlPlan, TtlRuns, derive};
 pub use ttl::{
     ALERT_SHARE, DEFAULT_SAFETY_FACTOR, MIN_LEASE, TtlInputs, exceedance, heartbeat,
     heartbeat_derivation, heartbeat_with_lease, recommend, review_scales,

@@ -6,9 +6,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use lockbench_bench::BenchResult;
-use lockbench_core::records::bench::{self, BackendFacts, BenchFailure, BenchRecord};
-use lockbench_core::records::{RESULTS_JSON, to_json};
-use lockbench_core::{ResultsDir, RuntimeHistogram};
+use lockbench_core::records::bench::{BackendFacts, BenchFailure, BenchRecord};
+use lockbench_core::ResultsDir;
 use lockbench_locks::{BackendConfig, Capabilities, LockBackend};
 
 use crate::cli::BenchArgs;
@@ -70,7 +69,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     render::show(command.json, &record, |r| render::bench_table(&r.results))?;
     let failed = !record.failed.is_empty();
     if let Some(out) = out {
-        write_results(out, &measured.results, &record, |out| {
+        shared::write_bench_results(out, &measured.results, &record, |out| {
             let servers = shared::server_records(&command.backends);
             lockbench_core::Manifest {
                 shard: command.shard.clone().map(|mut s| {
@@ -311,31 +310,4 @@ async fn cleanup(clients: &[Arc<dyn LockBackend>], keys: &[String]) -> Result<()
         client.close().await?;
     }
     Ok(())
-}
-
-/// Stages `results.json`, `bench.csv`, `latency.hlog` and its `exact.json`, then the manifest
-/// `manifest` makes once they are staged, and commits the directory.
-pub fn write_results(
-    mut out: ResultsDir,
-    results: &[BenchResult],
-    record: &BenchRecord,
-    manifest: impl FnOnce(&ResultsDir) -> lockbench_core::Manifest,
-) -> Result<()> {
-    out.add(RESULTS_JSON, to_json(record))?;
-    out.add(bench::CSV, bench::bench_csv(&record.results))?;
-    let entries: Vec<(String, &RuntimeHistogram)> =
-        results.iter().flat_map(|r| r.tagged_histograms()).collect();
-    out.add(
-        bench::HISTOGRAMS,
-        lockbench_core::interval_log(
-            "lockbench bench: operation latency per backend/mode/keys/contenders/metric",
-            &entries,
-        ),
-    )?;
-    out.add(
-        lockbench_core::records::exact::EXACT,
-        to_json(&lockbench_core::records::exact::ExactRecord::of(&entries)),
-    )?;
-    let manifest = manifest(&out);
-    shared::commit(out, manifest)
 }

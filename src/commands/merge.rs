@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use lockbench_analysis::{LeaseCurve, add_curves};
+use lockbench_analysis::{LeaseCurve, Simulated, TtlParams, TtlRuns, add_curves, derive};
 use lockbench_bench::{BenchResult, Metrics};
 use lockbench_core::records::bench::BenchRecord;
 use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
@@ -22,8 +22,7 @@ use lockbench_core::{Manifest, ResultsDir, RuntimeHistogram, ShardOrigin, ShardR
 use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::MergeArgs;
-use crate::commands::shared::{Simulated, write_results};
-use crate::commands::ttl::{TtlParams, derive};
+use crate::commands::shared::{write_bench_results, write_results};
 use crate::options::{SimulationOptions, UsageError, usage};
 use crate::render;
 
@@ -64,7 +63,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
         render::show(args.json, &merged.0, |r| render::bench_table(&r.results))?;
         let origins: Vec<ShardOrigin> = shards.iter().map(origin).collect();
         let m = &first.read.manifest;
-        crate::commands::bench::write_results(out, &merged.1, &merged.0, |out| Manifest {
+        write_bench_results(out, &merged.1, &merged.0, |out| Manifest {
             backends: m.backends.clone(),
             config: m.config.clone(),
             merged_from: origins,
@@ -132,18 +131,17 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
         Body::Ttl { record, .. } => {
             let params = TtlParams::of(record);
             let curves = merged_curves(&shards)?;
-            let (recommendation, used) = derive(
-                &specs[0],
-                record.profiles_considered.len(),
-                &params,
-                &merged,
-                curves,
-            )?;
+            let (candidates, growth) = merged.split_at(record.profiles_considered.len());
+            let runs = TtlRuns { candidates, growth };
+            let derived = derive(&specs[0], &params, runs, curves)?;
+            let recommendation = derived.recommendation;
             // What a whole run writes: the candidates and the chosen profile's growth runs.
+            let n = candidates.len();
+            let (below, above) = (derived.below + n, derived.above + n);
             let kept: Vec<Simulated> = merged
                 .into_iter()
                 .enumerate()
-                .filter(|(i, _)| used.contains(i))
+                .filter(|(i, _)| *i < n || *i == below || *i == above)
                 .map(|(_, s)| s)
                 .collect();
             let bytes = to_json(&recommendation);

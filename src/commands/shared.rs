@@ -5,6 +5,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use lockbench_analysis::check::{CheckContext, CheckPlan, Checked, Quantiles, check};
+use lockbench_bench::BenchResult;
+use lockbench_core::records::bench::{self, BenchRecord};
 use lockbench_core::records::simulate::{self, SimulationRow};
 use lockbench_core::records::{RESULTS_JSON, SCHEMA_VERSION, to_json};
 use lockbench_core::{
@@ -58,11 +60,7 @@ pub fn check_model(
     Ok(check(&plan, runs, &quantiles, &context))
 }
 
-/// One simulated (workload, profile, scale) with its runtimes.
-pub struct Simulated {
-    pub row: SimulationRow,
-    pub histogram: RuntimeHistogram,
-}
+pub use lockbench_analysis::Simulated;
 
 /// Simulates `model` under `simulation`'s replays, seed and threads.
 pub fn simulate_one(
@@ -258,4 +256,31 @@ pub fn prepare_out(simulation: &SimulationOptions) -> Result<Option<ResultsDir>>
         .map(|p: &Path| ResultsDir::new(p))
         .transpose()
         .map_err(Into::into)
+}
+
+/// Stages `results.json`, `bench.csv`, `latency.hlog` and its `exact.json`, then the manifest
+/// `manifest` makes once they are staged, and commits the directory.
+pub fn write_bench_results(
+    mut out: ResultsDir,
+    results: &[BenchResult],
+    record: &BenchRecord,
+    manifest: impl FnOnce(&ResultsDir) -> lockbench_core::Manifest,
+) -> Result<()> {
+    out.add(RESULTS_JSON, to_json(record))?;
+    out.add(bench::CSV, bench::bench_csv(&record.results))?;
+    let entries: Vec<(String, &RuntimeHistogram)> =
+        results.iter().flat_map(|r| r.tagged_histograms()).collect();
+    out.add(
+        bench::HISTOGRAMS,
+        lockbench_core::interval_log(
+            "lockbench bench: operation latency per backend/mode/keys/contenders/metric",
+            &entries,
+        ),
+    )?;
+    out.add(
+        lockbench_core::records::exact::EXACT,
+        to_json(&lockbench_core::records::exact::ExactRecord::of(&entries)),
+    )?;
+    let manifest = manifest(&out);
+    commit(out, manifest)
 }
