@@ -95,6 +95,23 @@ impl Input {
     }
 }
 
+/// The file's line of a CSV record at `position`. The csv crate's position is where it began
+/// reading, before the comment and blank lines it skipped, so those are stepped over here.
+fn line_at(text: &str, position: &csv::Position) -> u64 {
+    let mut start = (position.byte() as usize).min(text.len());
+    let mut line = 1 + text.as_bytes()[..start].iter().filter(|&&b| b == b'\n').count() as u64;
+    while let Some(rest) = text.get(start..) {
+        let this = rest.split('\n').next().unwrap_or("");
+        let skipped = this.starts_with('#') || this.trim_end_matches('\r').is_empty();
+        if !skipped || this.len() == rest.len() {
+            break;
+        }
+        start += this.len() + 1;
+        line += 1;
+    }
+    line
+}
+
 fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed>, ObservedError> {
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
@@ -131,10 +148,10 @@ fn read_csv(file: &str, text: &str, columns: &CsvColumns) -> Result<Vec<Observed
     let mut out = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line());
+            let line = e.position().map_or(0, |p| line_at(text, p));
             refuse(&format!("{file}:{line}"), format!("unreadable row: {e}"))
         })?;
-        let line = record.position().map_or(0, |p| p.line());
+        let line = record.position().map_or(0, |p| line_at(text, p));
         let place = format!("{file}:{line}");
         let cell = |i: usize| record.get(i).unwrap_or("");
         let raw = cell(value_col);
@@ -499,13 +516,14 @@ mod tests {
         let spec = billing();
         let other = &spec.profiles.last().unwrap().name;
         let runs = runs_of(&format!(
-            "duration,volume,profile\n3s,50,\n# a comment\n1.5s,70,{other}\n"
+            "duration,volume,profile\n3s,50,\n# a comment\n\n1.5s,70,{other}\n"
         ))
         .unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!((runs[0].line, runs[0].volume), (2, 50));
         assert_eq!(runs[0].profile, spec.profiles[0].name);
-        assert_eq!((runs[1].line, &runs[1].profile), (4, other));
+        // Line 5 of the file: the comment and the blank line count (the csv crate's count does not).
+        assert_eq!((runs[1].line, &runs[1].profile), (5, other));
         assert!((runs[1].seconds - 1.5).abs() < 1e-12);
     }
 
