@@ -81,7 +81,7 @@ fn exit_of(error: &anyhow::Error) -> Exit {
     if let Some(stopped) = error.downcast_ref::<commands::Interrupted>() {
         return stopped.by.exit();
     }
-    if error.is::<commands::bench::NotReady>() {
+    if error.is::<lockbench_bench::NotReady>() {
         return Exit::NotReady;
     }
     // A server that cannot be reached: the line names it and how to start it.

@@ -5,11 +5,15 @@
 //! (each contender acquires, holds, renews, releases, again) or an open loop (arrivals at a fixed
 //! rate, latency measured from each arrival's intended start, which corrects coordinated
 //! omission), and returns a [`BenchResult`] holding an HdrHistogram per metric. Warm-up is
-//! excluded; every measurement is bounded by an operation count and a duration.
+//! excluded; every measurement is bounded by an operation count and a duration. [`measure_levels`]
+//! runs one backend at every contention level of a run (a shard's share of the clients, each
+//! level at its slot of a common [`Schedule`] when shards start together) and leaves nothing
+//! behind.
 
 mod armed_timer;
 mod cycle;
 pub mod handoff;
+mod levels;
 mod measure;
 mod options;
 mod result;
@@ -17,6 +21,10 @@ mod result;
 pub use armed_timer::ArmedTimer;
 pub use cycle::{Cycle, cycle};
 pub use handoff::HandoffClock;
+pub use levels::{
+    LevelProgress, Levels, LevelsError, Measured, NotReady, Schedule, ShardPart, clock_offset,
+    facts, measure_levels,
+};
 pub use measure::measure;
 pub use options::{BenchOptions, KeyMode, LoadMode, PollPolicy, Stripe, WaitMode};
 pub use result::{BenchResult, Metrics};
