@@ -105,6 +105,7 @@ fn exit_of(error: &anyhow::Error) -> Exit {
         cause.is::<options::UsageError>()
             || cause.is::<lockbench_workloads::SpecError>()
             || cause.is::<lockbench_workloads::observed::ObservedError>()
+            || cause.is::<lockbench_core::shards::MergeError>()
             || cause.is::<lockbench_core::records::RecordError>()
             || matches!(
                 cause.downcast_ref::<lockbench_analysis::report::ReportError>(),

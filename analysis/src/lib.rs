@@ -11,6 +11,7 @@ pub mod check;
 pub mod frames;
 mod growth;
 mod lease;
+mod merged;
 pub mod report;
 mod ttl;
 mod ttl_plan;
@@ -24,6 +25,7 @@ pub use lockbench_core::records::ttl::{
     CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, LeaseCurve, LeasePricing, ProfileP999,
     TtlRecommendation, VolumePoint,
 };
+pub use merged::{merged_curves, merged_runs};
 pub use ttl_plan::{Derived, MissingRun, Simulated, TtlParams, TtlPlan, TtlRuns, derive};
 pub use ttl::{
     ALERT_SHARE, DEFAULT_SAFETY_FACTOR, MIN_LEASE, TtlInputs, exceedance, heartbeat,

@@ -21,10 +21,10 @@ pub struct NotReady(pub String);
 #[derive(Debug, thiserror::Error)]
 pub enum LevelsError {
     /// The backend could not be reached or refused an operation outside the measured cycles.
-    #[error("{0}")]
+    #[error(transparent)]
     Lock(#[from] LockError),
     /// This shard would start a level late.
-    #[error("{0}")]
+    #[error(transparent)]
     NotReady(#[from] NotReady),
 }
 

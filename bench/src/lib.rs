@@ -15,6 +15,7 @@ mod cycle;
 pub mod handoff;
 mod levels;
 mod measure;
+mod merge;
 mod options;
 mod result;
 
@@ -26,5 +27,6 @@ pub use levels::{
     facts, measure_levels,
 };
 pub use measure::measure;
+pub use merge::{SKEW_TOLERANCE, merge_bench, start_skew};
 pub use options::{BenchOptions, KeyMode, LoadMode, PollPolicy, Stripe, WaitMode};
 pub use result::{BenchResult, Metrics};

@@ -14,6 +14,7 @@ mod format;
 mod histogram;
 pub mod records;
 mod results;
+pub mod shards;
 
 pub use backend::{BackendKind, FencingSource, LockScope, Service};
 pub use format::{
