@@ -105,6 +105,9 @@ fn exit_of(error: &anyhow::Error) -> Exit {
         cause.is::<options::UsageError>()
             || cause.is::<lockbench_workloads::SpecError>()
             || cause.is::<lockbench_workloads::observed::ObservedError>()
+            || cause
+                .downcast_ref::<lockbench_workloads::calibration::CalibrationError>()
+                .is_some_and(|e| e.is_input())
             || cause.is::<lockbench_core::shards::MergeError>()
             || cause.is::<lockbench_core::records::RecordError>()
             || matches!(

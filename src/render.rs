@@ -1,10 +1,12 @@
 //! Terminal output: the tables and the recommendation as people read them, from the typed records
 //! alone.
 
+mod calibrate;
 mod check;
 mod decision;
 mod faults;
 mod table;
+pub use calibrate::calibration_text;
 pub use check::check_text;
 pub use decision::decisions;
 pub use faults::fault_matrix;

@@ -7,11 +7,14 @@
 //! [`latency`], the sampling kernel in [`sampler`]. The job's answers to the decision rules (the
 //! `[decision]` table and each step's `idempotent` and `guard`) are typed and checked in `answers`
 //! ([`JobAnswers`]). [`observed`] reads what users measured (CSV, OTLP JSON) into durations and
-//! past job runs. [`LiveScenario`] and [`LivePauses`] give the
+//! past job runs; [`calibration`] groups them into each step's samples, fits them ([`fit`]) and
+//! writes the calibrated spec through [`spec_writer`], which writes any spec back as TOML that
+//! parses to the same spec. [`LiveScenario`] and [`LivePauses`] give the
 //! live replay (lockbench-replay) the same episodes and pauses the simulator draws. No database,
 //! lock client or async runtime is compiled here.
 
 mod answers;
+pub mod calibration;
 pub mod duration;
 mod error;
 pub mod fit;
@@ -22,6 +25,7 @@ pub mod sampler;
 mod shard;
 mod sim;
 mod spec;
+pub mod spec_writer;
 mod target;
 
 pub use answers::{DecisionAnswers, DoubleRun, Guard, JobAnswers, StepAnswers};
