@@ -4,6 +4,7 @@
 //! P99.9.
 
 use lockbench_core::records::model::{CheckBand, CheckRecord, CheckedRun, ModelCheck};
+use lockbench_core::stats::{ks_distance, median};
 use lockbench_workloads::observed::ObservedRun;
 use statrs::distribution::{Binomial, Discrete, DiscreteCDF};
 
@@ -268,13 +269,8 @@ pub fn ks_uniform(u: &[f64]) -> (f64, f64) {
     }
     let mut sorted = u.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let nf = n as f64;
-    let d = sorted
-        .iter()
-        .enumerate()
-        .map(|(i, x)| (x - i as f64 / nf).max((i + 1) as f64 / nf - x))
-        .fold(0.0, f64::max);
-    let root = nf.sqrt();
+    let d = ks_distance(&sorted, |x| x);
+    let root = (n as f64).sqrt();
     let lambda = (root + 0.12 + 0.11 / root) * d;
     (d, kolmogorov_q(lambda))
 }
@@ -358,11 +354,7 @@ pub fn check_figures(pits: &[f64], beyond_p99: u64, beyond_p999: u64) -> CheckFi
     let (ks_distance, ks_p) = ks_uniform(pits);
     let mut sorted = pits.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let median_pit = if sorted.is_empty() {
-        0.5
-    } else {
-        sorted[sorted.len() / 2]
-    };
+    let median_pit = median(pits).unwrap_or(0.5);
     CheckFigures {
         runs: n,
         ks_distance,
@@ -557,6 +549,28 @@ mod tests {
         assert!((pit_of(q, 12.5) - 0.5).abs() < 1e-9);
         assert_eq!(pit_of(q, 9.0), 0.0);
         assert_eq!(pit_of(q, 20.0), 1.0);
+    }
+
+    #[test]
+    fn ks_p_values_are_those_pinned_before_the_distance_moved_to_core() {
+        // Computed by this crate's own KS distance before it became core::stats::ks_distance.
+        let a: Vec<f64> = (0..40)
+            .map(|i| ((i * 37 % 40) as f64 + 0.5) / 40.0)
+            .collect();
+        let b: Vec<f64> = a.iter().map(|u| u.powf(1.6)).collect();
+        let c = [0.02, 0.11, 0.35, 0.36, 0.9];
+        let pinned = [
+            (&a[..], 0.012500000000000067, 1.0),
+            (&b[..], 0.1838084425191947, 0.11900211990025557),
+            (&c[..], 0.44000000000000006, 0.21264709273544205),
+        ];
+        for (u, d, p) in pinned {
+            let (got_d, got_p) = ks_uniform(u);
+            assert!(
+                (got_d - d).abs() < 1e-12 && (got_p - p).abs() < 1e-12,
+                "{got_d} {got_p}"
+            );
+        }
     }
 
     #[test]

@@ -26,8 +26,8 @@ pub use lockbench_core::records::ttl::{
     TtlRecommendation, VolumePoint,
 };
 pub use merged::{merged_curves, merged_runs};
-pub use ttl_plan::{Derived, MissingRun, Simulated, TtlParams, TtlPlan, TtlRuns, derive};
 pub use ttl::{
     ALERT_SHARE, DEFAULT_SAFETY_FACTOR, MIN_LEASE, TtlInputs, exceedance, heartbeat,
     heartbeat_derivation, heartbeat_with_lease, recommend, review_scales,
 };
+pub use ttl_plan::{Derived, MissingRun, Simulated, TtlParams, TtlPlan, TtlRuns, derive};

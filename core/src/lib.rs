@@ -7,7 +7,9 @@
 //! (the one definition of each `results.json` and CSV, for writers and readers alike), and the
 //! [`ResultsDir`] writer that makes a results directory appear complete or not at all. Data enters
 //! as nanosecond values and records to stage; it leaves as percentiles, bytes and files on disk,
-//! and comes back through [`records::read_dir`].
+//! and comes back through [`records::read_dir`]. [`shards`] reads a split run's shards back for
+//! `merge`; [`stats`] holds the sample statistics (quantile, median, KS distance) in one
+//! convention each.
 
 pub mod backend;
 mod format;
@@ -15,6 +17,7 @@ mod histogram;
 pub mod records;
 mod results;
 pub mod shards;
+pub mod stats;
 
 pub use backend::{BackendKind, FencingSource, LockScope, Service};
 pub use format::{
@@ -27,7 +30,7 @@ pub use histogram::{
 pub use records::manifest::{
     Machine, Manifest, ServerRecord, ShardOrigin, ShardRecord, SpecRecord, unix_now_s,
 };
-pub use results::{ResultsDir, ResultsError, remove_stale_staging, staging_for};
+pub use results::{ResultsDir, ResultsError, remove_stale_staging, staging_for, write_whole};
 
 /// The version of lockbench that produced a result, stored in every manifest.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

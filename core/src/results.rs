@@ -152,6 +152,18 @@ impl ResultsDir {
     }
 }
 
+/// Writes `bytes` to `path` whole or not at all: into its hidden sibling [`staging_for`], then
+/// renamed over it, so that a reader (or a process killed halfway) never sees half a file. On a
+/// failure the sibling is removed and `path` is as it was.
+pub fn write_whole(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
+    let aside = staging_for(path);
+    let written = fs::write(&aside, bytes).and_then(|()| fs::rename(&aside, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&aside);
+    }
+    written
+}
+
 /// The hidden sibling `.NAME.partial-PID` that this process stages `target` in.
 pub fn staging_for(target: &Path) -> PathBuf {
     parent_of(target).join(format!(
@@ -283,6 +295,21 @@ mod tests {
             0,
             "no probe left"
         );
+    }
+
+    #[test]
+    fn a_file_written_whole_replaces_the_old_and_leaves_no_sibling() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spec.toml");
+        fs::write(&path, "old").unwrap();
+        write_whole(&path, "new").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "new");
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "only the file itself");
+        // Into a folder that does not exist: refused, nothing made.
+        let missing = dir.path().join("no/such/file");
+        assert!(write_whole(&missing, "x").is_err());
+        assert!(!dir.path().join("no").exists());
     }
 
     #[test]

@@ -62,18 +62,11 @@ pub(crate) fn event_row(
 }
 
 /// The median and the largest of a few trials' figures (at most `--trials` values).
-fn p50_max(mut values: Vec<f64>) -> (Option<f64>, Option<f64>) {
-    if values.is_empty() {
-        return (None, None);
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    let p50 = if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    };
-    (Some(p50), values.last().copied())
+fn p50_max(values: Vec<f64>) -> (Option<f64>, Option<f64>) {
+    (
+        lockbench_core::stats::median(&values),
+        values.iter().copied().reduce(f64::max),
+    )
 }
 
 pub(crate) fn aggregate(

@@ -107,9 +107,7 @@ pub(crate) fn private_dir(kind: &str) -> Result<PathBuf, FaultError> {
 /// renamed so that the shim never reads half a number.
 pub(crate) fn write_clock_offset(dir: &Path, ms: i64) -> Result<(), FaultError> {
     let file = dir.join(CLOCK_FILE);
-    let aside = dir.join(format!("{CLOCK_FILE}.new"));
-    std::fs::write(&aside, ms.to_string())
-        .and_then(|()| std::fs::rename(&aside, &file))
+    lockbench_core::write_whole(&file, ms.to_string())
         .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))
 }
 

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lockbench_core::stats::median;
 use lockbench_locks::{FencingSource, LockBackend, Redacted};
 use lockbench_workloads::JobModel;
 use sqlx::postgres::{PgConnectOptions, PgSslMode};
@@ -230,7 +231,7 @@ async fn connect_worker(
         hold_until(started + hold).await;
         costs[2].push(started.elapsed().as_nanos() as f64);
     }
-    let cost = costs.map(|mut c| (median(&mut c) - hold.as_nanos() as f64).max(0.0));
+    let cost = costs.map(|c| (median(&c).unwrap_or(0.0) - hold.as_nanos() as f64).max(0.0));
     let costs = CallCosts {
         cost_ns: cost,
         debt_ns: vec![0.0; plan.model.steps().len()],
@@ -244,11 +245,6 @@ async fn connect_worker(
         costs,
         stats: vec![TargetStats::default(); plan.model.steps().len()],
     })
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// Closes every lock client (revoking leases an interrupted worker held), removes the lock key and

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
+use lockbench_core::write_whole;
 use lockbench_workloads::WorkloadSpec;
 use lockbench_workloads::calibration::{Calibration, CalibrationOptions, calibrate};
 use lockbench_workloads::observed::CsvColumns;
@@ -93,21 +94,22 @@ fn write(out: &Path, calibration: &Calibration) -> Result<()> {
     }
     let mut written: Vec<&Path> = Vec::new();
     for (path, text) in &files {
-        if let Err(e) = write_whole(path, text) {
+        if let Err(e) =
+            write_whole(path, text).with_context(|| format!("writing {}", path.display()))
+        {
             remove_all(&written);
             return Err(e);
         }
         written.push(path);
     }
-    let tmp = out.with_extension(format!("partial-{}.toml", std::process::id()));
-    let loaded = std::fs::write(&tmp, &calibration.spec)
-        .with_context(|| format!("writing {}", tmp.display()))
-        .and_then(|()| WorkloadSpec::load(&tmp).map_err(anyhow::Error::from))
+    // The spec must read back (its samples files beside it) before it is written.
+    let loaded = WorkloadSpec::parse(&calibration.spec, out)
+        .map_err(anyhow::Error::from)
         .and_then(|_| {
-            std::fs::rename(&tmp, out).with_context(|| format!("writing {}", out.display()))
+            write_whole(out, &calibration.spec)
+                .with_context(|| format!("writing {}", out.display()))
         });
     if let Err(e) = loaded {
-        let _ = std::fs::remove_file(&tmp);
         remove_all(&written);
         anyhow::bail!("calibrate could not write a spec that reads back: {e:#}");
     }
@@ -118,10 +120,4 @@ fn remove_all(paths: &[&Path]) {
     for path in paths {
         let _ = std::fs::remove_file(path);
     }
-}
-
-fn write_whole(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension(format!("partial-{}", std::process::id()));
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }

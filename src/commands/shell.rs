@@ -33,12 +33,7 @@ pub fn man(args: &ManArgs) -> Result<ExitCode> {
             .render(&mut bytes)
             .context("rendering a man page")?;
         let path = args.out.join(format!("{name}.1"));
-        // Whole or not at all: written aside, then renamed.
-        let aside = args
-            .out
-            .join(format!(".{name}.1.partial-{}", std::process::id()));
-        std::fs::write(&aside, &bytes)
-            .and_then(|()| std::fs::rename(&aside, &path))
+        lockbench_core::write_whole(&path, &bytes)
             .with_context(|| format!("writing {}", path.display()))?;
         written += 1;
         Ok(())

@@ -171,15 +171,7 @@ pub fn lognormal_p50_p99(mu: f64, sigma: f64) -> (f64, f64) {
 
 /// The Kolmogorov-Smirnov distance between sorted samples and a latency's CDF.
 pub fn ks_distance(sorted: &[f64], latency: &Latency) -> f64 {
-    let n = sorted.len() as f64;
-    sorted
-        .iter()
-        .enumerate()
-        .map(|(i, x)| {
-            let f = latency.cdf(*x);
-            (f - i as f64 / n).abs().max(((i + 1) as f64 / n - f).abs())
-        })
-        .fold(0.0, f64::max)
+    lockbench_core::stats::ks_distance(sorted, |x| latency.cdf(x))
 }
 
 fn mean_sd(xs: &[f64]) -> (f64, f64) {

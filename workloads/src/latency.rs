@@ -392,19 +392,9 @@ pub fn standard_normal_quantile(u: f64) -> f64 {
     -std::f64::consts::SQRT_2 * erfc_inv(2.0 * u)
 }
 
-/// The interpolated quantile of sorted samples: the `empirical` rule (`u` in [0, 1]).
-pub(crate) fn empirical_quantile(sorted: &[f64], u: f64) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        1 => sorted[0],
-        n => {
-            let pos = u * (n - 1) as f64;
-            let i = (pos as usize).min(n - 2);
-            let frac = pos - i as f64;
-            sorted[i] + frac * (sorted[i + 1] - sorted[i])
-        }
-    }
-}
+/// The interpolated quantile of sorted samples: the `empirical` rule (`u` in [0, 1]), the one
+/// convention of [`lockbench_core::stats::quantile_sorted`].
+pub(crate) use lockbench_core::stats::quantile_sorted as empirical_quantile;
 
 fn empirical_cdf(sorted: &[f64], x: f64) -> f64 {
     match sorted.len() {

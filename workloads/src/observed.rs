@@ -99,7 +99,10 @@ impl Input {
 /// reading, before the comment and blank lines it skipped, so those are stepped over here.
 fn line_at(text: &str, position: &csv::Position) -> u64 {
     let mut start = (position.byte() as usize).min(text.len());
-    let mut line = 1 + text.as_bytes()[..start].iter().filter(|&&b| b == b'\n').count() as u64;
+    let mut line = 1 + text.as_bytes()[..start]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count() as u64;
     while let Some(rest) = text.get(start..) {
         let this = rest.split('\n').next().unwrap_or("");
         let skipped = this.starts_with('#') || this.trim_end_matches('\r').is_empty();
