@@ -47,7 +47,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => commands::merge::run(&args),
         Command::Completions(args) => commands::shell::completions(&args),
         Command::Man(args) => commands::shell::man(&args),
-        Command::FaultWorker(_) => commands::faults::worker(),
+        Command::FaultWorker(_) => commands::fault_worker::run(),
     };
     match result {
         Ok(code) => code,

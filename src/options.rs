@@ -10,26 +10,28 @@ use lockbench_workloads::MAX_REPLAYS;
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
 use lockbench_locks::BackendConfig;
 
-use crate::cli::{BenchArgs, SimulateArgs, SimulationArgs, TtlArgs};
+use crate::cli::{BenchArgs, CheckArgs, SimulateArgs, SimulationArgs, TtlArgs};
 
+mod calibrate;
 mod faults;
 mod parse;
 mod replay;
-mod settings;
 pub mod shard;
-pub use faults::FaultsCommand;
+mod shard_settings;
+pub use calibrate::CalibrateSettings;
+pub use faults::FaultsSettings;
 pub use parse::{UsageError, resolve_seed, usage};
 use parse::{
     configured_backend, parse_number, parse_scale, positive_duration, read_config, whole_in,
 };
-pub use replay::ReplayCommand;
+pub use replay::ReplaySettings;
 
 /// Most worker threads accepted; more would only add contention on 2-64 core machines.
 const MAX_THREADS: usize = 1024;
 
 /// Options shared by the commands that simulate.
 #[derive(Clone, Debug)]
-pub struct SimulationOptions {
+pub struct SimulationSettings {
     pub replays: u64,
     pub seed: u64,
     pub threads: usize,
@@ -41,16 +43,16 @@ pub struct SimulationOptions {
 
 /// Options of `simulate`.
 #[derive(Clone, Debug)]
-pub struct SimulateOptions {
+pub struct SimulateSettings {
     pub specs: Vec<PathBuf>,
     pub scales: Vec<f64>,
     pub profiles: Vec<String>,
-    pub simulation: SimulationOptions,
+    pub simulation: SimulationSettings,
 }
 
 /// Options of `ttl`.
 #[derive(Clone, Debug)]
-pub struct TtlOptions {
+pub struct TtlSettings {
     pub spec: PathBuf,
     pub profile: Option<String>,
     pub target_scale: f64,
@@ -59,10 +61,10 @@ pub struct TtlOptions {
     pub runs_per_year: f64,
     pub max_lease_risk: f64,
     pub observed: Option<PathBuf>,
-    pub simulation: SimulationOptions,
+    pub simulation: SimulationSettings,
 }
 
-impl SimulationOptions {
+impl SimulationSettings {
     fn resolve(args: &SimulationArgs) -> Result<Self, UsageError> {
         Self::resolve_in(args, &|name| std::env::var(name).ok())
     }
@@ -90,7 +92,7 @@ impl SimulationOptions {
             Some(text) => whole_in("--threads", text, "threads", 1..=MAX_THREADS)?,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        Ok(SimulationOptions {
+        Ok(SimulationSettings {
             replays,
             seed,
             threads,
@@ -129,7 +131,7 @@ impl SimulationOptions {
     }
 }
 
-impl SimulateOptions {
+impl SimulateSettings {
     /// Checks `simulate`'s flags.
     pub fn resolve(args: &SimulateArgs) -> Result<Self, UsageError> {
         let mut scales = args
@@ -140,13 +142,13 @@ impl SimulateOptions {
         if scales.is_empty() {
             scales.push(1.0);
         }
-        let mut options = SimulateOptions {
+        let mut options = SimulateSettings {
             specs: args.specs.clone(),
             scales,
             profiles: args.profiles.clone(),
-            simulation: SimulationOptions::resolve(&args.simulation)?,
+            simulation: SimulationSettings::resolve(&args.simulation)?,
         };
-        let settings = options.settings();
+        let settings = options.shard_settings();
         if let Some(shard) = &mut options.simulation.shard {
             shard.settings = settings;
         }
@@ -154,7 +156,7 @@ impl SimulateOptions {
     }
 }
 
-impl TtlOptions {
+impl TtlSettings {
     /// Checks `ttl`'s flags.
     pub fn resolve(args: &TtlArgs) -> Result<Self, UsageError> {
         let safety_factor: f64 =
@@ -201,14 +203,14 @@ impl TtlOptions {
                 format!("expected a chance per run from 1e-7 to 0.5, got {max_lease_risk}"),
             ));
         }
-        let simulation = SimulationOptions::resolve(&args.simulation)?;
+        let simulation = SimulationSettings::resolve(&args.simulation)?;
         if args.observed.is_some() && simulation.shard.is_some() {
             return Err(usage(
                 "--observed",
                 "a sharded ttl cannot check the model: run `lockbench check` on its own",
             ));
         }
-        let mut options = TtlOptions {
+        let mut options = TtlSettings {
             spec: args.spec.clone(),
             profile: args.profile.clone(),
             target_scale: parse_scale("--target-scale", &args.target_scale)?,
@@ -219,7 +221,7 @@ impl TtlOptions {
             observed: args.observed.clone(),
             simulation,
         };
-        let settings = options.settings();
+        let settings = options.shard_settings();
         if let Some(shard) = &mut options.simulation.shard {
             shard.settings = settings;
         }
@@ -229,7 +231,7 @@ impl TtlOptions {
 
 /// Options of `bench`.
 #[derive(Clone, Debug)]
-pub struct BenchCommand {
+pub struct BenchSettings {
     pub backends: Vec<BackendConfig>,
     pub contenders: Vec<usize>,
     pub bench: BenchOptions,
@@ -245,7 +247,7 @@ pub struct BenchCommand {
 /// Most contenders in one run: each holds a connection or session of its own.
 const MAX_CONTENDERS: usize = 256;
 
-impl BenchCommand {
+impl BenchSettings {
     /// Checks `bench`'s flags and reads the config file.
     pub fn resolve(args: &BenchArgs) -> Result<Self, UsageError> {
         let (_, configs) = read_config(&args.config)?;
@@ -365,7 +367,7 @@ impl BenchCommand {
                 ),
             ));
         }
-        let mut command = BenchCommand {
+        let mut command = BenchSettings {
             backends,
             contenders,
             bench,
@@ -375,7 +377,7 @@ impl BenchCommand {
             shard,
             start_at,
         };
-        let settings = command.settings();
+        let settings = command.shard_settings();
         if let Some(shard) = &mut command.shard {
             shard.settings = settings;
         }
@@ -402,4 +404,31 @@ fn poll_policy(text: &str) -> Result<PollPolicy, UsageError> {
         ));
     }
     Ok(PollPolicy { first, max })
+}
+
+/// `check`'s flags, checked: the spec, the past runs and how to read them, the simulation.
+#[derive(Clone, Debug)]
+pub struct CheckSettings {
+    pub spec: lockbench_workloads::WorkloadSpec,
+    /// The profile of runs that name none: `--profile`, else the spec's first.
+    pub default_profile: String,
+    pub observed: PathBuf,
+    pub columns: lockbench_workloads::observed::RunColumns,
+    pub simulation: SimulationSettings,
+}
+
+impl CheckSettings {
+    /// Checks the flags and reads the spec before anything is simulated.
+    pub fn resolve(args: &CheckArgs) -> Result<Self, anyhow::Error> {
+        let simulation = SimulationSettings::resolve_whole(&args.simulation, "check")?;
+        let spec = lockbench_workloads::WorkloadSpec::load(&args.spec)?;
+        let default_profile = spec.profile_or_first(args.profile.as_deref())?.name.clone();
+        Ok(CheckSettings {
+            spec,
+            default_profile,
+            observed: args.observed.clone(),
+            columns: args.runs.columns(),
+            simulation,
+        })
+    }
 }

@@ -9,7 +9,7 @@ mod table;
 pub use calibrate::calibration_text;
 pub use check::check_text;
 pub use decision::decisions;
-pub use faults::fault_matrix;
+pub use faults::{fault_matrix, swept};
 use table::table;
 
 use std::fmt::Write as _;

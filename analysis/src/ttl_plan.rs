@@ -25,7 +25,7 @@ pub struct Simulated {
 
 /// What the derivation takes besides the simulated runtimes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TtlParams {
+pub struct TtlOptions {
     pub target_scale: f64,
     pub safety_factor: f64,
     pub current_ttl: Option<Duration>,
@@ -34,10 +34,10 @@ pub struct TtlParams {
     pub seed: u64,
 }
 
-impl TtlParams {
+impl TtlOptions {
     /// The parameters a recommendation was derived with, read back from it.
     pub fn of(r: &TtlRecommendation) -> Self {
-        TtlParams {
+        TtlOptions {
             target_scale: r.target_scale,
             safety_factor: r.safety_factor,
             current_ttl: r.current_ttl.as_ref().map(|c| c.ttl),
@@ -208,7 +208,7 @@ pub struct MissingRun {
 /// half and double the target, and the pausing profiles' lease losses in `curves`.
 pub fn derive(
     spec: &WorkloadSpec,
-    params: &TtlParams,
+    params: &TtlOptions,
     runs: TtlRuns<'_>,
     curves: Vec<LeaseCurve>,
 ) -> Result<Derived, MissingRun> {
@@ -318,8 +318,8 @@ mod tests {
         Simulated { row, histogram }
     }
 
-    fn params() -> TtlParams {
-        TtlParams {
+    fn params() -> TtlOptions {
+        TtlOptions {
             target_scale: 1.0,
             safety_factor: 3.0,
             current_ttl: Some(Duration::from_secs(120)),
@@ -416,7 +416,7 @@ mod tests {
             (current.ttl, current.replays_exceeding),
             (Duration::from_secs(120), 70)
         );
-        assert_eq!(TtlParams::of(r), params());
+        assert_eq!(TtlOptions::of(r), params());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use lockbench_core::ShardRecord;
 use lockbench_core::records::bench::BackendFacts;
 use lockbench_locks::{BackendConfig, Capabilities, LockBackend, LockError};
 
@@ -28,14 +29,6 @@ pub enum LevelsError {
     NotReady(#[from] NotReady),
 }
 
-/// Which part of a split run this process is: its shard and the run's name for messages.
-#[derive(Clone, Debug)]
-pub struct ShardPart {
-    pub index: u64,
-    pub count: u64,
-    pub run_id: String,
-}
-
 /// What [`measure_levels`] runs.
 #[derive(Clone, Debug)]
 pub struct Levels {
@@ -44,7 +37,7 @@ pub struct Levels {
     /// The run's contenders at each level, in order.
     pub contenders: Vec<usize>,
     /// This process's part of a split run, if it is one.
-    pub shard: Option<ShardPart>,
+    pub shard: Option<ShardRecord>,
     /// The common start of the first level's measured part (`--start-at`).
     pub start_at: Option<SystemTime>,
 }

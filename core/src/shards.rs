@@ -90,7 +90,7 @@ impl ShardSet {
         }
         shards.sort_by_key(|s| s.shard.index);
         let set = ShardSet { shards };
-        set.check()?;
+        set.belong_together()?;
         set.same_histograms()?;
         Ok(set)
     }
@@ -105,7 +105,8 @@ impl ShardSet {
         self.shards.iter().map(ShardDir::origin).collect()
     }
 
-    fn check(&self) -> Result<(), MergeError> {
+    /// One run, all there: the same identity and settings, every index once.
+    fn belong_together(&self) -> Result<(), MergeError> {
         let first = self.first();
         let expected = identity(first);
         for s in &self.shards[1..] {

@@ -34,10 +34,10 @@ mod worker;
 mod zookeeper;
 
 pub use lab::{FaultLab, LabOptions, LabOutput};
-pub use plan::{AnyPlan, BackendPlan, Check, PoolMode, PoolPlan, WorkerPlan};
+pub use plan::{AnyPlan, BackendPlan, LeaseTracking, PoolMode, PoolPlan, WorkerPlan};
 pub use process::with_parent_death_signal;
 pub use scenario::{ALL as VARIANTS, Variant};
-pub use server::Persistence;
+pub use server::{Persistence, redis_server_on_path};
 pub use worker::run;
 
 /// What can stop the lab (the run, not a cell: a cell that fails is recorded as skipped).

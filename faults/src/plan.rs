@@ -13,7 +13,7 @@ use crate::FaultError;
 /// How the job makes sure it still holds the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Check {
+pub enum LeaseTracking {
     /// Trusts its TTL: finds out only at the release (a job sized to end within it).
     AtRelease,
     /// After each write, renews (token-checked): a naive job that writes, then looks.
@@ -122,7 +122,7 @@ pub struct WorkerPlan {
     /// Time between writes, ms.
     pub write_every_ms: u64,
     /// How the job checks its lease.
-    pub check: Check,
+    pub tracking: LeaseTracking,
     /// What it does when an acquisition fails.
     #[serde(default)]
     pub on_failure: OnFailure,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lockbench_locks::{BackendKind, LockScope};
 
-use crate::plan::{Check, OnFailure, PoolMode};
+use crate::plan::{LeaseTracking, OnFailure, PoolMode};
 use crate::server::Persistence;
 
 /// A fault and one configuration of it.
@@ -254,21 +254,21 @@ impl Variant {
     }
 
     /// How the workers check their lease in this variant.
-    pub fn check(self) -> Check {
+    pub fn tracking(self) -> LeaseTracking {
         match self {
-            Variant::PauseNaive => Check::AfterEachWrite,
+            Variant::PauseNaive => LeaseTracking::AfterEachWrite,
             Variant::PauseHeartbeatShort
             | Variant::PauseHeartbeatLong
             | Variant::PartitionHeartbeat
-            | Variant::PartitionKeepalive => Check::Heartbeat,
-            Variant::PartitionNoGiveUp => Check::HeartbeatUnchecked,
+            | Variant::PartitionKeepalive => LeaseTracking::Heartbeat,
+            Variant::PartitionNoGiveUp => LeaseTracking::HeartbeatUnchecked,
             // A client that waits for its replica (or for five nodes) counts what the waiting
             // spent of the TTL.
             Variant::RedlockLateStart { checked: true } | Variant::Failover { wait: true } => {
-                Check::ValidityFirst
+                LeaseTracking::ValidityFirst
             }
             // A job sized to end within its TTL, which is what a TTL recommendation is for.
-            _ => Check::AtRelease,
+            _ => LeaseTracking::AtRelease,
         }
     }
 

@@ -78,6 +78,16 @@ pub(crate) const CLOCK_FILE: &str = "wallclock-offset-ms";
 const AOF_DIR: &str = "appendonlydir";
 const BACKUP_DIR: &str = "aof-backup";
 
+/// `redis-server` on PATH, for the private servers of the restart scenarios
+/// ([`crate::LabOptions::redis_server`]).
+pub fn redis_server_on_path() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("redis-server"))
+            .find(|p| p.is_file())
+    })
+}
+
 /// A free port on `ip` (the lab's private servers listen on it).
 pub(crate) fn free_port(ip: Ipv4Addr) -> Result<u16, FaultError> {
     let listener = std::net::TcpListener::bind((ip, 0))

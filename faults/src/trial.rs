@@ -14,7 +14,7 @@ use crate::forward::Forwarder;
 use crate::link::ReplicationLink;
 use crate::netns::Namespace;
 use crate::overlap::{self, TrialFigures};
-use crate::plan::{AnyPlan, BackendPlan, Check, OnFailure, PoolMode, PoolPlan, WorkerPlan};
+use crate::plan::{AnyPlan, BackendPlan, LeaseTracking, OnFailure, PoolMode, PoolPlan, WorkerPlan};
 use crate::postgres::PrivatePostgres;
 use crate::process::WorkerProcess;
 use crate::protocol::Message;
@@ -136,9 +136,9 @@ pub(crate) async fn run(
     // The job: 20 writes, sized to a TTL (pauses) or to two thirds of one (restarts, whose
     // holder trusts its TTL and checks only at the release); a partitioned holder's job
     // lasts three TTLs, to outlive its partition.
-    let (job, writes) = match variant.check() {
+    let (job, writes) = match variant.tracking() {
         _ if variant.partitions() => (ttl * 3, WRITES * 3),
-        Check::AtRelease | Check::ValidityFirst => (ttl * 2 / 3, WRITES),
+        LeaseTracking::AtRelease | LeaseTracking::ValidityFirst => (ttl * 2 / 3, WRITES),
         _ => (ttl, WRITES),
     };
     let every = job / writes;
@@ -184,10 +184,10 @@ pub(crate) async fn run(
         wait_for_go: worker == CONTENDER || slowed,
         writes,
         write_every_ms: every.as_millis() as u64,
-        check: if worker == HOLDER {
-            variant.check()
+        tracking: if worker == HOLDER {
+            variant.tracking()
         } else {
-            Check::AtRelease
+            LeaseTracking::AtRelease
         },
         on_failure: match variant {
             Variant::Outage(policy) if worker == CONTENDER => policy,
@@ -440,7 +440,7 @@ async fn run_pool_trial(
         wait_for_go: true,
         writes: WRITES,
         write_every_ms: every.as_millis() as u64,
-        check: Check::AtRelease,
+        tracking: LeaseTracking::AtRelease,
         on_failure: OnFailure::Queue,
         detached: false,
     };

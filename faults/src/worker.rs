@@ -14,7 +14,7 @@ use std::time::Duration;
 use lockbench_locks::{Heartbeat, HeartbeatPolicy, LockBackend};
 
 use crate::FaultError;
-use crate::plan::{AnyPlan, Check, OnFailure, WorkerPlan, WriterPlan};
+use crate::plan::{AnyPlan, LeaseTracking, OnFailure, WorkerPlan, WriterPlan};
 use crate::protocol::{Go, Message, say};
 use crate::resource::{Event, Resource};
 
@@ -162,7 +162,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     let lease = loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match backend.acquire(&plan.key, ttl, left).await {
-            Ok(Some(lease)) if plan.check == Check::ValidityFirst && lease.ttl < job => {
+            Ok(Some(lease)) if plan.tracking == LeaseTracking::ValidityFirst && lease.ttl < job => {
                 // Too little left to finish within it: give it back and try again, while the
                 // wait lasts.
                 let _ = backend.release(&lease).await;
@@ -198,7 +198,12 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     });
     let heartbeat = lease
         .as_ref()
-        .filter(|_| matches!(plan.check, Check::Heartbeat | Check::HeartbeatUnchecked))
+        .filter(|_| {
+            matches!(
+                plan.tracking,
+                LeaseTracking::Heartbeat | LeaseTracking::HeartbeatUnchecked
+            )
+        })
         .map(|lease| {
             Heartbeat::spawn(
                 backend.clone(),
@@ -214,7 +219,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         for n in 1..=plan.writes {
             tokio::time::sleep(every).await;
             if let Some(h) = &heartbeat
-                && plan.check == Check::Heartbeat
+                && plan.tracking == LeaseTracking::Heartbeat
                 && !h.may_continue()
             {
                 how = Some("gave-up");
@@ -224,7 +229,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
                 .write(&plan.trial, &plan.worker, Event::Write, fencing)
                 .await?;
             if let Some(lease) = &lease
-                && plan.check == Check::AfterEachWrite
+                && plan.tracking == LeaseTracking::AfterEachWrite
                 && !matches!(backend.renew(lease, lease.ttl).await, Ok(true))
             {
                 how = Some("lost");

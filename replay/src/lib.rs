@@ -31,6 +31,7 @@ mod items;
 mod plan;
 mod protocol;
 mod proxy;
+mod record;
 mod run;
 mod setup;
 mod stub;
@@ -40,6 +41,7 @@ pub use lockbench_core::records::replay::{InjectedLatency, JobRunRecord};
 use lockbench_workloads::JobModel;
 
 pub use plan::{LiveError, LiveOptions, LiveReport, LockMode, MAX_LIVE_ITEMS, MeasuredLatency};
+pub use record::{RecordContext, run_timeout};
 
 /// A prepared live replay: tables, proxy, stub and workers in place.
 pub struct LiveReplay {

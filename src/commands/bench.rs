@@ -4,16 +4,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use lockbench_bench::{
-    BenchResult, LevelProgress, Levels, LevelsError, ShardPart, facts, measure_levels,
-};
+use lockbench_bench::{BenchResult, LevelProgress, Levels, LevelsError, facts, measure_levels};
 use lockbench_core::ResultsDir;
 use lockbench_core::records::bench::{BackendFacts, BenchFailure, BenchRecord};
 
 use crate::cli::BenchArgs;
 use crate::commands::shared;
 use crate::exit::Exit;
-use crate::options::BenchCommand;
+use crate::options::BenchSettings;
 use crate::progress::Progress;
 use crate::render;
 
@@ -27,7 +25,7 @@ struct Measured {
 }
 
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
-    let command = BenchCommand::resolve(args)?;
+    let command = BenchSettings::resolve(args)?;
     let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
     // One thread: a request and its answer are handled where they were issued, without a
     // cross-thread wake-up per operation that would add tens of microseconds to every figure.
@@ -70,15 +68,11 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     })
 }
 
-async fn measure_all(command: &BenchCommand) -> Result<Measured> {
+async fn measure_all(command: &BenchSettings) -> Result<Measured> {
     let levels = Levels {
         options: command.bench.clone(),
         contenders: command.contenders.clone(),
-        shard: command.shard.as_ref().map(|s| ShardPart {
-            index: s.index,
-            count: s.count,
-            run_id: s.run_id.clone(),
-        }),
+        shard: command.shard.clone(),
         start_at: command.start_at,
     };
     let mut measured = Measured {

@@ -8,65 +8,22 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use lockbench_core::write_whole;
 use lockbench_workloads::WorkloadSpec;
-use lockbench_workloads::calibration::{Calibration, CalibrationOptions, calibrate};
-use lockbench_workloads::observed::CsvColumns;
+use lockbench_workloads::calibration::{Calibration, calibrate};
 
 use crate::cli::CalibrateArgs;
-use crate::options::{UsageError, usage};
+use crate::options::{CalibrateSettings, usage};
 use crate::render;
 
 pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
-    let base = args.spec.as_deref().map(WorkloadSpec::load).transpose()?;
-    let options = CalibrationOptions {
-        inputs: args.inputs.clone(),
-        columns: CsvColumns {
-            name: Some(args.step_column.clone()),
-            duration: args.duration_column.clone(),
-            ms: args.ms_column.clone(),
-        },
-        renames: renames(&args.renames)?,
-        steps: args.steps.clone(),
-        base,
-    };
-    check_out(&args.out)?;
-    let calibration = calibrate(&options, &args.out)?;
-    write(&args.out, &calibration)?;
-    render::show(args.json, &calibration.record, render::calibration_text)?;
+    let settings = CalibrateSettings::resolve(args)?;
+    let calibration = calibrate(&settings.options, &settings.out)?;
+    write(&settings.out, &calibration)?;
+    render::show(settings.json, &calibration.record, render::calibration_text)?;
     eprintln!(
         "lockbench: calibrate: spec written to {}",
-        args.out.display()
+        settings.out.display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn renames(pairs: &[String]) -> Result<Vec<(String, String)>, UsageError> {
-    pairs
-        .iter()
-        .map(|p| match p.split_once('=') {
-            Some((from, to)) if !from.is_empty() && !to.is_empty() => {
-                Ok((from.to_string(), to.to_string()))
-            }
-            _ => Err(usage(
-                "--rename",
-                format!("expected FROM=TO (a span or row name and a step), got \"{p}\""),
-            )),
-        })
-        .collect()
-}
-
-fn check_out(out: &Path) -> Result<(), UsageError> {
-    let flag = format!("--out {}", out.display());
-    if out.exists() {
-        return Err(usage(&flag, "exists; remove it or choose another file"));
-    }
-    let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
-    if dir.is_some_and(|d| !d.is_dir()) {
-        return Err(usage(&flag, "its folder does not exist"));
-    }
-    if out.file_stem().is_none() {
-        return Err(usage(&flag, "expected a file name such as calibrated.toml"));
-    }
-    Ok(())
 }
 
 /// Writes the samples files beside `out`, then the spec, each whole or not at all. What we write

@@ -6,26 +6,24 @@ use anyhow::Result;
 use lockbench_core::SpecRecord;
 use lockbench_core::records::model::CHECK_CSV;
 use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
-use lockbench_workloads::WorkloadSpec;
 use lockbench_workloads::observed::read_runs;
 
 use crate::cli::CheckArgs;
-use crate::commands::shared::{check_model, commit, default_profile, manifest, prepare_out};
-use crate::options::SimulationOptions;
+use crate::commands::shared::{check_model, commit, manifest, prepare_out};
+use crate::options::CheckSettings;
 use crate::render;
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
-    let simulation = SimulationOptions::resolve_whole(&args.simulation, "check")?;
-    let spec = WorkloadSpec::load(&args.spec)?;
-    let default_profile = default_profile(&spec, args.profile.as_deref())?;
+    let CheckSettings {
+        spec,
+        default_profile,
+        observed,
+        columns,
+        simulation,
+    } = CheckSettings::resolve(args)?;
     let out = prepare_out(&simulation)?;
-    let runs = read_runs(
-        &args.observed,
-        &spec,
-        &default_profile,
-        &args.runs.columns(),
-    )?;
-    let checked = check_model(&spec, &args.observed, &runs, &simulation)?;
+    let runs = read_runs(&observed, &spec, &default_profile, &columns)?;
+    let checked = check_model(&spec, &observed, &runs, &simulation)?;
     render::show(simulation.json, &checked.record, render::check_text)?;
     if let Some(mut out) = out {
         out.add(RESULTS_JSON, to_json(&checked.record))?;

@@ -1,30 +1,19 @@
-//! `lockbench faults`: the fault lab's matrix; and `lockbench fault-worker`, one worker of a trial.
+//! `lockbench faults`: the fault lab's matrix (`fault_worker.rs` is one worker of a trial).
 
-use std::io::Read as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use lockbench_core::ResultsDir;
 use lockbench_core::records::faults::{self, FaultsRecord};
 use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
-use lockbench_faults::{AnyPlan, FaultLab, LabOptions, LabOutput};
+use lockbench_faults::{FaultLab, LabOptions, LabOutput};
 
 use crate::cli::FaultsArgs;
 use crate::commands::{Interrupted, StopSignals, shared};
 use crate::exit::Exit;
-use crate::options::FaultsCommand;
+use crate::options::FaultsSettings;
 use crate::progress::Progress;
 use crate::render;
-
-/// `redis-server` on PATH, for the private servers of the restart scenarios.
-fn find_redis_server() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("redis-server"))
-            .find(|p| p.is_file())
-    })
-}
 
 pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
     if args.clean {
@@ -42,7 +31,7 @@ pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
             ExitCode::FAILURE
         });
     }
-    let command = FaultsCommand::resolve(args)?;
+    let command = FaultsSettings::resolve(args)?;
     let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
     let options = LabOptions {
         backends: command.backends.clone(),
@@ -52,7 +41,7 @@ pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
         trials: command.trials,
         seed: command.seed,
         worker_exe: std::env::current_exe().context("finding the lockbench binary")?,
-        redis_server: find_redis_server(),
+        redis_server: lockbench_faults::redis_server_on_path(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -73,23 +62,11 @@ pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
     })
 }
 
-/// One line per thing a gone lab left that was removed, or could not be; false if any could not.
+/// Says what a gone lab left and was removed, or could not be; false if any could not.
 fn say_swept(swept: &[lockbench_faults::leftovers::Swept]) -> bool {
-    let mut all = true;
-    for lab in swept {
-        for line in &lab.removed {
-            eprintln!(
-                "lockbench: faults: removed {line} (left by lab pid {}, no longer running)",
-                lab.pid
-            );
-        }
-        for line in &lab.failed {
-            all = false;
-            eprintln!(
-                "lockbench: faults: could not remove what lab pid {} left: {line}",
-                lab.pid
-            );
-        }
+    let (lines, all) = render::swept(swept);
+    for line in lines {
+        eprintln!("lockbench: faults: {line}");
     }
     all
 }
@@ -134,7 +111,7 @@ async fn run_lab(options: LabOptions) -> Result<LabOutput> {
     }
 }
 
-fn write_results(mut out: ResultsDir, command: &FaultsCommand, output: &LabOutput) -> Result<()> {
+fn write_results(mut out: ResultsDir, command: &FaultsSettings, output: &LabOutput) -> Result<()> {
     out.add(faults::CSV, to_csv(&output.trials))?;
     out.add(faults::EVENTS_CSV, to_csv(&output.events))?;
     out.add(RESULTS_JSON, to_json::<FaultsRecord>(&output.record))?;
@@ -148,30 +125,4 @@ fn write_results(mut out: ResultsDir, command: &FaultsCommand, output: &LabOutpu
         &command.config_path,
     );
     shared::commit(out, manifest)
-}
-
-/// `lockbench fault-worker`: the plan is one line of JSON on stdin (passwords never on a command
-/// line); a contender then waits for the lab's `go` line on the same stdin.
-pub fn worker() -> Result<ExitCode> {
-    // Byte by byte, so that nothing after the plan's line is taken from stdin here.
-    let mut input = Vec::new();
-    let mut byte = [0u8; 1];
-    let mut stdin = std::io::stdin();
-    while stdin
-        .read(&mut byte)
-        .context("reading the worker's plan on stdin")?
-        == 1
-        && byte[0] != b'\n'
-    {
-        input.push(byte[0]);
-    }
-    let plan: AnyPlan = serde_json::from_slice(&input).context(
-        "fault-worker is started by `lockbench faults`, which sends its plan as JSON on stdin",
-    )?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(lockbench_faults::run(plan))?;
-    Ok(ExitCode::SUCCESS)
 }

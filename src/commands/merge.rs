@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use lockbench_analysis::{TtlParams, TtlRuns, derive, merged_curves, merged_runs};
+use lockbench_analysis::{TtlOptions, TtlRuns, derive, merged_curves, merged_runs};
 use lockbench_bench::{merge_bench, start_skew};
 use lockbench_core::records::simulate::SimulationRecord;
 use lockbench_core::records::{Body, to_json};
@@ -23,7 +23,7 @@ use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::MergeArgs;
 use crate::commands::shared::{self, Simulated, write_bench_results, write_results};
-use crate::options::SimulationOptions;
+use crate::options::SimulationSettings;
 use crate::render;
 
 pub fn run(args: &MergeArgs) -> Result<ExitCode> {
@@ -48,7 +48,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
     }
     let specs = specs(&first.read.manifest)?;
     let merged = merged_runs(&set)?;
-    let simulation = SimulationOptions {
+    let simulation = SimulationSettings {
         // The runs' own --replays: ttl's pausing profiles run more, to price the lease.
         replays: merged
             .iter()
@@ -105,7 +105,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode> {
             )?;
         }
         Body::Ttl { record, .. } => {
-            let params = TtlParams::of(record);
+            let params = TtlOptions::of(record);
             let curves = merged_curves(&set)?;
             let (candidates, growth) = merged.split_at(record.profiles_considered.len());
             let runs = TtlRuns { candidates, growth };

@@ -5,6 +5,7 @@ pub mod calibrate;
 pub mod check;
 pub mod compare;
 pub mod decide;
+pub mod fault_worker;
 pub mod faults;
 pub mod merge;
 pub mod replay;

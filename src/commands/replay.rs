@@ -1,18 +1,17 @@
 //! `lockbench replay`: a workload run for real with racing workers, compared with the simulator.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lockbench_core::records::replay::{self, HoldMode, ReplayRecord, SimulatedComparison};
-use lockbench_core::records::{RESULTS_JSON, RuntimeSummary, to_csv, to_json};
+use lockbench_core::records::replay::{self, ReplayRecord};
+use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
 use lockbench_core::{ResultsDir, RuntimeHistogram, SpecRecord};
-use lockbench_replay::{LiveError, LiveReplay, LiveReport, LockMode};
+use lockbench_replay::{LiveError, LiveReplay, LiveReport, RecordContext, run_timeout};
 use lockbench_workloads::{JobModel, Shard, SimOptions, simulate};
 
 use crate::cli::ReplayArgs;
 use crate::commands::{Interrupted, StopSignals, shared};
-use crate::options::{ReplayCommand, usage};
+use crate::options::{ReplaySettings, usage};
 use crate::progress::Progress;
 use crate::render;
 
@@ -20,7 +19,7 @@ use crate::render;
 const TIMEOUT_REPLAYS: u64 = 2_000;
 
 pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
-    let mut command = ReplayCommand::resolve(args)?;
+    let mut command = ReplaySettings::resolve(args)?;
     let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
     let model = JobModel::new(&command.spec, &command.profile, command.scale)?;
     let simulated = simulate(
@@ -34,13 +33,21 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
         },
         &|_| {},
     );
-    command.live.run_timeout = run_timeout(&command, &simulated);
+    command.live.run_timeout = run_timeout(&command.live, simulated.max());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     let report = runtime.block_on(replay(&model, &command))?;
-    let record = record(&command, &model, &report, &simulated);
+    let record = report.record(
+        &model,
+        &command.live,
+        RecordContext {
+            unit: &command.spec.workload.unit,
+            heartbeat: command.heartbeat.clone(),
+            simulated: (command.compare_replays > 0).then_some(&simulated),
+        },
+    );
     render::show(command.json, &record, render::replay_summary)?;
     for warning in &report.warnings {
         eprintln!("lockbench: replay: note: {warning}");
@@ -51,18 +58,7 @@ pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A run may take the TTL (a retry worker waiting it out) plus two job runs back to back, twice
-/// over for safety, plus set-up time.
-fn run_timeout(command: &ReplayCommand, simulated: &RuntimeHistogram) -> Duration {
-    let lease = match command.live.mode {
-        LockMode::FixedTtl(ttl) => ttl,
-        LockMode::Heartbeat(p) => p.lease_ttl,
-    };
-    let real = lease + simulated.max() * 2;
-    real.mul_f64(command.live.time_scale * 2.0) + Duration::from_secs(30)
-}
-
-async fn replay(model: &JobModel, command: &ReplayCommand) -> Result<LiveReport> {
+async fn replay(model: &JobModel, command: &ReplaySettings) -> Result<LiveReport> {
     let live = &command.live;
     // Listening from here on: a Ctrl-C during the set-up waits for it to finish (it is bounded by
     // connection timeouts), then stops the run before it starts, with the same cleanup.
@@ -103,7 +99,7 @@ async fn replay(model: &JobModel, command: &ReplayCommand) -> Result<LiveReport>
 }
 
 /// What the user can fix is a usage error (exit 2); the rest names the server.
-fn live_error(e: LiveError, command: &ReplayCommand) -> anyhow::Error {
+fn live_error(e: LiveError, command: &ReplaySettings) -> anyhow::Error {
     match e {
         LiveError::Unsupported { input, message } => {
             let spec = command.spec.path.display().to_string();
@@ -113,97 +109,18 @@ fn live_error(e: LiveError, command: &ReplayCommand) -> anyhow::Error {
     }
 }
 
-fn record(
-    command: &ReplayCommand,
-    model: &JobModel,
-    report: &LiveReport,
-    simulated: &RuntimeHistogram,
-) -> ReplayRecord {
-    let live = &command.live;
-    let (mode, ttl) = match live.mode {
-        LockMode::FixedTtl(ttl) => (HoldMode::Ttl, ttl),
-        LockMode::Heartbeat(p) => (HoldMode::Heartbeat, p.lease_ttl),
-    };
-    let runs = &report.runs;
-    let sum = |f: fn(&replay::JobRunRecord) -> u64| -> u64 { runs.iter().map(f).sum() };
-    // A count the workload does not have (charges in a migration) stays absent, not 0.
-    let optional_sum = |f: fn(&replay::JobRunRecord) -> Option<u64>| {
-        runs.iter()
-            .map(f)
-            .try_fold(0u64, |acc, v| v.map(|v| acc + v))
-    };
-    let simulated_comparison = (command.compare_replays > 0).then(|| SimulatedComparison {
-        replays: simulated.count(),
-        runtime_s: RuntimeSummary::from_histogram(simulated),
-        p50_ratio: report.runtimes.quantile(0.5).as_secs_f64()
-            / simulated.quantile(0.5).as_secs_f64(),
-        mean_ratio: report.runtimes.mean().as_secs_f64() / simulated.mean().as_secs_f64(),
-    });
-    ReplayRecord {
-        workload: model.workload.clone(),
-        profile: model.profile.clone(),
-        backend: live.backend.kind.name().to_string(),
-        scale: model.scale,
-        volume: model.volume,
-        unit: command.spec.workload.unit.clone(),
-        runs: runs.len() as u64,
-        workers: live.workers,
-        time_scale: live.time_scale,
-        seed: live.seed,
-        mode,
-        ttl_s: ttl.as_secs_f64(),
-        heartbeat: command.heartbeat.clone(),
-        fencing: live.fencing,
-        idempotency_keys: live.idempotency_keys,
-        runtime_s: RuntimeSummary::from_histogram(&report.runtimes),
-        simulated: simulated_comparison,
-        double_executions: report.double_executions(),
-        runs_with_double_execution: runs.iter().filter(|r| r.double_executions > 0).count() as u64,
-        duplicate_charges_accepted: optional_sum(|r| r.duplicate_charges_accepted),
-        stale_writes_rejected: sum(|r| r.stale_writes_rejected),
-        out_of_order: optional_sum(|r| r.out_of_order),
-        takeovers: sum(|r| r.takeovers),
-        aborted_job_runs: sum(|r| r.aborted),
-        releases_refused: sum(|r| r.releases_refused),
-        injected_latency: report.injected.iter().map(|m| m.row.clone()).collect(),
-        injected_latency_per_step: report.per_step.iter().map(|m| m.row.clone()).collect(),
-        real_rows: report.real_rows,
-        warnings: report.warnings.clone(),
-        per_run: runs.clone(),
-    }
-}
-
 fn write_results(
     out: ResultsDir,
-    command: &ReplayCommand,
+    command: &ReplaySettings,
     report: &LiveReport,
     simulated: &RuntimeHistogram,
     record: &ReplayRecord,
 ) -> Result<()> {
     let mut out = out;
     out.add(replay::CSV, to_csv(&record.per_run))?;
-    // One unit in the log: call latencies (recorded in nanoseconds) go in microseconds too.
-    let calls: Vec<(String, RuntimeHistogram)> = report
-        .injected
-        .iter()
-        .flat_map(|i| {
-            [
-                (
-                    format!("requested/{}", i.row.target),
-                    i.requested.in_microseconds(),
-                ),
-                (
-                    format!("achieved/{}", i.row.target),
-                    i.achieved.in_microseconds(),
-                ),
-            ]
-        })
-        .collect();
-    let mut entries: Vec<(String, &RuntimeHistogram)> = vec![
-        ("live".to_string(), &report.runtimes),
-        ("simulated".to_string(), simulated),
-    ];
-    entries.extend(calls.iter().map(|(tag, h)| (tag.clone(), h)));
+    let entries = report.log_entries(simulated);
+    let entries: Vec<(String, &RuntimeHistogram)> =
+        entries.iter().map(|(tag, h)| (tag.clone(), h)).collect();
     out.add(
         replay::HISTOGRAMS,
         lockbench_core::interval_log(

@@ -1,5 +1,6 @@
-//! What `simulate` and `ttl` share: running one model with progress, and assembling a results
-//! directory.
+//! What the commands share: one model simulated with progress (simulate, ttl, check), the model
+//! check against past runs (check, ttl --observed), and a results directory assembled and
+//! committed (its manifest, the simulate and bench files).
 
 use std::path::Path;
 
@@ -16,16 +17,8 @@ use lockbench_core::{
 use lockbench_workloads::observed::ObservedRun;
 use lockbench_workloads::{JobModel, SimOptions, WorkloadSpec, simulate_leases};
 
-use crate::options::SimulationOptions;
+use crate::options::SimulationSettings;
 use crate::progress::Progress;
-
-/// The profile of runs that name none: `--profile`, else the spec's first.
-pub fn default_profile(spec: &WorkloadSpec, given: Option<&str>) -> Result<String> {
-    Ok(match given {
-        Some(name) => spec.profile(name)?.name.clone(),
-        None => spec.profiles[0].name.clone(),
-    })
-}
 
 /// Simulates every (profile, volume) the runs need ([`CheckPlan`]) with progress, and checks the
 /// runs against them (`check` and `ttl --observed`).
@@ -33,7 +26,7 @@ pub fn check_model(
     spec: &WorkloadSpec,
     observed: &Path,
     runs: &[ObservedRun],
-    simulation: &SimulationOptions,
+    simulation: &SimulationSettings,
 ) -> Result<Checked> {
     let plan = CheckPlan::new(runs);
     let base = spec.workload.volume as f64;
@@ -66,7 +59,7 @@ pub use lockbench_analysis::Simulated;
 pub fn simulate_one(
     model: &JobModel,
     spec: &WorkloadSpec,
-    simulation: &SimulationOptions,
+    simulation: &SimulationSettings,
     thresholds: &[std::time::Duration],
     progress: &Progress,
 ) -> Simulated {
@@ -87,7 +80,7 @@ pub fn simulate_one(
 pub fn simulate_priced(
     model: &JobModel,
     spec: &WorkloadSpec,
-    simulation: &SimulationOptions,
+    simulation: &SimulationSettings,
     thresholds: &[std::time::Duration],
     replays: u64,
     leases: &[std::time::Duration],
@@ -122,7 +115,7 @@ pub fn simulate_priced(
 pub fn write_results(
     out: ResultsDir,
     command: &str,
-    simulation: &SimulationOptions,
+    simulation: &SimulationSettings,
     specs: &[&WorkloadSpec],
     simulated: &[Simulated],
     record: Vec<u8>,
@@ -249,7 +242,7 @@ pub fn commit_as(mut out: ResultsDir, manifest: Manifest, announce: bool) -> Res
 pub const STAGED: &str = "LOCKBENCH_STAGED";
 
 /// Checks `--out` before any work, so a long run cannot fail at its end.
-pub fn prepare_out(simulation: &SimulationOptions) -> Result<Option<ResultsDir>> {
+pub fn prepare_out(simulation: &SimulationSettings) -> Result<Option<ResultsDir>> {
     simulation
         .out
         .as_deref()

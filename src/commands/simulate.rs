@@ -10,12 +10,12 @@ use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::SimulateArgs;
 use crate::commands::shared::{Simulated, prepare_out, simulate_one, write_results};
-use crate::options::SimulateOptions;
+use crate::options::SimulateSettings;
 use crate::progress::Progress;
 use crate::render;
 
 pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
-    let options = SimulateOptions::resolve(args)?;
+    let options = SimulateSettings::resolve(args)?;
     let specs = options
         .specs
         .iter()

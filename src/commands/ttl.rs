@@ -3,28 +3,31 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use lockbench_analysis::{LeaseCurve, Simulated, TtlParams, TtlPlan, TtlRuns, derive};
+use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlRuns, derive};
 use lockbench_core::records::to_json;
 use lockbench_workloads::observed::read_runs;
 use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
 use crate::commands::shared::{
-    check_model, default_profile, prepare_out, simulate_one, simulate_priced, write_results,
+    check_model, prepare_out, simulate_one, simulate_priced, write_results,
 };
-use crate::options::TtlOptions;
+use crate::options::TtlSettings;
 use crate::progress::Progress;
 use crate::render;
 
 pub fn run(args: &TtlArgs) -> Result<ExitCode> {
-    let options = TtlOptions::resolve(args)?;
+    let options = TtlSettings::resolve(args)?;
     let spec = WorkloadSpec::load(&options.spec)?;
     let out = prepare_out(&options.simulation)?;
     // Past runs are read before anything is simulated, so bad input fails at once.
     let observed = match &options.observed {
         Some(path) => {
             // Runs that name no profile are the one the TTL is asked for, else the spec's first.
-            let profile = default_profile(&spec, options.profile.as_deref())?;
+            let profile = spec
+                .profile_or_first(options.profile.as_deref())?
+                .name
+                .clone();
             Some((
                 path,
                 read_runs(path, &spec, &profile, &args.runs.columns())?,
@@ -88,7 +91,7 @@ pub fn run(args: &TtlArgs) -> Result<ExitCode> {
     }
     progress.finish();
 
-    let params = TtlParams {
+    let params = TtlOptions {
         target_scale: options.target_scale,
         safety_factor: options.safety_factor,
         current_ttl: options.current_ttl,

@@ -14,7 +14,7 @@ const MAX_TRIALS: u32 = 1000;
 
 /// Options of `faults`.
 #[derive(Clone, Debug)]
-pub struct FaultsCommand {
+pub struct FaultsSettings {
     pub backends: Vec<BackendConfig>,
     pub resource_url: String,
     pub variants: Vec<Variant>,
@@ -26,7 +26,7 @@ pub struct FaultsCommand {
     pub config_path: PathBuf,
 }
 
-impl FaultsCommand {
+impl FaultsSettings {
     /// Checks `faults`'s flags and reads the config file.
     pub fn resolve(args: &FaultsArgs) -> Result<Self, UsageError> {
         let (_, configs) = read_config(&args.config)?;
@@ -104,7 +104,7 @@ impl FaultsCommand {
                 ),
             ));
         }
-        Ok(FaultsCommand {
+        Ok(FaultsSettings {
             backends,
             resource_url,
             variants,

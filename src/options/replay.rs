@@ -18,7 +18,7 @@ const MAX_RUNS: u32 = 10_000;
 
 /// Options of `replay`.
 #[derive(Clone, Debug)]
-pub struct ReplayCommand {
+pub struct ReplaySettings {
     pub spec: lockbench_workloads::WorkloadSpec,
     pub profile: String,
     pub scale: f64,
@@ -29,7 +29,7 @@ pub struct ReplayCommand {
     pub out: Option<PathBuf>,
 }
 
-impl ReplayCommand {
+impl ReplaySettings {
     /// Checks `replay`'s flags, reads the spec and the config. The run timeout is filled in later,
     /// from the simulated runtimes.
     pub fn resolve(args: &ReplayArgs) -> Result<Self, anyhow::Error> {
@@ -102,7 +102,7 @@ impl ReplayCommand {
                 (LockMode::Heartbeat(policy), Some(h))
             }
         };
-        Ok(ReplayCommand {
+        Ok(ReplaySettings {
             spec,
             profile,
             scale,

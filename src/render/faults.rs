@@ -107,3 +107,26 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
     }
     out
 }
+
+/// One line per thing a gone fault lab left that was removed, or could not be; false if any
+/// could not.
+pub fn swept(swept: &[lockbench_faults::leftovers::Swept]) -> (Vec<String>, bool) {
+    let mut lines = Vec::new();
+    let mut all = true;
+    for lab in swept {
+        for line in &lab.removed {
+            lines.push(format!(
+                "removed {line} (left by lab pid {}, no longer running)",
+                lab.pid
+            ));
+        }
+        for line in &lab.failed {
+            all = false;
+            lines.push(format!(
+                "could not remove what lab pid {} left: {line}",
+                lab.pid
+            ));
+        }
+    }
+    (lines, all)
+}

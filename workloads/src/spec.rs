@@ -282,6 +282,15 @@ impl WorkloadSpec {
             })
     }
 
+    /// The profile called `name`, or the spec's first when none is named (the profile of past
+    /// runs that name none).
+    pub fn profile_or_first(&self, name: Option<&str>) -> Result<&Profile, SpecError> {
+        match name {
+            Some(name) => self.profile(name),
+            None => Ok(&self.profiles[0]),
+        }
+    }
+
     /// Index of the step called `name`.
     pub fn step_index(&self, name: &str) -> Option<usize> {
         self.steps.iter().position(|s| s.name == name)

@@ -8,17 +8,17 @@ use std::collections::BTreeMap;
 use lockbench_bench::BenchOptions;
 use lockbench_locks::{BackendConfig, Redacted};
 
-use super::{BenchCommand, SimulateOptions, SimulationOptions, TtlOptions};
+use super::{BenchSettings, SimulateSettings, SimulationSettings, TtlSettings};
 
-type Settings = BTreeMap<String, String>;
+type ShardSettings = BTreeMap<String, String>;
 
-fn put(settings: &mut Settings, name: &str, value: impl std::fmt::Debug) {
+fn put(settings: &mut ShardSettings, name: &str, value: impl std::fmt::Debug) {
     settings.insert(name.to_string(), format!("{value:?}"));
 }
 
-impl SimulationOptions {
-    fn settings(&self, out: &mut Settings) {
-        let SimulationOptions {
+impl SimulationSettings {
+    fn shard_settings(&self, out: &mut ShardSettings) {
+        let SimulationSettings {
             replays,
             seed,
             // A shard's own: how many cores it had, how it printed, where it wrote, which it is.
@@ -32,28 +32,28 @@ impl SimulationOptions {
     }
 }
 
-impl SimulateOptions {
+impl SimulateSettings {
     /// The settings every shard of a split `simulate` shares.
-    pub fn settings(&self) -> Settings {
-        let SimulateOptions {
+    pub fn shard_settings(&self) -> ShardSettings {
+        let SimulateSettings {
             // Compared by their text (the manifest's specs), not where each shard found them.
             specs: _,
             scales,
             profiles,
             simulation,
         } = self;
-        let mut out = Settings::new();
+        let mut out = ShardSettings::new();
         put(&mut out, "scales", scales);
         put(&mut out, "profiles", profiles);
-        simulation.settings(&mut out);
+        simulation.shard_settings(&mut out);
         out
     }
 }
 
-impl TtlOptions {
+impl TtlSettings {
     /// The settings every shard of a split `ttl` shares.
-    pub fn settings(&self) -> Settings {
-        let TtlOptions {
+    pub fn shard_settings(&self) -> ShardSettings {
+        let TtlSettings {
             spec: _,
             profile,
             target_scale,
@@ -65,22 +65,22 @@ impl TtlOptions {
             observed: _,
             simulation,
         } = self;
-        let mut out = Settings::new();
+        let mut out = ShardSettings::new();
         put(&mut out, "profile", profile);
         put(&mut out, "target scale", target_scale);
         put(&mut out, "safety factor", safety_factor);
         put(&mut out, "current TTL", current_ttl);
         put(&mut out, "runs per year", runs_per_year);
         put(&mut out, "max lease risk", max_lease_risk);
-        simulation.settings(&mut out);
+        simulation.shard_settings(&mut out);
         out
     }
 }
 
-impl BenchCommand {
+impl BenchSettings {
     /// The settings every shard of a split `bench` shares.
-    pub fn settings(&self) -> Settings {
-        let BenchCommand {
+    pub fn shard_settings(&self) -> ShardSettings {
+        let BenchSettings {
             backends,
             contenders,
             bench,
@@ -92,7 +92,7 @@ impl BenchCommand {
             // Compared as the shard record's start_at_unix_ms.
             start_at: _,
         } = self;
-        let mut out = Settings::new();
+        let mut out = ShardSettings::new();
         for (i, b) in backends.iter().enumerate() {
             backend(&mut out, i, b);
         }
@@ -131,7 +131,7 @@ impl BenchCommand {
 }
 
 /// One backend's settings, passwords removed from its URLs.
-fn backend(out: &mut Settings, i: usize, b: &BackendConfig) {
+fn backend(out: &mut ShardSettings, i: usize, b: &BackendConfig) {
     let BackendConfig {
         kind,
         urls,
