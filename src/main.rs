@@ -102,7 +102,7 @@ fn exit_of(error: &anyhow::Error) -> Exit {
         return Exit::Partial;
     }
     let bad_input = error.chain().any(|cause| {
-        cause.is::<options::UsageError>()
+        cause.is::<options::Refusal>()
             || cause.is::<lockbench_workloads::SpecError>()
             || cause.is::<lockbench_workloads::observed::ObservedError>()
             || cause

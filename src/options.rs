@@ -20,7 +20,7 @@ pub mod shard;
 mod shard_settings;
 pub use calibrate::CalibrateSettings;
 pub use faults::FaultsSettings;
-pub use parse::{UsageError, resolve_seed, usage};
+pub use parse::{Refusal, resolve_seed, usage};
 use parse::{
     configured_backend, parse_number, parse_scale, positive_duration, read_config, whole_in,
 };
@@ -65,7 +65,7 @@ pub struct TtlSettings {
 }
 
 impl SimulationSettings {
-    fn resolve(args: &SimulationArgs) -> Result<Self, UsageError> {
+    fn resolve(args: &SimulationArgs) -> Result<Self, Refusal> {
         Self::resolve_in(args, &|name| std::env::var(name).ok())
     }
 
@@ -73,7 +73,7 @@ impl SimulationSettings {
     fn resolve_in(
         args: &SimulationArgs,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Self, UsageError> {
+    ) -> Result<Self, Refusal> {
         let replays = whole_in("--replays", &args.replays, "replays", 1..=MAX_REPLAYS)?;
         let shard = shard::resolve(args.shard.as_deref(), args.run_id.as_deref(), env)?;
         if let Some(s) = &shard
@@ -104,7 +104,7 @@ impl SimulationSettings {
 
     /// [`Self::resolve`] for a command that runs whole: `--shard` is refused, and the Kubernetes
     /// and Slurm variables that make other commands shards are not read.
-    pub fn resolve_whole(args: &SimulationArgs, command: &str) -> Result<Self, UsageError> {
+    pub fn resolve_whole(args: &SimulationArgs, command: &str) -> Result<Self, Refusal> {
         let options = Self::resolve_in(args, &|_| None)?;
         if let Some(s) = &options.shard {
             return Err(usage(
@@ -133,7 +133,7 @@ impl SimulationSettings {
 
 impl SimulateSettings {
     /// Checks `simulate`'s flags.
-    pub fn resolve(args: &SimulateArgs) -> Result<Self, UsageError> {
+    pub fn resolve(args: &SimulateArgs) -> Result<Self, Refusal> {
         let mut scales = args
             .scales
             .iter()
@@ -158,7 +158,7 @@ impl SimulateSettings {
 
 impl TtlSettings {
     /// Checks `ttl`'s flags.
-    pub fn resolve(args: &TtlArgs) -> Result<Self, UsageError> {
+    pub fn resolve(args: &TtlArgs) -> Result<Self, Refusal> {
         let safety_factor: f64 =
             parse_number("--safety-factor", &args.safety_factor, "a factor such as 3")?;
         if !(safety_factor.is_finite() && (1.0..=100.0).contains(&safety_factor)) {
@@ -249,7 +249,7 @@ const MAX_CONTENDERS: usize = 256;
 
 impl BenchSettings {
     /// Checks `bench`'s flags and reads the config file.
-    pub fn resolve(args: &BenchArgs) -> Result<Self, UsageError> {
+    pub fn resolve(args: &BenchArgs) -> Result<Self, Refusal> {
         let (_, configs) = read_config(&args.config)?;
         let backends = if args.backends.is_empty() {
             configs
@@ -386,7 +386,7 @@ impl BenchSettings {
 }
 
 /// `--poll MIN..MAX`: two durations, MIN above zero and at most MAX, MAX at most 1 s.
-fn poll_policy(text: &str) -> Result<PollPolicy, UsageError> {
+fn poll_policy(text: &str) -> Result<PollPolicy, Refusal> {
     let Some((first, max)) = text.split_once("..") else {
         return Err(usage(
             "--poll",

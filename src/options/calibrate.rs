@@ -6,7 +6,7 @@ use lockbench_workloads::WorkloadSpec;
 use lockbench_workloads::calibration::CalibrationOptions;
 use lockbench_workloads::observed::CsvColumns;
 
-use super::parse::{UsageError, usage};
+use super::parse::{Refusal, usage};
 use crate::cli::CalibrateArgs;
 
 /// `calibrate`'s flags, checked: what to fit and the spec file to write.
@@ -42,7 +42,7 @@ impl CalibrateSettings {
     }
 }
 
-fn renames(pairs: &[String]) -> Result<Vec<(String, String)>, UsageError> {
+fn renames(pairs: &[String]) -> Result<Vec<(String, String)>, Refusal> {
     pairs
         .iter()
         .map(|p| match p.split_once('=') {
@@ -57,7 +57,7 @@ fn renames(pairs: &[String]) -> Result<Vec<(String, String)>, UsageError> {
         .collect()
 }
 
-fn check_out(out: &Path) -> Result<(), UsageError> {
+fn check_out(out: &Path) -> Result<(), Refusal> {
     let flag = format!("--out {}", out.display());
     if out.exists() {
         return Err(usage(&flag, "exists; remove it or choose another file"));

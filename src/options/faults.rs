@@ -6,7 +6,7 @@ use std::time::Duration;
 use lockbench_faults::Variant;
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::parse::{UsageError, configured_backend, read_config, resolve_seed, usage, whole_in};
+use super::parse::{Refusal, configured_backend, read_config, resolve_seed, usage, whole_in};
 use crate::cli::FaultsArgs;
 
 /// Most trials per cell: each takes a few TTLs.
@@ -28,7 +28,7 @@ pub struct FaultsSettings {
 
 impl FaultsSettings {
     /// Checks `faults`'s flags and reads the config file.
-    pub fn resolve(args: &FaultsArgs) -> Result<Self, UsageError> {
+    pub fn resolve(args: &FaultsArgs) -> Result<Self, Refusal> {
         let (_, configs) = read_config(&args.config)?;
         let backends = if args.backends.is_empty() {
             configs

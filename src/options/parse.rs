@@ -1,5 +1,5 @@
 //! The parsing every command's options share: a flag's number, duration, seed, config file and
-//! backend, and the one-line [`UsageError`] each refusal is. A leaf: the options modules import
+//! backend, and the one-line [`Refusal`] each refusal is. A leaf: the options modules import
 //! it, it imports none of them.
 
 use std::time::Duration;
@@ -9,17 +9,19 @@ use lockbench_locks::{BackendConfig, BackendKind};
 /// Largest volume multiplier accepted.
 const MAX_SCALE: f64 = 1e6;
 
-/// A mistake in the command line: reported in one line, exit code 2.
+/// Bad input the binary refuses: one line, `PLACE: MESSAGE`, exit code 2. The place is a flag
+/// (`--replays`), a flag and its value (`--out calibrated.toml`), a file or a directory.
 #[derive(Debug, thiserror::Error)]
-#[error("{flag}: {message}")]
-pub struct UsageError {
-    flag: String,
+#[error("{place}: {message}")]
+pub struct Refusal {
+    place: String,
     message: String,
 }
 
-pub fn usage(flag: &str, message: impl Into<String>) -> UsageError {
-    UsageError {
-        flag: flag.to_string(),
+/// A refusal of `place` (a flag, a file): see [`Refusal`].
+pub fn usage(place: &str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        place: place.to_string(),
         message: message.into(),
     }
 }
@@ -28,14 +30,14 @@ pub(super) fn parse_number<T: std::str::FromStr>(
     flag: &str,
     text: &str,
     expected: &str,
-) -> Result<T, UsageError> {
+) -> Result<T, Refusal> {
     text.trim()
         .replace('_', "")
         .parse()
         .map_err(|_| usage(flag, format!("expected {expected}, got \"{text}\"")))
 }
 
-pub(super) fn parse_scale(flag: &str, text: &str) -> Result<f64, UsageError> {
+pub(super) fn parse_scale(flag: &str, text: &str) -> Result<f64, Refusal> {
     let x: f64 = parse_number(flag, text, "a volume multiplier such as 1 or 10")?;
     if !(x.is_finite() && x > 0.0 && x <= MAX_SCALE) {
         return Err(usage(
@@ -60,7 +62,7 @@ fn random_seed() -> u64 {
 }
 
 /// `--seed`: the number given, or a random one.
-pub fn resolve_seed(text: Option<&str>) -> Result<u64, UsageError> {
+pub fn resolve_seed(text: Option<&str>) -> Result<u64, Refusal> {
     match text {
         Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1"),
         None => Ok(random_seed()),
@@ -73,7 +75,7 @@ pub(super) fn whole_in<T>(
     text: &str,
     what: &str,
     range: std::ops::RangeInclusive<T>,
-) -> Result<T, UsageError>
+) -> Result<T, Refusal>
 where
     T: std::str::FromStr + PartialOrd + std::fmt::Display,
 {
@@ -89,9 +91,7 @@ where
 }
 
 /// `--config FILE`: its text and the backends it configures.
-pub(super) fn read_config(
-    path: &std::path::Path,
-) -> Result<(String, Vec<BackendConfig>), UsageError> {
+pub(super) fn read_config(path: &std::path::Path) -> Result<(String, Vec<BackendConfig>), Refusal> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         usage(
             "--config",
@@ -105,7 +105,7 @@ pub(super) fn read_config(
     Ok((text, configs))
 }
 
-pub(super) fn config_error(path: &std::path::Path, e: lockbench_locks::ConfigError) -> UsageError {
+pub(super) fn config_error(path: &std::path::Path, e: lockbench_locks::ConfigError) -> Refusal {
     usage("--config", format!("{}: {e}", path.display()))
 }
 
@@ -114,7 +114,7 @@ pub(super) fn configured_backend(
     configs: &[BackendConfig],
     name: &str,
     path: &std::path::Path,
-) -> Result<BackendConfig, UsageError> {
+) -> Result<BackendConfig, Refusal> {
     let kind = BackendKind::parse(name).ok_or_else(|| {
         usage(
             "--backend",
@@ -136,7 +136,7 @@ pub(super) fn configured_backend(
         })
 }
 
-pub(super) fn positive_duration(flag: &str, text: &str) -> Result<Duration, UsageError> {
+pub(super) fn positive_duration(flag: &str, text: &str) -> Result<Duration, Refusal> {
     let d = lockbench_workloads::duration::parse(text).map_err(|m| usage(flag, m))?;
     if d.is_zero() {
         return Err(usage(flag, "expected a duration above zero"));

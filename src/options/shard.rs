@@ -4,7 +4,7 @@
 
 use lockbench_core::ShardRecord;
 
-use super::parse::{UsageError, usage};
+use super::parse::{Refusal, usage};
 
 /// The variables through which an engine makes a process a shard (`run`, which is not split,
 /// removes them from its steps).
@@ -25,7 +25,7 @@ pub fn resolve(
     flag: Option<&str>,
     run_id: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<ShardRecord>, UsageError> {
+) -> Result<Option<ShardRecord>, Refusal> {
     let Some((index, count, from)) = place(flag, env)? else {
         if let Some(id) = run_id {
             return Err(usage(
@@ -79,7 +79,7 @@ pub fn resolve(
 fn place(
     flag: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<(u64, u64, &'static str)>, UsageError> {
+) -> Result<Option<(u64, u64, &'static str)>, Refusal> {
     if let Some(text) = flag {
         let bad = || {
             usage(
@@ -99,7 +99,7 @@ fn place(
         }
         return Ok(Some((index, count, "--shard")));
     }
-    let number = |name: &str, value: String| -> Result<u64, UsageError> {
+    let number = |name: &str, value: String| -> Result<u64, Refusal> {
         value.trim().parse().map_err(|_| {
             usage(
                 name,
@@ -145,7 +145,7 @@ fn checked(
     index: u64,
     count: u64,
     from: &'static str,
-) -> Result<Option<(u64, u64, &'static str)>, UsageError> {
+) -> Result<Option<(u64, u64, &'static str)>, Refusal> {
     if count == 0 || count > MAX_SHARDS || index >= count {
         return Err(usage(
             from,
@@ -156,7 +156,7 @@ fn checked(
 }
 
 /// `bench --start-at`: an RFC 3339 time (`2026-12-01T15:00:00Z`), which must lie ahead.
-pub fn start_at(text: &str) -> Result<std::time::SystemTime, UsageError> {
+pub fn start_at(text: &str) -> Result<std::time::SystemTime, Refusal> {
     let at = humantime::parse_rfc3339_weak(text).map_err(|e| {
         usage(
             "--start-at",
@@ -181,7 +181,7 @@ pub fn bench(
     args: &crate::cli::BenchArgs,
     ends_by_count: bool,
     backends: usize,
-) -> Result<(Option<ShardRecord>, Option<std::time::SystemTime>), UsageError> {
+) -> Result<(Option<ShardRecord>, Option<std::time::SystemTime>), Refusal> {
     let shard = resolve(args.shard.as_deref(), args.run_id.as_deref(), &|name| {
         std::env::var(name).ok()
     })?;
