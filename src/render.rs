@@ -3,11 +3,13 @@
 
 mod calibrate;
 mod check;
+mod compare;
 mod decision;
 mod faults;
 mod table;
 pub use calibrate::calibration_text;
 pub use check::check_text;
+pub use compare::comparison_text;
 pub use decision::decisions;
 pub use faults::{fault_matrix, swept};
 use table::table;

@@ -8,6 +8,7 @@
 //! through the records, everything here is pure: values in, values out.
 
 pub mod check;
+pub mod comparison;
 pub mod frames;
 mod growth;
 mod lease;

@@ -43,3 +43,58 @@ pub fn merged_curves(set: &ShardSet) -> Result<Vec<LeaseCurve>, MergeError> {
     }
     Ok(total)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use lockbench_core::ShardRecord;
+    use lockbench_core::records::read_dir;
+    use lockbench_core::shards::ShardDir;
+
+    use super::*;
+
+    /// The committed run's ttl-billing directory as shard `index` of 2 of run "r".
+    fn shard(index: u64) -> ShardDir {
+        let dir = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/run/ttl-billing"
+        ));
+        ShardDir {
+            read: read_dir(&dir).unwrap(),
+            dir: dir.join(format!("shard-{index}")),
+            shard: ShardRecord {
+                index,
+                count: 2,
+                run_id: "r".to_string(),
+                zone: None,
+                start_at_unix_ms: None,
+                clock_offset_ms: None,
+                clock_rtt_ms: None,
+                settings: Default::default(),
+            },
+        }
+    }
+
+    #[test]
+    fn two_shards_of_a_ttl_run_add_their_runs_and_their_lease_losses() {
+        let set = ShardSet::new(vec![shard(0), shard(1)]).unwrap();
+        let one = &set.first().read;
+        let runs = merged_runs(&set).unwrap();
+        assert_eq!(runs.len(), one.histograms.len());
+        for (run, (_, h)) in runs.iter().zip(&one.histograms) {
+            assert_eq!(run.histogram.count(), 2 * h.count());
+        }
+        let Body::Ttl { record, .. } = &one.body else {
+            panic!("a ttl directory")
+        };
+        let theirs = &record.heartbeat.pricing.as_ref().unwrap().curves;
+        let curves = merged_curves(&set).unwrap();
+        assert_eq!(curves.len(), theirs.len());
+        for (sum, one) in curves.iter().zip(theirs) {
+            assert_eq!(sum.replays, 2 * one.replays);
+            let doubled: Vec<u64> = one.lost.iter().map(|n| 2 * n).collect();
+            assert_eq!(sum.lost, doubled);
+        }
+    }
+}
