@@ -236,7 +236,8 @@ async fn a_server_that_dies_mid_run_does_not_hang_the_run() {
 
 /// pg-session contenders wait in Postgres's queue: the row says native, the contenders hand the
 /// lock to each other (handoffs measured), nobody gives up, the shares are fair, and each grant
-/// costs exactly its three requests (queued lock, renew, release); with `--wait-mode poll` the
+/// costs its three requests (queued lock, renew, release) and each session one `SET lock_timeout`
+/// at its first wait; with `--wait-mode poll` the
 /// same backend polls, says so, and pays for its failed tries.
 #[tokio::test]
 async fn postgres_contenders_wait_in_the_servers_queue() {
@@ -262,7 +263,14 @@ async fn postgres_contenders_wait_in_the_servers_queue() {
             .requests_per_grant
             .expect("Postgres counts its requests");
         match mode {
-            WaitMode::Native => assert_eq!(per_grant, 3.0, "queued: no try ever fails"),
+            WaitMode::Native => {
+                // No try ever fails; each session sets its lock_timeout once, at its first wait.
+                let once = pool.len() as f64 / row.ops as f64;
+                assert!(
+                    per_grant >= 3.0 && per_grant <= 3.0 + once + 0.005,
+                    "queued: three requests per grant and one per session, got {per_grant}"
+                );
+            }
             WaitMode::Poll => {
                 assert!(row.try_fail_rate > 0.0, "the contenders contended");
                 assert!(

@@ -52,10 +52,11 @@ pub enum Scope {
     Transaction,
 }
 
-/// The backend's connections: those idle, and a permit per open one.
+/// The backend's connections: those idle (each with the `lock_timeout` it was last set to), and
+/// a permit per open one.
 struct Connections {
     options: PgConnectOptions,
-    idle: Mutex<Vec<PgConnection>>,
+    idle: Mutex<Vec<(PgConnection, Option<u128>)>>,
     open: Arc<Semaphore>,
 }
 
@@ -69,13 +70,14 @@ impl Connections {
             .await
             .expect("the semaphore is never closed");
         let idle = self.idle.lock().expect("idle connections poisoned").pop();
-        let conn = match idle {
-            Some(conn) => conn,
-            None => self.options.connect().await?,
+        let (conn, lock_timeout_ms) = match idle {
+            Some(idle) => idle,
+            None => (self.options.connect().await?, None),
         };
         Ok(Session {
             conn: Some(conn),
             clean: false,
+            lock_timeout_ms,
             home: self.clone(),
             _permit: permit,
         })
@@ -87,6 +89,9 @@ impl Connections {
 struct Session {
     conn: Option<PgConnection>,
     clean: bool,
+    /// The session's `lock_timeout` in milliseconds, as this module last set it (`None`: the
+    /// server's default, no limit).
+    lock_timeout_ms: Option<u128>,
     home: Arc<Connections>,
     _permit: OwnedSemaphorePermit,
 }
@@ -108,7 +113,7 @@ impl Drop for Session {
                 .idle
                 .lock()
                 .expect("idle connections poisoned")
-                .push(conn);
+                .push((conn, self.lock_timeout_ms));
         }
     }
 }
@@ -160,7 +165,14 @@ impl PgLock {
             url: Redacted(&url).to_string(),
             reason,
         };
-        let options = PgConnectOptions::from_str(&url).map_err(|e| unreachable(e.to_string()))?;
+        // Set once per session at its start rather than per wait: a backend blocked on a lock
+        // does not read its socket, and this has it notice a closed connection.
+        let options = PgConnectOptions::from_str(&url)
+            .map_err(|e| unreachable(e.to_string()))?
+            .options([(
+                "client_connection_check_interval",
+                format!("{}ms", DISCONNECT_CHECK.as_millis()),
+            )]);
         let mut first = tokio::time::timeout(config.connect_timeout, options.connect())
             .await
             .map_err(|_| unreachable(format!("no answer within {:?}", config.connect_timeout)))?
@@ -185,7 +197,7 @@ impl PgLock {
         }
         let connections = Arc::new(Connections {
             options,
-            idle: Mutex::new(vec![first]),
+            idle: Mutex::new(vec![(first, None)]),
             open: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
         });
         Ok(PgLock {
@@ -325,11 +337,15 @@ impl PgLock {
     }
 
     /// Waits in Postgres's own lock queue: a blocking `pg_advisory_lock` (or `_xact_lock`) under
-    /// `lock_timeout` equal to the wait, in one round trip. A wait that times out is rolled back
-    /// and leaves nothing queued. A wait abandoned midway (its future dropped) drops the session,
-    /// which closes the connection; a backend blocked on a lock does not read its socket, so
-    /// `client_connection_check_interval` (Postgres 14 and later) has it notice the closed
-    /// connection within [`DISCONNECT_CHECK`] and leave the queue, rather than at the wait's end.
+    /// the session's `lock_timeout`, set to the wait only when it differs from the last one this
+    /// session was given (in a statement of its own, so that no rollback undoes it). A session
+    /// lock is one prepared statement (with its fencing number when fencing), as pgbench's
+    /// `-M prepared`; a transaction lock opens the transaction it is held by. A wait that times
+    /// out leaves nothing queued (a transaction is rolled back). A wait abandoned midway (its
+    /// future dropped) drops the session, which closes the connection; a backend blocked on a
+    /// lock does not read its socket, so `client_connection_check_interval` (Postgres 14 and
+    /// later, set at connect) has it notice the closed connection within [`DISCONNECT_CHECK`]
+    /// and leave the queue, rather than at the wait's end.
     async fn acquire_queued(
         &self,
         key: &str,
@@ -337,55 +353,75 @@ impl PgLock {
         wait: Duration,
     ) -> Result<Option<Lease>, LockError> {
         let backend = self.backend();
+        let failed = |e: sqlx::Error| LockError::server(backend, "acquire", e);
         let (namespaced, id, mut session) = self.open(key).await?;
         // lock_timeout is whole milliseconds, and 0 would mean no limit at all.
         let wait_ms = wait.as_millis().max(1);
-        let settings = format!(
-            "SET LOCAL lock_timeout = '{wait_ms}ms'; SET LOCAL client_connection_check_interval = '{}ms'; ",
-            DISCONNECT_CHECK.as_millis()
-        );
-        let fence = if self.fencing {
-            format!("SELECT nextval('{}'); ", self.sequence)
-        } else {
-            "SELECT 0::bigint; ".to_string()
-        };
-        let sql = match self.scope {
-            // The session lock outlives the transaction that only carries lock_timeout.
-            Scope::Session => {
-                format!("BEGIN; {settings}SELECT pg_advisory_lock({id}); {fence}COMMIT")
-            }
-            // The transaction stays open: the lock is held until release commits it.
-            Scope::Transaction => {
-                format!("BEGIN; {settings}SELECT pg_advisory_xact_lock({id}); {fence}")
-            }
-        };
+        if session.lock_timeout_ms != Some(wait_ms) {
+            self.requests.sent();
+            sqlx::raw_sql(AssertSqlSafe(format!("SET lock_timeout = '{wait_ms}ms'")))
+                .execute(session.conn())
+                .await
+                .map_err(failed)?;
+            session.lock_timeout_ms = Some(wait_ms);
+        }
         let conn = session.conn();
         self.requests.sent();
-        let rows = match sqlx::raw_sql(AssertSqlSafe(sql))
-            .fetch_all(&mut *conn)
-            .await
-        {
-            Ok(rows) => rows,
-            Err(e) if is_lock_timeout(&e) => {
-                self.requests.sent();
-                sqlx::raw_sql("ROLLBACK")
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(|e| LockError::server(backend, "acquire", e))?;
-                // Rolled back and never granted: the session holds nothing.
-                session.clean = true;
-                return Ok(None);
+        let granted: Result<i64, sqlx::Error> = match self.scope {
+            // The materialized CTE takes the lock before the sequence is read.
+            Scope::Session if self.fencing => sqlx::query_scalar(
+                "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1)) SELECT nextval($2::regclass) FROM l",
+            )
+            .bind(id)
+            .bind(&self.sequence)
+            .fetch_one(&mut *conn)
+            .await,
+            Scope::Session => sqlx::query("SELECT pg_advisory_lock($1)")
+                .bind(id)
+                .execute(&mut *conn)
+                .await
+                .map(|_| 0),
+            // The transaction stays open: the lock is held until release commits it.
+            Scope::Transaction => {
+                let fence = if self.fencing {
+                    format!("SELECT nextval('{}')", self.sequence)
+                } else {
+                    "SELECT 0::bigint".to_string()
+                };
+                let sql = format!("BEGIN; SELECT pg_advisory_xact_lock({id}); {fence}");
+                match sqlx::raw_sql(AssertSqlSafe(sql)).fetch_all(&mut *conn).await {
+                    Ok(rows) => Ok(rows
+                        .last()
+                        .map(|r| r.try_get::<i64, _>(0))
+                        .transpose()
+                        .map_err(failed)?
+                        .ok_or_else(|| {
+                            LockError::server(backend, "acquire", "no fencing row returned")
+                        })?),
+                    Err(e) if is_lock_timeout(&e) => {
+                        self.requests.sent();
+                        sqlx::raw_sql("ROLLBACK")
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(failed)?;
+                        Err(e)
+                    }
+                    Err(e) => Err(e),
+                }
             }
-            Err(e) => return Err(LockError::server(backend, "acquire", e)),
         };
-        let number: i64 = rows
-            .last()
-            .map(|r| r.try_get(0))
-            .transpose()
-            .map_err(|e| LockError::server(backend, "acquire", e))?
-            .ok_or_else(|| LockError::server(backend, "acquire", "no fencing row returned"))?;
-        let fencing = self.fencing.then_some(number);
-        Ok(Some(self.grant(session, id, namespaced, fencing, ttl)))
+        match granted {
+            Ok(number) => {
+                let fencing = self.fencing.then_some(number);
+                Ok(Some(self.grant(session, id, namespaced, fencing, ttl)))
+            }
+            Err(e) if is_lock_timeout(&e) => {
+                // Never granted (and a transaction rolled back): the session holds nothing.
+                session.clean = true;
+                Ok(None)
+            }
+            Err(e) => Err(failed(e)),
+        }
     }
 }
 
@@ -548,14 +584,14 @@ impl LockBackend for PgLock {
             .map(|(_, h)| h)
             .collect();
         drop(held);
-        let idle: Vec<PgConnection> = std::mem::take(
+        let idle: Vec<(PgConnection, Option<u128>)> = std::mem::take(
             &mut *self
                 .connections
                 .idle
                 .lock()
                 .expect("idle connections poisoned"),
         );
-        for conn in idle {
+        for (conn, _) in idle {
             // A polite goodbye; a connection that cannot say it is closed all the same.
             let _ = conn.close().await;
         }
