@@ -4,25 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+mod common;
 
-const BILLING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/specs/billing.toml");
-
-fn lockbench() -> Command {
-    let mut c = Command::cargo_bin("lockbench").unwrap();
-    // The engine's own variables must not make a test process a shard.
-    for name in [
-        "JOB_COMPLETION_INDEX",
-        "LOCKBENCH_SHARDS",
-        "LOCKBENCH_RUN_ID",
-        "SLURM_ARRAY_TASK_ID",
-        "SLURM_ARRAY_TASK_COUNT",
-        "LOCKBENCH_ZONE",
-    ] {
-        c.env_remove(name);
-    }
-    c
-}
+use common::{BILLING, lockbench, refused};
 
 fn ok(args: &[&str]) {
     let out = lockbench().args(args).output().unwrap();
@@ -31,17 +15,6 @@ fn ok(args: &[&str]) {
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// Expects exit code 2 and one line on stderr holding every fragment.
-fn refused(args: &[&str], fragments: &[&str]) {
-    let out = lockbench().args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
-    for f in fragments {
-        assert!(stderr.contains(f), "{f:?} not in: {stderr}");
-    }
 }
 
 fn s(p: &Path) -> &str {
@@ -411,7 +384,7 @@ fn bench_shards_contend_for_the_same_lock_and_merge_exactly() {
         let children: Vec<(PathBuf, std::process::Child)> = (0..count)
             .map(|index| {
                 let dir = root.path().join(format!("{run}-{index}"));
-                let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("lockbench"))
+                let child = common::lockbench_process()
                     .args([
                         "bench",
                         "--backend",

@@ -128,16 +128,11 @@ pub fn write_results(
         .iter()
         .map(|s| (s.row.tag(), &s.histogram))
         .collect();
-    out.add(
+    add_histograms(
+        &mut out,
         simulate::HISTOGRAMS,
-        lockbench_core::interval_log(
-            &format!("lockbench {command}: job runtimes, one histogram per workload/profile/scale"),
-            &entries,
-        ),
-    )?;
-    out.add(
-        lockbench_core::records::exact::EXACT,
-        to_json(&lockbench_core::records::exact::ExactRecord::of(&entries)),
+        &format!("lockbench {command}: job runtimes, one histogram per workload/profile/scale"),
+        &entries,
     )?;
     out.add(RESULTS_JSON, record)?;
     let specs = specs
@@ -263,17 +258,28 @@ pub fn write_bench_results(
     out.add(bench::CSV, bench::bench_csv(&record.results))?;
     let entries: Vec<(String, &RuntimeHistogram)> =
         results.iter().flat_map(|r| r.tagged_histograms()).collect();
-    out.add(
+    add_histograms(
+        &mut out,
         bench::HISTOGRAMS,
-        lockbench_core::interval_log(
-            "lockbench bench: operation latency per backend/mode/keys/contenders/metric",
-            &entries,
-        ),
-    )?;
-    out.add(
-        lockbench_core::records::exact::EXACT,
-        to_json(&lockbench_core::records::exact::ExactRecord::of(&entries)),
+        "lockbench bench: operation latency per backend/mode/keys/contenders/metric",
+        &entries,
     )?;
     let manifest = manifest(&out);
     commit(out, manifest)
+}
+
+/// Stages a histogram log (`file`, described by `comment`) and its `exact.json`: the exact
+/// count, sum, extremes and threshold counts of each histogram, which merge adds.
+fn add_histograms(
+    out: &mut ResultsDir,
+    file: &str,
+    comment: &str,
+    entries: &[(String, &RuntimeHistogram)],
+) -> Result<()> {
+    out.add(file, lockbench_core::interval_log(comment, entries))?;
+    out.add(
+        lockbench_core::records::exact::EXACT,
+        to_json(&lockbench_core::records::exact::ExactRecord::of(entries)),
+    )?;
+    Ok(())
 }
