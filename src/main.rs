@@ -4,9 +4,11 @@
 mod cli;
 mod commands;
 mod exit;
+mod failure;
 mod options;
 mod progress;
 mod render;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -51,10 +53,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(error) => {
+        Err(failure) => {
             // `{:#}` joins the context chain on one line: "billing.toml:12: steps[1]...: ...".
-            eprintln!("lockbench: error: {error:#}");
-            exit_of(&error).into()
+            eprintln!("lockbench: error: {:#}", failure.error);
+            failure.exit.into()
         }
     }
 }
@@ -72,63 +74,4 @@ fn clap_line(error: &clap::Error) -> String {
         line.push_str(extra.strip_prefix("tip: ").unwrap_or(extra));
     }
     line
-}
-
-/// What a command's error means for the exit code: bad input for anything the user can fix
-/// (flags, specs, output directory), partial for a server that cannot be reached, interrupted or
-/// terminated for a run a signal stopped (after its cleanup), failed otherwise.
-fn exit_of(error: &anyhow::Error) -> Exit {
-    if let Some(stopped) = error.downcast_ref::<commands::Interrupted>() {
-        return stopped.by.exit();
-    }
-    if error.is::<lockbench_bench::NotReady>() {
-        return Exit::NotReady;
-    }
-    // A server that cannot be reached: the line names it and how to start it.
-    if error.chain().any(|cause| {
-        matches!(
-            cause.downcast_ref::<lockbench_locks::LockError>(),
-            Some(lockbench_locks::LockError::Unreachable { .. })
-        ) || matches!(
-            cause.downcast_ref::<lockbench_faults::FaultError>(),
-            Some(lockbench_faults::FaultError::Unreachable(_))
-        ) || matches!(
-            cause.downcast_ref::<lockbench_replay::LiveError>(),
-            Some(lockbench_replay::LiveError::Lock(
-                lockbench_locks::LockError::Unreachable { .. }
-            ))
-        )
-    }) {
-        return Exit::Partial;
-    }
-    let bad_input = error.chain().any(|cause| {
-        cause.is::<options::Refusal>()
-            || cause.is::<lockbench_workloads::SpecError>()
-            || cause.is::<lockbench_workloads::observed::ObservedError>()
-            || cause
-                .downcast_ref::<lockbench_workloads::calibration::CalibrationError>()
-                .is_some_and(|e| e.is_input())
-            || cause.is::<lockbench_core::shards::MergeError>()
-            || cause.is::<lockbench_core::records::RecordError>()
-            || matches!(
-                cause.downcast_ref::<lockbench_analysis::report::ReportError>(),
-                Some(
-                    lockbench_analysis::report::ReportError::Input { .. }
-                        | lockbench_analysis::report::ReportError::Record(_)
-                )
-            )
-            || matches!(
-                cause.downcast_ref::<lockbench_core::ResultsError>(),
-                Some(
-                    lockbench_core::ResultsError::NotEmpty(_)
-                        | lockbench_core::ResultsError::NotADirectory(_)
-                        | lockbench_core::ResultsError::Unwritable { .. }
-                )
-            )
-    });
-    if bad_input {
-        Exit::BadInput
-    } else {
-        Exit::Failed
-    }
 }

@@ -11,6 +11,7 @@ use lockbench_core::records::bench::{BackendFacts, BenchFailure, BenchRecord};
 use crate::cli::BenchArgs;
 use crate::commands::shared;
 use crate::exit::Exit;
+use crate::failure::Outcome;
 use crate::options::BenchSettings;
 use crate::progress::Progress;
 use crate::render;
@@ -24,7 +25,7 @@ struct Measured {
     clock: Option<(f64, f64)>,
 }
 
-pub fn run(args: &BenchArgs) -> Result<ExitCode> {
+pub fn run(args: &BenchArgs) -> Outcome {
     let command = BenchSettings::resolve(args)?;
     let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
     // One thread: a request and its answer are handled where they were issued, without a

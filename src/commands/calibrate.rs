@@ -11,10 +11,11 @@ use lockbench_workloads::WorkloadSpec;
 use lockbench_workloads::calibration::{Calibration, calibrate};
 
 use crate::cli::CalibrateArgs;
+use crate::failure::Outcome;
 use crate::options::{CalibrateSettings, usage};
 use crate::render;
 
-pub fn run(args: &CalibrateArgs) -> Result<ExitCode> {
+pub fn run(args: &CalibrateArgs) -> Outcome {
     let settings = CalibrateSettings::resolve(args)?;
     let calibration = calibrate(&settings.options, &settings.out)?;
     write(&settings.out, &calibration)?;

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
 use lockbench_core::SpecRecord;
 use lockbench_core::records::model::CHECK_CSV;
 use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
@@ -10,10 +9,11 @@ use lockbench_workloads::observed::read_runs;
 
 use crate::cli::CheckArgs;
 use crate::commands::shared::{check_model, commit, manifest, prepare_out};
+use crate::failure::Outcome;
 use crate::options::CheckSettings;
 use crate::render;
 
-pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+pub fn run(args: &CheckArgs) -> Outcome {
     let CheckSettings {
         spec,
         default_profile,

@@ -3,13 +3,13 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
 use lockbench_analysis::comparison::compare_dirs;
 
 use crate::cli::CompareArgs;
+use crate::failure::Outcome;
 use crate::render;
 
-pub fn run(args: &CompareArgs) -> Result<ExitCode> {
+pub fn run(args: &CompareArgs) -> Outcome {
     let comparison = compare_dirs(&args.before, &args.after)?;
     render::show(args.json, &comparison, render::comparison_text)?;
     Ok(ExitCode::SUCCESS)

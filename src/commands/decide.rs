@@ -9,9 +9,10 @@ use lockbench_decision::{Decision, Evidence, decide};
 use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::DecideArgs;
+use crate::failure::Outcome;
 use crate::render;
 
-pub fn run(args: &DecideArgs) -> Result<ExitCode> {
+pub fn run(args: &DecideArgs) -> Outcome {
     let specs = args
         .specs
         .iter()

@@ -4,12 +4,14 @@
 use std::io::Read as _;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Context;
 use lockbench_faults::AnyPlan;
+
+use crate::failure::Outcome;
 
 /// `lockbench fault-worker`: the plan is one line of JSON on stdin (passwords never on a command
 /// line); a contender then waits for the lab's `go` line on the same stdin.
-pub fn run() -> Result<ExitCode> {
+pub fn run() -> Outcome {
     // Byte by byte, so that nothing after the plan's line is taken from stdin here.
     let mut input = Vec::new();
     let mut byte = [0u8; 1];

@@ -9,13 +9,15 @@ use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
 use lockbench_faults::{FaultLab, LabOptions, LabOutput};
 
 use crate::cli::FaultsArgs;
-use crate::commands::{Interrupted, StopSignals, shared};
+use crate::commands::shared;
 use crate::exit::Exit;
+use crate::failure::Outcome;
 use crate::options::FaultsSettings;
 use crate::progress::Progress;
 use crate::render;
+use crate::signals::{Interrupted, StopSignals};
 
-pub fn run(args: &FaultsArgs) -> Result<ExitCode> {
+pub fn run(args: &FaultsArgs) -> Outcome {
     if args.clean {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -23,10 +23,11 @@ use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::MergeArgs;
 use crate::commands::shared::{self, Simulated, write_bench_results, write_results};
+use crate::failure::Outcome;
 use crate::options::SimulationSettings;
 use crate::render;
 
-pub fn run(args: &MergeArgs) -> Result<ExitCode> {
+pub fn run(args: &MergeArgs) -> Outcome {
     let out = ResultsDir::new(&args.out)?;
     let set = ShardSet::read(&args.dirs)?;
     let first = set.first();

@@ -10,15 +10,17 @@ use lockbench_replay::{LiveError, LiveReplay, LiveReport, RecordContext, run_tim
 use lockbench_workloads::{JobModel, Shard, SimOptions, simulate};
 
 use crate::cli::ReplayArgs;
-use crate::commands::{Interrupted, StopSignals, shared};
+use crate::commands::shared;
+use crate::failure::Outcome;
 use crate::options::{ReplaySettings, usage};
 use crate::progress::Progress;
 use crate::render;
+use crate::signals::{Interrupted, StopSignals};
 
 /// Simulated replays run only to bound a live run's wall time when no comparison is asked for.
 const TIMEOUT_REPLAYS: u64 = 2_000;
 
-pub fn run(args: &ReplayArgs) -> Result<ExitCode> {
+pub fn run(args: &ReplayArgs) -> Outcome {
     let mut command = ReplaySettings::resolve(args)?;
     let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
     let model = JobModel::new(&command.spec, &command.profile, command.scale)?;

@@ -8,8 +8,9 @@ use lockbench_core::ResultsDir;
 
 use crate::cli::ReportArgs;
 use crate::commands::shared;
+use crate::failure::Outcome;
 
-pub fn run(args: &ReportArgs) -> Result<ExitCode> {
+pub fn run(args: &ReportArgs) -> Outcome {
     let out = match &args.out {
         Some(p) => p.clone(),
         None => args.dirs[0].join("report"),

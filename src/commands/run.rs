@@ -14,9 +14,10 @@ use lockbench_core::{ResultsDir, ResultsError};
 use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::MainJobArgs;
-use crate::commands::{Interrupted, Stop, StopSignals};
 use crate::exit::Exit;
+use crate::failure::Outcome;
 use crate::options::{resolve_seed, usage};
+use crate::signals::{Interrupted, Stop, StopSignals};
 
 /// How long a step may take to clean up after the signal `run` passed on, before it is killed.
 const STEP_GRACE: Duration = Duration::from_secs(60);
@@ -66,7 +67,7 @@ impl Plan {
     }
 }
 
-pub fn run(args: &MainJobArgs) -> Result<ExitCode> {
+pub fn run(args: &MainJobArgs) -> Outcome {
     let out = args
         .out
         .clone()
@@ -150,7 +151,7 @@ pub fn run(args: &MainJobArgs) -> Result<ExitCode> {
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
-            Err(e)
+            Err(e.into())
         }
     }
 }

@@ -7,9 +7,10 @@ use anyhow::{Context as _, Result};
 use clap::CommandFactory as _;
 
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use crate::failure::Outcome;
 
 /// Prints the completion script of `args.shell` on stdout.
-pub fn completions(args: &CompletionsArgs) -> Result<ExitCode> {
+pub fn completions(args: &CompletionsArgs) -> Outcome {
     let mut command = Cli::command();
     clap_complete::generate(
         args.shell,
@@ -21,7 +22,7 @@ pub fn completions(args: &CompletionsArgs) -> Result<ExitCode> {
 }
 
 /// Writes `lockbench.1` and `lockbench-COMMAND.1` for every visible command into `args.out`.
-pub fn man(args: &ManArgs) -> Result<ExitCode> {
+pub fn man(args: &ManArgs) -> Outcome {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let command = Cli::command();

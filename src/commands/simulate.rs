@@ -10,11 +10,12 @@ use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::SimulateArgs;
 use crate::commands::shared::{Simulated, prepare_out, simulate_one, write_results};
+use crate::failure::Outcome;
 use crate::options::SimulateSettings;
 use crate::progress::Progress;
 use crate::render;
 
-pub fn run(args: &SimulateArgs) -> Result<ExitCode> {
+pub fn run(args: &SimulateArgs) -> Outcome {
     let options = SimulateSettings::resolve(args)?;
     let specs = options
         .specs

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
 use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlRuns, derive};
 use lockbench_core::records::to_json;
 use lockbench_workloads::observed::read_runs;
@@ -12,11 +11,12 @@ use crate::cli::TtlArgs;
 use crate::commands::shared::{
     check_model, prepare_out, simulate_one, simulate_priced, write_results,
 };
+use crate::failure::Outcome;
 use crate::options::TtlSettings;
 use crate::progress::Progress;
 use crate::render;
 
-pub fn run(args: &TtlArgs) -> Result<ExitCode> {
+pub fn run(args: &TtlArgs) -> Outcome {
     let options = TtlSettings::resolve(args)?;
     let spec = WorkloadSpec::load(&options.spec)?;
     let out = prepare_out(&options.simulation)?;

@@ -2,14 +2,14 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
 use lockbench_core::format_count;
 use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::ValidateArgs;
 use crate::exit::Exit;
+use crate::failure::Outcome;
 
-pub fn run(args: &ValidateArgs) -> Result<ExitCode> {
+pub fn run(args: &ValidateArgs) -> Outcome {
     let mut failed = false;
     for path in &args.specs {
         match WorkloadSpec::load(path) {
