@@ -23,7 +23,8 @@ use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
 use lockbench_core::records::tail_samples_needed;
 use lockbench_core::{
-    format_chance, format_count, format_duration, format_hms, format_readable, format_seconds,
+    format_chance, format_column, format_count, format_duration, format_long, format_readable,
+    format_seconds,
 };
 
 /// A command's record on stdout: its JSON with `--json` (what `results.json` holds), else `text`
@@ -96,16 +97,6 @@ pub fn simulation_table(record: &SimulationRecord) -> String {
     out
 }
 
-/// Runtimes in one table share a unit, so columns compare at a glance: seconds with separators
-/// (4,452.3 s) rather than a mix of "2368.7 s" and "1h 14m 12s".
-fn format_runtime(d: Duration) -> String {
-    if d >= Duration::from_secs(1) {
-        format_seconds(d)
-    } else {
-        format_duration(d)
-    }
-}
-
 fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s).unwrap_or_default()
 }
@@ -114,21 +105,21 @@ fn table_row(r: &SimulationRow) -> Vec<String> {
     let t = &r.runtime;
     let [lo, hi] = r.p999_ci_s.map(seconds);
     let ci = if r.p999_ci_open {
-        format!("{} - unbounded", format_runtime(lo))
+        format!("{} - unbounded", format_column(lo))
     } else {
-        format!("{} - {}", format_runtime(lo), format_runtime(hi))
+        format!("{} - {}", format_column(lo), format_column(hi))
     };
     vec![
         r.workload.clone(),
         r.profile.clone(),
         format!("{}", r.scale),
         format!("{} {}", format_count(r.volume), r.unit),
-        format_runtime(t.p50),
-        format_runtime(t.p90),
-        format_runtime(t.p99),
-        format_runtime(t.p999),
-        format_runtime(t.max),
-        format_runtime(t.mean),
+        format_column(t.p50),
+        format_column(t.p90),
+        format_column(t.p99),
+        format_column(t.p999),
+        format_column(t.max),
+        format_column(t.mean),
         ci,
     ]
 }
@@ -331,16 +322,6 @@ pub fn rejected_model(check: &lockbench_core::records::model::ModelCheck) -> Str
         check.observed,
         check.verdict
     )
-}
-
-/// Long durations in seconds (what a config file takes) and in hours and minutes (what a person
-/// grasps): `1,578.8 s (26m 19s)`.
-fn format_long(d: Duration) -> String {
-    if d >= Duration::from_secs(60) {
-        format!("{} ({})", format_seconds(d), format_hms(d))
-    } else {
-        format_duration(d)
-    }
 }
 
 /// The `bench` table: one row per backend, mode and contention level, latencies in microseconds.

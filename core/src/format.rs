@@ -84,6 +84,27 @@ pub fn format_seconds(d: Duration) -> String {
     format!("{}.{} s", format_count(tenths / 10), tenths % 10)
 }
 
+/// A runtime in a table column: seconds with separators from a second up (`4,452.3 s`), so that
+/// a column compares at a glance instead of mixing `2368.7 s` and `1h 14m 12s`; below a second,
+/// [`format_duration`].
+pub fn format_column(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format_seconds(d)
+    } else {
+        format_duration(d)
+    }
+}
+
+/// A long duration in seconds (what a config file takes) and in hours and minutes (what a
+/// person grasps): `1,578.8 s (26m 19s)`; under a minute, [`format_duration`].
+pub fn format_long(d: Duration) -> String {
+    if d >= Duration::from_secs(60) {
+        format!("{} ({})", format_seconds(d), format_hms(d))
+    } else {
+        format_duration(d)
+    }
+}
+
 /// Prints a chance: `0`, `1.2 %` from one in a hundred, `4.87e-5` below.
 pub fn format_chance(p: f64) -> String {
     if p == 0.0 {
@@ -157,6 +178,17 @@ mod tests {
         }
         assert_eq!(format_readable_us(7_068.0), "7.07 ms");
         assert_eq!(format_readable_s(-1.0), "0.00 us");
+    }
+
+    #[test]
+    fn columns_keep_seconds_from_a_second_and_long_durations_add_hours() {
+        assert_eq!(format_column(Duration::from_millis(4_452_300)), "4,452.3 s");
+        assert_eq!(format_column(Duration::from_micros(12_340)), "12.3 ms");
+        assert_eq!(
+            format_long(Duration::from_millis(1_578_800)),
+            "1,578.8 s (26m 19s)"
+        );
+        assert_eq!(format_long(Duration::from_millis(42_500)), "42.5 s");
     }
 
     #[test]
