@@ -118,3 +118,100 @@ impl LiveReport {
         entries
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use lockbench_core::BackendKind;
+    use lockbench_locks::{BackendConfig, HeartbeatPolicy};
+    use lockbench_workloads::WorkloadSpec;
+
+    use super::*;
+
+    fn live(mode: LockMode) -> LiveOptions {
+        LiveOptions {
+            runs: 3,
+            workers: 2,
+            time_scale: 0.01,
+            seed: 7,
+            mode,
+            fencing: true,
+            idempotency_keys: false,
+            database_url: "postgres://postgres@127.0.0.1:5442/postgres".to_string(),
+            backend: BackendConfig::new(BackendKind::Redis, vec![], "t"),
+            run_timeout: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_run_may_take_its_lease_and_two_job_runs_twice_over_in_compressed_time() {
+        let simulated_max = Duration::from_secs(100);
+        let fixed = run_timeout(
+            &live(LockMode::FixedTtl(Duration::from_secs(300))),
+            simulated_max,
+        );
+        // (300 s + 2 x 100 s) x 0.01 x 2 + 30 s.
+        assert_eq!(fixed, Duration::from_secs(40));
+        let lease = HeartbeatPolicy::for_lease(Duration::from_secs(30));
+        let beat = run_timeout(&live(LockMode::Heartbeat(lease)), simulated_max);
+        assert_eq!(beat, Duration::from_millis(34_600));
+    }
+
+    #[test]
+    fn the_record_sets_the_live_runtimes_beside_the_simulated_ones() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../workloads/specs/billing.toml"
+        );
+        let spec = WorkloadSpec::load(std::path::Path::new(path)).unwrap();
+        let model = JobModel::new(&spec, &spec.profiles[0].name, 0.01).unwrap();
+        let mut runtimes = RuntimeHistogram::new();
+        let mut simulated = RuntimeHistogram::new();
+        for i in 1..=100 {
+            runtimes.record(Duration::from_millis(30 * i));
+            simulated.record(Duration::from_millis(20 * i));
+        }
+        let report = LiveReport {
+            runs: Vec::new(),
+            runtimes,
+            injected: Vec::new(),
+            per_step: Vec::new(),
+            real_rows: None,
+            warnings: vec!["a note".to_string()],
+        };
+        let options = live(LockMode::FixedTtl(Duration::from_secs(300)));
+        let context = |simulated| RecordContext {
+            unit: "customers",
+            heartbeat: None,
+            simulated,
+        };
+        let r = report.record(&model, &options, context(Some(&simulated)));
+        assert_eq!(
+            (r.mode, r.ttl_s, r.backend.as_str()),
+            (HoldMode::Ttl, 300.0, "redis")
+        );
+        assert_eq!(
+            (r.runs, r.double_executions, r.duplicate_charges_accepted),
+            (0, 0, Some(0))
+        );
+        let compared = r.simulated.unwrap();
+        assert_eq!(compared.replays, 100);
+        assert!(
+            (compared.p50_ratio - 1.5).abs() < 0.02,
+            "{}",
+            compared.p50_ratio
+        );
+        assert_eq!(r.warnings, vec!["a note".to_string()]);
+        assert!(
+            report
+                .record(&model, &options, context(None))
+                .simulated
+                .is_none()
+        );
+        let tags: Vec<String> = report
+            .log_entries(&simulated)
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        assert_eq!(tags, ["live", "simulated"]);
+    }
+}

@@ -16,7 +16,7 @@ use lockbench_workloads::WorkloadSpec;
 use crate::cli::MainJobArgs;
 use crate::exit::Exit;
 use crate::failure::Outcome;
-use crate::options::{resolve_seed, usage};
+use crate::options::MainJobSettings;
 use crate::signals::{Interrupted, Stop, StopSignals};
 
 /// How long a step may take to clean up after the signal `run` passed on, before it is killed.
@@ -68,45 +68,20 @@ impl Plan {
 }
 
 pub fn run(args: &MainJobArgs) -> Outcome {
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("results/run-{}", timestamp())));
+    let MainJobSettings {
+        out,
+        config,
+        specs,
+        seed,
+        quick,
+    } = MainJobSettings::resolve(args, timestamp)?;
     // Refuses an occupied --out before any work (exit 2), as every command does.
     ResultsDir::new(&out)?;
-    if !args.config.is_file() {
-        return Err(usage(
-            "--config",
-            format!(
-                "{}: no such file; the default lockbench.toml sits at the repository root",
-                args.config.display()
-            ),
-        )
-        .into());
-    }
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.specs)
-        .map_err(|e| usage("--specs", format!("{}: {e}", args.specs.display())))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
-    if paths.is_empty() {
-        return Err(usage(
-            "--specs",
-            format!("{}: no .toml workload specs in it", args.specs.display()),
-        )
-        .into());
-    }
-    let specs = paths
-        .iter()
-        .map(|p| WorkloadSpec::load(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let seed = resolve_seed(args.seed.as_deref())?;
     let staging = staging_dir(&out)?;
     let plan = Plan {
-        quick: args.quick,
+        quick,
         seed,
-        config: args.config.clone(),
+        config,
         specs,
         staging: staging.clone(),
         current: std::cell::RefCell::new(None),
@@ -129,7 +104,7 @@ pub fn run(args: &MainJobArgs) -> Outcome {
     });
     match outcome {
         Ok(skipped) => {
-            crate::commands::report::write(
+            crate::commands::shared::write_report(
                 std::slice::from_ref(&staging),
                 ResultsDir::new(&staging.join("report"))?,
                 false,

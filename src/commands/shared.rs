@@ -283,3 +283,29 @@ fn add_histograms(
     )?;
     Ok(())
 }
+
+/// Loads `dirs`, builds the report and writes it to `out` (complete or not at all), saying where
+/// when `announce` is true.
+pub fn write_report(dirs: &[std::path::PathBuf], out: ResultsDir, announce: bool) -> Result<()> {
+    let evidence = lockbench_analysis::report::load(dirs)?;
+    if evidence.is_empty() {
+        return Err(lockbench_analysis::report::ReportError::Input {
+            path: dirs[0].clone(),
+            message: "holds no results of simulate, ttl, bench or replay".to_string(),
+        }
+        .into());
+    }
+    let built = lockbench_analysis::report::build(&evidence)?;
+    let mut out = out;
+    out.add("report.md", built.markdown.into_bytes())?;
+    out.add("report.html", built.html.into_bytes())?;
+    for (name, chart) in &built.charts {
+        out.add(&format!("charts/{name}.png"), chart.png.clone())?;
+        out.add(
+            &format!("charts/{name}.svg"),
+            chart.svg.clone().into_bytes(),
+        )?;
+    }
+    let manifest = manifest(&out, "report", None, 1, Vec::new());
+    commit_as(out, manifest, announce)
+}
