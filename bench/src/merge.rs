@@ -125,7 +125,53 @@ fn skew_warning(offsets: &[Option<(f64, f64)>], measured_ms: f64) -> Option<Stri
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
+    use lockbench_core::ShardRecord;
+    use lockbench_core::records::read_dir;
+    use lockbench_core::shards::ShardDir;
+
     use super::*;
+
+    /// The committed run's bench directory as shard `index` of 2 of run "r".
+    fn shard(index: u64) -> ShardDir {
+        let dir = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../analysis/tests/fixtures/run/bench"
+        ));
+        ShardDir {
+            read: read_dir(&dir).unwrap(),
+            dir: dir.join(format!("shard-{index}")),
+            shard: ShardRecord {
+                index,
+                count: 2,
+                run_id: "r".to_string(),
+                zone: None,
+                start_at_unix_ms: None,
+                clock_offset_ms: None,
+                clock_rtt_ms: None,
+                settings: Default::default(),
+            },
+        }
+    }
+
+    #[test]
+    fn two_bench_shards_add_their_rows_and_keep_each_failure_once() {
+        let set = ShardSet::new(vec![shard(0), shard(1)]).unwrap();
+        let Body::Bench { record, .. } = &set.first().read.body else {
+            panic!("a bench directory")
+        };
+        let (merged, results) = merge_bench(&set, record).unwrap();
+        assert_eq!(merged.results.len(), record.results.len());
+        assert_eq!(merged.failed, record.failed, "each failure once");
+        for ((row, result), one) in merged.results.iter().zip(&results).zip(&record.results) {
+            assert_eq!(row.tag(), one.tag());
+            assert_eq!(result.metrics.acquire.count(), 2 * one.acquire_us.count);
+            assert_eq!(row.errors, 2 * one.errors);
+            assert_eq!(row.contender_grants.len(), 2 * one.contender_grants.len());
+            assert!((row.measured_s - one.measured_s).abs() < 1e-6);
+        }
+    }
 
     #[test]
     fn a_skew_above_one_percent_of_the_measured_part_is_named_with_its_bounds() {
