@@ -142,16 +142,7 @@ mod tests {
         ShardDir {
             read: read_dir(&dir).unwrap(),
             dir: dir.join(format!("shard-{index}")),
-            shard: ShardRecord {
-                index,
-                count: 2,
-                run_id: "r".to_string(),
-                zone: None,
-                start_at_unix_ms: None,
-                clock_offset_ms: None,
-                clock_rtt_ms: None,
-                settings: Default::default(),
-            },
+            shard: ShardRecord::new(index, 2, "r"),
         }
     }
 

@@ -321,14 +321,8 @@ mod tests {
         ));
         let read = read_dir(&dir).unwrap();
         let shard = ShardRecord {
-            index,
-            count,
-            run_id: "r".to_string(),
-            zone: None,
-            start_at_unix_ms: None,
-            clock_offset_ms: None,
-            clock_rtt_ms: None,
             settings: [("replays".to_string(), replays.to_string())].into(),
+            ..ShardRecord::new(index, count, "r")
         };
         ShardDir {
             dir: dir.join(format!("shard-{index}")),

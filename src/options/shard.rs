@@ -62,16 +62,10 @@ pub fn resolve(
             format!("expected 1 to 64 letters, digits, '-', '_' or '.', got `{run_id}`"),
         ));
     }
+    // Its settings are filled in by the command once all its flags are resolved.
     Ok(Some(ShardRecord {
-        index,
-        count,
-        run_id,
         zone: env("LOCKBENCH_ZONE").filter(|z| !z.is_empty()),
-        start_at_unix_ms: None,
-        clock_offset_ms: None,
-        clock_rtt_ms: None,
-        // Filled in by the command once all its flags are resolved.
-        settings: Default::default(),
+        ..ShardRecord::new(index, count, run_id)
     }))
 }
 

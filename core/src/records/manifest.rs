@@ -79,6 +79,22 @@ pub struct ShardRecord {
     pub settings: std::collections::BTreeMap<String, String>,
 }
 
+impl ShardRecord {
+    /// Shard `index` of `count` of run `run_id`, with no zone, start, clock or settings yet.
+    pub fn new(index: u64, count: u64, run_id: impl Into<String>) -> Self {
+        ShardRecord {
+            index,
+            count,
+            run_id: run_id.into(),
+            zone: None,
+            start_at_unix_ms: None,
+            clock_offset_ms: None,
+            clock_rtt_ms: None,
+            settings: Default::default(),
+        }
+    }
+}
+
 /// What a merged directory keeps of each shard's manifest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
