@@ -4,7 +4,7 @@
 //! P99.9.
 
 use lockbench_core::records::model::{CheckBand, CheckRecord, CheckedRun, ModelCheck};
-use lockbench_core::stats::{ks_distance, median};
+use lockbench_core::stats::{ks_distance, quantile_sorted};
 use lockbench_workloads::observed::ObservedRun;
 use statrs::distribution::{Binomial, Discrete, DiscreteCDF};
 
@@ -263,13 +263,18 @@ pub fn pit_of(quantile: impl Fn(f64) -> f64, x: f64) -> f64 {
 /// Kolmogorov-Smirnov distance of `u` (values in [0, 1]) from the uniform distribution, and its
 /// p-value (the Kolmogorov distribution with Stephens' correction for small n).
 pub fn ks_uniform(u: &[f64]) -> (f64, f64) {
-    let n = u.len();
+    let mut sorted = u.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    ks_uniform_sorted(&sorted)
+}
+
+/// [`ks_uniform`] of values already in ascending order.
+fn ks_uniform_sorted(sorted: &[f64]) -> (f64, f64) {
+    let n = sorted.len();
     if n == 0 {
         return (0.0, 1.0);
     }
-    let mut sorted = u.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let d = ks_distance(&sorted, |x| x);
+    let d = ks_distance(sorted, |x| x);
     let root = (n as f64).sqrt();
     let lambda = (root + 0.12 + 0.11 / root) * d;
     (d, kolmogorov_q(lambda))
@@ -351,20 +356,24 @@ pub struct CheckFigures {
 /// The three tests of `pits` (each run's PIT value) and of the runs beyond P99 and P99.9.
 pub fn check_figures(pits: &[f64], beyond_p99: u64, beyond_p999: u64) -> CheckFigures {
     let n = pits.len() as u64;
-    let (ks_distance, ks_p) = ks_uniform(pits);
+    // Sorted once, for the KS test and the median.
     let mut sorted = pits.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let median_pit = median(pits).unwrap_or(0.5);
+    let (ks_distance, ks_p) = ks_uniform_sorted(&sorted);
+    let median_pit = if sorted.is_empty() {
+        0.5
+    } else {
+        quantile_sorted(&sorted, 0.5)
+    };
     CheckFigures {
         runs: n,
         ks_distance,
         ks_p,
         median_pit,
-        central_share: if sorted.is_empty() {
+        central_share: if pits.is_empty() {
             0.5
         } else {
-            sorted.iter().filter(|u| (0.25..=0.75).contains(*u)).count() as f64
-                / sorted.len() as f64
+            pits.iter().filter(|u| (0.25..=0.75).contains(*u)).count() as f64 / pits.len() as f64
         },
         beyond_p99,
         p99_p: binomial_at_least(beyond_p99, n, 0.01),

@@ -59,3 +59,13 @@ pub enum FaultError {
     #[error("private server: {0}")]
     Server(String),
 }
+
+/// `program` in a folder of PATH, if it is there: the lab's one lookup of the tools and servers it
+/// runs (`ip`, `nft`, `java`, `redis-server`).
+pub(crate) fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(program))
+            .find(|p| p.is_file())
+    })
+}

@@ -100,17 +100,12 @@ fn run(args: &[&str]) -> Result<(), FaultError> {
     }
 }
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
-}
-
 /// Why a partition cannot run here, if it cannot.
 pub fn unavailable() -> Option<&'static str> {
     if !rustix::process::geteuid().is_root() {
         return Some("needs root, to create a network namespace and its nftables table");
     }
-    if !on_path("ip") || !on_path("nft") {
+    if crate::find_on_path("ip").is_none() || crate::find_on_path("nft").is_none() {
         return Some(
             "needs ip and nft (apt-get install iproute2 nftables; scripts/services.sh up installs them)",
         );

@@ -81,11 +81,7 @@ const BACKUP_DIR: &str = "aof-backup";
 /// `redis-server` on PATH, for the private servers of the restart scenarios
 /// ([`crate::LabOptions::redis_server`]).
 pub fn redis_server_on_path() -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("redis-server"))
-            .find(|p| p.is_file())
-    })
+    crate::find_on_path("redis-server")
 }
 
 /// A free port on `ip` (the lab's private servers listen on it).

@@ -31,8 +31,7 @@ fn fail(what: impl std::fmt::Display) -> FaultError {
 
 /// Why the lab could not run a private ZooKeeper here, if it could not.
 pub fn unavailable() -> Option<&'static str> {
-    let java = std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join("java").is_file()));
+    let java = crate::find_on_path("java").is_some();
     (!java || !Path::new(JAR).is_file())
         .then_some("needs java and the zookeeper package (scripts/services.sh up installs them)")
 }

@@ -1,6 +1,7 @@
 //! A live replay's report as a results directory keeps it: the record beside the simulator's
 //! figures, the histograms of its log, and the wall-time bound of one run.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
@@ -98,21 +99,24 @@ impl LiveReport {
     }
 
     /// The histograms of the replay's log, tagged: the live and `simulated` runtimes
-    /// (real-equivalent time), then the requested and achieved call latency per target, in
-    /// microseconds as the runtimes are (one unit in the log).
-    pub fn log_entries(&self, simulated: &RuntimeHistogram) -> Vec<(String, RuntimeHistogram)> {
+    /// (real-equivalent time, as they are), then the requested and achieved call latency per
+    /// target, in microseconds as the runtimes are (one unit in the log).
+    pub fn log_entries<'a>(
+        &'a self,
+        simulated: &'a RuntimeHistogram,
+    ) -> Vec<(String, Cow<'a, RuntimeHistogram>)> {
         let mut entries = vec![
-            ("live".to_string(), self.runtimes.clone()),
-            ("simulated".to_string(), simulated.clone()),
+            ("live".to_string(), Cow::Borrowed(&self.runtimes)),
+            ("simulated".to_string(), Cow::Borrowed(simulated)),
         ];
         for i in &self.injected {
             entries.push((
                 format!("requested/{}", i.row.target),
-                i.requested.in_microseconds(),
+                Cow::Owned(i.requested.in_microseconds()),
             ));
             entries.push((
                 format!("achieved/{}", i.row.target),
-                i.achieved.in_microseconds(),
+                Cow::Owned(i.achieved.in_microseconds()),
             ));
         }
         entries

@@ -121,8 +121,10 @@ fn write_results(
     let mut out = out;
     out.add(replay::CSV, to_csv(&record.per_run))?;
     let entries = report.log_entries(simulated);
-    let entries: Vec<(String, &RuntimeHistogram)> =
-        entries.iter().map(|(tag, h)| (tag.clone(), h)).collect();
+    let entries: Vec<(String, &RuntimeHistogram)> = entries
+        .iter()
+        .map(|(tag, h)| (tag.clone(), h.as_ref()))
+        .collect();
     out.add(
         replay::HISTOGRAMS,
         lockbench_core::interval_log(

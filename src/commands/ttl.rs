@@ -114,6 +114,8 @@ pub fn run(args: &TtlArgs) -> Outcome {
             );
         }
     }
+    // A whole run writes the candidates, then the growth runs.
+    candidates.extend(growth);
     let record = to_json(&recommendation);
     render::show(options.simulation.json, &recommendation, render::ttl_report)?;
     if let Some(out) = out {
@@ -122,7 +124,7 @@ pub fn run(args: &TtlArgs) -> Outcome {
             "ttl",
             &options.simulation,
             &[&spec],
-            &[candidates, growth].concat(),
+            &candidates,
             record,
             Vec::new(),
         )?;
