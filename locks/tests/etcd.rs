@@ -43,4 +43,43 @@ mod queue_wait {
     async fn etcd_ungranted_waits_leave_no_key() {
         an_ungranted_wait_leaves_nothing(BackendKind::Etcd).await;
     }
+
+    /// A client keeps its watch of a lock's queue for its next waits: a watch opened per wait can
+    /// land in etcd's unsynced group, served every 100 ms, when a write commits meanwhile.
+    #[tokio::test]
+    async fn a_clients_waits_share_one_watch() {
+        use std::time::Duration;
+
+        use crate::common::queue::until_queued;
+        use crate::common::{client, finish};
+
+        let tag = "queue-watch";
+        let key = "watch";
+        let ttl = Duration::from_secs(30);
+        let (a, b) = (
+            client(BackendKind::Etcd, tag).await,
+            client(BackendKind::Etcd, tag).await,
+        );
+        // The requests of one wait behind a holder that releases once b queues.
+        let wait = || async {
+            let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
+            let before = b.requests().unwrap();
+            let (granted, ()) = tokio::join!(b.acquire(key, ttl, Duration::from_secs(10)), async {
+                until_queued(BackendKind::Etcd, tag, key, 2).await;
+                assert!(a.release(&held).await.unwrap());
+            });
+            let used = b.requests().unwrap() - before;
+            assert!(
+                b.release(&granted.unwrap().expect("granted"))
+                    .await
+                    .unwrap()
+            );
+            used
+        };
+        let first = wait().await;
+        let second = wait().await;
+        // Lease, put-and-read, read below, read below after the deletion; the first also watches.
+        assert_eq!((first, second), (5, 4));
+        finish(a, b, key).await;
+    }
 }

@@ -4,22 +4,30 @@
 //! stops renewing; release revokes the lease, which deletes the key.
 //!
 //! The try form puts its key and reads the prefix's first key in one transaction, and withdraws
-//! (revokes its lease) when the first is not its own. The waiting form keeps its key and watches
-//! only the key just below it (the highest create revision under its own), so a release wakes the
-//! next waiter alone; a wait that ends ungranted revokes its lease, also when it is abandoned
-//! midway (from a task spawned when its future is dropped). The v3 lock API
-//! (`etcd_client::Client::lock`) does the same wait but has no try form and leaves a cancelled
+//! (revokes its lease) when the first is not its own. The waiting form keeps its key and waits for
+//! the key just below it (the highest create revision under its own) to be deleted, so a release
+//! sends the next waiter alone back to the server; a wait that ends ungranted revokes its lease,
+//! also when it is abandoned midway (from a task spawned when its future is dropped). The v3 lock
+//! API (`etcd_client::Client::lock`) does the same wait but has no try form and leaves a cancelled
 //! waiter's key until its lease expires.
+//!
+//! Where `concurrency.Mutex` opens a watch on the predecessor for every wait, a client here keeps
+//! one watch per lock prefix for its life ([`QueueWatch`]: deletions only) and its waiters look
+//! for their predecessor in it. A watch that etcd (3.4 and later) registers while a write commits
+//! lands in its "unsynced" group, which a loop every 100 ms serves: a new watch per wait put about
+//! one handoff in a hundred behind that loop (handoff P99.9 65-80 ms against the release's 5-6 ms
+//! at 8 contenders, docs/PERFORMANCE.md). A watch kept open meets that race once, at its start.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use etcd_client::{
     Client, ConnectOptions, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-    TxnOpResponse,
+    TxnOpResponse, WatchFilterType, WatchOptions,
 };
+use tokio::sync::broadcast;
 
 use crate::error::timed;
 use crate::{
@@ -34,6 +42,82 @@ pub struct EtcdLock {
     namespace: String,
     timeout: Duration,
     leases: Mutex<HashMap<String, i64>>,
+    /// The watches of the lock prefixes this client has waited on, by prefix.
+    watches: tokio::sync::Mutex<HashMap<String, Arc<QueueWatch>>>,
+}
+
+/// Watches kept at most; past that, one no waiter listens to is closed before another opens.
+const MAX_WATCHES: usize = 64;
+
+/// What a [`QueueWatch`] tells its waiters.
+#[derive(Clone, Debug)]
+enum QueueEvent {
+    /// This key under the prefix was deleted (a release, a withdrawal, an expired lease).
+    Deleted(Vec<u8>),
+    /// The watch ended (a restarted server, a closed connection): look again and watch anew.
+    Ended,
+}
+
+/// A watch on one lock prefix, deletions only, kept open for the client's life: its events go to
+/// every waiter of this client on that lock, each of which looks for its own predecessor.
+struct QueueWatch {
+    events: broadcast::Sender<QueueEvent>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for QueueWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl QueueWatch {
+    /// Opens the watch and returns once etcd has confirmed it, so that every deletion committed
+    /// after this returns is delivered.
+    async fn open(client: &mut Client, prefix: &str, timeout: Duration) -> Result<Self, LockError> {
+        let options = WatchOptions::new()
+            .with_prefix()
+            .with_filters([WatchFilterType::NoPut]);
+        let mut stream = timed("etcd", "watch", timeout, async {
+            let mut stream = client
+                .watch(prefix, Some(options))
+                .await
+                .map_err(err("watch"))?;
+            match stream.message().await.map_err(err("watch"))? {
+                Some(created) if created.created() && !created.canceled() => Ok(stream),
+                Some(refused) => Err(LockError::server(
+                    "etcd",
+                    "watch",
+                    format!("the watch was refused: {}", refused.cancel_reason()),
+                )),
+                None => Err(LockError::server(
+                    "etcd",
+                    "watch",
+                    "the watch ended before etcd confirmed it",
+                )),
+            }
+        })
+        .await?;
+        // Bounded: a waiter that falls this far behind looks again (`Lagged`).
+        let (events, _) = broadcast::channel(1024);
+        let sender = events.clone();
+        let task = tokio::spawn(async move {
+            while let Ok(Some(message)) = stream.message().await {
+                if message.canceled() {
+                    break;
+                }
+                for event in message.events() {
+                    if event.event_type() == EventType::Delete
+                        && let Some(kv) = event.kv()
+                    {
+                        let _ = sender.send(QueueEvent::Deleted(kv.key().to_vec()));
+                    }
+                }
+            }
+            let _ = sender.send(QueueEvent::Ended);
+        });
+        Ok(QueueWatch { events, task })
+    }
 }
 
 fn err(operation: &'static str) -> impl Fn(etcd_client::Error) -> LockError {
@@ -80,7 +164,30 @@ impl EtcdLock {
             namespace: config.namespace.clone(),
             timeout: config.operation_timeout,
             leases: Mutex::new(HashMap::new()),
+            watches: tokio::sync::Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The deletions under `key`'s prefix from now on, through the client's watch of it (opened
+    /// on first use, again after it ended).
+    async fn deletions(&self, key: &str) -> Result<broadcast::Receiver<QueueEvent>, LockError> {
+        let prefix = self.prefix(key);
+        let mut watches = self.watches.lock().await;
+        if let Some(watch) = watches.get(&prefix)
+            && !watch.task.is_finished()
+        {
+            return Ok(watch.events.subscribe());
+        }
+        watches.remove(&prefix);
+        if watches.len() >= MAX_WATCHES {
+            watches.retain(|_, w| w.events.receiver_count() > 0 && !w.task.is_finished());
+        }
+        self.requests.sent();
+        let mut client = self.client.clone();
+        let watch = QueueWatch::open(&mut client, &prefix, self.timeout).await?;
+        let events = watch.events.subscribe();
+        watches.insert(prefix, Arc::new(watch));
+        Ok(events)
     }
 
     /// The prefix under which `key`'s queue lives.
@@ -160,8 +267,8 @@ impl EtcdLock {
         Ok(Some(self.grant(entry)))
     }
 
-    /// Waits in the queue until our key is the first, watching only the key just below it, and
-    /// keeping our lease alive meanwhile. Ends by `deadline`, withdrawing if not granted.
+    /// Waits in the queue until our key is the first, for the key just below it to go, keeping our
+    /// lease alive meanwhile. Ends by `deadline`, withdrawing if not granted.
     async fn acquire_queued(
         &self,
         key: &str,
@@ -175,13 +282,16 @@ impl EtcdLock {
         let mut client = self.client.clone();
         let lease = entry.lease.expect("a queued entry has its lease");
         let keep_alive_every = entry.granted / 3;
-        // Bounded by the deadline: every pass returns or waits on a watch until it.
+        // Listening before the predecessor is read: a deletion after the read cannot be missed.
+        let mut deletions = self.deletions(key).await?;
+        // Bounded by the deadline: every pass returns or waits for a deletion until it.
         loop {
             let below = GetOptions::new()
                 .with_prefix()
                 .with_max_create_revision(entry.revision - 1)
                 .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(1);
+                .with_limit(1)
+                .with_keys_only();
             self.requests.sent();
             let response = client
                 .get(self.prefix(key), Some(below))
@@ -190,22 +300,6 @@ impl EtcdLock {
             let Some(predecessor) = response.kvs().first().map(|kv| kv.key().to_vec()) else {
                 return Ok(Some(self.grant(entry)));
             };
-            // Watched from now, then checked: a watch that starts at a past revision is
-            // "unsynced" in etcd and catches up only on its 100 ms sync loop, which every
-            // handoff would then wait for.
-            self.requests.sent();
-            let mut stream = client
-                .watch(predecessor.clone(), None)
-                .await
-                .map_err(err("acquire"))?;
-            self.requests.sent();
-            let still = client
-                .get(predecessor, Some(GetOptions::new().with_count_only()))
-                .await
-                .map_err(err("acquire"))?;
-            if still.count() == 0 {
-                continue; // deleted before the watch began
-            }
             // Until the predecessor is deleted, renewing our lease on the way.
             loop {
                 let now = Instant::now();
@@ -214,15 +308,15 @@ impl EtcdLock {
                     return Ok(None);
                 }
                 tokio::select! {
-                    message = stream.message() => {
-                        let message = message.map_err(err("acquire"))?;
-                        let deleted = message.as_ref().is_none_or(|m| {
-                            m.events().iter().any(|e| e.event_type() == EventType::Delete)
-                        });
-                        if deleted {
+                    event = deletions.recv() => match event {
+                        Ok(QueueEvent::Deleted(deleted)) if deleted == predecessor => break,
+                        Ok(QueueEvent::Deleted(_)) => {}
+                        // Events may have been missed: look again, through a watch that works.
+                        Ok(QueueEvent::Ended) | Err(_) => {
+                            deletions = self.deletions(key).await?;
                             break;
                         }
-                    }
+                    },
                     _ = tokio::time::sleep(keep_alive_every.min(deadline - now)) => {
                         if Instant::now() < deadline {
                             self.requests.sent();
@@ -416,6 +510,7 @@ impl LockBackend for EtcdLock {
     }
 
     async fn close(&self) -> Result<(), LockError> {
+        self.watches.lock().await.clear();
         let ids: Vec<i64> = self
             .leases
             .lock()
