@@ -105,11 +105,58 @@ fn bench_reports_an_unreachable_backend_in_one_line_and_goes_on() {
     );
 }
 
+/// `redis-fair` is the configured Redis with its waiters queued in Redis: a row of its own, a
+/// queue declared, and two contenders on one key granted in turn (the plain lock's release race
+/// gives shares far apart, Jain 0.3-0.9).
+#[test]
+fn redis_fair_is_measured_as_a_backend_of_its_own() {
+    let v = json_of(&[
+        "bench",
+        "--config",
+        CONFIG,
+        "--backend",
+        "redis-fair",
+        "--contenders",
+        "2",
+        "--duration",
+        "500ms",
+        "--warmup",
+        "100ms",
+        "--json",
+    ]);
+    let row = &v["results"][0];
+    assert_eq!(row["backend"], "redis-fair", "{row}");
+    assert_eq!(row["errors"], 0, "{row}");
+    assert!(
+        row["fairness_jain"].as_f64().unwrap() > 0.99,
+        "granted in turn: {row}"
+    );
+    let facts = &v["backends"][0];
+    assert_eq!(facts["backend"], "redis-fair");
+    assert_eq!(facts["wait_queue"], true);
+}
+
 #[test]
 fn bench_flags_are_checked() {
     refused(
         &["bench", "--config", CONFIG, "--backend", "mysql"],
-        &["--backend", "mysql", "redlock"],
+        &["--backend", "mysql", "redlock", "redis-fair"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let etcd_only = write_file(
+        dir.path(),
+        "etcd.toml",
+        b"[backends.etcd]\nurls = [\"http://127.0.0.1:2389\"]\n",
+    );
+    refused(
+        &[
+            "bench",
+            "--config",
+            etcd_only.to_str().unwrap(),
+            "--backend",
+            "redis-fair",
+        ],
+        &["--backend", "redis-fair is not configured"],
     );
     refused(
         &["bench", "--config", CONFIG, "--contenders", "0"],
@@ -134,7 +181,6 @@ fn bench_flags_are_checked() {
         &["bench", "--config", "/no/such.toml"],
         &["--config", "/no/such.toml"],
     );
-    let dir = tempfile::tempdir().unwrap();
     let bad = write_file(
         dir.path(),
         "bad.toml",

@@ -126,7 +126,7 @@ pub async fn measure_levels(
     levels: &Levels,
     progress: &dyn LevelProgress,
 ) -> Result<Measured, LevelsError> {
-    let name = config.kind.name();
+    let name = config.label();
     // A shard connects its own share of each level's contenders.
     let (index, count) = levels.shard.as_ref().map_or((0, 1), |s| (s.index, s.count));
     let local = |c: usize| Stripe::local(index, count, c);

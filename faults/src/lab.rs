@@ -144,7 +144,7 @@ impl FaultLab {
                     Some(reason) => skipped.push(SkippedCell {
                         scenario: variant.scenario().to_string(),
                         variant: variant.name().to_string(),
-                        backend: config.kind.name().to_string(),
+                        backend: config.label().to_string(),
                         reason: reason.to_string(),
                     }),
                     None => run.push((variant, config.clone())),
@@ -187,7 +187,7 @@ impl FaultLab {
         for (index, (variant, config)) in cells.into_iter().enumerate() {
             // Each cell's timing from the seed and the cell alone, whichever others were chosen.
             let mut rng = rand::rngs::StdRng::seed_from_u64(
-                self.options.seed ^ cell_hash(&variant.label(), config.kind.name()),
+                self.options.seed ^ cell_hash(&variant.label(), config.label()),
             );
             match self
                 .run_cell(index, variant, &config, &mut rng, progress)
@@ -203,12 +203,12 @@ impl FaultLab {
                     note(&format!(
                         "{} on {}: {reason}",
                         variant.label(),
-                        config.kind.name()
+                        config.label()
                     ));
                     skipped.push(SkippedCell {
                         scenario: variant.scenario().to_string(),
                         variant: variant.name().to_string(),
-                        backend: config.kind.name().to_string(),
+                        backend: config.label().to_string(),
                         reason,
                     });
                 }
@@ -337,7 +337,7 @@ impl FaultLab {
             if kit.servers.is_empty() && kit.postgres.is_none() && kit.zookeeper.is_none() {
                 self.used.push((config.clone(), key.clone()));
             }
-            let id = format!("{}:{}:{trial}", variant.label(), config.kind.name());
+            let id = format!("{}:{}:{trial}", variant.label(), config.label());
             let result =
                 crate::trial::run(&mut context, variant, &config, &mut kit, &id, &key, rng).await;
             match result {
@@ -356,7 +356,7 @@ impl FaultLab {
                     break;
                 }
             }
-            progress(&format!("{} on {}", variant.label(), config.kind.name()));
+            progress(&format!("{} on {}", variant.label(), config.label()));
         }
         for key in &keys {
             let _ = kit.client.cleanup(key).await;

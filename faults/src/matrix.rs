@@ -22,7 +22,7 @@ pub(crate) fn trial_row(
     FaultTrialRow {
         scenario: variant.scenario().to_string(),
         variant: variant.name().to_string(),
-        backend: config.kind.name().to_string(),
+        backend: config.label().to_string(),
         trial,
         granted_ttl_s: outcome.granted_ttl.as_secs_f64(),
         fault_start_s,
@@ -50,7 +50,7 @@ pub(crate) fn event_row(
     FaultEventRow {
         scenario: variant.scenario().to_string(),
         variant: variant.name().to_string(),
-        backend: config.kind.name().to_string(),
+        backend: config.label().to_string(),
         trial,
         worker: e.worker.clone(),
         event: e.event.as_str().to_string(),
@@ -90,7 +90,7 @@ pub(crate) fn aggregate(
     FaultCell {
         scenario: variant.scenario().to_string(),
         variant: variant.name().to_string(),
-        backend: config.kind.name().to_string(),
+        backend: config.label().to_string(),
         injected: variant.injected(),
         expected: if variant.predicts_overlap(capabilities.scope) {
             "overlap"

@@ -63,6 +63,12 @@ pub struct BackendPlan {
     /// Redis: replicas that must acknowledge an acquisition (`WAIT`).
     #[serde(default)]
     pub wait_replicas: u32,
+    /// Redis: waiters queue in Redis, granted in arrival order.
+    #[serde(default)]
+    pub fair: bool,
+    /// Redis's fair queue: how long a waiter's place outlives its last renewal, ms.
+    #[serde(default)]
+    pub waiter_timeout_ms: u64,
 }
 
 impl BackendPlan {
@@ -77,6 +83,8 @@ impl BackendPlan {
             session_timeout_ms: config.session_timeout.as_millis() as u64,
             fencing: config.fencing,
             wait_replicas: config.wait_replicas,
+            fair: config.fair,
+            waiter_timeout_ms: config.waiter_timeout.as_millis() as u64,
         }
     }
 
@@ -90,6 +98,10 @@ impl BackendPlan {
         c.session_timeout = Duration::from_millis(self.session_timeout_ms);
         c.fencing = self.fencing;
         c.wait_replicas = self.wait_replicas;
+        c.fair = self.fair;
+        if self.waiter_timeout_ms > 0 {
+            c.waiter_timeout = Duration::from_millis(self.waiter_timeout_ms);
+        }
         Ok(c)
     }
 }

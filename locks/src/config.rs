@@ -51,7 +51,18 @@ pub struct BackendConfig {
     /// default) does not wait. A failover can then not promote a replica without the key (short
     /// of losing every one that acknowledged).
     pub wait_replicas: u32,
+    /// Redis: waiters queue in Redis and are granted in arrival order (a list and a deadline per
+    /// waiter, as Redisson's fair lock keeps), instead of racing for each release.
+    pub fair: bool,
+    /// Redis with `fair`: how long a waiter's place in the queue is kept when it stops renewing it
+    /// (it renews every third of this while it waits); a waiter that died delays the next grant
+    /// by at most this.
+    pub waiter_timeout: Duration,
 }
+
+/// The fair variant of Redis as results and `--backend` name it (`[backends.redis]` with
+/// `fair = true`).
+pub const REDIS_FAIR: &str = "redis-fair";
 
 impl BackendConfig {
     /// A configuration with default timeouts.
@@ -65,7 +76,39 @@ impl BackendConfig {
             session_timeout: Duration::from_secs(10),
             fencing: true,
             wait_replicas: 0,
+            fair: false,
+            waiter_timeout: Duration::from_secs(5),
         }
+    }
+
+    /// The name results carry for this backend: its kind's, or [`REDIS_FAIR`] for Redis with a
+    /// fair queue, whose figures and faults are its own.
+    pub fn label(&self) -> &'static str {
+        if self.fair {
+            REDIS_FAIR
+        } else {
+            self.kind.name()
+        }
+    }
+
+    /// The backend a command line names among the configured ones: a backend's name, or
+    /// [`REDIS_FAIR`] for the Redis entry with `fair` set whatever the file says. `None` when
+    /// the name is of no backend; `Some(None)` when that backend is not configured.
+    pub fn select(configs: &[BackendConfig], name: &str) -> Option<Option<BackendConfig>> {
+        let (kind, fair) = match name {
+            REDIS_FAIR => (BackendKind::Redis, true),
+            other => (BackendKind::parse(other)?, false),
+        };
+        Some(
+            configs
+                .iter()
+                .find(|c| c.kind == kind)
+                .cloned()
+                .map(|mut c| {
+                    c.fair |= fair;
+                    c
+                }),
+        )
     }
 
     /// The first URL with any password removed, for messages.
@@ -137,6 +180,10 @@ struct FileBackend {
     fencing: Option<bool>,
     #[serde(default)]
     wait_replicas: Option<u32>,
+    #[serde(default)]
+    fair: Option<bool>,
+    #[serde(default)]
+    waiter_timeout: Option<String>,
 }
 
 fn default_namespace() -> String {
@@ -272,6 +319,27 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
             }
             config.wait_replicas = n;
         }
+        if let Some(fair) = backend.fair {
+            if kind != BackendKind::Redis {
+                return Err(ConfigError::Invalid {
+                    field: format!("backends.{name}.fair"),
+                    message: "only redis has a fair queue to choose; pg-session, pg-xact, etcd and zookeeper queue their waiters by design".to_string(),
+                });
+            }
+            config.fair = fair;
+        }
+        if backend.waiter_timeout.is_some() && !config.fair {
+            return Err(ConfigError::Invalid {
+                field: format!("backends.{name}.waiter_timeout"),
+                message: "only a fair redis queue has waiters to time out: set fair = true"
+                    .to_string(),
+            });
+        }
+        config.waiter_timeout = duration_field(
+            &format!("backends.{name}.waiter_timeout"),
+            &backend.waiter_timeout,
+            config.waiter_timeout,
+        )?;
         configs.push(config);
     }
     configs.sort_by_key(|c| BackendKind::ALL.iter().position(|k| *k == c.kind));
@@ -399,6 +467,52 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("backends.etcd.wait_replicas"), "{e}");
+    }
+
+    #[test]
+    fn redis_alone_has_a_fair_queue_to_choose() {
+        let configs = parse_config(
+            "[backends.redis]\nurls = [\"redis://h:1\"]\nfair = true\nwaiter_timeout = \"2s\"",
+        )
+        .unwrap();
+        assert!(configs[0].fair);
+        assert_eq!(configs[0].waiter_timeout, Duration::from_secs(2));
+        assert_eq!(configs[0].label(), REDIS_FAIR);
+        for (text, field) in [
+            (
+                "[backends.etcd]\nurls = [\"http://h\"]\nfair = true",
+                "backends.etcd.fair",
+            ),
+            (
+                "[backends.redis]\nurls = [\"redis://h\"]\nwaiter_timeout = \"2s\"",
+                "backends.redis.waiter_timeout",
+            ),
+            (
+                "[backends.redis]\nurls = [\"redis://h\"]\nfair = true\nwaiter_timeout = \"0s\"",
+                "backends.redis.waiter_timeout",
+            ),
+        ] {
+            let e = parse_config(text).unwrap_err().to_string();
+            assert!(e.starts_with(field), "{e}");
+        }
+    }
+
+    #[test]
+    fn redis_fair_selects_the_redis_entry_with_its_queue() {
+        let configs = parse_config(include_str!("../../lockbench.toml")).unwrap();
+        let fair = BackendConfig::select(&configs, REDIS_FAIR)
+            .unwrap()
+            .unwrap();
+        assert_eq!((fair.kind, fair.fair), (BackendKind::Redis, true));
+        let plain = BackendConfig::select(&configs, "redis").unwrap().unwrap();
+        assert_eq!((plain.label(), plain.fair), ("redis", false));
+        assert!(BackendConfig::select(&configs, "mysql").is_none());
+        let only_etcd = parse_config("[backends.etcd]\nurls = [\"http://h\"]").unwrap();
+        assert!(
+            BackendConfig::select(&only_etcd, REDIS_FAIR)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod lease;
 mod requests;
 
 pub use config::{
-    BackendConfig, ConfigError, Redacted, parse_config, replay_database, substitute_env,
+    BackendConfig, ConfigError, REDIS_FAIR, Redacted, parse_config, replay_database, substitute_env,
 };
 pub use error::LockError;
 pub use heartbeat::{Heartbeat, HeartbeatPolicy, HeartbeatState};

@@ -1,6 +1,6 @@
 //! The Redis backends against the servers `scripts/services.sh up` starts: `redis` (one server,
-//! with its connection, fencing counter and subscribed wait) and `redlock` (five servers through
-//! the same client). Redlock is here rather than in a file of its own: it is Redis, its four tests
+//! with its connection, fencing counter and subscribed wait), `redis-fair` (the same server, its
+//! waiters queued in Redis) and `redlock` (five servers through the same client). Redlock is here rather than in a file of its own: it is Redis, its four tests
 //! share the client and servers, and a test binary costs a link. A missing server fails the test
 //! naming it and how to start it; nothing is skipped.
 
@@ -15,11 +15,22 @@ use common::{
 };
 
 backend_tests!(redis, BackendKind::Redis);
+backend_tests!(redis_fair, crate::common::REDIS_FAIR);
 backend_tests!(redlock, BackendKind::Redlock);
 
 #[tokio::test]
 async fn fencing_tokens_increase_redis() {
     fencing_increases(BackendKind::Redis).await;
+}
+
+#[tokio::test]
+async fn fencing_tokens_increase_redis_fair() {
+    fencing_increases(common::REDIS_FAIR).await;
+}
+
+#[tokio::test]
+async fn ttl_redis_fair() {
+    ttl_expires_and_renew_extends(common::REDIS_FAIR, Duration::from_secs(2)).await;
 }
 
 #[tokio::test]
@@ -327,6 +338,145 @@ mod redis_subscribed_wait {
         assert!(none.is_none());
         assert_eq!(subscribers(tag, key).await, 0);
         assert!(a.release(&held).await.unwrap());
+        finish(a, b, key).await;
+    }
+}
+
+/// The fair queue (`fair = true`): waiters in a Redis list, granted in arrival order, a release
+/// waking the next alone (the queue scenarios etcd and ZooKeeper run too), and no try, releaser
+/// or newcomer going before a waiter; a waiter that stopped asking loses its place.
+mod redis_fair_queue {
+    use std::time::{Duration, Instant};
+
+    use crate::common::queue::{an_ungranted_wait_leaves_nothing, granted_in_order_one_at_a_time};
+    use crate::common::{REDIS_FAIR, client, config, finish, server_missing};
+
+    #[tokio::test]
+    async fn redis_fair_grants_in_order_one_at_a_time() {
+        granted_in_order_one_at_a_time(REDIS_FAIR).await;
+    }
+
+    #[tokio::test]
+    async fn redis_fair_ungranted_waits_leave_no_waiter() {
+        an_ungranted_wait_leaves_nothing(REDIS_FAIR).await;
+    }
+
+    /// Puts a waiter that will never ask again at the end of `key`'s queue, its place kept for
+    /// `for_ms` by the server's clock.
+    async fn stranger(tag: &str, key: &str, for_ms: u64) {
+        let c = config(REDIS_FAIR, tag);
+        let url = &c.urls[0];
+        let mut conn = ::redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap_or_else(|e| server_missing(format!("Redis at {url}: {e}")));
+        let (seconds, micros): (u64, u64) =
+            ::redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+        let deadline = seconds * 1000 + micros / 1000 + for_ms;
+        let ns = &c.namespace;
+        let _: () = ::redis::pipe()
+            .cmd("RPUSH")
+            .arg(format!("{ns}:queue:{key}"))
+            .arg("stranger")
+            .ignore()
+            .cmd("ZADD")
+            .arg(format!("{ns}:queue-deadlines:{key}"))
+            .arg(deadline)
+            .arg("stranger")
+            .ignore()
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_free_lock_goes_to_the_waiters_not_to_a_try() {
+        let tag = "fair-try";
+        let key = "try";
+        let ttl = Duration::from_secs(30);
+        let (a, b) = (client(REDIS_FAIR, tag).await, client(REDIS_FAIR, tag).await);
+        // A waiter that keeps its place for a minute: the lock is free, the queue is not.
+        stranger(tag, key, 60_000).await;
+        assert!(
+            a.try_acquire(key, ttl).await.unwrap().is_none(),
+            "a try took a free lock that a waiter queues for"
+        );
+        let none = b
+            .acquire(key, ttl, Duration::from_millis(200))
+            .await
+            .unwrap();
+        assert!(none.is_none(), "a newcomer went before the waiter");
+        a.cleanup(key).await.unwrap();
+        let lease = a
+            .try_acquire(key, ttl)
+            .await
+            .unwrap()
+            .expect("nobody waits any more");
+        assert!(a.release(&lease).await.unwrap());
+        finish(a, b, key).await;
+    }
+
+    #[tokio::test]
+    async fn the_releaser_asking_again_goes_behind_the_waiter() {
+        let tag = "fair-releaser";
+        let key = "releaser";
+        let ttl = Duration::from_secs(30);
+        let a = std::sync::Arc::new(client(REDIS_FAIR, tag).await);
+        let b = client(REDIS_FAIR, tag).await;
+        let held = a.try_acquire(key, ttl).await.unwrap().unwrap();
+        let waiter = async {
+            let lease = b
+                .acquire(key, ttl, Duration::from_secs(10))
+                .await
+                .unwrap()
+                .expect("the waiter is granted");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert!(b.release(&lease).await.unwrap());
+            lease.fencing
+        };
+        let releaser = async {
+            crate::common::queue::until_queued(REDIS_FAIR, tag, key, 2).await;
+            assert!(a.release(&held).await.unwrap());
+            // Straight back, as a closed loop does: behind b, who was waiting.
+            a.acquire(key, ttl, Duration::from_secs(10))
+                .await
+                .unwrap()
+                .expect("then the releaser")
+        };
+        let (b_fencing, a_lease) = tokio::join!(waiter, releaser);
+        assert!(a_lease.fencing > b_fencing, "b was granted first");
+        assert!(a.release(&a_lease).await.unwrap());
+        let a = std::sync::Arc::try_unwrap(a).ok().unwrap();
+        finish(a, b, key).await;
+    }
+
+    #[tokio::test]
+    async fn a_waiter_that_stopped_asking_loses_its_place() {
+        let tag = "fair-dead";
+        let key = "dead";
+        let ttl = Duration::from_secs(30);
+        let mut quick = config(REDIS_FAIR, tag);
+        quick.waiter_timeout = Duration::from_millis(900);
+        let (a, b) = (
+            crate::common::connected(&quick).await,
+            crate::common::connected(&quick).await,
+        );
+        let held = a.try_acquire(key, ttl).await.unwrap().unwrap();
+        // Ahead of b: a waiter whose place lasts 400 ms and who never asks again.
+        stranger(tag, key, 400).await;
+        let started = Instant::now();
+        let (granted, ()) = tokio::join!(b.acquire(key, ttl, Duration::from_secs(10)), async {
+            assert!(a.release(&held).await.unwrap());
+        });
+        let lease = granted
+            .unwrap()
+            .expect("the dead waiter's place ran out and b was next");
+        assert!(
+            started.elapsed() >= Duration::from_millis(350),
+            "b went before a waiter whose place had not run out"
+        );
+        assert!(b.release(&lease).await.unwrap());
         finish(a, b, key).await;
     }
 }

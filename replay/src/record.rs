@@ -66,7 +66,7 @@ impl LiveReport {
         ReplayRecord {
             workload: model.workload.clone(),
             profile: model.profile.clone(),
-            backend: live.backend.kind.name().to_string(),
+            backend: live.backend.label().to_string(),
             scale: model.scale,
             volume: model.volume,
             unit: context.unit.to_string(),

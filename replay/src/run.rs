@@ -49,7 +49,7 @@ pub(crate) async fn run_once(
         if granted > asked.mul_f64(1.1) {
             acc.warn(format!(
                 "{} granted a {:?} lease for a requested {:?} (etcd rounds leases up to whole seconds, a ZooKeeper lease is its session timeout): the lock lasts longer than the compressed TTL, so double executions are undercounted; raise --time-scale",
-                plan.options.backend.kind.name(),
+                plan.options.backend.label(),
                 granted,
                 asked
             ));

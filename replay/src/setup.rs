@@ -84,7 +84,7 @@ pub(crate) async fn prepare(
         if source == FencingSource::None || !options.backend.fencing {
             return Err(LiveError::Unsupported {
                 input: Some("--fencing"),
-                message: format!("{} gives no fencing token", options.backend.kind.name()),
+                message: format!("{} gives no fencing token", options.backend.label()),
             });
         }
     }

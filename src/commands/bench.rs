@@ -83,7 +83,7 @@ async fn measure_all(command: &BenchSettings) -> Result<Measured> {
         clock: None,
     };
     for config in &command.backends {
-        let name = config.kind.name();
+        let name = config.label();
         match measure_levels(config, &levels, &Spinners::default()).await {
             Ok(mut m) => {
                 if let Some(e) = m.cleanup_error {

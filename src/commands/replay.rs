@@ -74,7 +74,7 @@ async fn replay(model: &JobModel, command: &ReplaySettings) -> Result<LiveReport
         model.workload,
         model.profile,
         model.scale,
-        live.backend.kind.name()
+        live.backend.label()
     ));
     let advance = |n| progress.advance(n);
     let outcome = tokio::select! {

@@ -206,7 +206,7 @@ pub fn server_records(backends: &[lockbench_locks::BackendConfig]) -> Vec<Server
     backends
         .iter()
         .map(|c| ServerRecord {
-            backend: c.kind.name().to_string(),
+            backend: c.label().to_string(),
             urls: c.display_url(),
             namespace: c.namespace.clone(),
         })

@@ -109,31 +109,28 @@ pub(super) fn config_error(path: &std::path::Path, e: lockbench_locks::ConfigErr
     usage("--config", format!("{}: {e}", path.display()))
 }
 
-/// `--backend NAME`: the backend of that name in the config.
+/// `--backend NAME`: the backend of that name in the config (`redis-fair`: its Redis entry with
+/// a fair queue).
 pub(super) fn configured_backend(
     configs: &[BackendConfig],
     name: &str,
     path: &std::path::Path,
 ) -> Result<BackendConfig, Refusal> {
-    let kind = BackendKind::parse(name).ok_or_else(|| {
-        usage(
+    match BackendConfig::select(configs, name) {
+        Some(Some(config)) => Ok(config),
+        Some(None) => Err(usage(
+            "--backend",
+            format!("{name} is not configured in {}", path.display()),
+        )),
+        None => Err(usage(
             "--backend",
             format!(
-                "unknown backend \"{name}\"; expected one of: {}",
-                BackendKind::names()
+                "unknown backend \"{name}\"; expected one of: {}, {}",
+                BackendKind::names(),
+                lockbench_locks::REDIS_FAIR
             ),
-        )
-    })?;
-    configs
-        .iter()
-        .find(|c| c.kind == kind)
-        .cloned()
-        .ok_or_else(|| {
-            usage(
-                "--backend",
-                format!("{name} is not configured in {}", path.display()),
-            )
-        })
+        )),
+    }
 }
 
 pub(super) fn positive_duration(flag: &str, text: &str) -> Result<Duration, Refusal> {

@@ -141,6 +141,8 @@ fn backend(out: &mut ShardSettings, i: usize, b: &BackendConfig) {
         session_timeout,
         fencing,
         wait_replicas,
+        fair,
+        waiter_timeout,
     } = b;
     let urls: Vec<String> = urls.iter().map(|u| Redacted(u).to_string()).collect();
     put(
@@ -155,6 +157,8 @@ fn backend(out: &mut ShardSettings, i: usize, b: &BackendConfig) {
             session_timeout,
             fencing,
             wait_replicas,
+            fair,
+            waiter_timeout,
         ),
     );
 }

@@ -4,19 +4,23 @@
 //! Waiting for a held lock follows Redisson: a release publishes on the key's channel, and a
 //! waiter subscribed to it tries again when the message comes, or when the holder's TTL runs out
 //! (a message it missed, a holder that died), whichever is first. Redis keeps no queue: every
-//! waiter wakes on a release and one wins.
+//! waiter wakes on a release and one wins. With `fair = true` the waiters queue in Redis instead
+//! and are granted in arrival order ([`fair`]).
+
+mod fair;
 
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use redis::Script;
 
-use super::redis_connection::RedisConnection;
+use super::redis_connection::{RedisConnection, Subscription};
 use crate::error::timed;
 use crate::{
     BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
-    Redacted, Requests, new_token,
+    REDIS_FAIR, Redacted, Requests, new_token,
 };
+use fair::{Answer, FairQueue, Names};
 
 /// Acquire and fence in one round trip: the counter moves only when the lock is granted.
 const ACQUIRE: &str = r"
@@ -84,6 +88,8 @@ pub struct RedisLock {
     client: redis::Client,
     /// A waiter's subscriber connection, kept for the next wait.
     subscriber: tokio::sync::Mutex<Option<redis::aio::PubSub>>,
+    /// A fair waiter's subscription to its own channel, kept for the next wait.
+    fair_subscription: tokio::sync::Mutex<Option<Subscription>>,
     connect_timeout: Duration,
     /// When false, acquire is a plain `SET NX PX` and leases carry no fencing token.
     fencing: bool,
@@ -94,6 +100,8 @@ pub struct RedisLock {
     acquire: Script,
     renew: Script,
     release: Script,
+    /// The fair queue's side of this client, when `fair = true`.
+    fair: Option<FairQueue>,
 }
 
 impl RedisLock {
@@ -117,6 +125,7 @@ impl RedisLock {
             requests,
             client,
             subscriber: tokio::sync::Mutex::new(None),
+            fair_subscription: tokio::sync::Mutex::new(None),
             connect_timeout: config.connect_timeout,
             fencing: config.fencing,
             wait_replicas: config.wait_replicas,
@@ -125,6 +134,148 @@ impl RedisLock {
             acquire: Script::new(ACQUIRE),
             renew: Script::new(RENEW),
             release: Script::new(RELEASE_NOTIFY),
+            fair: config
+                .fair
+                .then(|| FairQueue::new(new_token(), config.waiter_timeout)),
+        })
+    }
+
+    /// Opens the subscriber connection into `slot` if it is not open.
+    async fn open_subscriber(
+        &self,
+        slot: &mut Option<redis::aio::PubSub>,
+    ) -> Result<(), LockError> {
+        if slot.is_none() {
+            let opened = tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub())
+                .await
+                .map_err(|_| LockError::server("redis", "subscribe", "no connection in time"))?
+                .map_err(|e| LockError::server("redis", "subscribe", e))?;
+            *slot = Some(opened);
+        }
+        Ok(())
+    }
+
+    /// Waits in `key`'s fair queue until granted or `deadline`, woken by a message on this
+    /// client's channel, by the holder's TTL when at the head, and every third of the waiter
+    /// timeout to keep its place (see [`fair`]).
+    async fn acquire_fair(
+        &self,
+        fair: &FairQueue,
+        key: &str,
+        ttl: Duration,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<Lease>, LockError> {
+        let names = Names::of(&self.namespace, key);
+        let mut slot = self.fair_subscription.lock().await;
+        if slot.is_none() {
+            // Subscribed once, for the connection's life: a release cannot come before it.
+            *slot = Some(
+                self.conn
+                    .subscribe(&fair.channel(&self.namespace))
+                    .await
+                    .map_err(|e| LockError::server("redis", "subscribe", e))?,
+            );
+        }
+        let token = new_token();
+        let mut place = Place {
+            conn: self.conn.clone(),
+            names: names.clone(),
+            key: key.to_string(),
+            leaver: fair.leaver(),
+            timeout: self.timeout,
+            queued: false,
+        };
+        let mut closed = false;
+        let outcome = async {
+            loop {
+                let sent = (self.wait_replicas > 0).then(Instant::now);
+                let mut conn = self.conn.clone();
+                let (at_head, ttl_left) = match fair
+                    .ask(
+                        &mut conn,
+                        &names,
+                        key,
+                        &token,
+                        ttl,
+                        true,
+                        self.fencing,
+                        self.timeout,
+                    )
+                    .await?
+                {
+                    Answer::Granted(fencing) => {
+                        place.queued = false;
+                        return self
+                            .leased(key, names.lock.clone(), token, ttl, sent, fencing)
+                            .await
+                            .map(Some);
+                    }
+                    Answer::Queued { at_head, ttl_left } => (at_head, ttl_left),
+                };
+                place.queued = true;
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
+                    place.queued = false;
+                    fair.withdraw(&mut conn, &names, key, self.timeout).await?;
+                    return Ok(None);
+                }
+                let mut wait = (fair.waiter_timeout / 3).min(deadline - now);
+                if at_head && !ttl_left.is_zero() {
+                    // A holder that died sends nothing: its TTL ends the wait.
+                    wait = wait.min(ttl_left);
+                }
+                if closed {
+                    // The subscriber connection is gone: poll until the wait ends.
+                    tokio::time::sleep(wait.min(Duration::from_millis(20))).await;
+                    continue;
+                }
+                let subscription = slot.as_mut().expect("opened above");
+                let woken = tokio::time::timeout(wait, async {
+                    // A message for another key this client waited on before is not ours.
+                    loop {
+                        if subscription.message().await? == key.as_bytes() {
+                            return Ok::<(), redis::RedisError>(());
+                        }
+                    }
+                })
+                .await;
+                if let Ok(Err(_)) = woken {
+                    closed = true;
+                }
+            }
+        }
+        .await;
+        if closed {
+            *slot = None;
+        }
+        outcome
+    }
+
+    /// The lease of a grant of `lock_key` to `token`: after `WAIT` when replicas must
+    /// acknowledge it (`sent` is when the grant's request went out).
+    async fn leased(
+        &self,
+        key: &str,
+        lock_key: String,
+        token: String,
+        ttl: Duration,
+        sent: Option<Instant>,
+        fencing: Option<u64>,
+    ) -> Result<Lease, LockError> {
+        // The key's TTL runs from the SET; waiting for replicas spends some of it.
+        let ttl = match sent {
+            Some(sent) => {
+                self.replicated(key, &token, ttl).await?;
+                ttl.saturating_sub(sent.elapsed())
+            }
+            None => ttl,
+        };
+        Ok(Lease {
+            key: lock_key,
+            token,
+            fencing,
+            ttl,
+            acquired_at: Instant::now(),
         })
     }
 
@@ -156,13 +307,7 @@ impl RedisLock {
     ) -> Result<Option<Lease>, LockError> {
         use futures::StreamExt as _;
         let mut slot = self.subscriber.lock().await;
-        if slot.is_none() {
-            let opened = tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub())
-                .await
-                .map_err(|_| LockError::server("redis", "subscribe", "no connection in time"))?
-                .map_err(|e| LockError::server("redis", "subscribe", e))?;
-            *slot = Some(opened);
-        }
+        self.open_subscriber(&mut slot).await?;
         let pubsub = slot.as_mut().expect("opened above");
         let channel = self.channel(key);
         self.requests.sent();
@@ -220,37 +365,33 @@ impl RedisLock {
         outcome
     }
 
-    /// The release script: deletes `lock_key` if it still holds `token` and publishes on
-    /// `channel`; 1 when it deleted the key.
-    async fn release_by_token(
-        &self,
-        lock_key: &str,
-        token: &str,
-        channel: &str,
-    ) -> Result<i64, LockError> {
+    /// The release script: deletes `key`'s lock if it still holds `token` and says so on the
+    /// key's channel, or to the head of its fair queue; true when it deleted the lock.
+    async fn release_by_token(&self, key: &str, token: &str) -> Result<bool, LockError> {
         let mut conn = self.conn.clone();
-        timed("redis", "release", self.timeout, async {
+        if let Some(fair) = &self.fair {
+            let names = Names::of(&self.namespace, key);
+            return fair
+                .release(&mut conn, &names, key, token, self.timeout)
+                .await;
+        }
+        let done: i64 = timed("redis", "release", self.timeout, async {
             self.release
-                .key(lock_key)
+                .key(self.key(key))
                 .arg(token)
-                .arg(channel)
+                .arg(self.channel(key))
                 .invoke_async(&mut conn)
                 .await
                 .map_err(|e| LockError::server("redis", "release", e))
         })
-        .await
+        .await?;
+        Ok(done == 1)
     }
 
     /// `WAIT n` after a grant: when fewer replicas acknowledge within the operation timeout (or
     /// half the TTL, if shorter), the key is released by its token and the acquisition fails: a
     /// failover could promote a replica without it.
-    async fn replicated(
-        &self,
-        key: &str,
-        lock_key: &str,
-        token: &str,
-        ttl: Duration,
-    ) -> Result<(), LockError> {
+    async fn replicated(&self, key: &str, token: &str, ttl: Duration) -> Result<(), LockError> {
         let wait = self.timeout.min(ttl / 2);
         let mut conn = self.conn.clone();
         let acked: i64 = timed("redis", "acquire", self.timeout + wait, async {
@@ -265,9 +406,7 @@ impl RedisLock {
         if acked >= i64::from(self.wait_replicas) {
             return Ok(());
         }
-        let _ = self
-            .release_by_token(lock_key, token, &self.channel(key))
-            .await;
+        let _ = self.release_by_token(key, token).await;
         Err(LockError::server(
             "redis",
             "acquire",
@@ -290,7 +429,11 @@ impl RedisLock {
 #[async_trait]
 impl LockBackend for RedisLock {
     fn name(&self) -> &'static str {
-        "redis"
+        if self.fair.is_some() {
+            REDIS_FAIR
+        } else {
+            "redis"
+        }
     }
 
     fn requests(&self) -> Option<u64> {
@@ -319,7 +462,7 @@ impl LockBackend for RedisLock {
                 FencingSource::None
             },
             native_ttl: true,
-            wait_queue: false,
+            wait_queue: self.fair.is_some(),
             native_wait: true,
             scope: BackendKind::Redis.scope(),
         }
@@ -333,45 +476,57 @@ impl LockBackend for RedisLock {
         // Only a replicated acquisition needs to know when its SET went out.
         let sent = (self.wait_replicas > 0).then(Instant::now);
         // Some(Some(n)): granted with fencing token n; Some(None): granted without; None: held.
-        let granted: Option<Option<u64>> = timed("redis", "acquire", self.timeout, async {
-            let outcome = if self.fencing {
-                self.acquire
-                    .key(&lock_key)
-                    .key(self.fencing_key(key))
-                    .arg(&token)
-                    .arg(ttl_ms)
-                    .invoke_async::<Option<u64>>(&mut conn)
-                    .await
-                    .map(|f| f.map(Some))
-            } else {
-                redis::cmd("SET")
-                    .arg(&lock_key)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ttl_ms)
-                    .query_async::<Option<String>>(&mut conn)
-                    .await
-                    .map(|ok| ok.map(|_| None))
-            };
-            outcome.map_err(|e| LockError::server("redis", "acquire", e))
-        })
-        .await?;
-        // The key's TTL runs from the SET; waiting for replicas spends some of it.
-        let ttl = match sent {
-            Some(sent) if granted.is_some() => {
-                self.replicated(key, &lock_key, &token, ttl).await?;
-                ttl.saturating_sub(sent.elapsed())
+        let granted: Option<Option<u64>> = if let Some(fair) = &self.fair {
+            let names = Names::of(&self.namespace, key);
+            match fair
+                .ask(
+                    &mut conn,
+                    &names,
+                    key,
+                    &token,
+                    ttl,
+                    false,
+                    self.fencing,
+                    self.timeout,
+                )
+                .await?
+            {
+                Answer::Granted(fencing) => Some(fencing),
+                Answer::Queued { .. } => None,
             }
-            _ => ttl,
+        } else {
+            timed("redis", "acquire", self.timeout, async {
+                let outcome = if self.fencing {
+                    self.acquire
+                        .key(&lock_key)
+                        .key(self.fencing_key(key))
+                        .arg(&token)
+                        .arg(ttl_ms)
+                        .invoke_async::<Option<u64>>(&mut conn)
+                        .await
+                        .map(|f| f.map(Some))
+                } else {
+                    redis::cmd("SET")
+                        .arg(&lock_key)
+                        .arg(&token)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl_ms)
+                        .query_async::<Option<String>>(&mut conn)
+                        .await
+                        .map(|ok| ok.map(|_| None))
+                };
+                outcome.map_err(|e| LockError::server("redis", "acquire", e))
+            })
+            .await?
         };
-        Ok(granted.map(|fencing| Lease {
-            key: lock_key,
-            token,
-            fencing,
-            ttl,
-            acquired_at: Instant::now(),
-        }))
+        match granted {
+            Some(fencing) => self
+                .leased(key, lock_key, token, ttl, sent, fencing)
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn acquire(
@@ -381,6 +536,12 @@ impl LockBackend for RedisLock {
         wait: Duration,
     ) -> Result<Option<Lease>, LockError> {
         let deadline = tokio::time::Instant::now() + wait;
+        if let Some(fair) = &self.fair
+            && !wait.is_zero()
+        {
+            // The first ask grants or queues: no try first, which would not queue.
+            return self.acquire_fair(fair, key, ttl, deadline).await;
+        }
         if let Some(lease) = self.try_acquire(key, ttl).await? {
             return Ok(Some(lease));
         }
@@ -411,15 +572,13 @@ impl LockBackend for RedisLock {
             .key
             .strip_prefix(&format!("{}:lock:", self.namespace))
             .unwrap_or(&lease.key);
-        let done = self
-            .release_by_token(&lease.key, &lease.token, &self.channel(logical))
-            .await?;
-        Ok(done == 1)
+        self.release_by_token(logical, &lease.token).await
     }
 
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let mut conn = self.conn.clone();
-        let keys = [self.key(key), self.fencing_key(key)];
+        let names = Names::of(&self.namespace, key);
+        let keys = [names.lock, names.fencing, names.queue, names.deadlines];
         timed("redis", "cleanup", self.timeout, async {
             redis::cmd("DEL")
                 .arg(&keys)
@@ -429,5 +588,34 @@ impl LockBackend for RedisLock {
                 .map_err(|e| LockError::server("redis", "cleanup", e))
         })
         .await
+    }
+}
+
+/// A fair wait's place in the queue while it is not granted: given up (the waiter withdrawn from
+/// a task spawned on drop) when the wait is abandoned midway, so that the queue does not wait
+/// out the waiter timeout for a waiter gone.
+struct Place {
+    conn: RedisConnection,
+    names: Names,
+    key: String,
+    leaver: (Script, String),
+    timeout: Duration,
+    queued: bool,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if self.queued
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let mut conn = self.conn.clone();
+            let names = self.names.clone();
+            let key = std::mem::take(&mut self.key);
+            let (script, waiter) = self.leaver.clone();
+            let timeout = self.timeout;
+            runtime.spawn(async move {
+                let _ = fair::withdraw(&script, &mut conn, &names, &key, &waiter, timeout).await;
+            });
+        }
     }
 }

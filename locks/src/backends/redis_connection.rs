@@ -107,6 +107,66 @@ impl RedisConnection {
     }
 }
 
+/// A connection of its own in subscribe mode, subscribed to one channel and read on the calling
+/// task, as [`RedisConnection`] reads replies: the `redis` crate's `PubSub` hands each message
+/// from a driver task to the reader through a channel, and on this 2-vCPU machine that hop put
+/// about 50 us between a release's reply and the waiter's wake-up (docs/PERFORMANCE.md).
+pub struct Subscription {
+    stream: Box<dyn Stream>,
+    /// Bytes read and not yet parsed.
+    buf: Vec<u8>,
+}
+
+impl Subscription {
+    /// The next message published on the channel: its payload. Cancel-safe (a message half read
+    /// when a timeout drops the future stays in the buffer for the next call); an error means the
+    /// connection is gone and a new subscription is needed.
+    pub async fn message(&mut self) -> RedisResult<Vec<u8>> {
+        loop {
+            let reply = read_reply(&mut self.stream, &mut self.buf).await?;
+            if let Value::Array(mut parts) = reply
+                && parts.len() == 3
+                && parts[0] == Value::BulkString(b"message".to_vec())
+                && let Some(Value::BulkString(payload)) = parts.pop()
+            {
+                return Ok(payload);
+            }
+            // Anything else (a stray subscribe confirmation) is not a message.
+        }
+    }
+}
+
+impl RedisConnection {
+    /// A new connection to this connection's server, subscribed to `channel` (counted as one
+    /// request).
+    pub async fn subscribe(&self, channel: &str) -> RedisResult<Subscription> {
+        let mut stream = connect(&self.shared.info, self.shared.connect_timeout).await?;
+        self.requests.sent();
+        let mut buf = Vec::with_capacity(512);
+        let confirmed = tokio::time::timeout(
+            self.shared.connect_timeout,
+            round_trip(
+                &mut stream,
+                &mut buf,
+                &redis::cmd("SUBSCRIBE").arg(channel).get_packed_command(),
+                0,
+                1,
+            ),
+        )
+        .await
+        .map_err(|_| {
+            RedisError::from(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no answer to SUBSCRIBE in time",
+            ))
+        })??;
+        for reply in confirmed {
+            reply.extract_error()?;
+        }
+        Ok(Subscription { stream, buf })
+    }
+}
+
 impl ConnectionLike for RedisConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {

@@ -11,6 +11,36 @@ use std::time::Duration;
 
 use lockbench_locks::{BackendConfig, BackendKind, LockBackend, connect, parse_config};
 
+/// A backend as a test configures it: its kind, and for Redis whether its queue is fair.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    pub kind: BackendKind,
+    pub fair: bool,
+}
+
+/// Redis with `fair = true`.
+pub const REDIS_FAIR: Target = Target {
+    kind: BackendKind::Redis,
+    fair: true,
+};
+
+impl From<BackendKind> for Target {
+    fn from(kind: BackendKind) -> Self {
+        Target { kind, fair: false }
+    }
+}
+
+impl Target {
+    /// The name results give it (`redis-fair` for the fair queue).
+    pub fn name(self) -> &'static str {
+        if self.fair {
+            lockbench_locks::REDIS_FAIR
+        } else {
+            self.kind.name()
+        }
+    }
+}
+
 /// How a test that needs a server says it is missing: the servers are real ones, never skipped.
 pub const START: &str = "the backend tests talk to the real servers: scripts/services.sh status shows them, scripts/services.sh up starts them";
 
@@ -25,8 +55,10 @@ pub fn server_missing(failure: impl Display) -> ! {
     panic!("{failure}; {START}")
 }
 
-/// `kind`'s entry in lockbench.toml, under a namespace of this backend, test and process.
-pub fn config(kind: BackendKind, tag: &str) -> BackendConfig {
+/// `target`'s entry in lockbench.toml, under a namespace of this backend, test and process.
+pub fn config(target: impl Into<Target>, tag: &str) -> BackendConfig {
+    let target = target.into();
+    let kind = target.kind;
     let text = include_str!("../../../lockbench.toml");
     let mut config = parse_config(text)
         .expect("lockbench.toml parses")
@@ -37,7 +69,8 @@ pub fn config(kind: BackendKind, tag: &str) -> BackendConfig {
     // removes its own namespace at its end. The backend is in it because pg-session and pg-xact
     // share one server: with one namespace, the first of their tests to end dropped the fencing
     // sequence the other was still drawing from ("relation ... does not exist").
-    config.namespace = format!("lbtest-{}-{}-{tag}", std::process::id(), kind.name());
+    config.namespace = format!("lbtest-{}-{}-{tag}", std::process::id(), target.name());
+    config.fair = target.fair;
     config
 }
 
@@ -50,14 +83,15 @@ pub async fn connected(config: &BackendConfig) -> Box<dyn LockBackend> {
     }
 }
 
-/// A client of `kind` as lockbench.toml configures it (see [`connected`]).
-pub async fn client(kind: BackendKind, tag: &str) -> Box<dyn LockBackend> {
-    connected(&config(kind, tag)).await
+/// A client of `target` as lockbench.toml configures it (see [`connected`]).
+pub async fn client(target: impl Into<Target>, tag: &str) -> Box<dyn LockBackend> {
+    connected(&config(target, tag)).await
 }
 
 /// Two clients (two connections or sessions), one key: only one holds it, and it passes on
 /// release.
-pub async fn mutual_exclusion(kind: BackendKind) {
+pub async fn mutual_exclusion(kind: impl Into<Target>) {
+    let kind: Target = kind.into();
     let (a, b) = (
         client(kind, "exclusion").await,
         client(kind, "exclusion").await,
@@ -90,7 +124,8 @@ pub async fn mutual_exclusion(kind: BackendKind) {
 }
 
 /// A lease that was released (or lost) can neither renew nor release the next holder's lock.
-pub async fn stale_leases_are_refused(kind: BackendKind) {
+pub async fn stale_leases_are_refused(kind: impl Into<Target>) {
+    let kind: Target = kind.into();
     let (a, b) = (client(kind, "stale").await, client(kind, "stale").await);
     let key = format!("stale-{}", kind.name());
     let ttl = Duration::from_secs(30);
@@ -123,7 +158,8 @@ pub async fn stale_leases_are_refused(kind: BackendKind) {
 }
 
 /// Successive holders get strictly increasing fencing tokens.
-pub async fn fencing_increases(kind: BackendKind) {
+pub async fn fencing_increases(kind: impl Into<Target>) {
+    let kind: Target = kind.into();
     let (a, b) = (client(kind, "fencing").await, client(kind, "fencing").await);
     let key = format!("fencing-{}", kind.name());
     let ttl = Duration::from_secs(30);
@@ -146,7 +182,8 @@ pub async fn fencing_increases(kind: BackendKind) {
 }
 
 /// A holder that stops renewing loses the lock after the TTL; one that renews keeps it.
-pub async fn ttl_expires_and_renew_extends(kind: BackendKind, ttl: Duration) {
+pub async fn ttl_expires_and_renew_extends(kind: impl Into<Target>, ttl: Duration) {
+    let kind: Target = kind.into();
     let (a, b) = (client(kind, "ttl").await, client(kind, "ttl").await);
     let key = format!("ttl-{}", kind.name());
     // Renewed at half the TTL, the lock is still held at 1.25 TTL (a quarter of the TTL of margin
@@ -178,7 +215,8 @@ pub async fn ttl_expires_and_renew_extends(kind: BackendKind, ttl: Duration) {
 
 /// A short lease renewed on a heartbeat outlives its TTL many times over; once the heartbeat
 /// stops, the lock expires and passes on.
-pub async fn heartbeat_keeps_a_short_lease(kind: BackendKind, lease_ttl: Duration) {
+pub async fn heartbeat_keeps_a_short_lease(kind: impl Into<Target>, lease_ttl: Duration) {
+    let kind: Target = kind.into();
     use lockbench_locks::{Heartbeat, HeartbeatPolicy, HeartbeatState};
     use std::sync::Arc;
     let a: Arc<dyn LockBackend> = Arc::from(client(kind, "heartbeat").await);
@@ -229,6 +267,7 @@ pub async fn finish(a: Box<dyn LockBackend>, b: Box<dyn LockBackend>, key: &str)
 macro_rules! backend_tests {
     ($module:ident, $kind:expr) => {
         mod $module {
+            #[allow(unused_imports)] // a $kind that names its target in full does not need it
             use lockbench_locks::BackendKind;
 
             #[tokio::test]

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use lockbench_locks::{BackendKind, LockBackend};
 
-use super::{client, config, finish, server_missing};
+use super::{Target, client, config, finish, server_missing};
 
 /// The entries queued for `key` (holder and waiters), as the server lists them.
-pub async fn queued(kind: BackendKind, tag: &str, key: &str) -> usize {
-    let config = config(kind, tag);
-    match kind {
+pub async fn queued(target: impl Into<Target>, tag: &str, key: &str) -> usize {
+    let target: Target = target.into();
+    let config = config(target, tag);
+    match target.kind {
         BackendKind::Zookeeper => {
             let url = config.urls.join(",");
             let zk = zookeeper_client::Client::connect(&url)
@@ -35,11 +36,31 @@ pub async fn queued(kind: BackendKind, tag: &str, key: &str) -> usize {
                 .with_count_only();
             etcd.get(prefix, Some(only_count)).await.unwrap().count() as usize
         }
+        // The holder (the lock's key) and the waiters in the fair queue's list.
+        BackendKind::Redis if target.fair => {
+            let url = &config.urls[0];
+            let mut conn = redis::Client::open(url.as_str())
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap_or_else(|e| server_missing(format!("Redis at {url}: {e}")));
+            let ns = &config.namespace;
+            let (held, waiting): (usize, usize) = redis::pipe()
+                .cmd("EXISTS")
+                .arg(format!("{ns}:lock:{key}"))
+                .cmd("LLEN")
+                .arg(format!("{ns}:queue:{key}"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            held + waiting
+        }
         other => panic!("{} has no queue to list", other.name()),
     }
 }
 
-pub async fn until_queued(kind: BackendKind, tag: &str, key: &str, n: usize) {
+pub async fn until_queued(kind: impl Into<Target>, tag: &str, key: &str, n: usize) {
+    let kind: Target = kind.into();
     for _ in 0..200 {
         if queued(kind, tag, key).await == n {
             return;
@@ -49,7 +70,8 @@ pub async fn until_queued(kind: BackendKind, tag: &str, key: &str, n: usize) {
     panic!("{}: {n} entries never queued under {key}", kind.name());
 }
 
-pub async fn granted_in_order_one_at_a_time(kind: BackendKind) {
+pub async fn granted_in_order_one_at_a_time(kind: impl Into<Target>) {
+    let kind: Target = kind.into();
     let tag = "queue-order";
     let key = "order";
     let ttl = Duration::from_secs(30);
@@ -98,7 +120,8 @@ pub async fn granted_in_order_one_at_a_time(kind: BackendKind) {
 
 /// Neither a wait that times out nor one abandoned midway (an outer timeout drops it) leaves
 /// its entry in the queue.
-pub async fn an_ungranted_wait_leaves_nothing(kind: BackendKind) {
+pub async fn an_ungranted_wait_leaves_nothing(kind: impl Into<Target>) {
+    let kind: Target = kind.into();
     let tag = "queue-timeout";
     let key = "timeout";
     let ttl = Duration::from_secs(30);
