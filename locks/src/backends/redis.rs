@@ -220,9 +220,9 @@ impl RedisLock {
                     return Ok(None);
                 }
                 let mut wait = (fair.waiter_timeout / 3).min(deadline - now);
-                if at_head && !ttl_left.is_zero() {
+                if at_head && let Some(left) = ttl_left {
                     // A holder that died sends nothing: its TTL ends the wait.
-                    wait = wait.min(ttl_left);
+                    wait = wait.min(left);
                 }
                 if closed {
                     // The subscriber connection is gone: poll until the wait ends.

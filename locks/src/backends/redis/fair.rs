@@ -136,8 +136,12 @@ pub(super) enum Answer {
     /// Granted, with the fencing counter's value (`None` without fencing).
     Granted(Option<u64>),
     /// Queued (or, for a try, refused): whether this waiter is at the head of the queue, and
-    /// what is left of the holder's TTL (zero when the lock is free or has no expiry).
-    Queued { at_head: bool, ttl_left: Duration },
+    /// what is left of the holder's TTL (at least a millisecond: Redis answers 0 for a key in
+    /// its last one); `None` when the lock is free or never expires (not one of ours).
+    Queued {
+        at_head: bool,
+        ttl_left: Option<Duration>,
+    },
 }
 
 /// The keys and channel names of one lock key's queue.
@@ -309,7 +313,7 @@ fn answer(reply: &[i64], fencing: bool) -> Result<Answer, LockError> {
         [0, at_head, pttl] => Ok(Answer::Queued {
             at_head: at_head == 1,
             // -2: no lock; -1: a lock without expiry (not one of ours).
-            ttl_left: Duration::from_millis(pttl.max(0) as u64),
+            ttl_left: (pttl >= 0).then(|| Duration::from_millis(pttl.max(1) as u64)),
         }),
         _ => Err(LockError::server(
             "redis",
@@ -331,16 +335,27 @@ mod tests {
             answer(&[0, 1, 1500], true).unwrap(),
             Answer::Queued {
                 at_head: true,
-                ttl_left: Duration::from_millis(1500)
+                ttl_left: Some(Duration::from_millis(1500))
             }
         );
+        // A lock in its last millisecond is about to go, not gone: the head wakes for it (the
+        // fault lab's pause caught a head that slept a third of its waiter timeout instead).
         assert_eq!(
-            answer(&[0, 0, -2], true).unwrap(),
+            answer(&[0, 1, 0], true).unwrap(),
             Answer::Queued {
-                at_head: false,
-                ttl_left: Duration::ZERO
+                at_head: true,
+                ttl_left: Some(Duration::from_millis(1))
             }
         );
+        for pttl in [-1, -2] {
+            assert_eq!(
+                answer(&[0, 0, pttl], true).unwrap(),
+                Answer::Queued {
+                    at_head: false,
+                    ttl_left: None
+                }
+            );
+        }
         assert!(answer(&[2], true).is_err());
     }
 
