@@ -143,6 +143,24 @@ mod redis_connection {
 
     /// A request whose timeout fired leaves its reply unread; the next request must not take it
     /// for its own.
+    /// A script the server has never seen is loaded and run again, as `redis::Script` does: the
+    /// first call answers NOSCRIPT.
+    #[tokio::test]
+    async fn a_script_the_server_does_not_know_is_loaded_and_run() {
+        use lockbench_locks::backends::redis_connection::Lua;
+        let mut conn = open(&url()).await;
+        // Unseen: a new comment per run gives a new hash.
+        let script = Lua::new(&format!(
+            "return tonumber(ARGV[1]) + #KEYS -- {}",
+            lockbench_locks::new_token()
+        ));
+        for _ in 0..2 {
+            let mut call = script.call(1, 2, 16);
+            call.arg("k").arg(41);
+            assert_eq!(script.invoke::<i64>(&mut conn, &call).await.unwrap(), 42);
+        }
+    }
+
     #[tokio::test]
     async fn an_abandoned_request_never_answers_the_next() {
         let mut conn = open(&url()).await;

@@ -12,9 +12,8 @@ mod fair;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use redis::Script;
 
-use super::redis_connection::{RedisConnection, Subscription};
+use super::redis_connection::{Lua, RedisConnection, Subscription};
 use crate::error::timed;
 use crate::{
     BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
@@ -97,9 +96,9 @@ pub struct RedisLock {
     wait_replicas: u32,
     namespace: String,
     timeout: Duration,
-    acquire: Script,
-    renew: Script,
-    release: Script,
+    acquire: Lua,
+    renew: Lua,
+    release: Lua,
     /// The fair queue's side of this client, when `fair = true`.
     fair: Option<FairQueue>,
 }
@@ -131,9 +130,9 @@ impl RedisLock {
             wait_replicas: config.wait_replicas,
             namespace: config.namespace.clone(),
             timeout: config.operation_timeout,
-            acquire: Script::new(ACQUIRE),
-            renew: Script::new(RENEW),
-            release: Script::new(RELEASE_NOTIFY),
+            acquire: Lua::new(ACQUIRE),
+            renew: Lua::new(RENEW),
+            release: Lua::new(RELEASE_NOTIFY),
             fair: config
                 .fair
                 .then(|| FairQueue::new(new_token(), config.waiter_timeout)),
@@ -375,12 +374,14 @@ impl RedisLock {
                 .release(&mut conn, &names, key, token, self.timeout)
                 .await;
         }
+        let (lock_key, channel) = (self.key(key), self.channel(key));
+        let mut call = self
+            .release
+            .call(1, 3, lock_key.len() + token.len() + channel.len());
+        call.arg(&lock_key).arg(token).arg(&channel);
         let done: i64 = timed("redis", "release", self.timeout, async {
             self.release
-                .key(self.key(key))
-                .arg(token)
-                .arg(self.channel(key))
-                .invoke_async(&mut conn)
+                .invoke(&mut conn, &call)
                 .await
                 .map_err(|e| LockError::server("redis", "release", e))
         })
@@ -497,24 +498,32 @@ impl LockBackend for RedisLock {
         } else {
             timed("redis", "acquire", self.timeout, async {
                 let outcome = if self.fencing {
-                    self.acquire
-                        .key(&lock_key)
-                        .key(self.fencing_key(key))
+                    let fencing_key = self.fencing_key(key);
+                    let mut call = self.acquire.call(
+                        2,
+                        4,
+                        lock_key.len() + fencing_key.len() + token.len() + 20,
+                    );
+                    call.arg(&lock_key)
+                        .arg(&fencing_key)
                         .arg(&token)
-                        .arg(ttl_ms)
-                        .invoke_async::<Option<u64>>(&mut conn)
+                        .arg(ttl_ms);
+                    self.acquire
+                        .invoke::<Option<u64>>(&mut conn, &call)
                         .await
                         .map(|f| f.map(Some))
                 } else {
-                    redis::cmd("SET")
+                    // What a client sends for a plain lock, its room reserved.
+                    let mut set = redis::Cmd::with_capacity(6, 64 + lock_key.len() + token.len());
+                    set.arg("SET")
                         .arg(&lock_key)
                         .arg(&token)
                         .arg("NX")
                         .arg("PX")
-                        .arg(ttl_ms)
-                        .query_async::<Option<String>>(&mut conn)
+                        .arg(ttl_ms);
+                    set.query_async::<redis::Value>(&mut conn)
                         .await
-                        .map(|ok| ok.map(|_| None))
+                        .map(|reply| (reply == redis::Value::Okay).then_some(None))
                 };
                 outcome.map_err(|e| LockError::server("redis", "acquire", e))
             })
@@ -553,12 +562,15 @@ impl LockBackend for RedisLock {
 
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, LockError> {
         let mut conn = self.conn.clone();
+        let mut call = self
+            .renew
+            .call(1, 3, lease.key.len() + lease.token.len() + 20);
+        call.arg(&lease.key)
+            .arg(&lease.token)
+            .arg(ttl.as_millis() as u64);
         let done: i64 = timed("redis", "renew", self.timeout, async {
             self.renew
-                .key(&lease.key)
-                .arg(&lease.token)
-                .arg(ttl.as_millis() as u64)
-                .invoke_async(&mut conn)
+                .invoke(&mut conn, &call)
                 .await
                 .map_err(|e| LockError::server("redis", "renew", e))
         })
@@ -598,7 +610,7 @@ struct Place {
     conn: RedisConnection,
     names: Names,
     key: String,
-    leaver: (Script, String),
+    leaver: (Lua, String),
     timeout: Duration,
     queued: bool,
 }

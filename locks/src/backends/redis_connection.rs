@@ -5,10 +5,14 @@
 //! it never reconnects. The switches cost `lockbench bench --backend redis` (fencing off, one
 //! contender) about 1 us of a 13 us acquisition P50 with client and server on one vCPU (13.2 to
 //! 12.3 us) and 2-3 us of 85 us across vCPUs, against the 15 % harness-overhead budget in
-//! docs/PERFORMANCE.md; the crate has no public non-multiplexed async connection. This type
-//! owns only the socket: commands are still encoded, replies parsed and scripts loaded by the
-//! crate, through its public `ConnectionLike` trait, so `Script::invoke_async` and
-//! `query_async` work on it unchanged.
+//! docs/PERFORMANCE.md; the crate has no public non-multiplexed async connection. Commands are
+//! still encoded by the crate (into one buffer per connection), and it implements the crate's
+//! public `ConnectionLike` trait, so `query_async` works on it unchanged. Two parts of the crate
+//! are replaced, each for what a callgrind profile of `bench --backend redis` found (client
+//! instructions per command 24,100 to 11,500, fencing off): replies are read into values here
+//! (the crate's `parse_redis_value` zeroes an 8 KiB buffer per reply, a third of the total), and
+//! scripts are called through [`Lua`] (the crate's `ScriptInvocation` copies every key and
+//! argument twice). [`Subscription`] is a subscriber connection read the same way.
 //!
 //! One request at a time per connection (a mutex); callers that need parallel requests open
 //! several connections, as the backends do per node and per contender. A request abandoned
@@ -25,8 +29,8 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::{
-    Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, Pipeline, ProtocolVersion,
-    RedisError, RedisFuture, RedisResult, Value,
+    Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, FromRedisValue, IntoConnectionInfo, Pipeline,
+    ProtocolVersion, RedisError, RedisFuture, RedisResult, ServerErrorKind, Value,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -56,6 +60,14 @@ struct Io {
     stream: Option<Box<dyn Stream>>,
     /// Bytes read and not yet parsed.
     buf: Vec<u8>,
+    /// The request being sent, packed here rather than into a new vector each time.
+    out: Vec<u8>,
+}
+
+/// What one exchange sends.
+enum Request<'a> {
+    Command(&'a Cmd),
+    Pipeline(&'a Pipeline),
 }
 
 impl RedisConnection {
@@ -78,6 +90,7 @@ impl RedisConnection {
                 io: Mutex::new(Io {
                     stream: Some(stream),
                     buf: Vec::with_capacity(512),
+                    out: Vec::with_capacity(256),
                 }),
             }),
         })
@@ -88,10 +101,21 @@ impl RedisConnection {
         RedisConnection { requests, ..self }
     }
 
-    /// Sends `packed` and returns replies `skip..skip + count`: one request, whatever it holds.
-    async fn exchange(&self, packed: &[u8], skip: usize, count: usize) -> RedisResult<Vec<Value>> {
+    /// Sends `request` and returns replies `skip..skip + count`: one request, whatever it holds.
+    async fn exchange(
+        &self,
+        request: Request<'_>,
+        skip: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
         let mut io = self.shared.io.lock().await;
         self.requests.sent();
+        let mut out = std::mem::take(&mut io.out);
+        out.clear();
+        match request {
+            Request::Command(cmd) => cmd.write_packed_command(&mut out),
+            Request::Pipeline(pipeline) => out.extend(pipeline.get_packed_pipeline()),
+        }
         // Out of the slot for the length of the request: if this future is dropped or fails, the
         // socket goes with it, never back for the next request to read this one's reply.
         let mut stream = match io.stream.take() {
@@ -101,9 +125,58 @@ impl RedisConnection {
                 connect(&self.shared.info, self.shared.connect_timeout).await?
             }
         };
-        let replies = round_trip(&mut stream, &mut io.buf, packed, skip, count).await?;
+        let replies = round_trip(&mut stream, &mut io.buf, &out, skip, count).await?;
         io.stream = Some(stream);
+        io.out = out;
         Ok(replies)
+    }
+}
+
+/// A Lua script, called as `EVALSHA` and loaded (`SCRIPT LOAD`) when the server does not know it,
+/// as `redis::Script` does: the same commands on the wire. The crate's `ScriptInvocation` copies
+/// every key and argument into a vector of its own and then into a command; here the caller
+/// writes them once into a command whose room is reserved ([`Lua::call`]).
+#[derive(Clone, Debug)]
+pub struct Lua {
+    code: Arc<str>,
+    hash: String,
+}
+
+impl Lua {
+    /// The script of `code`.
+    pub fn new(code: &str) -> Self {
+        Lua {
+            code: code.into(),
+            hash: redis::Script::new(code).get_hash().to_string(),
+        }
+    }
+
+    /// `EVALSHA` of this script with `keys` keys, room reserved for `args` keys and arguments
+    /// more of about `bytes` bytes in all: the caller appends the keys, then the arguments.
+    pub fn call(&self, keys: usize, args: usize, bytes: usize) -> Cmd {
+        let mut cmd = Cmd::with_capacity(3 + args, 64 + bytes);
+        cmd.arg("EVALSHA").arg(&self.hash).arg(keys);
+        cmd
+    }
+
+    /// Sends `call` (from [`Lua::call`]); when the server does not know the script, loads it
+    /// and sends `call` again.
+    pub async fn invoke<T: FromRedisValue>(
+        &self,
+        conn: &mut RedisConnection,
+        call: &Cmd,
+    ) -> RedisResult<T> {
+        match call.query_async(conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                redis::cmd("SCRIPT")
+                    .arg("LOAD")
+                    .arg(&*self.code)
+                    .query_async::<()>(conn)
+                    .await?;
+                call.query_async(conn).await
+            }
+            other => other,
+        }
     }
 }
 
@@ -170,7 +243,7 @@ impl RedisConnection {
 impl ConnectionLike for RedisConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let mut replies = self.exchange(&cmd.get_packed_command(), 0, 1).await?;
+            let mut replies = self.exchange(Request::Command(cmd), 0, 1).await?;
             Ok(replies.pop().expect("one reply was read"))
         })
     }
@@ -182,7 +255,7 @@ impl ConnectionLike for RedisConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            self.exchange(&pipeline.get_packed_pipeline(), offset, count)
+            self.exchange(Request::Pipeline(pipeline), offset, count)
                 .await
         })
     }
@@ -306,7 +379,7 @@ async fn round_trip(
 async fn read_reply(stream: &mut Box<dyn Stream>, buf: &mut Vec<u8>) -> RedisResult<Value> {
     loop {
         if let Some(len) = reply_len(buf, 0)? {
-            let value = redis::parse_redis_value(&buf[..len])?;
+            let value = parse(&buf[..len])?;
             buf.drain(..len);
             return Ok(value);
         }
@@ -320,8 +393,58 @@ async fn read_reply(stream: &mut Box<dyn Stream>, buf: &mut Vec<u8>) -> RedisRes
     }
 }
 
+/// The value of one whole reply, framed by [`reply_len`]: read here for the shapes a lock's
+/// commands answer with, by the `redis` crate where an error reply is in it. The crate's
+/// `parse_redis_value` builds a parser with a zeroed 8 KiB buffer per call: a third of the
+/// client's instructions per command in a callgrind profile of `bench --backend redis`
+/// (docs/PERFORMANCE.md).
+fn parse(reply: &[u8]) -> RedisResult<Value> {
+    match value(reply, 0) {
+        Some((value, _)) => Ok(value),
+        None => redis::parse_redis_value(reply),
+    }
+}
+
+/// The value starting at `at` in a framed reply and where it ends; `None` for an error reply
+/// (or anything else this does not build), which [`parse`] leaves to the crate.
+fn value(reply: &[u8], at: usize) -> Option<(Value, usize)> {
+    let line = at + reply.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+    let text = reply.get(at + 1..line)?;
+    let number = || std::str::from_utf8(text).ok()?.parse::<i64>().ok();
+    let next = line + 2;
+    match reply[at] {
+        b'+' if text == b"OK" => Some((Value::Okay, next)),
+        b'+' => Some((
+            Value::SimpleString(String::from_utf8(text.to_vec()).ok()?),
+            next,
+        )),
+        b':' => Some((Value::Int(number()?), next)),
+        b'$' => match number()? {
+            n if n < 0 => Some((Value::Nil, next)),
+            n => {
+                let end = next + n as usize;
+                Some((Value::BulkString(reply.get(next..end)?.to_vec()), end + 2))
+            }
+        },
+        b'*' => match number()? {
+            n if n < 0 => Some((Value::Nil, next)),
+            n => {
+                let mut items = Vec::with_capacity(n as usize);
+                let mut end = next;
+                for _ in 0..n {
+                    let (item, item_end) = value(reply, end)?;
+                    items.push(item);
+                    end = item_end;
+                }
+                Some((Value::Array(items), end))
+            }
+        },
+        _ => None,
+    }
+}
+
 /// Where the RESP2 reply starting at `at` ends, or `None` while `buf` does not hold all of it.
-/// Only frames; `redis::parse_redis_value` turns the whole reply into a value.
+/// Only frames; [`parse`] turns the whole reply into a value.
 fn reply_len(buf: &[u8], at: usize) -> RedisResult<Option<usize>> {
     let Some(line) = buf
         .get(at..)
@@ -407,6 +530,32 @@ mod tests {
         assert!(reply_len(b"%1\r\n", 0).is_err());
         assert!(reply_len(b"$x\r\nab\r\n", 0).is_err());
         assert!(reply_len(b"*two\r\n", 0).is_err());
+    }
+
+    /// The values read here are the ones the `redis` crate reads, for every reply shape, errors
+    /// (left to the crate) included.
+    #[test]
+    fn reads_values_as_the_crate_does() {
+        for reply in [
+            &b"+OK\r\n"[..],
+            b"+PONG\r\n",
+            b"-NOSCRIPT No matching script\r\n",
+            b":42\r\n",
+            b":-7\r\n",
+            b"$-1\r\n",
+            b"*-1\r\n",
+            b"*0\r\n",
+            b"$0\r\n\r\n",
+            b"$4\r\na\r\nb\r\n",
+            b"*3\r\n:1\r\n$3\r\nabc\r\n*2\r\n+x\r\n$-1\r\n",
+            b"*2\r\n-ERR inside\r\n:1\r\n",
+        ] {
+            assert_eq!(
+                format!("{:?}", parse(reply)),
+                format!("{:?}", redis::parse_redis_value(reply)),
+                "{reply:?}"
+            );
+        }
     }
 
     #[test]

@@ -11,9 +11,9 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use redis::Script;
 
 use super::redis::{RELEASE, RENEW, connect_node};
+use super::redis_connection::Lua;
 use super::redis_connection::RedisConnection;
 use crate::error::timed;
 use crate::{
@@ -28,8 +28,8 @@ pub struct Redlock {
     namespace: String,
     /// Per-node timeout: small next to the TTL, so that a dead node costs little validity.
     node_timeout: Duration,
-    renew: Script,
-    release: Script,
+    renew: Lua,
+    release: Lua,
 }
 
 /// Clock drift allowance: 1 % of the TTL plus 2 ms, as the Redlock description suggests.
@@ -65,8 +65,8 @@ impl Redlock {
             requests,
             namespace: config.namespace.clone(),
             node_timeout: config.operation_timeout.min(Duration::from_millis(250)),
-            renew: Script::new(RENEW),
-            release: Script::new(RELEASE),
+            renew: Lua::new(RENEW),
+            release: Lua::new(RELEASE),
         })
     }
 
@@ -99,10 +99,10 @@ impl Redlock {
         self.on_all("release", |mut conn| {
             let script = &self.release;
             async move {
+                let mut call = script.call(1, 2, key.len() + token.len());
+                call.arg(key).arg(token);
                 script
-                    .key(key)
-                    .arg(token)
-                    .invoke_async::<i64>(&mut conn)
+                    .invoke::<i64>(&mut conn, &call)
                     .await
                     .map(|n| n == 1)
                     .map_err(|e| LockError::server("redlock", "release", e))
@@ -178,11 +178,10 @@ impl LockBackend for Redlock {
             .on_all("renew", |mut conn| {
                 let script = &self.renew;
                 async move {
+                    let mut call = script.call(1, 3, lease.key.len() + lease.token.len() + 20);
+                    call.arg(&lease.key).arg(&lease.token).arg(ttl_ms);
                     script
-                        .key(&lease.key)
-                        .arg(&lease.token)
-                        .arg(ttl_ms)
-                        .invoke_async::<i64>(&mut conn)
+                        .invoke::<i64>(&mut conn, &call)
                         .await
                         .map(|n| n == 1)
                         .map_err(|e| LockError::server("redlock", "renew", e))

@@ -22,10 +22,8 @@
 
 use std::time::Duration;
 
-use redis::Script;
-
 use crate::LockError;
-use crate::backends::redis_connection::RedisConnection;
+use crate::backends::redis_connection::{Lua, RedisConnection};
 use crate::error::timed;
 
 /// Drops the waiters whose deadline has passed (KEYS[2] queue, KEYS[3] deadlines) by the
@@ -174,9 +172,9 @@ pub(super) struct FairQueue {
     pub waiter: String,
     /// How long a place is kept without renewal.
     pub waiter_timeout: Duration,
-    acquire: Script,
-    release: Script,
-    withdraw: Script,
+    acquire: Lua,
+    release: Lua,
+    withdraw: Lua,
 }
 
 impl FairQueue {
@@ -185,9 +183,9 @@ impl FairQueue {
         FairQueue {
             waiter,
             waiter_timeout,
-            acquire: Script::new(&format!("{DROP_DEAD}{ACQUIRE}")),
-            release: Script::new(&format!("{DROP_DEAD}{RELEASE}")),
-            withdraw: Script::new(&format!("{DROP_DEAD}{WITHDRAW}")),
+            acquire: Lua::new(&format!("{DROP_DEAD}{ACQUIRE}")),
+            release: Lua::new(&format!("{DROP_DEAD}{RELEASE}")),
+            withdraw: Lua::new(&format!("{DROP_DEAD}{WITHDRAW}")),
         }
     }
 
@@ -218,20 +216,21 @@ impl FairQueue {
         } else {
             0
         };
+        let mut call = self.acquire.call(4, 11, 256);
+        call.arg(&names.lock)
+            .arg(&names.queue)
+            .arg(&names.deadlines)
+            .arg(&names.fencing)
+            .arg(waiter)
+            .arg(token)
+            .arg(ttl.as_millis() as u64)
+            .arg(patience)
+            .arg(if fencing { 1 } else { 0 })
+            .arg(&names.channels)
+            .arg(key);
         let reply: Vec<i64> = timed("redis", "acquire", timeout, async {
             self.acquire
-                .key(&names.lock)
-                .key(&names.queue)
-                .key(&names.deadlines)
-                .key(&names.fencing)
-                .arg(waiter)
-                .arg(token)
-                .arg(ttl.as_millis() as u64)
-                .arg(patience)
-                .arg(if fencing { 1 } else { 0 })
-                .arg(&names.channels)
-                .arg(key)
-                .invoke_async(conn)
+                .invoke(conn, &call)
                 .await
                 .map_err(|e| LockError::server("redis", "acquire", e))
         })
@@ -248,15 +247,16 @@ impl FairQueue {
         token: &str,
         timeout: Duration,
     ) -> Result<bool, LockError> {
+        let mut call = self.release.call(3, 6, 192);
+        call.arg(&names.lock)
+            .arg(&names.queue)
+            .arg(&names.deadlines)
+            .arg(token)
+            .arg(&names.channels)
+            .arg(key);
         let done: i64 = timed("redis", "release", timeout, async {
             self.release
-                .key(&names.lock)
-                .key(&names.queue)
-                .key(&names.deadlines)
-                .arg(token)
-                .arg(&names.channels)
-                .arg(key)
-                .invoke_async(conn)
+                .invoke(conn, &call)
                 .await
                 .map_err(|e| LockError::server("redis", "release", e))
         })
@@ -276,29 +276,30 @@ impl FairQueue {
     }
 
     /// What a dropped wait spawns to leave the queue: the script and the waiter's id, owned.
-    pub fn leaver(&self) -> (Script, String) {
+    pub fn leaver(&self) -> (Lua, String) {
         (self.withdraw.clone(), self.waiter.clone())
     }
 }
 
 /// Runs the withdrawal script for `waiter`.
 pub(super) async fn withdraw(
-    script: &Script,
+    script: &Lua,
     conn: &mut RedisConnection,
     names: &Names,
     key: &str,
     waiter: &str,
     timeout: Duration,
 ) -> Result<(), LockError> {
+    let mut call = script.call(3, 6, 192);
+    call.arg(&names.lock)
+        .arg(&names.queue)
+        .arg(&names.deadlines)
+        .arg(waiter)
+        .arg(&names.channels)
+        .arg(key);
     timed("redis", "withdraw", timeout, async {
         script
-            .key(&names.lock)
-            .key(&names.queue)
-            .key(&names.deadlines)
-            .arg(waiter)
-            .arg(&names.channels)
-            .arg(key)
-            .invoke_async::<i64>(conn)
+            .invoke::<i64>(conn, &call)
             .await
             .map(|_| ())
             .map_err(|e| LockError::server("redis", "withdraw", e))
