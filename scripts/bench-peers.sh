@@ -17,16 +17,27 @@
 # peer and lockbench in three placements: `same` (servers and client on the last CPU),
 # `apart` (servers on the last CPU, client on the first) and `free` (nobody pinned). Servers'
 # CPU affinity is restored on exit. With more than one round, the medians of each column over the
-# rounds follow the rounds' table. Figures go to docs/PERFORMANCE.md.
+# rounds follow the rounds' table.
 #
-#   scripts/bench-peers.sh [ROUNDS]      default 3
+# Then the contended figures of issue 23, each a ratio within one run (nobody pinned):
+#   etcd:       8 contenders, native wait: handoff P99.9 against the same run's release P99.9,
+#               beside etcd's own /metrics over the run (WAL fsync and backend commit P99, the
+#               watchers it put in its unsynced group)
+#   redis:      the release channel against the fair queue (--backend redis-fair), 1 and 8
+#               contenders: Jain fairness, handoff P50 against the uncontended acquire P50,
+#               requests per grant
+#   baselines:  the in-process backend's cycles/s (the harness's own cost) and the simulator's
+#               samples/s, which the work on the clients must not move
+# Figures go to docs/PERFORMANCE.md.
+#
+#   scripts/bench-peers.sh [ROUNDS]      default 3; 0: the contended figures alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 REDIS_PORT=$(config_port redis)
 PG_PORT=$(config_port pg-session)
 rounds="${1:-3}"
-[[ "$rounds" =~ ^[1-9][0-9]{0,2}$ ]] || bad_input "ROUNDS: expected a whole number of rounds from 1 to 999, got '$rounds'"
+[[ "$rounds" =~ ^(0|[1-9][0-9]{0,2})$ ]] || bad_input "ROUNDS: expected a whole number of rounds from 0 (the contended figures alone) to 999, got '$rounds'"
 
 scripts/services.sh up >/dev/null
 require_toolchain
@@ -124,3 +135,87 @@ for placement in ["same", "apart", "free"]:
     print(f"| {placement} (median of {len(values)}) | " + " | ".join(cells) + " |")
 PY
 fi
+
+echo
+echo "== contended, nobody pinned"
+pin_servers "0-$((cpus - 1))"
+ETCD_PORT=$(config_port etcd)
+metrics() { curl -fsS "http://127.0.0.1:$ETCD_PORT/metrics"; }
+ensure_packages curl
+before=$(mktemp)
+after=$(mktemp)
+slow=$(mktemp)
+etcd_json=$(mktemp)
+trap 'restore; rm -f "$before" "$after" "$slow" "$etcd_json"' EXIT
+metrics >"$before"
+# etcd's gauge of unsynced watchers, sampled through the run: a watch that lands there waits for
+# the 100 ms sync loop.
+(for _ in $(seq 200); do metrics | awk '/^etcd_debugging_mvcc_slow_watcher_total/ {print $2}'; sleep 0.03; done) >"$slow" &
+sampler=$!
+"$bin" bench --backend etcd --contenders 8 --duration 5s --warmup 1s --json >"$etcd_json"
+wait "$sampler" || true
+metrics >"$after"
+python3 - "$etcd_json" "$before" "$after" "$slow" <<'PY'
+import json, sys
+row = json.load(open(sys.argv[1]))["results"][0]
+def buckets(path, name, match=""):
+    out = {}
+    for line in open(path):
+        if line.startswith(name + "_bucket{") and match in line:
+            le = line.split('le="')[1].split('"')[0]
+            out[float("inf") if le == "+Inf" else float(le)] = float(line.split()[-1])
+    return out
+def quantile_ms(q, name, match=""):
+    """The bucket bound under which q of the run's samples fell (etcd's histograms are coarse)."""
+    b0, b1 = buckets(sys.argv[2], name, match), buckets(sys.argv[3], name, match)
+    counts = sorted((le, b1[le] - b0.get(le, 0)) for le in b1)
+    if not counts or counts[-1][1] == 0:
+        return "-"
+    for le, c in counts:
+        if c >= q * counts[-1][1]:
+            return f"<={le * 1000:g}"
+samples = [float(x) for x in open(sys.argv[4]) if x.strip()]
+handoff, release = row["handoff_us"], row["release_us"]
+print(f"etcd, 8 contenders: handoff P99.9 {handoff['p999'] / 1000:.1f} ms, release P99.9 {release['p999'] / 1000:.1f} ms: "
+      f"{handoff['p999'] / release['p999']:.2f}x (target within 2x); handoff P50 {handoff['p50'] / 1000:.2f} ms, "
+      f"release P50 {release['p50'] / 1000:.2f} ms, {row['requests_per_grant']:.2f} requests per grant, "
+      f"{row['throughput_per_s']:.0f} grants/s")
+grpc, fsync = "grpc_server_handling_seconds", "etcd_disk_wal_fsync_duration_seconds"
+revoke = [quantile_ms(q, grpc, 'grpc_method="LeaseRevoke"') for q in (0.5, 0.99)]
+reads = [quantile_ms(q, grpc, 'grpc_method="Range"') for q in (0.5, 0.99)]
+syncs = [quantile_ms(q, fsync) for q in (0.5, 0.99)]
+unsynced = sum(1 for s in samples if s > 0)
+print("  etcd's /metrics over the run, P50 / P99 in ms (bucket bounds): "
+      f"LeaseRevoke (the release) {revoke[0]} / {revoke[1]}, Range (the waiter's read) "
+      f"{reads[0]} / {reads[1]}, WAL fsync {syncs[0]} / {syncs[1]}; watchers in the unsynced "
+      f"group in {unsynced} of {len(samples)} samples")
+PY
+redis_json=$(mktemp)
+trap 'restore; rm -f "$before" "$after" "$slow" "$etcd_json" "$redis_json"' EXIT
+for b in redis redis-fair; do
+    "$bin" bench --backend "$b" --contenders 1,8 --duration 5s --warmup 1s --json | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["results"]))'
+done >"$redis_json"
+python3 - "$redis_json" <<'PY'
+import json, sys
+rows = [r for line in open(sys.argv[1]) for r in json.loads(line)]
+for name in ["redis", "redis-fair"]:
+    one = next(r for r in rows if r["backend"] == name and r["contenders"] == 1)
+    eight = next(r for r in rows if r["backend"] == name and r["contenders"] == 8)
+    alone, handoff = one["acquire_us"]["p50"], eight["handoff_us"]["p50"]
+    print(f"{name}, 8 contenders: Jain {eight['fairness_jain']:.3f} (fair queue's target 0.95), "
+          f"handoff P50 {handoff:,.0f} us against the uncontended acquire P50 {alone:.0f} us "
+          f"({handoff / alone:.1f}x), {eight['requests_per_grant']:.2f} requests per grant, "
+          f"{eight['throughput_per_s']:,.0f} grants/s")
+PY
+"$bin" bench --backend memory --contenders 1,16 --duration 3s --warmup 500ms --json >"$redis_json"
+python3 - "$redis_json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print(f"memory, {r['contenders']} contenders: {r['throughput_per_s'] / 1e6:.2f} M cycles/s (the harness alone)")
+PY
+"$bin" simulate bench/peers/three-step-lognormal.toml --replays 100000 --seed 1 --json >"$redis_json"
+python3 - "$redis_json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"simulate, 100,000 replays of three lognormal steps x 1,800 items: {d['samples_per_s'] / 1e6:.0f} M samples/s")
+PY

@@ -52,8 +52,9 @@ const MAX_WATCHES: usize = 64;
 /// What a [`QueueWatch`] tells its waiters.
 #[derive(Clone, Debug)]
 enum QueueEvent {
-    /// This key under the prefix was deleted (a release, a withdrawal, an expired lease).
-    Deleted(Vec<u8>),
+    /// This key under the prefix was deleted (a release, a withdrawal, an expired lease), at
+    /// this revision.
+    Deleted(Vec<u8>, i64),
     /// The watch ended (a restarted server, a closed connection): look again and watch anew.
     Ended,
 }
@@ -110,7 +111,8 @@ impl QueueWatch {
                     if event.event_type() == EventType::Delete
                         && let Some(kv) = event.kv()
                     {
-                        let _ = sender.send(QueueEvent::Deleted(kv.key().to_vec()));
+                        let _ = sender
+                            .send(QueueEvent::Deleted(kv.key().to_vec(), kv.mod_revision()));
                     }
                 }
             }
@@ -284,20 +286,11 @@ impl EtcdLock {
         let keep_alive_every = entry.granted / 3;
         // Listening before the predecessor is read: a deletion after the read cannot be missed.
         let mut deletions = self.deletions(key).await?;
+        // The revision of the deletion that woke us, once one has.
+        let mut woken_at = None;
         // Bounded by the deadline: every pass returns or waits for a deletion until it.
         loop {
-            let below = GetOptions::new()
-                .with_prefix()
-                .with_max_create_revision(entry.revision - 1)
-                .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(1)
-                .with_keys_only();
-            self.requests.sent();
-            let response = client
-                .get(self.prefix(key), Some(below))
-                .await
-                .map_err(err("acquire"))?;
-            let Some(predecessor) = response.kvs().first().map(|kv| kv.key().to_vec()) else {
+            let Some(predecessor) = self.below(&mut client, key, &entry, woken_at).await? else {
                 return Ok(Some(self.grant(entry)));
             };
             // Until the predecessor is deleted, renewing our lease on the way.
@@ -309,11 +302,15 @@ impl EtcdLock {
                 }
                 tokio::select! {
                     event = deletions.recv() => match event {
-                        Ok(QueueEvent::Deleted(deleted)) if deleted == predecessor => break,
-                        Ok(QueueEvent::Deleted(_)) => {}
+                        Ok(QueueEvent::Deleted(deleted, at)) if deleted == predecessor => {
+                            woken_at = Some(at);
+                            break;
+                        }
+                        Ok(QueueEvent::Deleted(..)) => {}
                         // Events may have been missed: look again, through a watch that works.
                         Ok(QueueEvent::Ended) | Err(_) => {
                             deletions = self.deletions(key).await?;
+                            woken_at = None;
                             break;
                         }
                     },
@@ -331,6 +328,41 @@ impl EtcdLock {
                 }
             }
         }
+    }
+
+    /// The key just below `entry` in `key`'s queue (the highest create revision under its own),
+    /// if any. Read as of the revision of the deletion that woke the waiter, when one did, from
+    /// the member's own store (serializable): that state is the same on every member, and a
+    /// deletion after it comes through the watch, whose events arrive in order. A linearizable
+    /// read waits for every write in flight to be applied, which on a loaded server put the
+    /// disk's tail into every handoff. When that revision cannot be read there (compacted, or a
+    /// member behind it), and for the first look, the read is linearizable.
+    async fn below(
+        &self,
+        client: &mut Client,
+        key: &str,
+        entry: &Entry,
+        at: Option<i64>,
+    ) -> Result<Option<Vec<u8>>, LockError> {
+        let below = GetOptions::new()
+            .with_prefix()
+            .with_max_create_revision(entry.revision - 1)
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(1)
+            .with_keys_only();
+        if let Some(revision) = at {
+            self.requests.sent();
+            let local = below.clone().with_serializable().with_revision(revision);
+            if let Ok(response) = client.get(self.prefix(key), Some(local)).await {
+                return Ok(response.kvs().first().map(|kv| kv.key().to_vec()));
+            }
+        }
+        self.requests.sent();
+        let response = client
+            .get(self.prefix(key), Some(below))
+            .await
+            .map_err(err("acquire"))?;
+        Ok(response.kvs().first().map(|kv| kv.key().to_vec()))
     }
 
     fn lease_of(&self, token: &str) -> Option<i64> {
