@@ -111,8 +111,8 @@ impl QueueWatch {
                     if event.event_type() == EventType::Delete
                         && let Some(kv) = event.kv()
                     {
-                        let _ = sender
-                            .send(QueueEvent::Deleted(kv.key().to_vec(), kv.mod_revision()));
+                        let _ =
+                            sender.send(QueueEvent::Deleted(kv.key().to_vec(), kv.mod_revision()));
                     }
                 }
             }
