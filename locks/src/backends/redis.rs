@@ -133,9 +133,14 @@ impl RedisLock {
             acquire: Lua::new(ACQUIRE),
             renew: Lua::new(RENEW),
             release: Lua::new(RELEASE_NOTIFY),
-            fair: config
-                .fair
-                .then(|| FairQueue::new(new_token(), config.waiter_timeout)),
+            fair: config.fair.then(|| {
+                FairQueue::new(
+                    new_token(),
+                    config.waiter_timeout,
+                    config.fencing,
+                    config.operation_timeout,
+                )
+            }),
         })
     }
 
@@ -189,19 +194,8 @@ impl RedisLock {
             loop {
                 let sent = (self.wait_replicas > 0).then(Instant::now);
                 let mut conn = self.conn.clone();
-                let (at_head, ttl_left) = match fair
-                    .ask(
-                        &mut conn,
-                        &names,
-                        key,
-                        &token,
-                        ttl,
-                        true,
-                        self.fencing,
-                        self.timeout,
-                    )
-                    .await?
-                {
+                let asked = fair.ask(&mut conn, &names, (key, &token), ttl, true);
+                let (at_head, ttl_left) = match asked.await? {
                     Answer::Granted(fencing) => {
                         place.queued = false;
                         return self
@@ -215,7 +209,7 @@ impl RedisLock {
                 let now = tokio::time::Instant::now();
                 if now >= deadline {
                     place.queued = false;
-                    fair.withdraw(&mut conn, &names, key, self.timeout).await?;
+                    fair.withdraw(&mut conn, &names, key).await?;
                     return Ok(None);
                 }
                 let mut wait = (fair.waiter_timeout / 3).min(deadline - now);
@@ -370,9 +364,7 @@ impl RedisLock {
         let mut conn = self.conn.clone();
         if let Some(fair) = &self.fair {
             let names = Names::of(&self.namespace, key);
-            return fair
-                .release(&mut conn, &names, key, token, self.timeout)
-                .await;
+            return fair.release(&mut conn, &names, key, token).await;
         }
         let (lock_key, channel) = (self.key(key), self.channel(key));
         let mut call = self
@@ -480,16 +472,7 @@ impl LockBackend for RedisLock {
         let granted: Option<Option<u64>> = if let Some(fair) = &self.fair {
             let names = Names::of(&self.namespace, key);
             match fair
-                .ask(
-                    &mut conn,
-                    &names,
-                    key,
-                    &token,
-                    ttl,
-                    false,
-                    self.fencing,
-                    self.timeout,
-                )
+                .ask(&mut conn, &names, (key, &token), ttl, false)
                 .await?
             {
                 Answer::Granted(fencing) => Some(fencing),

@@ -501,20 +501,25 @@ mod tests {
         reply_len(reply, 0).unwrap()
     }
 
+    /// Every reply shape RESP2 has.
+    const SHAPES: [&[u8]; 11] = [
+        b"+OK\r\n",
+        b"+PONG\r\n",
+        b"-NOSCRIPT No matching script\r\n",
+        b":42\r\n",
+        b"$-1\r\n",
+        b"*-1\r\n",
+        b"*0\r\n",
+        b"$0\r\n\r\n",
+        // A bulk string may hold CRLF itself: its length, not a search, finds its end.
+        b"$4\r\na\r\nb\r\n",
+        b"*3\r\n:1\r\n$3\r\nabc\r\n*2\r\n+x\r\n$-1\r\n",
+        b"*2\r\n-ERR inside\r\n:-7\r\n",
+    ];
+
     #[test]
     fn frames_every_reply_shape_and_waits_for_the_rest() {
-        for reply in [
-            &b"+OK\r\n"[..],
-            b"-NOSCRIPT No matching script\r\n",
-            b":42\r\n",
-            b"$-1\r\n",
-            b"*-1\r\n",
-            b"*0\r\n",
-            b"$0\r\n\r\n",
-            // A bulk string may hold CRLF itself: its length, not a search, finds its end.
-            b"$4\r\na\r\nb\r\n",
-            b"*3\r\n:1\r\n$3\r\nabc\r\n*2\r\n+x\r\n$-1\r\n",
-        ] {
+        for reply in SHAPES {
             assert_eq!(whole(reply), Some(reply.len()), "{reply:?}");
             for cut in 0..reply.len() {
                 assert_eq!(whole(&reply[..cut]), None, "{reply:?} cut at {cut}");
@@ -536,20 +541,7 @@ mod tests {
     /// (left to the crate) included.
     #[test]
     fn reads_values_as_the_crate_does() {
-        for reply in [
-            &b"+OK\r\n"[..],
-            b"+PONG\r\n",
-            b"-NOSCRIPT No matching script\r\n",
-            b":42\r\n",
-            b":-7\r\n",
-            b"$-1\r\n",
-            b"*-1\r\n",
-            b"*0\r\n",
-            b"$0\r\n\r\n",
-            b"$4\r\na\r\nb\r\n",
-            b"*3\r\n:1\r\n$3\r\nabc\r\n*2\r\n+x\r\n$-1\r\n",
-            b"*2\r\n-ERR inside\r\n:1\r\n",
-        ] {
+        for reply in SHAPES {
             assert_eq!(
                 format!("{:?}", parse(reply)),
                 format!("{:?}", redis::parse_redis_value(reply)),

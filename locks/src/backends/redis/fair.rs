@@ -166,12 +166,16 @@ impl Names {
     }
 }
 
-/// A client's side of the fair queue: its id as a waiter and the scripts.
+/// A client's side of the fair queue: its id as a waiter, its settings and the scripts.
 pub(super) struct FairQueue {
     /// This client's name in every queue, and the end of its channel's name.
     pub waiter: String,
     /// How long a place is kept without renewal.
     pub waiter_timeout: Duration,
+    /// A grant increments the key's fencing counter.
+    fencing: bool,
+    /// Each script call's timeout.
+    timeout: Duration,
     acquire: Lua,
     release: Lua,
     withdraw: Lua,
@@ -179,10 +183,12 @@ pub(super) struct FairQueue {
 
 impl FairQueue {
     /// The queue side of a client whose waiter id is `waiter`.
-    pub fn new(waiter: String, waiter_timeout: Duration) -> Self {
+    pub fn new(waiter: String, waiter_timeout: Duration, fencing: bool, timeout: Duration) -> Self {
         FairQueue {
             waiter,
             waiter_timeout,
+            fencing,
+            timeout,
             acquire: Lua::new(&format!("{DROP_DEAD}{ACQUIRE}")),
             release: Lua::new(&format!("{DROP_DEAD}{RELEASE}")),
             withdraw: Lua::new(&format!("{DROP_DEAD}{WITHDRAW}")),
@@ -196,18 +202,15 @@ impl FairQueue {
 
     /// Asks for the lock of `key` (`names`) with `token`: granted, or queued when `queue` (a
     /// wait; a try is refused without queueing).
-    #[allow(clippy::too_many_arguments)]
     pub async fn ask(
         &self,
         conn: &mut RedisConnection,
         names: &Names,
-        key: &str,
-        token: &str,
+        (key, token): (&str, &str),
         ttl: Duration,
         queue: bool,
-        fencing: bool,
-        timeout: Duration,
     ) -> Result<Answer, LockError> {
+        let (fencing, timeout) = (self.fencing, self.timeout);
         // A try takes a waiter id of its own, never in the queue: it gets a free lock only when
         // nobody waits.
         let waiter = if queue { self.waiter.as_str() } else { token };
@@ -245,8 +248,8 @@ impl FairQueue {
         names: &Names,
         key: &str,
         token: &str,
-        timeout: Duration,
     ) -> Result<bool, LockError> {
+        let timeout = self.timeout;
         let mut call = self.release.call(3, 6, 192);
         call.arg(&names.lock)
             .arg(&names.queue)
@@ -270,9 +273,8 @@ impl FairQueue {
         conn: &mut RedisConnection,
         names: &Names,
         key: &str,
-        timeout: Duration,
     ) -> Result<(), LockError> {
-        withdraw(&self.withdraw, conn, names, key, &self.waiter, timeout).await
+        withdraw(&self.withdraw, conn, names, key, &self.waiter, self.timeout).await
     }
 
     /// What a dropped wait spawns to leave the queue: the script and the waiter's id, owned.
@@ -367,7 +369,12 @@ mod tests {
         assert_eq!(n.queue, "ns:queue:billing");
         assert_eq!(n.deadlines, "ns:queue-deadlines:billing");
         assert_eq!(n.fencing, "ns:fencing:billing");
-        let q = FairQueue::new("w1".into(), Duration::from_secs(5));
+        let q = FairQueue::new(
+            "w1".into(),
+            Duration::from_secs(5),
+            true,
+            Duration::from_secs(1),
+        );
         assert_eq!(q.channel("ns"), format!("{}w1", n.channels));
     }
 }
