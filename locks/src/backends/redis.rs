@@ -172,12 +172,19 @@ impl RedisLock {
         let names = Names::of(&self.namespace, key);
         let mut slot = self.fair_subscription.lock().await;
         if slot.is_none() {
-            // Subscribed once, for the connection's life: a release cannot come before it.
+            // Subscribed once, for the connection's life: a release cannot come before it. An
+            // operation like any other: a server that does not answer fails the acquisition
+            // within the operation timeout (the fault lab's outage found it waiting 3 s for the
+            // connection's own timeout instead).
+            let channel = fair.channel(&self.namespace);
             *slot = Some(
-                self.conn
-                    .subscribe(&fair.channel(&self.namespace))
-                    .await
-                    .map_err(|e| LockError::server("redis", "subscribe", e))?,
+                timed("redis", "subscribe", self.timeout, async {
+                    self.conn
+                        .subscribe(&channel)
+                        .await
+                        .map_err(|e| LockError::server("redis", "subscribe", e))
+                })
+                .await?,
             );
         }
         let token = new_token();
