@@ -19,7 +19,7 @@
 //! at 8 contenders, docs/PERFORMANCE.md). A watch kept open meets that race once, at its start.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -43,7 +43,7 @@ pub struct EtcdLock {
     timeout: Duration,
     leases: Mutex<HashMap<String, i64>>,
     /// The watches of the lock prefixes this client has waited on, by prefix.
-    watches: tokio::sync::Mutex<HashMap<String, Arc<QueueWatch>>>,
+    watches: tokio::sync::Mutex<HashMap<String, QueueWatch>>,
 }
 
 /// Watches kept at most; past that, one no waiter listens to is closed before another opens.
@@ -188,7 +188,7 @@ impl EtcdLock {
         let mut client = self.client.clone();
         let watch = QueueWatch::open(&mut client, &prefix, self.timeout).await?;
         let events = watch.events.subscribe();
-        watches.insert(prefix, Arc::new(watch));
+        watches.insert(prefix, watch);
         Ok(events)
     }
 

@@ -9,6 +9,7 @@
 
 mod fair;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -17,7 +18,7 @@ use super::redis_connection::{Lua, RedisConnection, Subscription};
 use crate::error::timed;
 use crate::{
     BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
-    REDIS_FAIR, Redacted, Requests, new_token,
+    Redacted, Requests, new_token,
 };
 use fair::{Answer, FairQueue, Names};
 
@@ -99,8 +100,11 @@ pub struct RedisLock {
     acquire: Lua,
     renew: Lua,
     release: Lua,
-    /// The fair queue's side of this client, when `fair = true`.
-    fair: Option<FairQueue>,
+    /// The fair queue's side of this client, when `fair = true` (shared with the places of
+    /// waits abandoned midway, which withdraw after the wait is gone).
+    fair: Option<Arc<FairQueue>>,
+    /// `redis`, or `redis-fair` with the fair queue.
+    name: &'static str,
 }
 
 impl RedisLock {
@@ -134,29 +138,15 @@ impl RedisLock {
             renew: Lua::new(RENEW),
             release: Lua::new(RELEASE_NOTIFY),
             fair: config.fair.then(|| {
-                FairQueue::new(
+                Arc::new(FairQueue::new(
                     new_token(),
                     config.waiter_timeout,
                     config.fencing,
                     config.operation_timeout,
-                )
+                ))
             }),
+            name: config.label(),
         })
-    }
-
-    /// Opens the subscriber connection into `slot` if it is not open.
-    async fn open_subscriber(
-        &self,
-        slot: &mut Option<redis::aio::PubSub>,
-    ) -> Result<(), LockError> {
-        if slot.is_none() {
-            let opened = tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub())
-                .await
-                .map_err(|_| LockError::server("redis", "subscribe", "no connection in time"))?
-                .map_err(|e| LockError::server("redis", "subscribe", e))?;
-            *slot = Some(opened);
-        }
-        Ok(())
     }
 
     /// Waits in `key`'s fair queue until granted or `deadline`, woken by a message on this
@@ -164,7 +154,7 @@ impl RedisLock {
     /// timeout to keep its place (see [`fair`]).
     async fn acquire_fair(
         &self,
-        fair: &FairQueue,
+        fair: &Arc<FairQueue>,
         key: &str,
         ttl: Duration,
         deadline: tokio::time::Instant,
@@ -189,11 +179,10 @@ impl RedisLock {
         }
         let token = new_token();
         let mut place = Place {
+            fair: fair.clone(),
             conn: self.conn.clone(),
             names: names.clone(),
             key: key.to_string(),
-            leaver: fair.leaver(),
-            timeout: self.timeout,
             queued: false,
         };
         let mut closed = false;
@@ -307,7 +296,13 @@ impl RedisLock {
     ) -> Result<Option<Lease>, LockError> {
         use futures::StreamExt as _;
         let mut slot = self.subscriber.lock().await;
-        self.open_subscriber(&mut slot).await?;
+        if slot.is_none() {
+            let opened = tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub())
+                .await
+                .map_err(|_| LockError::server("redis", "subscribe", "no connection in time"))?
+                .map_err(|e| LockError::server("redis", "subscribe", e))?;
+            *slot = Some(opened);
+        }
         let pubsub = slot.as_mut().expect("opened above");
         let channel = self.channel(key);
         self.requests.sent();
@@ -365,19 +360,24 @@ impl RedisLock {
         outcome
     }
 
-    /// The release script: deletes `key`'s lock if it still holds `token` and says so on the
-    /// key's channel, or to the head of its fair queue; true when it deleted the lock.
-    async fn release_by_token(&self, key: &str, token: &str) -> Result<bool, LockError> {
+    /// The release script: deletes `key`'s lock (`lock_key`) if it still holds `token` and says
+    /// so on the key's channel, or to the head of its fair queue; true when it deleted the lock.
+    async fn release_by_token(
+        &self,
+        key: &str,
+        lock_key: &str,
+        token: &str,
+    ) -> Result<bool, LockError> {
         let mut conn = self.conn.clone();
         if let Some(fair) = &self.fair {
             let names = Names::of(&self.namespace, key);
             return fair.release(&mut conn, &names, key, token).await;
         }
-        let (lock_key, channel) = (self.key(key), self.channel(key));
+        let channel = self.channel(key);
         let mut call = self
             .release
             .call(1, 3, lock_key.len() + token.len() + channel.len());
-        call.arg(&lock_key).arg(token).arg(&channel);
+        call.arg(lock_key).arg(token).arg(&channel);
         let done: i64 = timed("redis", "release", self.timeout, async {
             self.release
                 .invoke(&mut conn, &call)
@@ -406,7 +406,7 @@ impl RedisLock {
         if acked >= i64::from(self.wait_replicas) {
             return Ok(());
         }
-        let _ = self.release_by_token(key, token).await;
+        let _ = self.release_by_token(key, &self.key(key), token).await;
         Err(LockError::server(
             "redis",
             "acquire",
@@ -429,11 +429,7 @@ impl RedisLock {
 #[async_trait]
 impl LockBackend for RedisLock {
     fn name(&self) -> &'static str {
-        if self.fair.is_some() {
-            REDIS_FAIR
-        } else {
-            "redis"
-        }
+        self.name
     }
 
     fn requests(&self) -> Option<u64> {
@@ -574,7 +570,8 @@ impl LockBackend for RedisLock {
             .key
             .strip_prefix(&format!("{}:lock:", self.namespace))
             .unwrap_or(&lease.key);
-        self.release_by_token(logical, &lease.token).await
+        self.release_by_token(logical, &lease.key, &lease.token)
+            .await
     }
 
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
@@ -597,11 +594,10 @@ impl LockBackend for RedisLock {
 /// a task spawned on drop) when the wait is abandoned midway, so that the queue does not wait
 /// out the waiter timeout for a waiter gone.
 struct Place {
+    fair: Arc<FairQueue>,
     conn: RedisConnection,
     names: Names,
     key: String,
-    leaver: (Lua, String),
-    timeout: Duration,
     queued: bool,
 }
 
@@ -610,13 +606,12 @@ impl Drop for Place {
         if self.queued
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
+            let fair = self.fair.clone();
             let mut conn = self.conn.clone();
             let names = self.names.clone();
             let key = std::mem::take(&mut self.key);
-            let (script, waiter) = self.leaver.clone();
-            let timeout = self.timeout;
             runtime.spawn(async move {
-                let _ = fair::withdraw(&script, &mut conn, &names, &key, &waiter, timeout).await;
+                let _ = fair.withdraw(&mut conn, &names, &key).await;
             });
         }
     }

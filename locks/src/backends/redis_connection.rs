@@ -9,8 +9,9 @@
 //! still encoded by the crate (into one buffer per connection), and it implements the crate's
 //! public `ConnectionLike` trait, so `query_async` works on it unchanged. Two parts of the crate
 //! are replaced, each for what a callgrind profile of `bench --backend redis` found (client
-//! instructions per command 24,100 to 11,500, fencing off): replies are read into values here
-//! (the crate's `parse_redis_value` zeroes an 8 KiB buffer per reply, a third of the total), and
+//! instructions per command 24,100 to 11,500, fencing off): replies are framed and read into
+//! values here in one pass (the crate's `parse_redis_value` zeroes an 8 KiB buffer per reply, a
+//! third of the total), and
 //! scripts are called through [`Lua`] (the crate's `ScriptInvocation` copies every key and
 //! argument twice). [`Subscription`] is a subscriber connection read the same way.
 //!
@@ -199,7 +200,7 @@ impl Subscription {
             let reply = read_reply(&mut self.stream, &mut self.buf).await?;
             if let Value::Array(mut parts) = reply
                 && parts.len() == 3
-                && parts[0] == Value::BulkString(b"message".to_vec())
+                && matches!(&parts[0], Value::BulkString(kind) if kind == b"message")
                 && let Some(Value::BulkString(payload)) = parts.pop()
             {
                 return Ok(payload);
@@ -378,8 +379,11 @@ async fn round_trip(
 
 async fn read_reply(stream: &mut Box<dyn Stream>, buf: &mut Vec<u8>) -> RedisResult<Value> {
     loop {
-        if let Some(len) = reply_len(buf, 0)? {
-            let value = parse(&buf[..len])?;
+        if let Some((len, value)) = frame(buf, 0)? {
+            let value = match value {
+                Some(value) => value,
+                None => redis::parse_redis_value(&buf[..len])?,
+            };
             buf.drain(..len);
             return Ok(value);
         }
@@ -393,59 +397,13 @@ async fn read_reply(stream: &mut Box<dyn Stream>, buf: &mut Vec<u8>) -> RedisRes
     }
 }
 
-/// The value of one whole reply, framed by [`reply_len`]: read here for the shapes a lock's
-/// commands answer with, by the `redis` crate where an error reply is in it. The crate's
-/// `parse_redis_value` builds a parser with a zeroed 8 KiB buffer per call: a third of the
-/// client's instructions per command in a callgrind profile of `bench --backend redis`
-/// (docs/PERFORMANCE.md).
-fn parse(reply: &[u8]) -> RedisResult<Value> {
-    match value(reply, 0) {
-        Some((value, _)) => Ok(value),
-        None => redis::parse_redis_value(reply),
-    }
-}
-
-/// The value starting at `at` in a framed reply and where it ends; `None` for an error reply
-/// (or anything else this does not build), which [`parse`] leaves to the crate.
-fn value(reply: &[u8], at: usize) -> Option<(Value, usize)> {
-    let line = at + reply.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
-    let text = reply.get(at + 1..line)?;
-    let number = || std::str::from_utf8(text).ok()?.parse::<i64>().ok();
-    let next = line + 2;
-    match reply[at] {
-        b'+' if text == b"OK" => Some((Value::Okay, next)),
-        b'+' => Some((
-            Value::SimpleString(String::from_utf8(text.to_vec()).ok()?),
-            next,
-        )),
-        b':' => Some((Value::Int(number()?), next)),
-        b'$' => match number()? {
-            n if n < 0 => Some((Value::Nil, next)),
-            n => {
-                let end = next + n as usize;
-                Some((Value::BulkString(reply.get(next..end)?.to_vec()), end + 2))
-            }
-        },
-        b'*' => match number()? {
-            n if n < 0 => Some((Value::Nil, next)),
-            n => {
-                let mut items = Vec::with_capacity(n as usize);
-                let mut end = next;
-                for _ in 0..n {
-                    let (item, item_end) = value(reply, end)?;
-                    items.push(item);
-                    end = item_end;
-                }
-                Some((Value::Array(items), end))
-            }
-        },
-        _ => None,
-    }
-}
-
-/// Where the RESP2 reply starting at `at` ends, or `None` while `buf` does not hold all of it.
-/// Only frames; [`parse`] turns the whole reply into a value.
-fn reply_len(buf: &[u8], at: usize) -> RedisResult<Option<usize>> {
+/// The RESP2 reply starting at `at`, framed and read in one pass: `None` while `buf` does not
+/// hold all of it, else where it ends and its value. The value is `None` for a reply that holds
+/// an error, which [`read_reply`] leaves to the `redis` crate's parser; every other shape is read
+/// here, because `redis::parse_redis_value` builds a parser with a zeroed 8 KiB buffer per call:
+/// a third of the client's instructions per command in a callgrind profile of `bench --backend
+/// redis` (docs/PERFORMANCE.md).
+fn frame(buf: &[u8], at: usize) -> RedisResult<Option<(usize, Option<Value>)>> {
     let Some(line) = buf
         .get(at..)
         .and_then(|rest| rest.windows(2).position(|w| w == b"\r\n"))
@@ -454,43 +412,66 @@ fn reply_len(buf: &[u8], at: usize) -> RedisResult<Option<usize>> {
         return Ok(None);
     };
     let next = line + 2;
-    let length = || -> RedisResult<i64> {
-        std::str::from_utf8(&buf[at + 1..line])
+    let text = &buf[at + 1..line];
+    let number = || -> RedisResult<i64> {
+        std::str::from_utf8(text)
             .ok()
             .and_then(|digits| digits.parse().ok())
             .ok_or_else(|| {
                 RedisError::from((
                     ErrorKind::Parse,
-                    "a length in a reply is not a number",
+                    "a number in a reply is not a number",
                     String::from_utf8_lossy(&buf[at..line]).into_owned(),
                 ))
             })
     };
-    match buf[at] {
-        b'+' | b'-' | b':' => Ok(Some(next)),
-        b'$' => match length()? {
-            n if n < 0 => Ok(Some(next)),
+    let value = match buf[at] {
+        b'+' if text == b"OK" => Some(Value::Okay),
+        b'+' => String::from_utf8(text.to_vec())
+            .ok()
+            .map(Value::SimpleString),
+        b'-' => None,
+        b':' => Some(Value::Int(number()?)),
+        b'$' => match number()? {
+            n if n < 0 => Some(Value::Nil),
             n => {
                 let end = next + n as usize + 2;
-                Ok((buf.len() >= end).then_some(end))
+                if buf.len() < end {
+                    return Ok(None);
+                }
+                return Ok(Some((
+                    end,
+                    Some(Value::BulkString(buf[next..end - 2].to_vec())),
+                )));
             }
         },
-        b'*' => {
-            let mut end = next;
-            for _ in 0..length()?.max(0) {
-                match reply_len(buf, end)? {
-                    Some(element_end) => end = element_end,
-                    None => return Ok(None),
+        b'*' => match number()? {
+            n if n < 0 => Some(Value::Nil),
+            n => {
+                let mut items = Some(Vec::with_capacity(n as usize));
+                let mut end = next;
+                for _ in 0..n {
+                    let Some((item_end, item)) = frame(buf, end)? else {
+                        return Ok(None);
+                    };
+                    end = item_end;
+                    items = items.zip(item).map(|(mut items, item)| {
+                        items.push(item);
+                        items
+                    });
                 }
+                return Ok(Some((end, items.map(Value::Array))));
             }
-            Ok(Some(end))
+        },
+        other => {
+            return Err(RedisError::from((
+                ErrorKind::Parse,
+                "a reply starts with an unknown type byte",
+                format!("{:?}", other as char),
+            )));
         }
-        other => Err(RedisError::from((
-            ErrorKind::Parse,
-            "a reply starts with an unknown type byte",
-            format!("{:?}", other as char),
-        ))),
-    }
+    };
+    Ok(Some((next, value)))
 }
 
 #[cfg(test)]
@@ -498,7 +479,15 @@ mod tests {
     use super::*;
 
     fn whole(reply: &[u8]) -> Option<usize> {
-        reply_len(reply, 0).unwrap()
+        frame(reply, 0).unwrap().map(|(end, _)| end)
+    }
+
+    /// A whole reply's value, as `read_reply` makes it.
+    fn parse(reply: &[u8]) -> RedisResult<Value> {
+        match frame(reply, 0)?.expect("a whole reply") {
+            (_, Some(value)) => Ok(value),
+            (_, None) => redis::parse_redis_value(reply),
+        }
     }
 
     /// Every reply shape RESP2 has.
@@ -532,9 +521,9 @@ mod tests {
 
     #[test]
     fn refuses_what_is_not_resp2() {
-        assert!(reply_len(b"%1\r\n", 0).is_err());
-        assert!(reply_len(b"$x\r\nab\r\n", 0).is_err());
-        assert!(reply_len(b"*two\r\n", 0).is_err());
+        assert!(frame(b"%1\r\n", 0).is_err());
+        assert!(frame(b"$x\r\nab\r\n", 0).is_err());
+        assert!(frame(b"*two\r\n", 0).is_err());
     }
 
     /// The values read here are the ones the `redis` crate reads, for every reply shape, errors

@@ -249,15 +249,8 @@ impl FairQueue {
         key: &str,
         token: &str,
     ) -> Result<bool, LockError> {
-        let timeout = self.timeout;
-        let mut call = self.release.call(3, 6, 192);
-        call.arg(&names.lock)
-            .arg(&names.queue)
-            .arg(&names.deadlines)
-            .arg(token)
-            .arg(&names.channels)
-            .arg(key);
-        let done: i64 = timed("redis", "release", timeout, async {
+        let call = queue_call(&self.release, names, token, key);
+        let done: i64 = timed("redis", "release", self.timeout, async {
             self.release
                 .invoke(conn, &call)
                 .await
@@ -274,39 +267,29 @@ impl FairQueue {
         names: &Names,
         key: &str,
     ) -> Result<(), LockError> {
-        withdraw(&self.withdraw, conn, names, key, &self.waiter, self.timeout).await
-    }
-
-    /// What a dropped wait spawns to leave the queue: the script and the waiter's id, owned.
-    pub fn leaver(&self) -> (Lua, String) {
-        (self.withdraw.clone(), self.waiter.clone())
+        let call = queue_call(&self.withdraw, names, &self.waiter, key);
+        timed("redis", "withdraw", self.timeout, async {
+            self.withdraw
+                .invoke::<i64>(conn, &call)
+                .await
+                .map(|_| ())
+                .map_err(|e| LockError::server("redis", "withdraw", e))
+        })
+        .await
     }
 }
 
-/// Runs the withdrawal script for `waiter`.
-pub(super) async fn withdraw(
-    script: &Lua,
-    conn: &mut RedisConnection,
-    names: &Names,
-    key: &str,
-    waiter: &str,
-    timeout: Duration,
-) -> Result<(), LockError> {
+/// A call of the release or withdrawal script: the lock, the queue and the deadlines, then the
+/// token or waiter, the channels' start and the key each script's comment names.
+fn queue_call(script: &Lua, names: &Names, who: &str, key: &str) -> redis::Cmd {
     let mut call = script.call(3, 6, 192);
     call.arg(&names.lock)
         .arg(&names.queue)
         .arg(&names.deadlines)
-        .arg(waiter)
+        .arg(who)
         .arg(&names.channels)
         .arg(key);
-    timed("redis", "withdraw", timeout, async {
-        script
-            .invoke::<i64>(conn, &call)
-            .await
-            .map(|_| ())
-            .map_err(|e| LockError::server("redis", "withdraw", e))
-    })
-    .await
+    call
 }
 
 /// The acquiring script's reply as an [`Answer`].
