@@ -469,6 +469,56 @@ mod redis_fair_queue {
         finish(a, b, key).await;
     }
 
+    /// A queue whose waiters all died (a bench or a job killed with -9) expires with their
+    /// places: its keys live a waiter timeout past the last renewal, not for good.
+    #[tokio::test]
+    async fn a_queue_expires_with_its_last_waiter() {
+        let tag = "fair-expiry";
+        let key = "expiry";
+        let ttl = Duration::from_secs(30);
+        let mut quick = config(REDIS_FAIR, tag);
+        quick.waiter_timeout = Duration::from_millis(900);
+        let (a, b) = (
+            crate::common::connected(&quick).await,
+            crate::common::connected(&quick).await,
+        );
+        let held = a.try_acquire(key, ttl).await.unwrap().unwrap();
+        // b queues, then its wait is never polled nor dropped again, as a process killed with -9
+        // stops: no withdrawal runs.
+        let mut waiting = Box::pin(b.acquire(key, ttl, Duration::from_secs(10)));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), &mut waiting)
+                .await
+                .is_err()
+        );
+        std::mem::forget(waiting);
+        let url = &quick.urls[0];
+        let mut conn = ::redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap_or_else(|e| server_missing(format!("Redis at {url}: {e}")));
+        let queue = format!("{}:queue:{key}", quick.namespace);
+        let left: i64 = ::redis::cmd("PTTL")
+            .arg(&queue)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert!(
+            (1..=900).contains(&left),
+            "the queue's keys expire within a waiter timeout: PTTL {left}"
+        );
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let exists: i64 = ::redis::cmd("EXISTS")
+            .arg(&queue)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(exists, 0, "the dead queue is gone");
+        assert!(a.release(&held).await.unwrap());
+        finish(a, b, key).await;
+    }
+
     #[tokio::test]
     async fn a_waiter_that_stopped_asking_loses_its_place() {
         let tag = "fair-dead";

@@ -6,7 +6,9 @@
 //! and a sorted set of each waiter's deadline by the server's clock (`{ns}:queue-deadlines:{key}`).
 //! A waiter is a client (its id, made at connect); it renews its deadline every third of the
 //! waiter timeout while it waits, and every script first drops the waiters whose deadline has
-//! passed, so a waiter that died holds the queue up for one waiter timeout at most. The lock is
+//! passed, so a waiter that died holds the queue up for one waiter timeout at most. Both keys
+//! expire a waiter timeout after the last waiter renewed its place (never sooner than any
+//! waiter's deadline), so a queue whose waiters were all killed leaves nothing behind. The lock is
 //! granted only when it is free and the caller is at the head of the queue (or the queue is
 //! empty): a try, the releaser coming back and a newcomer all go behind the waiters.
 //!
@@ -49,7 +51,8 @@ end
 /// Grants the lock (KEYS[1]) to the token ARGV[2] for ARGV[3] ms when it is free and the waiter
 /// ARGV[1] is at the head of the queue or the queue is empty, incrementing the fencing counter
 /// KEYS[4] when ARGV[5] is 1: `{1, fencing}`. Else, with ARGV[4] (the waiter timeout, ms) above
-/// 0, queues the waiter or renews its place: `{0, at_head, pttl}`; a try (ARGV[4] 0) only
+/// 0, queues the waiter or renews its place, keeping the queue's keys at least that long:
+/// `{0, at_head, pttl}`; a try (ARGV[4] 0) only
 /// answers. Wakes the head (publishing ARGV[7] on ARGV[6] .. head) when the lock is free and
 /// dropping dead waiters made a new one.
 const ACQUIRE: &str = r"
@@ -89,6 +92,10 @@ if ARGV[4] == '0' then
 end
 if redis.call('ZADD', KEYS[3], now + tonumber(ARGV[4]), ARGV[1]) == 1 then
     redis.call('RPUSH', KEYS[2], ARGV[1])
+end
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[4]) then
+    redis.call('PEXPIRE', KEYS[2], ARGV[4])
+    redis.call('PEXPIRE', KEYS[3], ARGV[4])
 end
 head = redis.call('LINDEX', KEYS[2], 0)
 local at_head = 0
