@@ -41,7 +41,7 @@ rounds="${1:-3}"
 
 scripts/services.sh up >/dev/null
 require_toolchain
-ensure_packages iproute2 util-linux
+ensure_packages iproute2 util-linux curl
 cargo build --release --quiet --bin lockbench
 bin=target/release/lockbench
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
@@ -49,10 +49,22 @@ cpus=$(nproc)
 [ "$cpus" -ge 2 ] || die "the placements need two CPUs, this machine has $cpus"
 server_cpu=$((cpus - 1))
 script="if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end return false"
-rows=$(mktemp)
-pgfile=$(mktemp)
-pgfence=$(mktemp)
-plain=$(mktemp --suffix .toml)
+ETCD_PORT=$(config_port etcd)
+# Every scratch file, in one folder of a fixed name: the trap below removes it, and a run killed
+# with -9 (which runs no trap) leaves it for the next run to remove. Runs do not overlap: each
+# pins the servers.
+scratch="${TMPDIR:-/tmp}/lockbench-bench-peers"
+rm -rf "$scratch"
+mkdir -p "$scratch"
+rows="$scratch/rows"
+pgfile="$scratch/lock.sql"
+pgfence="$scratch/lock-fenced.sql"
+plain="$scratch/plain.toml"
+before="$scratch/metrics-before"
+after="$scratch/metrics-after"
+slow="$scratch/unsynced"
+etcd_json="$scratch/etcd.json"
+redis_json="$scratch/redis.json"
 # Lock a new key and unlock it; `pgbench -r` reports the lock statement's own mean latency.
 printf '\\set k random(1, 1000000000)\nSELECT pg_try_advisory_lock(:k);\nSELECT pg_advisory_unlock(:k);\n' >"$pgfile"
 printf '\\set k random(1, 1000000000)\nSELECT CASE WHEN pg_try_advisory_lock(:k) THEN nextval(%s::regclass) END;\nSELECT pg_advisory_unlock(:k);\n' "'lockbench_peer_fencing'" >"$pgfence"
@@ -68,12 +80,19 @@ pg_pid=$(listener "$PG_PORT")
 # The postmaster and its children; backends forked later inherit the postmaster's affinity.
 server_pids() { echo "$redis_pid" "$pg_pid" $(pgrep -P "$pg_pid" || true); }
 pin_servers() { for pid in $(server_pids); do taskset -a -p -c "$1" "$pid" >/dev/null 2>&1 || true; done; }
+# This script's processes below it (a bench, a peer, the metrics sampler): a supervisor's
+# SIGTERM to the script alone must not leave them running.
+descendants() { local child; for child in $(pgrep -P "$1" || true); do descendants "$child"; echo "$child"; done; }
 restore() {
+    kill $(descendants $$) 2>/dev/null || true
     pin_servers "0-$((cpus - 1))"
     psql_ "DROP SEQUENCE IF EXISTS lockbench_peer_fencing" || true
-    rm -f "$rows" "$pgfile" "$pgfence" "$plain"
+    rm -rf "$scratch"
 }
 trap restore EXIT
+# A run killed with -9 cannot restore: the next one starts from servers on every CPU (and its
+# sequence is dropped at this one's end).
+pin_servers "0-$((cpus - 1))"
 
 # p50 in microseconds from redis-benchmark's "latency summary (msec)" block.
 redis_p50() { awk '/latency summary/ { getline; getline; print $3 * 1000; exit }'; }
@@ -139,14 +158,7 @@ fi
 echo
 echo "== contended, nobody pinned"
 pin_servers "0-$((cpus - 1))"
-ETCD_PORT=$(config_port etcd)
 metrics() { curl -fsS "http://127.0.0.1:$ETCD_PORT/metrics"; }
-ensure_packages curl
-before=$(mktemp)
-after=$(mktemp)
-slow=$(mktemp)
-etcd_json=$(mktemp)
-trap 'restore; rm -f "$before" "$after" "$slow" "$etcd_json"' EXIT
 metrics >"$before"
 # etcd's gauge of unsynced watchers, sampled through the run: a watch that lands there waits for
 # the 100 ms sync loop.
@@ -190,8 +202,6 @@ print("  etcd's /metrics over the run, P50 / P99 in ms (bucket bounds): "
       f"{reads[0]} / {reads[1]}, WAL fsync {syncs[0]} / {syncs[1]}; watchers in the unsynced "
       f"group in {unsynced} of {len(samples)} samples")
 PY
-redis_json=$(mktemp)
-trap 'restore; rm -f "$before" "$after" "$slow" "$etcd_json" "$redis_json"' EXIT
 for b in redis redis-fair; do
     "$bin" bench --backend "$b" --contenders 1,8 --duration 5s --warmup 1s --json | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["results"]))'
 done >"$redis_json"
