@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use lockbench_locks::LockBackend;
 
-use crate::{BenchOptions, BenchResult, HandoffClock, KeyMode, LoadMode, Metrics, WaitMode, cycle};
+use crate::cycle::{Cycle, cycle, cycle_alongside};
+use crate::{BenchOptions, BenchResult, HandoffClock, KeyMode, LoadMode, Metrics, WaitMode};
 
 /// Keys an open loop spreads arrivals over in [`KeyMode::Many`]: far more than can be in flight,
 /// so arrivals rarely share a key.
@@ -114,21 +115,43 @@ async fn closed(
                 let mut finished = Instant::now();
                 // The client's request count when its first measured cycle began.
                 let mut requests_from = None;
+                // The last measured cycle, recorded while the next one's acquisition is in
+                // flight (see `cycle_alongside`); counted at once, so the limit holds.
+                let mut unrecorded: Option<Cycle> = None;
+                let record = |metrics: &mut Metrics, c: Cycle| {
+                    metrics.add(&c);
+                    if c.acquire.is_some() {
+                        progress(1);
+                    }
+                };
                 while Instant::now() < stop_at && measured_ops.load(Ordering::Relaxed) < limit {
                     let start = Instant::now();
                     if start >= measure_from && requests_from.is_none() {
                         requests_from = Some(client.requests());
                     }
-                    let c = cycle(client.as_ref(), &key, &options, start, clock.as_deref()).await;
+                    let previous = unrecorded.take();
+                    let c = cycle_alongside(
+                        client.as_ref(),
+                        &key,
+                        &options,
+                        start,
+                        clock.as_deref(),
+                        || {
+                            if let Some(previous) = previous {
+                                record(&mut metrics, previous);
+                            }
+                        },
+                    )
+                    .await;
                     finished = Instant::now();
+                    let failed = c.error.is_some();
                     if start >= measure_from {
-                        metrics.add(&c);
                         if c.acquire.is_some() {
                             measured_ops.fetch_add(1, Ordering::Relaxed);
-                            progress(1);
                         }
+                        unrecorded = Some(c);
                     }
-                    if c.error.is_some() {
+                    if failed {
                         // A failing server must not be hammered in a tight loop.
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     } else {
@@ -138,6 +161,9 @@ async fn closed(
                         // task), so the task yields only once its cooperative budget is spent.
                         tokio::task::coop::consume_budget().await;
                     }
+                }
+                if let Some(last) = unrecorded {
+                    record(&mut metrics, last);
                 }
                 if let Some(Some(from)) = requests_from {
                     metrics.requests = client.requests().map(|n| n - from);
