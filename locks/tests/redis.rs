@@ -141,14 +141,12 @@ mod redis_connection {
         redis::cmd("PING").query_async(conn).await
     }
 
-    /// A request whose timeout fired leaves its reply unread; the next request must not take it
-    /// for its own.
     /// A script the server has never seen is loaded and run again, as `redis::Script` does: the
     /// first call answers NOSCRIPT.
     #[tokio::test]
     async fn a_script_the_server_does_not_know_is_loaded_and_run() {
         use lockbench_locks::backends::redis_connection::Lua;
-        let mut conn = open(&url()).await;
+        let conn = open(&url()).await;
         // Unseen: a new comment per run gives a new hash.
         let script = Lua::new(&format!(
             "return tonumber(ARGV[1]) + #KEYS -- {}",
@@ -157,10 +155,35 @@ mod redis_connection {
         for _ in 0..2 {
             let mut call = script.call(1, 2, 16);
             call.arg("k").arg(41);
-            assert_eq!(script.invoke::<i64>(&mut conn, &call).await.unwrap(), 42);
+            assert_eq!(script.invoke::<i64>(&conn, &call).await.unwrap(), 42);
         }
     }
 
+    /// `query` reads a reply as `query_async` does: typed, and a server's error reply is an
+    /// error, not a value.
+    #[tokio::test]
+    async fn a_query_reads_values_and_errors_as_the_crate_does() {
+        let conn = open(&url()).await;
+        let key = format!("lbtest-{}-query", std::process::id());
+        let set: redis::Value = conn
+            .query(redis::cmd("SET").arg(&key).arg("v").arg("PX").arg(5000))
+            .await
+            .unwrap();
+        assert_eq!(set, redis::Value::Okay);
+        let got: Option<String> = conn.query(redis::cmd("GET").arg(&key)).await.unwrap();
+        assert_eq!(got.as_deref(), Some("v"));
+        let wrong = conn
+            .query::<i64>(redis::cmd("INCR").arg(&key))
+            .await
+            .unwrap_err();
+        assert!(wrong.to_string().contains("not an integer"), "{wrong}");
+        // The error left the connection usable.
+        let deleted: i64 = conn.query(redis::cmd("DEL").arg(&key)).await.unwrap();
+        assert_eq!(deleted, 1);
+    }
+
+    /// A request whose timeout fired leaves its reply unread; the next request must not take it
+    /// for its own.
     #[tokio::test]
     async fn an_abandoned_request_never_answers_the_next() {
         let mut conn = open(&url()).await;

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 
 use super::redis_connection::{Lua, RedisConnection, Subscription};
 use crate::error::timed;
+use crate::lease::joined;
 use crate::{
     BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
     Redacted, Requests, new_token,
@@ -189,8 +190,7 @@ impl RedisLock {
         let outcome = async {
             loop {
                 let sent = (self.wait_replicas > 0).then(Instant::now);
-                let mut conn = self.conn.clone();
-                let asked = fair.ask(&mut conn, &names, (key, &token), ttl, true);
+                let asked = fair.ask(&self.conn, &names, (key, &token), ttl, true);
                 let (at_head, ttl_left) = match asked.await? {
                     Answer::Granted(fencing) => {
                         place.queued = false;
@@ -205,7 +205,7 @@ impl RedisLock {
                 let now = tokio::time::Instant::now();
                 if now >= deadline {
                     place.queued = false;
-                    fair.withdraw(&mut conn, &names, key).await?;
+                    fair.withdraw(&self.conn, &names, key).await?;
                     return Ok(None);
                 }
                 let mut wait = (fair.waiter_timeout / 3).min(deadline - now);
@@ -269,17 +269,15 @@ impl RedisLock {
     }
 
     fn channel(&self, key: &str) -> String {
-        format!("{}:released:{key}", self.namespace)
+        joined(&[&self.namespace, ":released:", key])
     }
 
     /// Milliseconds left on `key`'s lock (0 when it is gone or has no expiry).
     async fn ttl_left(&self, key: &str) -> Result<u64, LockError> {
-        let mut conn = self.conn.clone();
         let lock_key = self.key(key);
         let ms: i64 = timed("redis", "acquire", self.timeout, async {
-            redis::cmd("PTTL")
-                .arg(&lock_key)
-                .query_async(&mut conn)
+            self.conn
+                .query(redis::cmd("PTTL").arg(&lock_key))
                 .await
                 .map_err(|e| LockError::server("redis", "acquire", e))
         })
@@ -323,7 +321,7 @@ impl RedisLock {
             loop {
                 // Tried after subscribing, so a release between the first try and the
                 // subscription is not missed.
-                if let Some(lease) = self.try_acquire(key, ttl).await? {
+                if let Some(lease) = self.try_once(key, ttl).await? {
                     return Ok(Some(lease));
                 }
                 let now = tokio::time::Instant::now();
@@ -368,10 +366,9 @@ impl RedisLock {
         lock_key: &str,
         token: &str,
     ) -> Result<bool, LockError> {
-        let mut conn = self.conn.clone();
         if let Some(fair) = &self.fair {
             let names = Names::of(&self.namespace, key);
-            return fair.release(&mut conn, &names, key, token).await;
+            return fair.release(&self.conn, &names, key, token).await;
         }
         let channel = self.channel(key);
         let mut call = self
@@ -380,7 +377,7 @@ impl RedisLock {
         call.arg(lock_key).arg(token).arg(&channel);
         let done: i64 = timed("redis", "release", self.timeout, async {
             self.release
-                .invoke(&mut conn, &call)
+                .invoke(&self.conn, &call)
                 .await
                 .map_err(|e| LockError::server("redis", "release", e))
         })
@@ -393,12 +390,13 @@ impl RedisLock {
     /// failover could promote a replica without it.
     async fn replicated(&self, key: &str, token: &str, ttl: Duration) -> Result<(), LockError> {
         let wait = self.timeout.min(ttl / 2);
-        let mut conn = self.conn.clone();
         let acked: i64 = timed("redis", "acquire", self.timeout + wait, async {
-            redis::cmd("WAIT")
-                .arg(self.wait_replicas)
-                .arg(wait.as_millis() as u64)
-                .query_async(&mut conn)
+            self.conn
+                .query(
+                    redis::cmd("WAIT")
+                        .arg(self.wait_replicas)
+                        .arg(wait.as_millis() as u64),
+                )
                 .await
                 .map_err(|e| LockError::server("redis", "acquire", e))
         })
@@ -417,12 +415,74 @@ impl RedisLock {
         ))
     }
 
+    /// One try for `key`'s lock: [`LockBackend::try_acquire`], called by [`LockBackend::acquire`]
+    /// without the trait's boxed future (an allocation and a copy of its state per acquisition).
+    async fn try_once(&self, key: &str, ttl: Duration) -> Result<Option<Lease>, LockError> {
+        let lock_key = self.key(key);
+        let token = new_token();
+        let ttl_ms = ttl.as_millis() as u64;
+        // Only a replicated acquisition needs to know when its SET went out.
+        let sent = (self.wait_replicas > 0).then(Instant::now);
+        // Some(Some(n)): granted with fencing token n; Some(None): granted without; None: held.
+        let granted: Option<Option<u64>> = if let Some(fair) = &self.fair {
+            let names = Names::of(&self.namespace, key);
+            match fair
+                .ask(&self.conn, &names, (key, &token), ttl, false)
+                .await?
+            {
+                Answer::Granted(fencing) => Some(fencing),
+                Answer::Queued { .. } => None,
+            }
+        } else {
+            timed("redis", "acquire", self.timeout, async {
+                let outcome = if self.fencing {
+                    let fencing_key = self.fencing_key(key);
+                    let mut call = self.acquire.call(
+                        2,
+                        4,
+                        lock_key.len() + fencing_key.len() + token.len() + 20,
+                    );
+                    call.arg(&lock_key)
+                        .arg(&fencing_key)
+                        .arg(&token)
+                        .arg(ttl_ms);
+                    self.acquire
+                        .invoke::<Option<u64>>(&self.conn, &call)
+                        .await
+                        .map(|f| f.map(Some))
+                } else {
+                    // What a client sends for a plain lock, its room reserved.
+                    let mut set = redis::Cmd::with_capacity(6, 64 + lock_key.len() + token.len());
+                    set.arg("SET")
+                        .arg(&lock_key)
+                        .arg(&token)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(ttl_ms);
+                    self.conn
+                        .query::<redis::Value>(&set)
+                        .await
+                        .map(|reply| (reply == redis::Value::Okay).then_some(None))
+                };
+                outcome.map_err(|e| LockError::server("redis", "acquire", e))
+            })
+            .await?
+        };
+        match granted {
+            Some(fencing) => self
+                .leased(key, lock_key, token, ttl, sent, fencing)
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn key(&self, key: &str) -> String {
-        format!("{}:lock:{key}", self.namespace)
+        joined(&[&self.namespace, ":lock:", key])
     }
 
     fn fencing_key(&self, key: &str) -> String {
-        format!("{}:fencing:{key}", self.namespace)
+        joined(&[&self.namespace, ":fencing:", key])
     }
 }
 
@@ -437,11 +497,10 @@ impl LockBackend for RedisLock {
     }
 
     async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
-        let mut conn = self.conn.clone();
         Some(
             timed("redis", "time", self.timeout, async {
-                redis::cmd("TIME")
-                    .query_async::<(u64, u64)>(&mut conn)
+                self.conn
+                    .query::<(u64, u64)>(&redis::cmd("TIME"))
                     .await
                     .map(|(s, us)| s * 1_000_000 + us)
                     .map_err(|e| LockError::server("redis", "time", e))
@@ -465,63 +524,7 @@ impl LockBackend for RedisLock {
     }
 
     async fn try_acquire(&self, key: &str, ttl: Duration) -> Result<Option<Lease>, LockError> {
-        let lock_key = self.key(key);
-        let token = new_token();
-        let mut conn = self.conn.clone();
-        let ttl_ms = ttl.as_millis() as u64;
-        // Only a replicated acquisition needs to know when its SET went out.
-        let sent = (self.wait_replicas > 0).then(Instant::now);
-        // Some(Some(n)): granted with fencing token n; Some(None): granted without; None: held.
-        let granted: Option<Option<u64>> = if let Some(fair) = &self.fair {
-            let names = Names::of(&self.namespace, key);
-            match fair
-                .ask(&mut conn, &names, (key, &token), ttl, false)
-                .await?
-            {
-                Answer::Granted(fencing) => Some(fencing),
-                Answer::Queued { .. } => None,
-            }
-        } else {
-            timed("redis", "acquire", self.timeout, async {
-                let outcome = if self.fencing {
-                    let fencing_key = self.fencing_key(key);
-                    let mut call = self.acquire.call(
-                        2,
-                        4,
-                        lock_key.len() + fencing_key.len() + token.len() + 20,
-                    );
-                    call.arg(&lock_key)
-                        .arg(&fencing_key)
-                        .arg(&token)
-                        .arg(ttl_ms);
-                    self.acquire
-                        .invoke::<Option<u64>>(&mut conn, &call)
-                        .await
-                        .map(|f| f.map(Some))
-                } else {
-                    // What a client sends for a plain lock, its room reserved.
-                    let mut set = redis::Cmd::with_capacity(6, 64 + lock_key.len() + token.len());
-                    set.arg("SET")
-                        .arg(&lock_key)
-                        .arg(&token)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ttl_ms);
-                    set.query_async::<redis::Value>(&mut conn)
-                        .await
-                        .map(|reply| (reply == redis::Value::Okay).then_some(None))
-                };
-                outcome.map_err(|e| LockError::server("redis", "acquire", e))
-            })
-            .await?
-        };
-        match granted {
-            Some(fencing) => self
-                .leased(key, lock_key, token, ttl, sent, fencing)
-                .await
-                .map(Some),
-            None => Ok(None),
-        }
+        self.try_once(key, ttl).await
     }
 
     async fn acquire(
@@ -535,19 +538,21 @@ impl LockBackend for RedisLock {
             && !wait.is_zero()
         {
             // The first ask grants or queues: no try first, which would not queue.
-            return self.acquire_fair(fair, key, ttl, deadline).await;
+            // Boxed, as the subscribed wait below: a held lock's wait is the rare path, and
+            // inline its state would make every acquisition's future (moved into the trait's
+            // box per call) several times larger.
+            return Box::pin(self.acquire_fair(fair, key, ttl, deadline)).await;
         }
-        if let Some(lease) = self.try_acquire(key, ttl).await? {
+        if let Some(lease) = self.try_once(key, ttl).await? {
             return Ok(Some(lease));
         }
         if wait.is_zero() {
             return Ok(None);
         }
-        self.acquire_subscribed(key, ttl, deadline).await
+        Box::pin(self.acquire_subscribed(key, ttl, deadline)).await
     }
 
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, LockError> {
-        let mut conn = self.conn.clone();
         let mut call = self
             .renew
             .call(1, 3, lease.key.len() + lease.token.len() + 20);
@@ -556,7 +561,7 @@ impl LockBackend for RedisLock {
             .arg(ttl.as_millis() as u64);
         let done: i64 = timed("redis", "renew", self.timeout, async {
             self.renew
-                .invoke(&mut conn, &call)
+                .invoke(&self.conn, &call)
                 .await
                 .map_err(|e| LockError::server("redis", "renew", e))
         })
@@ -568,20 +573,19 @@ impl LockBackend for RedisLock {
         // The lease's key is the namespaced lock key; its channel is named after the logical key.
         let logical = lease
             .key
-            .strip_prefix(&format!("{}:lock:", self.namespace))
+            .strip_prefix(self.namespace.as_str())
+            .and_then(|rest| rest.strip_prefix(":lock:"))
             .unwrap_or(&lease.key);
         self.release_by_token(logical, &lease.key, &lease.token)
             .await
     }
 
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
-        let mut conn = self.conn.clone();
         let names = Names::of(&self.namespace, key);
         let keys = [names.lock, names.fencing, names.queue, names.deadlines];
         timed("redis", "cleanup", self.timeout, async {
-            redis::cmd("DEL")
-                .arg(&keys)
-                .query_async::<i64>(&mut conn)
+            self.conn
+                .query::<i64>(redis::cmd("DEL").arg(&keys))
                 .await
                 .map(|_| ())
                 .map_err(|e| LockError::server("redis", "cleanup", e))
@@ -607,11 +611,11 @@ impl Drop for Place {
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             let fair = self.fair.clone();
-            let mut conn = self.conn.clone();
+            let conn = self.conn.clone();
             let names = self.names.clone();
             let key = std::mem::take(&mut self.key);
             runtime.spawn(async move {
-                let _ = fair.withdraw(&mut conn, &names, &key).await;
+                let _ = fair.withdraw(&conn, &names, &key).await;
             });
         }
     }

@@ -102,6 +102,16 @@ impl RedisConnection {
         RedisConnection { requests, ..self }
     }
 
+    /// Sends `cmd` and reads its reply as `T`: `cmd.query_async(&mut conn)` without the boxed
+    /// future of the crate's `ConnectionLike` trait (its state copied into a new allocation per
+    /// command) and without a clone of the connection. The backends' per-operation commands
+    /// go through here.
+    pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
+        let mut replies = self.exchange(Request::Command(cmd), 0, 1).await?;
+        let reply = replies.pop().expect("one reply was read");
+        Ok(redis::from_redis_value(reply.extract_error()?)?)
+    }
+
     /// Sends `request` and returns replies `skip..skip + count`: one request, whatever it holds.
     async fn exchange(
         &self,
@@ -164,17 +174,14 @@ impl Lua {
     /// and sends `call` again.
     pub async fn invoke<T: FromRedisValue>(
         &self,
-        conn: &mut RedisConnection,
+        conn: &RedisConnection,
         call: &Cmd,
     ) -> RedisResult<T> {
-        match call.query_async(conn).await {
+        match conn.query(call).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                redis::cmd("SCRIPT")
-                    .arg("LOAD")
-                    .arg(&*self.code)
-                    .query_async::<()>(conn)
+                conn.query::<()>(redis::cmd("SCRIPT").arg("LOAD").arg(&*self.code))
                     .await?;
-                call.query_async(conn).await
+                conn.query(call).await
             }
             other => other,
         }

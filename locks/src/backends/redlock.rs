@@ -16,6 +16,7 @@ use super::redis::{RELEASE, RENEW, connect_node};
 use super::redis_connection::Lua;
 use super::redis_connection::RedisConnection;
 use crate::error::timed;
+use crate::lease::joined;
 use crate::{
     BackendConfig, BackendKind, Capabilities, Lease, LockBackend, LockError, Requests, new_token,
 };
@@ -75,7 +76,7 @@ impl Redlock {
     }
 
     fn key(&self, key: &str) -> String {
-        format!("{}:redlock:{key}", self.namespace)
+        joined(&[&self.namespace, ":redlock:", key])
     }
 
     /// Runs one script (or SET) on every node in parallel; counts the nodes that said yes.
@@ -96,13 +97,13 @@ impl Redlock {
     }
 
     async fn release_all(&self, key: &str, token: &str) -> usize {
-        self.on_all("release", |mut conn| {
+        self.on_all("release", |conn| {
             let script = &self.release;
             async move {
                 let mut call = script.call(1, 2, key.len() + token.len());
                 call.arg(key).arg(token);
                 script
-                    .invoke::<i64>(&mut conn, &call)
+                    .invoke::<i64>(&conn, &call)
                     .await
                     .map(|n| n == 1)
                     .map_err(|e| LockError::server("redlock", "release", e))
@@ -138,19 +139,20 @@ impl LockBackend for Redlock {
         let started = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
         let granted = self
-            .on_all("acquire", |mut conn| {
+            .on_all("acquire", |conn| {
                 let (k, t) = (&lock_key, &token);
                 async move {
-                    redis::cmd("SET")
-                        .arg(k)
-                        .arg(t)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ttl_ms)
-                        .query_async::<Option<String>>(&mut conn)
-                        .await
-                        .map(|ok| ok.is_some())
-                        .map_err(|e| LockError::server("redlock", "acquire", e))
+                    conn.query::<Option<String>>(
+                        redis::cmd("SET")
+                            .arg(k)
+                            .arg(t)
+                            .arg("NX")
+                            .arg("PX")
+                            .arg(ttl_ms),
+                    )
+                    .await
+                    .map(|ok| ok.is_some())
+                    .map_err(|e| LockError::server("redlock", "acquire", e))
                 }
             })
             .await;
@@ -175,13 +177,13 @@ impl LockBackend for Redlock {
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, LockError> {
         let ttl_ms = ttl.as_millis() as u64;
         let renewed = self
-            .on_all("renew", |mut conn| {
+            .on_all("renew", |conn| {
                 let script = &self.renew;
                 async move {
                     let mut call = script.call(1, 3, lease.key.len() + lease.token.len() + 20);
                     call.arg(&lease.key).arg(&lease.token).arg(ttl_ms);
                     script
-                        .invoke::<i64>(&mut conn, &call)
+                        .invoke::<i64>(&conn, &call)
                         .await
                         .map(|n| n == 1)
                         .map_err(|e| LockError::server("redlock", "renew", e))
@@ -197,12 +199,10 @@ impl LockBackend for Redlock {
 
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let lock_key = self.key(key);
-        self.on_all("cleanup", |mut conn| {
+        self.on_all("cleanup", |conn| {
             let k = &lock_key;
             async move {
-                redis::cmd("DEL")
-                    .arg(k)
-                    .query_async::<i64>(&mut conn)
+                conn.query::<i64>(redis::cmd("DEL").arg(k))
                     .await
                     .map(|_| true)
                     .map_err(|e| LockError::server("redlock", "cleanup", e))

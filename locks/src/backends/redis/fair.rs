@@ -27,6 +27,7 @@ use std::time::Duration;
 use crate::LockError;
 use crate::backends::redis_connection::{Lua, RedisConnection};
 use crate::error::timed;
+use crate::lease::joined;
 
 /// Drops the waiters whose deadline has passed (KEYS[2] queue, KEYS[3] deadlines) by the
 /// server's clock, returning that clock in milliseconds and how many went. Run only when somebody
@@ -164,11 +165,11 @@ impl Names {
     /// The names of `key` under `namespace`.
     pub fn of(namespace: &str, key: &str) -> Self {
         Names {
-            lock: format!("{namespace}:lock:{key}"),
-            queue: format!("{namespace}:queue:{key}"),
-            deadlines: format!("{namespace}:queue-deadlines:{key}"),
-            fencing: format!("{namespace}:fencing:{key}"),
-            channels: format!("{namespace}:granted:"),
+            lock: joined(&[namespace, ":lock:", key]),
+            queue: joined(&[namespace, ":queue:", key]),
+            deadlines: joined(&[namespace, ":queue-deadlines:", key]),
+            fencing: joined(&[namespace, ":fencing:", key]),
+            channels: joined(&[namespace, ":granted:"]),
         }
     }
 }
@@ -211,7 +212,7 @@ impl FairQueue {
     /// wait; a try is refused without queueing).
     pub async fn ask(
         &self,
-        conn: &mut RedisConnection,
+        conn: &RedisConnection,
         names: &Names,
         (key, token): (&str, &str),
         ttl: Duration,
@@ -251,7 +252,7 @@ impl FairQueue {
     /// Deletes the lock if `token` still holds it and wakes the next waiter; true when deleted.
     pub async fn release(
         &self,
-        conn: &mut RedisConnection,
+        conn: &RedisConnection,
         names: &Names,
         key: &str,
         token: &str,
@@ -270,7 +271,7 @@ impl FairQueue {
     /// Takes this client out of `key`'s queue.
     pub async fn withdraw(
         &self,
-        conn: &mut RedisConnection,
+        conn: &RedisConnection,
         names: &Names,
         key: &str,
     ) -> Result<(), LockError> {
