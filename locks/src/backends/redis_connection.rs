@@ -7,7 +7,8 @@
 //! 12.3 us) and 2-3 us of 85 us across vCPUs, against the 15 % harness-overhead budget in
 //! docs/PERFORMANCE.md; the crate has no public non-multiplexed async connection. Commands are
 //! still encoded by the crate (into one buffer per connection), and it implements the crate's
-//! public `ConnectionLike` trait, so `query_async` works on it unchanged. Two parts of the crate
+//! public `ConnectionLike` trait, so `query_async` works on it unchanged; the backends send
+//! through [`RedisConnection::query`], the same without the trait's boxed future. Two parts of the crate
 //! are replaced, each for what a callgrind profile of `bench --backend redis` found (client
 //! instructions per command 24,100 to 11,500, fencing off): replies are framed and read into
 //! values here in one pass (the crate's `parse_redis_value` zeroes an 8 KiB buffer per reply, a
