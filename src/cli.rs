@@ -547,8 +547,9 @@ pub struct FaultsArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Only remove what fault labs that are no longer running left behind (a lab killed with
-    /// SIGKILL: its network namespace, subnet claim, private directories, Postgres schema), say
-    /// what, and exit. Every lab does this first anyway; a live lab's things are never touched.
+    /// SIGKILL: its network namespace, subnet claim, private directories, Postgres schema, keys
+    /// on the shared lock servers), say what, and exit. Every lab does this first anyway; a live
+    /// lab's things are never touched.
     #[arg(long, conflicts_with_all = ["scenarios", "backends", "trials", "ttl", "seed", "json", "out"])]
     pub clean: bool,
 }

@@ -334,6 +334,86 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
     );
 }
 
+/// A lab on the shared Redis killed with SIGKILL: the run's fencing counters there have no TTL;
+/// its register names the run's keys on that server before the first trial, and the next
+/// `lockbench faults --clean` removes them, saying so.
+#[test]
+fn a_lab_killed_on_a_shared_server_leaves_no_keys_after_the_next_clean() {
+    let temp = tempfile::tempdir().unwrap();
+    let child = lockbench_process()
+        .env("TMPDIR", temp.path())
+        .args(["faults", "--config", CONFIG, "--seed", "5"])
+        .args(["--scenario", "pause/naive", "--backend", "redis"])
+        .args(["--trials", "50", "--ttl", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let register = temp
+        .path()
+        .join(format!("lockbench-faults-lab-{pid}.jsonl"));
+    let named = || -> Option<String> {
+        std::fs::read_to_string(&register)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["kind"] == "keys")
+            .map(|v| v["namespace"].as_str().unwrap().to_string())
+    };
+    let keys = |namespace: &str| {
+        output(
+            "redis-cli",
+            &[
+                "-p",
+                "6390",
+                "--scan",
+                "--pattern",
+                &format!("{namespace}:*"),
+            ],
+        )
+    };
+    // Killed once the register names the keys and a trial has made one (within 30 s).
+    let started = std::time::Instant::now();
+    let namespace = loop {
+        if let Some(namespace) = named()
+            && !keys(&namespace).trim().is_empty()
+        {
+            break namespace;
+        }
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "no keys under the lab's namespace: {:?}",
+            std::fs::read_to_string(&register)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let status = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child.wait_with_output().unwrap();
+    // A lock key's TTL ends it; the fencing counter stays.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let left = keys(&namespace);
+    assert!(
+        left.contains(":fencing:"),
+        "the control: a SIGKILL leaves the fencing counter until a clean: {left}"
+    );
+    let clean = lockbench_process()
+        .env("TMPDIR", temp.path())
+        .args(["faults", "--clean"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&clean.stderr);
+    assert!(clean.status.success(), "{said}");
+    let fragment = format!("removed redis keys under {namespace}");
+    assert!(said.contains(&fragment), "no \"{fragment}\" in: {said}");
+    assert!(!register.exists(), "the register outlived the clean");
+    assert_left_nothing(&serde_json::json!({ "namespace": namespace }), pid);
+}
+
 /// SIGINT, as a Ctrl-C sends.
 fn interrupt(pid: u32) {
     let status = Command::new("kill")

@@ -65,6 +65,8 @@ pub struct FaultLab {
     used: Vec<(BackendConfig, String)>,
     /// Where the wall-clock shim was written, once a cell needed it (removed when dropped).
     shim_dir: Option<OwnedDir>,
+    /// The shared servers whose keys under the run's namespace are in the register.
+    shared: Vec<(BackendKind, Vec<String>)>,
 }
 
 /// The wall-clock shim (`shim/wallclock.c`, built by build.rs; empty without a C compiler).
@@ -93,6 +95,7 @@ impl FaultLab {
             resource,
             used: Vec::new(),
             shim_dir: None,
+            shared: Vec::new(),
         })
     }
 
@@ -305,6 +308,18 @@ impl FaultLab {
                 link = Some(through);
                 config.urls.truncate(1);
             }
+        }
+        // On a shared server (none of the lab's own), a SIGKILL would leave the run's keys that
+        // outlive their TTL there: the register names them first.
+        let private = !servers.is_empty() || postgres.is_some() || zookeeper.is_some();
+        let entry = (config.kind, config.urls.clone());
+        if !private && config.kind != BackendKind::Memory && !self.shared.contains(&entry) {
+            crate::register::record(crate::register::Leftover::Keys {
+                backend: config.kind,
+                urls: config.urls.clone(),
+                namespace: config.namespace.clone(),
+            });
+            self.shared.push(entry);
         }
         let client = lockbench_locks::connect(&config).await?;
         let capabilities = client.capabilities();

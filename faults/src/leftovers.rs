@@ -1,13 +1,16 @@
 //! Sweeping what labs left: what a lab makes that cannot die with it (a network namespace and
 //! with it its veth pair and nftables table, a subnet claim, a private server's directory, the
-//! run's Postgres schema) is written to its register (`register`) before it is made. A lab killed
-//! with SIGKILL leaves its register, and [`sweep`] (run by the next `lockbench faults`, or by
-//! `lockbench faults --clean`) removes what it names, for labs that are no longer alive only.
+//! run's Postgres schema, its keys on a shared lock server) is written to its register
+//! (`register`) before it is made. A lab killed with SIGKILL leaves its register, and [`sweep`]
+//! (run by the next `lockbench faults`, or by `lockbench faults --clean`) removes what it names,
+//! for labs that are no longer alive only.
 //!
 //! Private servers and workers are not here: they die with the lab (a parent-death signal).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use lockbench_locks::BackendConfig;
 
 pub use crate::register::Leftover;
 use crate::register::{PREFIX, SUFFIX, start_time};
@@ -99,6 +102,27 @@ async fn remove(item: &Leftover, done: &mut Swept) {
                     )),
                     Err(e) => done.failed.push(format!("network namespace {name}: {e}")),
                 }
+            }
+        }
+        Leftover::Keys {
+            backend,
+            urls,
+            namespace,
+        } => {
+            let config = BackendConfig::new(*backend, urls.clone(), namespace);
+            let cleaned = match lockbench_locks::connect(&config).await {
+                Ok(client) => {
+                    let cleaned = client.purge_namespace().await;
+                    let _ = client.close().await;
+                    cleaned
+                }
+                Err(e) => Err(e),
+            };
+            match cleaned {
+                Ok(()) => done
+                    .removed
+                    .push(format!("{} keys under {namespace}", backend.name())),
+                Err(e) => done.failed.push(e.to_string()),
             }
         }
         Leftover::Schema { url, schema } => {

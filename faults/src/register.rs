@@ -1,5 +1,5 @@
 //! The lab's register of what it makes that cannot die with it (a network namespace, a subnet
-//! claim, a private server's directory, the run's Postgres schema): each is written here before
+//! claim, a private server's directory, the run's Postgres schema, its keys on a shared server): each is written here before
 //! it is made, one file per lab process in the temporary directory
 //! (`lockbench-faults-lab-PID.jsonl`, its first line the lab's pid and start time). The lab
 //! removes the file once it has removed everything itself; `leftovers` sweeps what a lab killed
@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use lockbench_locks::BackendKind;
 use serde::{Deserialize, Serialize};
 
 /// One line of a register.
@@ -27,6 +28,14 @@ pub enum Leftover {
     /// A schema in the protected resource's Postgres (the URL may carry a password: the file is
     /// readable by its owner only).
     Schema { url: String, schema: String },
+    /// A run's keys on a shared lock server, under `namespace`: a lock's own TTL ends it, but
+    /// not a fencing counter or a ZooKeeper folder. Removed with the backend's `purge_namespace`
+    /// (the namespace is the run's alone; the URLs may carry a password, as a schema's).
+    Keys {
+        backend: BackendKind,
+        urls: Vec<String>,
+        namespace: String,
+    },
 }
 
 pub(crate) const PREFIX: &str = "lockbench-faults-lab-";

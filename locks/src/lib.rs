@@ -111,6 +111,15 @@ pub trait LockBackend: Send + Sync {
     async fn cleanup_namespace(&self) -> Result<(), LockError> {
         Ok(())
     }
+
+    /// Removes everything under the namespace, in use or not, where [`Self::cleanup_namespace`]
+    /// leaves what other clients of a shared namespace may still use (a Redis fencing counter).
+    /// Only for a namespace that was one run's alone, once that run is gone: `lockbench faults
+    /// --clean` calls it for the run namespace of a lab killed with SIGKILL. By default
+    /// [`Self::cleanup_namespace`], for backends whose leftovers are all its.
+    async fn purge_namespace(&self) -> Result<(), LockError> {
+        self.cleanup_namespace().await
+    }
 }
 
 /// Connects the backend described by `config`: one line of error naming the server and how to

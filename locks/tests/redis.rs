@@ -93,6 +93,60 @@ async fn heartbeat_reports_a_lost_lease() {
     a.cleanup_namespace().await.unwrap();
 }
 
+/// A run's namespace purged: every key under it goes, the fencing counter (no TTL) and a lock
+/// still held included; a namespace that only starts the same (`ns` and `nsx`) and one whose
+/// name holds glob characters are matched literally.
+#[tokio::test]
+async fn purging_a_namespace_removes_its_keys_and_only_its() {
+    let mut base = config(BackendKind::Redis, "purge");
+    base.namespace.push_str("-[a]*");
+    let mut other = base.clone();
+    other.namespace.push('x');
+    let (a, b) = (connected(&base).await, connected(&other).await);
+    for client in [&a, &b] {
+        let lease = client
+            .try_acquire("k", Duration::from_secs(30))
+            .await
+            .unwrap()
+            .expect("a free key");
+        assert!(lease.fencing.is_some());
+        client.release(&lease).await.unwrap();
+        client
+            .try_acquire("held", Duration::from_secs(30))
+            .await
+            .unwrap();
+    }
+    let keys = |namespace: &str| {
+        let out = std::process::Command::new("redis-cli")
+            .args([
+                "-p",
+                "6390",
+                "--scan",
+                "--pattern",
+                &format!("{namespace}*"),
+            ])
+            .output()
+            .unwrap_or_else(|e| server_missing(format!("redis-cli: {e}")));
+        let mut keys: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        keys.sort();
+        keys
+    };
+    let literal = |namespace: &str| namespace.replace('[', "\\[").replace('*', "\\*");
+    let mine = format!("{}:", literal(&base.namespace));
+    let theirs = format!("{}:", literal(&other.namespace));
+    // The fencing counters of k and held, and the lock on held.
+    assert_eq!(keys(&mine).len(), 3, "{:?}", keys(&mine));
+    assert_eq!(keys(&theirs).len(), 3, "{:?}", keys(&theirs));
+    a.purge_namespace().await.unwrap();
+    assert!(keys(&mine).is_empty(), "{:?}", keys(&mine));
+    assert_eq!(keys(&theirs).len(), 3, "the other namespace was touched");
+    b.purge_namespace().await.unwrap();
+    assert!(keys(&theirs).is_empty());
+}
+
 /// Redis without fencing tokens: a plain SET NX PX, declared as such.
 #[tokio::test]
 async fn redis_without_fencing_tokens() {

@@ -580,6 +580,43 @@ impl LockBackend for RedisLock {
             .await
     }
 
+    /// Every key under the namespace (`namespace:*`), in use or not: fencing counters have no
+    /// TTL, and a fault lab killed with SIGKILL on a shared server leaves them under its run's
+    /// namespace.
+    async fn purge_namespace(&self) -> Result<(), LockError> {
+        let pattern = joined(&[&glob_escaped(&self.namespace), ":*"]);
+        let mut cursor = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = timed("redis", "cleanup", self.timeout, async {
+                self.conn
+                    .query(
+                        redis::cmd("SCAN")
+                            .arg(cursor)
+                            .arg("MATCH")
+                            .arg(&pattern)
+                            .arg("COUNT")
+                            .arg(1000),
+                    )
+                    .await
+                    .map_err(|e| LockError::server("redis", "cleanup", e))
+            })
+            .await?;
+            if !keys.is_empty() {
+                timed("redis", "cleanup", self.timeout, async {
+                    self.conn
+                        .query::<i64>(redis::cmd("DEL").arg(&keys))
+                        .await
+                        .map_err(|e| LockError::server("redis", "cleanup", e))
+                })
+                .await?;
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let names = Names::of(&self.namespace, key);
         let keys = [names.lock, names.fencing, names.queue, names.deadlines];
@@ -592,6 +629,18 @@ impl LockBackend for RedisLock {
         })
         .await
     }
+}
+
+/// `text` matched literally in a `SCAN MATCH` pattern: Redis's glob characters escaped.
+fn glob_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A fair wait's place in the queue while it is not granted: given up (the waiter withdrawn from
