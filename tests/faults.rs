@@ -223,22 +223,20 @@ fn an_interrupted_run_stops_what_it_started_and_removes_what_it_made() {
 /// saying so.
 #[test]
 fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
-    // A temporary directory of its own: a lab of another test, starting meanwhile, would clean
-    // up after this one first (as it should), and this test would not see it done.
     let temp = tempfile::tempdir().unwrap();
-    let child = lockbench_process()
-        .env("TMPDIR", temp.path())
-        .args(["faults", "--config", CONFIG, "--seed", "4"])
-        .args(["--scenario", "partition/heartbeat", "--backend", "redis"])
-        .args(["--trials", "3", "--ttl", "1s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, register) = lab_in(
+        temp.path(),
+        &[
+            "--seed",
+            "4",
+            "--scenario",
+            "partition/heartbeat",
+            "--trials",
+            "3",
+        ],
+        Stdio::piped(),
+    );
     let pid = child.id();
-    let register = temp
-        .path()
-        .join(format!("lockbench-faults-lab-{pid}.jsonl"));
     let server_mark = format!("lockbench-faults-{pid}-redis");
     let running = |mark: &str| {
         std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
@@ -247,10 +245,8 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
         })
     };
     let namespaces = || -> Vec<String> {
-        std::fs::read_to_string(&register)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        register_lines(&register)
+            .into_iter()
             .filter(|v| v["kind"] == "namespace")
             .map(|v| v["name"].as_str().unwrap().to_string())
             .collect()
@@ -269,11 +265,7 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let status = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    sigkill(pid);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let keys = stderr
@@ -340,24 +332,15 @@ fn a_lab_killed_with_sigkill_leaves_nothing_after_the_next_clean() {
 #[test]
 fn a_lab_killed_on_a_shared_server_leaves_no_keys_after_the_next_clean() {
     let temp = tempfile::tempdir().unwrap();
-    let child = lockbench_process()
-        .env("TMPDIR", temp.path())
-        .args(["faults", "--config", CONFIG, "--seed", "5"])
-        .args(["--scenario", "pause/naive", "--backend", "redis"])
-        .args(["--trials", "50", "--ttl", "1s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (child, register) = lab_in(
+        temp.path(),
+        &["--seed", "5", "--scenario", "pause/naive", "--trials", "50"],
+        Stdio::null(),
+    );
     let pid = child.id();
-    let register = temp
-        .path()
-        .join(format!("lockbench-faults-lab-{pid}.jsonl"));
     let named = || -> Option<String> {
-        std::fs::read_to_string(&register)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        register_lines(&register)
+            .into_iter()
             .find(|v| v["kind"] == "keys")
             .map(|v| v["namespace"].as_str().unwrap().to_string())
     };
@@ -388,11 +371,7 @@ fn a_lab_killed_on_a_shared_server_leaves_no_keys_after_the_next_clean() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
-    let status = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    sigkill(pid);
     child.wait_with_output().unwrap();
     // A lock key's TTL ends it; the fencing counter stays.
     std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -412,6 +391,48 @@ fn a_lab_killed_on_a_shared_server_leaves_no_keys_after_the_next_clean() {
     assert!(said.contains(&fragment), "no \"{fragment}\" in: {said}");
     assert!(!register.exists(), "the register outlived the clean");
     assert_left_nothing(&serde_json::json!({ "namespace": namespace }), pid);
+}
+
+/// A lab on Redis with `args` and `--ttl 1s`, in a temporary directory of its own: a lab of
+/// another test, starting meanwhile, would clean up after this one first (as it should), and the
+/// test would not see it done. Returns the lab and its register's path.
+fn lab_in(temp: &Path, args: &[&str], stderr: Stdio) -> (std::process::Child, std::path::PathBuf) {
+    let child = lockbench_process()
+        .env("TMPDIR", temp)
+        .args([
+            "faults",
+            "--config",
+            CONFIG,
+            "--backend",
+            "redis",
+            "--ttl",
+            "1s",
+        ])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let register = temp.join(format!("lockbench-faults-lab-{}.jsonl", child.id()));
+    (child, register)
+}
+
+/// The lines of a lab's register so far (none before it exists).
+fn register_lines(register: &Path) -> Vec<Value> {
+    std::fs::read_to_string(register)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// SIGKILL, as the OOM killer or `kill -9` sends.
+fn sigkill(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 /// SIGINT, as a Ctrl-C sends.

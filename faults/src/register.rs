@@ -1,6 +1,6 @@
 //! The lab's register of what it makes that cannot die with it (a network namespace, a subnet
-//! claim, a private server's directory, the run's Postgres schema, its keys on a shared server): each is written here before
-//! it is made, one file per lab process in the temporary directory
+//! claim, a private server's directory, the run's Postgres schema, its keys on a shared server):
+//! each is written here before it is made, one file per lab process in the temporary directory
 //! (`lockbench-faults-lab-PID.jsonl`, its first line the lab's pid and start time). The lab
 //! removes the file once it has removed everything itself; `leftovers` sweeps what a lab killed
 //! with SIGKILL left.

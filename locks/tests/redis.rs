@@ -443,8 +443,10 @@ mod redis_subscribed_wait {
 mod redis_fair_queue {
     use std::time::{Duration, Instant};
 
+    use lockbench_locks::{BackendConfig, LockBackend};
+
     use crate::common::queue::{an_ungranted_wait_leaves_nothing, granted_in_order_one_at_a_time};
-    use crate::common::{REDIS_FAIR, client, config, finish, server_missing};
+    use crate::common::{REDIS_FAIR, client, config, connected, finish, server_missing};
 
     #[tokio::test]
     async fn redis_fair_grants_in_order_one_at_a_time() {
@@ -456,16 +458,29 @@ mod redis_fair_queue {
         an_ungranted_wait_leaves_nothing(REDIS_FAIR).await;
     }
 
+    /// A plain connection to the server of `c`, to look at the queue's keys from outside.
+    async fn outside(c: &BackendConfig) -> ::redis::aio::MultiplexedConnection {
+        let url = &c.urls[0];
+        ::redis::Client::open(url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap_or_else(|e| server_missing(format!("Redis at {url}: {e}")))
+    }
+
+    /// Two fair clients of `tag` whose places last 900 ms without renewal, and their config.
+    async fn quick_pair(tag: &str) -> (BackendConfig, Box<dyn LockBackend>, Box<dyn LockBackend>) {
+        let mut quick = config(REDIS_FAIR, tag);
+        quick.waiter_timeout = Duration::from_millis(900);
+        let (a, b) = (connected(&quick).await, connected(&quick).await);
+        (quick, a, b)
+    }
+
     /// Puts a waiter that will never ask again at the end of `key`'s queue, its place kept for
     /// `for_ms` by the server's clock.
     async fn stranger(tag: &str, key: &str, for_ms: u64) {
         let c = config(REDIS_FAIR, tag);
-        let url = &c.urls[0];
-        let mut conn = ::redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap_or_else(|e| server_missing(format!("Redis at {url}: {e}")));
+        let mut conn = outside(&c).await;
         let (seconds, micros): (u64, u64) =
             ::redis::cmd("TIME").query_async(&mut conn).await.unwrap();
         let deadline = seconds * 1000 + micros / 1000 + for_ms;
@@ -553,12 +568,7 @@ mod redis_fair_queue {
         let tag = "fair-expiry";
         let key = "expiry";
         let ttl = Duration::from_secs(30);
-        let mut quick = config(REDIS_FAIR, tag);
-        quick.waiter_timeout = Duration::from_millis(900);
-        let (a, b) = (
-            crate::common::connected(&quick).await,
-            crate::common::connected(&quick).await,
-        );
+        let (quick, a, b) = quick_pair(tag).await;
         let held = a.try_acquire(key, ttl).await.unwrap().unwrap();
         // b queues, then its wait is never polled nor dropped again, as a process killed with -9
         // stops: no withdrawal runs.
@@ -569,12 +579,7 @@ mod redis_fair_queue {
                 .is_err()
         );
         std::mem::forget(waiting);
-        let url = &quick.urls[0];
-        let mut conn = ::redis::Client::open(url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap_or_else(|e| server_missing(format!("Redis at {url}: {e}")));
+        let mut conn = outside(&quick).await;
         let queue = format!("{}:queue:{key}", quick.namespace);
         let left: i64 = ::redis::cmd("PTTL")
             .arg(&queue)
@@ -601,12 +606,7 @@ mod redis_fair_queue {
         let tag = "fair-dead";
         let key = "dead";
         let ttl = Duration::from_secs(30);
-        let mut quick = config(REDIS_FAIR, tag);
-        quick.waiter_timeout = Duration::from_millis(900);
-        let (a, b) = (
-            crate::common::connected(&quick).await,
-            crate::common::connected(&quick).await,
-        );
+        let (_, a, b) = quick_pair(tag).await;
         let held = a.try_acquire(key, ttl).await.unwrap().unwrap();
         // Ahead of b: a waiter whose place lasts 400 ms and who never asks again.
         stranger(tag, key, 400).await;

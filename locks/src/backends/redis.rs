@@ -478,11 +478,11 @@ impl RedisLock {
     }
 
     fn key(&self, key: &str) -> String {
-        joined(&[&self.namespace, ":lock:", key])
+        lock_name(&self.namespace, key)
     }
 
     fn fencing_key(&self, key: &str) -> String {
-        joined(&[&self.namespace, ":fencing:", key])
+        fencing_name(&self.namespace, key)
     }
 }
 
@@ -629,6 +629,16 @@ impl LockBackend for RedisLock {
         })
         .await
     }
+}
+
+/// `namespace:lock:key`: the lock's key, for the racing lock and the fair queue alike.
+fn lock_name(namespace: &str, key: &str) -> String {
+    joined(&[namespace, ":lock:", key])
+}
+
+/// `namespace:fencing:key`: the key's fencing counter (no TTL).
+fn fencing_name(namespace: &str, key: &str) -> String {
+    joined(&[namespace, ":fencing:", key])
 }
 
 /// `text` matched literally in a `SCAN MATCH` pattern: Redis's glob characters escaped.

@@ -8,13 +8,13 @@
 //! docs/PERFORMANCE.md; the crate has no public non-multiplexed async connection. Commands are
 //! still encoded by the crate (into one buffer per connection), and it implements the crate's
 //! public `ConnectionLike` trait, so `query_async` works on it unchanged; the backends send
-//! through [`RedisConnection::query`], the same without the trait's boxed future. Two parts of the crate
-//! are replaced, each for what a callgrind profile of `bench --backend redis` found (client
-//! instructions per command 24,100 to 11,500, fencing off): replies are framed and read into
-//! values here in one pass (the crate's `parse_redis_value` zeroes an 8 KiB buffer per reply, a
-//! third of the total), and
-//! scripts are called through [`Lua`] (the crate's `ScriptInvocation` copies every key and
-//! argument twice). [`Subscription`] is a subscriber connection read the same way.
+//! through [`RedisConnection::query`], the same without the trait's boxed future. Two parts of
+//! the crate are replaced, each for what a callgrind profile of `bench --backend redis` found
+//! (client instructions per command 24,100 to 11,500, fencing off): replies are framed and read
+//! into values here in one pass (the crate's `parse_redis_value` zeroes an 8 KiB buffer per
+//! reply, a third of the total), and scripts are called through [`Lua`] (the crate's
+//! `ScriptInvocation` copies every key and argument twice). [`Subscription`] is a subscriber
+//! connection read the same way.
 //!
 //! One request at a time per connection (a mutex); callers that need parallel requests open
 //! several connections, as the backends do per node and per contender. A request abandoned
@@ -108,9 +108,14 @@ impl RedisConnection {
     /// command) and without a clone of the connection. The backends' per-operation commands
     /// go through here.
     pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
-        let mut replies = self.exchange(Request::Command(cmd), 0, 1).await?;
-        let reply = replies.pop().expect("one reply was read");
+        let reply = self.reply(cmd).await?;
         Ok(redis::from_redis_value(reply.extract_error()?)?)
+    }
+
+    /// Sends `cmd` and returns its reply as it came (an error reply included).
+    async fn reply(&self, cmd: &Cmd) -> RedisResult<Value> {
+        let mut replies = self.exchange(Request::Command(cmd), 0, 1).await?;
+        Ok(replies.pop().expect("one reply was read"))
     }
 
     /// Sends `request` and returns replies `skip..skip + count`: one request, whatever it holds.
@@ -251,10 +256,7 @@ impl RedisConnection {
 
 impl ConnectionLike for RedisConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let mut replies = self.exchange(Request::Command(cmd), 0, 1).await?;
-            Ok(replies.pop().expect("one reply was read"))
-        })
+        Box::pin(self.reply(cmd))
     }
 
     fn req_packed_commands<'a>(
@@ -456,7 +458,9 @@ fn frame(buf: &[u8], at: usize) -> RedisResult<Option<(usize, Option<Value>)>> {
         b'*' => match number()? {
             n if n < 0 => Some(Value::Nil),
             n => {
-                let mut items = Some(Vec::with_capacity(n as usize));
+                // Room for what the buffer can hold (an element takes 3 bytes at least), not
+                // for whatever count a reply claims.
+                let mut items = Some(Vec::with_capacity((n as usize).min(buf.len() - next)));
                 let mut end = next;
                 for _ in 0..n {
                     let Some((item_end, item)) = frame(buf, end)? else {

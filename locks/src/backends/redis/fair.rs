@@ -165,10 +165,10 @@ impl Names {
     /// The names of `key` under `namespace`.
     pub fn of(namespace: &str, key: &str) -> Self {
         Names {
-            lock: joined(&[namespace, ":lock:", key]),
+            lock: super::lock_name(namespace, key),
             queue: joined(&[namespace, ":queue:", key]),
             deadlines: joined(&[namespace, ":queue-deadlines:", key]),
-            fencing: joined(&[namespace, ":fencing:", key]),
+            fencing: super::fencing_name(namespace, key),
             channels: joined(&[namespace, ":granted:"]),
         }
     }
