@@ -21,7 +21,7 @@ use crate::{
     BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
     Redacted, Requests, new_token,
 };
-use fair::{Answer, FairQueue, Names};
+use fair::{Answer, FairQueue, Names, fencing_name, lock_name};
 
 /// Acquire and fence in one round trip: the counter moves only when the lock is granted.
 const ACQUIRE: &str = r"
@@ -629,16 +629,6 @@ impl LockBackend for RedisLock {
         })
         .await
     }
-}
-
-/// `namespace:lock:key`: the lock's key, for the racing lock and the fair queue alike.
-fn lock_name(namespace: &str, key: &str) -> String {
-    joined(&[namespace, ":lock:", key])
-}
-
-/// `namespace:fencing:key`: the key's fencing counter (no TTL).
-fn fencing_name(namespace: &str, key: &str) -> String {
-    joined(&[namespace, ":fencing:", key])
 }
 
 /// `text` matched literally in a `SCAN MATCH` pattern: Redis's glob characters escaped.

@@ -161,14 +161,25 @@ pub(super) struct Names {
     pub channels: String,
 }
 
+/// `namespace:lock:key`: the lock's key, for the racing lock and the fair queue alike (here, so
+/// that the parent module imports it and nothing imports back).
+pub(super) fn lock_name(namespace: &str, key: &str) -> String {
+    joined(&[namespace, ":lock:", key])
+}
+
+/// `namespace:fencing:key`: the key's fencing counter (no TTL), for both as well.
+pub(super) fn fencing_name(namespace: &str, key: &str) -> String {
+    joined(&[namespace, ":fencing:", key])
+}
+
 impl Names {
     /// The names of `key` under `namespace`.
     pub fn of(namespace: &str, key: &str) -> Self {
         Names {
-            lock: super::lock_name(namespace, key),
+            lock: lock_name(namespace, key),
             queue: joined(&[namespace, ":queue:", key]),
             deadlines: joined(&[namespace, ":queue-deadlines:", key]),
-            fencing: super::fencing_name(namespace, key),
+            fencing: fencing_name(namespace, key),
             channels: joined(&[namespace, ":granted:"]),
         }
     }
