@@ -158,14 +158,10 @@ pub struct TtlArgs {
     /// The TTL in use today, to price: chance per run of outliving it (e.g. 300s, 5m).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub current_ttl: Option<String>,
-    /// Job runs per year, for the yearly double-execution estimate.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value = "12",
-        allow_hyphen_values = true
-    )]
-    pub runs_per_year: String,
+    /// Job runs per year, for the yearly double-execution estimate [default: the spec's
+    /// `schedule` or `runs_per_year`; 12 (monthly, recorded as assumed) when it has neither].
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub runs_per_year: Option<String>,
     /// The chance per run of losing the heartbeat lease to a stall that the lease must stay below
     /// (95 % upper bound): ttl picks the shortest whole-second lease that does. A profile with
     /// pauses runs at least about 6 / P replays (60,000 at the default) so that the bound can.

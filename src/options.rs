@@ -58,7 +58,8 @@ pub struct TtlSettings {
     pub target_scale: f64,
     pub safety_factor: f64,
     pub current_ttl: Option<Duration>,
-    pub runs_per_year: f64,
+    /// `--runs-per-year`; `None` to take the spec's schedule.
+    pub runs_per_year: Option<f64>,
     pub max_lease_risk: f64,
     pub observed: Option<PathBuf>,
     pub simulation: SimulationSettings,
@@ -180,17 +181,19 @@ impl TtlSettings {
             }
             None => None,
         };
-        let runs_per_year: f64 = parse_number(
-            "--runs-per-year",
-            &args.runs_per_year,
-            "a number of runs such as 12",
-        )?;
-        if !(runs_per_year.is_finite() && runs_per_year > 0.0) {
-            return Err(usage(
-                "--runs-per-year",
-                format!("expected a number above zero, got {runs_per_year}"),
-            ));
-        }
+        let runs_per_year = match &args.runs_per_year {
+            Some(text) => {
+                let n: f64 = parse_number("--runs-per-year", text, "a number of runs such as 12")?;
+                if !(n.is_finite() && n > 0.0) {
+                    return Err(usage(
+                        "--runs-per-year",
+                        format!("expected a number above zero, got {n}"),
+                    ));
+                }
+                Some(n)
+            }
+            None => None,
+        };
         let max_lease_risk: f64 = parse_number(
             "--max-lease-risk",
             &args.max_lease_risk,

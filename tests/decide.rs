@@ -118,10 +118,10 @@ fn the_four_shipped_specs_get_four_different_decisions() {
     let all = decisions(&args);
     let got: Vec<(String, String, String)> = all.iter().map(choice).collect();
     let want = [
-        ("pg-session", "session", "skip-and-alert"),
-        ("pg-xact", "transaction", "skip-and-alert"),
+        ("pg-session", "session", "retry-then-alert"),
+        ("pg-xact", "transaction", "retry-then-alert"),
         ("redis", "heartbeat-lease", "run-unlocked"),
-        ("etcd", "heartbeat-lease", "skip-and-alert"),
+        ("etcd", "heartbeat-lease", "retry-then-alert"),
     ];
     for ((got, want), name) in got.iter().zip(want).zip(names) {
         assert_eq!(

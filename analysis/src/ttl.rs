@@ -108,6 +108,7 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         growth,
         current_ttl,
         runs_per_year: inputs.runs_per_year,
+        runs_per_year_from: Default::default(),
         model_check: None,
     }
 }
@@ -315,6 +316,27 @@ mod tests {
         let current = r.current_ttl.unwrap();
         assert_eq!(current.p_exceed, 1.0);
         assert_eq!(current.expected_double_runs_per_year, 12.0);
+    }
+
+    /// A per-minute job's yearly double executions are 43,800 times a monthly job's for the same
+    /// chance per run (525,600 runs a year against 12), each from its spec's schedule.
+    #[test]
+    fn yearly_figures_follow_the_schedule() {
+        let priced = |schedule: &str| {
+            let f = lockbench_workloads::Frequency::of_workload(Some(schedule), None).unwrap();
+            let mut i = inputs(500.0);
+            // One replay in 20,000 outlives today's TTL.
+            i.current_ttl = Some((Duration::from_secs(300), 1));
+            i.runs_per_year = f.runs_per_year;
+            recommend(i).current_ttl.unwrap()
+        };
+        let (minute, monthly) = (priced("1m"), priced("0 2 1 * *"));
+        assert_eq!(minute.p_exceed, monthly.p_exceed);
+        let ratio = minute.expected_double_runs_per_year / monthly.expected_double_runs_per_year;
+        assert!((ratio - 43_800.0).abs() < 1e-6, "{ratio}");
+        let upper = minute.expected_double_runs_per_year_upper95
+            / monthly.expected_double_runs_per_year_upper95;
+        assert!((upper - 43_800.0).abs() < 1e-6, "{upper}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
 use lockbench_core::records::simulate::SimulationRow;
+use lockbench_core::records::ttl::RunsPerYearFrom;
 use lockbench_workloads::{JobModel, SpecError, WorkloadSpec};
 
 use crate::lease::{
@@ -30,6 +31,8 @@ pub struct TtlOptions {
     pub safety_factor: f64,
     pub current_ttl: Option<Duration>,
     pub runs_per_year: f64,
+    /// Where `runs_per_year` comes from (the spec's schedule, a flag, or assumed monthly).
+    pub runs_per_year_from: RunsPerYearFrom,
     pub max_lease_risk: f64,
     pub seed: u64,
 }
@@ -42,6 +45,7 @@ impl TtlOptions {
             safety_factor: r.safety_factor,
             current_ttl: r.current_ttl.as_ref().map(|c| c.ttl),
             runs_per_year: r.runs_per_year,
+            runs_per_year_from: r.runs_per_year_from.clone(),
             max_lease_risk: r
                 .heartbeat
                 .pricing
@@ -242,7 +246,7 @@ pub fn derive(
         })
         .collect();
     volume_points.sort_by_key(|p| p.volume);
-    let recommendation = recommend(TtlInputs {
+    let mut recommendation = recommend(TtlInputs {
         workload: spec.workload.name.clone(),
         profile: chosen.clone(),
         profiles_considered: runs
@@ -281,6 +285,7 @@ pub fn derive(
         current_ttl: params.current_ttl.zip(exceeding),
         runs_per_year: params.runs_per_year,
     });
+    recommendation.runs_per_year_from = params.runs_per_year_from.clone();
     Ok(Derived {
         recommendation,
         below,
@@ -324,6 +329,7 @@ mod tests {
             safety_factor: 3.0,
             current_ttl: Some(Duration::from_secs(120)),
             runs_per_year: 12.0,
+            runs_per_year_from: RunsPerYearFrom::Assumed,
             max_lease_risk: DEFAULT_MAX_LEASE_RISK,
             seed: 7,
         }

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use lockbench_analysis::report::{self, ReportError};
+use lockbench_decision::ModelKind;
 
 fn fixture() -> PathBuf {
     // Relative, so that the Sources table reads the same on every machine.
@@ -59,8 +60,10 @@ fn the_report_follows_the_decision_record() {
     ] {
         assert!(md.contains(heading), "missing {heading}");
     }
-    assert!(md.contains("- alert: BillingLockHoldNearTtl"));
-    assert!(md.contains("expr: lock_hold_seconds{job=\"billing\"} >"));
+    // billing is decided pg-session: no TTL alert; its page is the hold time past its budget.
+    assert!(!md.contains("- alert: BillingLockHoldNearTtl"));
+    assert!(md.contains("- alert: BillingLockHeldPastBudget"));
+    assert!(md.contains("expr: lock_hold_seconds{job=\"billing\"} > 900.0"));
     assert!(md.contains("| `redis` | counter |"));
     // The fault run replaces "by design" with the faults that overlapped, each linked to its row
     // of the grid, and says where the fence failed.
@@ -254,4 +257,163 @@ fn a_folder_without_results_is_named() {
     assert!(err.to_string().contains("no manifest.json"), "{err}");
     let err = report::load(&[dir.path().join("absent")]).unwrap_err();
     assert!(err.to_string().contains("not a directory"), "{err}");
+}
+
+/// The part of `md` from the heading `from` to the next heading of the same or a higher level
+/// (a `#` inside a code block is no heading).
+fn section(md: &str, from: &str) -> String {
+    let level = from.chars().take_while(|c| *c == '#').count();
+    let mut lines = md.lines().skip_while(|l| *l != from);
+    let mut out = vec![lines.next().unwrap_or_else(|| panic!("no {from}"))];
+    let mut code = false;
+    for line in lines {
+        if line.starts_with("```") {
+            code = !code;
+        }
+        let hashes = line.chars().take_while(|c| *c == '#').count();
+        if !code && hashes > 0 && hashes <= level && line[hashes..].starts_with(' ') {
+            break;
+        }
+        out.push(line);
+    }
+    out.join("\n")
+}
+
+/// Every section after the decision follows it: a TTL's alert and runbook only for the job whose
+/// lock has a TTL, renewal alerts only for the one whose lock is renewed, and the session and
+/// transaction locks watched by what can go wrong with them. The fixture's four jobs are decided
+/// on all four models.
+#[test]
+fn every_section_follows_each_jobs_lock_model() {
+    let evidence = report::load(&[fixture()]).unwrap();
+    let decisions = evidence.decisions().unwrap();
+    let models: Vec<(String, ModelKind)> = decisions
+        .iter()
+        .map(|d| (d.job.clone(), d.lock_model.kind))
+        .collect();
+    for kind in [
+        ModelKind::FixedTtl,
+        ModelKind::HeartbeatLease,
+        ModelKind::Session,
+        ModelKind::Transaction,
+    ] {
+        assert!(
+            models.iter().any(|(_, k)| *k == kind),
+            "{kind:?} in {models:?}"
+        );
+    }
+    let md = report::build(&evidence).unwrap().markdown;
+    let summary = section(&md, "## Summary");
+    let protocol = section(&md, "## 3. Lock acquisition and release protocol");
+    let monitoring = section(&md, "## 5. Lock observability and monitoring");
+    for (job, kind) in &models {
+        let name: String = job[..1].to_uppercase() + &job[1..];
+        let ttl = *kind == ModelKind::FixedTtl;
+        let renewed = *kind == ModelKind::HeartbeatLease;
+        let line = summary
+            .lines()
+            .find(|l| l.starts_with(&format!("- **{job}**")))
+            .unwrap_or_else(|| panic!("no summary line for {job}"));
+        assert_eq!(line.contains(": TTL **"), ttl, "{job} ({kind:?}): {line}");
+        assert_eq!(
+            line.contains("heartbeat lease of"),
+            renewed,
+            "{job}: {line}"
+        );
+        assert_eq!(
+            monitoring.contains(&format!("{job}: hold time above 80 % of the TTL")),
+            ttl,
+            "{job} ({kind:?})"
+        );
+        assert_eq!(
+            monitoring.contains(&format!("- alert: {name}LockHoldNearTtl")),
+            ttl,
+            "{job} ({kind:?})"
+        );
+        assert_eq!(
+            monitoring.contains(&format!("{job}: renewal failures in a row")),
+            renewed,
+            "{job} ({kind:?})"
+        );
+        assert_eq!(
+            monitoring.contains(&format!("- alert: {name}LockRenewalStale")),
+            renewed,
+            "{job} ({kind:?})"
+        );
+        assert_eq!(
+            protocol.contains(&format!("{job}: with a heartbeat, renew every")),
+            renewed,
+            "{job} ({kind:?})"
+        );
+        if matches!(kind, ModelKind::Session | ModelKind::Transaction) {
+            assert!(
+                monitoring.contains(&format!("{job}: hold time above the crash-recovery budget"))
+            );
+            assert!(monitoring.contains(&format!("{job}: an advisory lock held by an idle")));
+            // Its derived TTL stays in section 2, labelled as the alternative considered.
+            let ttl_section = section(&md, &format!("### {job}: TTL and heartbeat"));
+            assert!(
+                ttl_section.contains("the alternatives considered, not in force"),
+                "{job}"
+            );
+        }
+    }
+    // Stale locks: the query or command for each decided backend.
+    assert!(
+        monitoring.contains("WHERE l.locktype = 'advisory' AND l.granted AND a.state <> 'active'")
+    );
+    assert!(monitoring.contains("zkCli.sh -server <host:port> stat"));
+    assert!(monitoring.contains("redis-cli --scan"));
+    // The header says what kind of figure each is.
+    assert!(md.contains("**simulated**") && md.contains("**lab**") && md.contains("**bench**"));
+    assert!(!md.contains("Every figure is measured by lockbench"));
+}
+
+/// A percentile is printed only where the sample supports it: a bench of 153 operations shows
+/// its maximum with its count, never a P99.9 (or a P99).
+#[test]
+fn a_thin_bench_prints_no_tail_percentile() {
+    let mut evidence = report::load(&[fixture()]).unwrap();
+    let row = evidence.benches[0]
+        .record
+        .results
+        .iter_mut()
+        .find(|r| r.backend == "zookeeper" && r.contenders == 1)
+        .expect("an uncontended zookeeper row");
+    row.acquire_us.count = 153;
+    row.ops = 153;
+    let (p999, max) = (row.acquire_us.p999, row.acquire_us.max);
+    let md = report::build(&evidence).unwrap().markdown;
+    let costs = section(&md, "### What each backend costs");
+    let zk = costs
+        .lines()
+        .find(|l| l.starts_with("| `zookeeper` |"))
+        .expect("zookeeper's row");
+    // 153 acquisitions support a P99 (100 do), not a P99.9 (1,000 would).
+    assert!(zk.contains(" / max of 153: "), "{zk}");
+    let shown = lockbench_core::format_readable_us;
+    assert!(p999 == max || !zk.contains(&shown(p999)), "{zk}");
+    // Fewer than 100 support no P99 either: the decision's alternatives cite the maximum.
+    for row in evidence.benches[0].record.results.iter_mut() {
+        if row.backend == "zookeeper" && row.contenders == 1 {
+            row.acquire_us.count = 60;
+            row.ops = 60;
+        }
+    }
+    let md = report::build(&evidence).unwrap().markdown;
+    let alternatives = section(&md, "### billing: the alternatives");
+    let row = alternatives
+        .lines()
+        .find(|l| l.starts_with("| `zookeeper` |"))
+        .expect("zookeeper's verdict");
+    assert!(row.contains("max of 60: "), "{row}");
+    let costs = section(&md, "### What each backend costs");
+    let zk = costs
+        .lines()
+        .find(|l| l.starts_with("| `zookeeper` |"))
+        .expect("zookeeper's row");
+    assert!(
+        zk.contains("| node sequence | 1.13 ms / max of 60: "),
+        "{zk}"
+    );
 }

@@ -89,6 +89,19 @@ impl Resolved {
                 given,
             })
             .collect();
+        out.push(Answer {
+            field: "schedule".to_string(),
+            value: format!(
+                "{} runs a year{}",
+                lockbench_core::format_count(job.frequency.runs_per_year.round() as u64),
+                if job.frequency.from.assumed() {
+                    String::new()
+                } else {
+                    format!(" ({})", job.frequency.from.describe())
+                }
+            ),
+            given: !job.frequency.from.assumed(),
+        });
         for s in &job.steps {
             out.push(Answer {
                 field: format!("steps.{}.idempotent", s.name),

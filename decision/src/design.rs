@@ -63,8 +63,70 @@ pub(crate) fn policy(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> FailurePo
     FailurePolicy {
         kind,
         reason,
+        retry_for_s: None,
         measured,
     }
+}
+
+/// The policy once the lock model is known (docs/DECISION.md, "retry within the budget"): a job
+/// that must not run twice retries for as long as its crash-recovery budget allows where the lock
+/// cannot be granted while its holder lives (a session or a transaction, or a lease whose fence
+/// refuses the old holder), and never retries a fixed TTL, whose expiry can let a retry in beside
+/// a holder that outlived it.
+pub(crate) fn within_budget(
+    policy: FailurePolicy,
+    r: &Resolved,
+    model: &LockModel,
+    fenced_lease: bool,
+) -> FailurePolicy {
+    if policy.kind != PolicyKind::SkipAndAlert {
+        return policy;
+    }
+    let holder_excludes = match model.kind {
+        ModelKind::Session => Some("a session lock is held as long as its holder's session"),
+        ModelKind::Transaction => {
+            Some("a transaction lock is held as long as its holder's transaction")
+        }
+        ModelKind::HeartbeatLease if fenced_lease => Some(
+            "a renewed lease does not pass while its holder renews, and the fence refuses a holder that stopped renewing",
+        ),
+        ModelKind::HeartbeatLease => None,
+        ModelKind::FixedTtl => {
+            return FailurePolicy {
+                reason: format!(
+                    "{}; no retry: a fixed TTL runs out under a holder that outlives it, and a retry granted then runs beside it",
+                    policy.reason
+                ),
+                ..policy
+            };
+        }
+    };
+    let (Some(why), Some(budget)) = (holder_excludes, r.crash_recovery) else {
+        return policy;
+    };
+    FailurePolicy {
+        kind: PolicyKind::RetryThenAlert,
+        reason: format!(
+            "a second run {}, but {why}, so a retry cannot run beside a live holder: retry with backoff for up to the {} the job allows after a crash, then alert; once granted, check that this window's run has not already completed",
+            effect(r.double_run),
+            format_readable(budget)
+        ),
+        retry_for_s: Some(budget.as_secs_f64()),
+        measured: policy.measured,
+    }
+}
+
+/// The keepalive on the job's own connection that ends a vanished holder's session, and frees
+/// its lock, within a quarter of the crash-recovery budget (at most 2 min): idle, interval, count.
+pub fn keepalive(budget: Option<std::time::Duration>) -> (u64, u64, u32) {
+    let target = budget.map_or(120, |b| (b.as_secs() / 4).clamp(8, 120));
+    (target / 2, (target / 8).max(1), 4)
+}
+
+/// The keepalive's bound: how long after its host vanished the server ends the holder's session.
+pub fn keepalive_bound_s(budget: Option<std::time::Duration>) -> u64 {
+    let (idle, interval, count) = keepalive(budget);
+    idle + interval * u64::from(count)
 }
 
 fn outage_line(policy: PolicyKind, c: &FaultCell) -> String {
@@ -77,7 +139,7 @@ fn outage_line(policy: PolicyKind, c: &FaultCell) -> String {
             c.contender_timed_out,
             c.trials
         ),
-        PolicyKind::Queue => format!(
+        PolicyKind::Queue | PolicyKind::RetryThenAlert => format!(
             "{} on {}: {overlapped}, the run {}",
             c.label(),
             c.backend,
@@ -207,6 +269,7 @@ pub(crate) fn mechanisms(
     ev: &Evidence,
     kind: Option<BackendKind>,
     model: &LockModel,
+    policy: &FailurePolicy,
 ) -> Vec<Mechanism> {
     let x = Exposure::of(job, r.double_run);
     let mut out = Vec::new();
@@ -267,31 +330,29 @@ pub(crate) fn mechanisms(
     let by_fence = crate::rules::by_fence(kind, r);
     let by_transaction = crate::rules::by_transaction(kind, r);
     if !x.inside.is_empty() {
-        out.push(if by_transaction {
-            Mechanism {
+        if by_transaction {
+            out.push(Mechanism {
                 name: "every write in the locking transaction".into(),
                 step: None,
                 in_place: true,
                 reason: format!(
-                    "{} commit or roll back with the lock: a lost lock cannot leave a stale write",
+                    "{} commit or roll back with the lock: a lost lock cannot leave a stale write, and a crash rolls them back, so a rerun starts clean",
                     names(&x.inside)
                 ),
                 measured: ev.cell("pool-leak/xact", BackendKind::PgSession).map(describe),
-            }
-        } else if by_fence {
-            fence(kind, ev, &format!("every write of {}", names(&x.inside)))
+            });
         } else {
-            Mechanism {
-                name: "a guard, or the fencing token checked by the resource".into(),
-                step: None,
-                in_place: false,
-                reason: format!(
-                    "nothing else stops a holder that lost its lock from writing {} twice: add a unique constraint, a conditional update or a version check, or have the resource refuse a stale token",
-                    names(&x.inside)
-                ),
-                measured: ev.cell("pause/heartbeat-long", kind).map(describe),
+            if by_fence {
+                out.push(fence(
+                    kind,
+                    ev,
+                    &format!("every write of {}", names(&x.inside)),
+                ));
             }
-        });
+            for s in &x.inside {
+                out.push(rerun_guard(s, r, by_fence, ev, kind));
+            }
+        }
     } else if r.fenced && kind.fencing() != lockbench_core::FencingSource::None {
         out.push(fence(kind, ev, "every write"));
     }
@@ -313,29 +374,22 @@ pub(crate) fn mechanisms(
             measured: pair(ev, kind, "pause/naive")
                 .or_else(|| pair(ev, kind, "partition/no-give-up")),
         }),
-        ModelKind::Session => {
-            out.push(Mechanism {
-                name: "a connection of its own for the whole job; pg_advisory_unlock_all() (or DISCARD ALL) before it goes back to a pool".into(),
-                step: None,
-                in_place: false,
-                reason: "the lock belongs to the session and is re-entrant: a pool that lends the session while the job runs lends the lock".into(),
-                measured: pair(ev, kind, "pool-leak/no-reset"),
-            });
-            out.push(Mechanism {
-                name: "a server TCP keepalive of seconds (tcp_keepalives_idle 1, interval 1, count 2)".into(),
-                step: None,
-                in_place: false,
-                reason: "a holder whose machine vanished keeps its session, and the lock, for the system's default of two hours".into(),
-                measured: ev.cell("partition/keepalive", kind).map(|c| {
-                    format!(
-                        "{}: next grant {} after the partition began",
-                        c.label(),
-                        c.recovery_p50_s.map_or("-".to_string(), format_readable_s)
-                    )
-                }),
-            });
+        ModelKind::Session | ModelKind::Transaction => {
+            if model.kind == ModelKind::Session {
+                out.push(Mechanism {
+                    name: "a connection of its own for the whole job; pg_advisory_unlock_all() (or DISCARD ALL) before it goes back to a pool".into(),
+                    step: None,
+                    in_place: false,
+                    reason: "the lock belongs to the session and is re-entrant: a pool that lends the session while the job runs lends the lock".into(),
+                    measured: pair(ev, kind, "pool-leak/no-reset"),
+                });
+            }
+            out.push(session_keepalive(r, ev, kind));
+            if model.kind == ModelKind::Transaction {
+                out.push(lock_timeout(job, ev));
+            }
         }
-        ModelKind::Transaction | ModelKind::FixedTtl => {}
+        ModelKind::FixedTtl => {}
     }
     if kind == BackendKind::Redlock {
         out.push(Mechanism {
@@ -344,6 +398,18 @@ pub(crate) fn mechanisms(
             in_place: false,
             reason: "a slow acquisition can return with its keys about to expire".into(),
             measured: pair(ev, kind, "redlock/late-start"),
+        });
+    }
+    if kind == BackendKind::Redis {
+        out.push(redis_persistence(r, ev));
+    }
+    if policy.kind == PolicyKind::RetryThenAlert {
+        out.push(Mechanism {
+            name: "a completion record per run window, checked once the lock is granted".into(),
+            step: None,
+            in_place: false,
+            reason: "a retry granted after the holder finished would run the job again: it must find the window done and stop".into(),
+            measured: None,
         });
     }
     if kind != BackendKind::PgXact {
@@ -365,6 +431,139 @@ pub(crate) fn mechanisms(
         measured: pair(ev, kind, "crash/work-survives"),
     });
     out
+}
+
+/// A guard on an unguarded database step that the lock's transaction does not cover: no lock stops
+/// a rerun after a crash, and a fence stops a stale write only in a database that has seen the
+/// newer token (docs/DECISION.md, "a crash then a rerun" and "a fence across databases").
+fn rerun_guard(
+    s: &StepAnswers,
+    r: &Resolved,
+    by_fence: bool,
+    ev: &Evidence,
+    kind: BackendKind,
+) -> Mechanism {
+    let mut why = vec![format!(
+        "a holder that crashes after `{}` leaves it done, and the next holder, correctly alone, runs it again: no lock prevents a rerun",
+        s.name
+    )];
+    let across = by_fence && r.databases > 1;
+    if across {
+        why.push(format!(
+            "and the fence protects only a database that has already seen the newer token: with {} databases a stale holder's write lands on those the new holder has not written to yet",
+            r.databases
+        ));
+    } else if !by_fence {
+        why.push(
+            "and nothing else stops a holder that lost its lock from writing it while the next holder does"
+                .to_string(),
+        );
+    }
+    Mechanism {
+        name: if across {
+            "a guard per operation in each database (a unique constraint on the operation's id), or a resumable checkpoint".into()
+        } else {
+            "a guard of its own (a unique constraint, a conditional update or a version check), or a resumable checkpoint".into()
+        },
+        step: Some(s.name.clone()),
+        in_place: false,
+        reason: why.join(" "),
+        measured: if by_fence {
+            None
+        } else {
+            ev.cell("pause/heartbeat-long", kind).map(describe)
+        },
+    }
+}
+
+/// Keepalive on the job's own Postgres connection, sized from the crash-recovery budget: never a
+/// server-wide setting (docs/DECISION.md, "a vanished holder").
+fn session_keepalive(r: &Resolved, ev: &Evidence, kind: BackendKind) -> Mechanism {
+    let (idle, interval, count) = keepalive(r.crash_recovery);
+    Mechanism {
+        name: format!(
+            "TCP keepalive on the job's own connection, not server-wide: options='-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={interval} -c tcp_keepalives_count={count} -c client_connection_check_interval=10s'"
+        ),
+        step: None,
+        in_place: false,
+        reason: format!(
+            "a holder whose host vanished keeps its session, and the lock, until the server's TCP gives up: about 2 h 11 min with Linux's defaults (7,200 s idle, then 9 probes 75 s apart); these end it within {}{}, and the check interval ends a query still running for a client that is gone",
+            format_readable_s(keepalive_bound_s(r.crash_recovery) as f64),
+            r.crash_recovery
+                .map(|c| format!(", inside the {} allowed", format_readable(c)))
+                .unwrap_or_default()
+        ),
+        measured: ev.cell("partition/keepalive", kind).map(|c| {
+            format!(
+                "{}: next grant {} after the partition began",
+                c.label(),
+                c.recovery_p50_s.map_or("-".to_string(), format_readable_s)
+            )
+        }),
+    }
+}
+
+/// `lock_timeout` for a job whose locking transaction may take table locks.
+fn lock_timeout(job: &JobAnswers, ev: &Evidence) -> Mechanism {
+    Mechanism {
+        name: "SET LOCAL lock_timeout = '5s' in the job's transaction".into(),
+        step: None,
+        in_place: false,
+        reason: format!(
+            "if the transaction alters a table, its ALTER waits for an ACCESS EXCLUSIVE lock and every later query on that table queues behind the wait; lock_timeout makes it fail fast instead. Once granted, that lock is held until COMMIT{}: every read and write of the altered table waits that long",
+            ev.ttl(&job.job)
+                .map(|t| format!(
+                    ", up to the job's P99.9 runtime ({})",
+                    format_readable(t.measured_p999)
+                ))
+                .unwrap_or_default()
+        ),
+        measured: None,
+    }
+}
+
+/// Redis persistence for a job decided on Redis, and its data-loss window.
+fn redis_persistence(r: &Resolved, ev: &Evidence) -> Mechanism {
+    // A job whose double run is absorbed can carry everysec's one-second window.
+    let strict = r.double_run.harms();
+    let restart = ev.cell("restart/no-persistence", BackendKind::Redis);
+    let stalls = restart.is_some_and(|c| c.legitimate_rejected_by_fence.unwrap_or(0) > 0);
+    Mechanism {
+        name: if strict {
+            "Redis persistence: appendonly yes, appendfsync always".into()
+        } else {
+            "Redis persistence: appendonly yes, appendfsync everysec".into()
+        },
+        step: None,
+        in_place: false,
+        reason: format!(
+            "without persistence, or with RDB snapshots only, a restart forgets the key and grants the lock again{}; {}",
+            if r.fenced {
+                ", and the fencing counter restarts from zero, so the resource refuses the new holder's legitimate writes until the counter passes the highest token it saw"
+            } else {
+                ""
+            },
+            if strict {
+                "appendfsync always writes every acquisition to disk before the reply: no acknowledged lock is lost (data-loss window: none), at one fsync per acquisition"
+            } else {
+                "appendfsync everysec keeps a lock through a process crash and loses at most the last second of acquisitions on an OS crash or power loss (data-loss window: 1 s), which a job whose double run is absorbed can carry"
+            }
+        ),
+        measured: restart.map(|c| {
+            format!(
+                "{}{}",
+                describe(c),
+                if stalls {
+                    format!(
+                        "; the fence refused the new holder's legitimate writes {} times",
+                        c.legitimate_rejected_by_fence.unwrap_or(0)
+                    )
+                } else {
+                    String::new()
+                }
+            )
+        }),
+    }
 }
 
 fn fence(kind: BackendKind, ev: &Evidence, writes: &str) -> Mechanism {
@@ -398,7 +597,10 @@ pub(crate) fn crash_recovery(
     let chosen = match model.kind {
         ModelKind::FixedTtl => model.ttl_s,
         ModelKind::HeartbeatLease => model.lease_s,
-        ModelKind::Session | ModelKind::Transaction => measured.and_then(|c| c.recovery_max_s),
+        // The worst crash is a vanished host, not a killed process: the keepalive decides it.
+        ModelKind::Session | ModelKind::Transaction => {
+            Some(keepalive_bound_s(r.crash_recovery) as f64)
+        }
     };
     let mut notes = Vec::new();
     match (fixed, allowed) {
@@ -428,9 +630,10 @@ pub(crate) fn crash_recovery(
             ),
             None => "A heartbeat lease frees the lock within one lease of a crash.".to_string(),
         },
-        ModelKind::Session | ModelKind::Transaction => {
-            "The server frees the lock when the holder's session ends: at once when its process dies, within the TCP keepalive when its machine vanishes.".to_string()
-        }
+        ModelKind::Session | ModelKind::Transaction => format!(
+            "The server frees the lock when the holder's session ends: at once when its process dies (the kernel closes the socket), and, when its host vanishes, once the keepalive on the job's own connection gives up: within {} with the settings under Mechanisms (a bound computed from them; the lab's vanished-host variant is not in these results), against about 2 h 11 min with Linux's defaults.",
+            format_readable_s(keepalive_bound_s(r.crash_recovery) as f64)
+        ),
     });
     if let Some(c) = measured {
         notes.push(format!(
@@ -454,7 +657,7 @@ pub(crate) fn crash_recovery(
     }
 }
 
-/// What the design still does not prevent.
+/// What the design still does not prevent, why the job can carry it, and who owns it.
 pub(crate) fn residual(
     job: &JobAnswers,
     r: &Resolved,
@@ -462,78 +665,46 @@ pub(crate) fn residual(
     kind: Option<BackendKind>,
     d: &Decision,
 ) -> Vec<Residual> {
-    let (model, mechanisms, recovery, policy) = (
-        &d.lock_model,
-        &d.mechanisms,
-        &d.crash_recovery,
-        &d.failure_policy,
-    );
-    let mut out = Vec::new();
+    let (model, recovery, policy) = (&d.lock_model, &d.crash_recovery, &d.failure_policy);
     let team = format!("the {} job's owners", job.job);
-    for m in mechanisms
+    let mut out: Vec<Residual> = d
+        .mechanisms
         .iter()
         .filter(|m| !m.in_place && m.step.is_some())
-    {
-        out.push(Residual {
+        .map(|m| Residual {
             risk: format!(
-                "until `{}` has {}, a second run that gets in {}",
+                "until `{}` has {}, a rerun after a crash, or a second run that gets in, {}",
                 m.step.as_deref().unwrap_or_default(),
                 m.name,
                 effect(r.double_run)
             ),
+            accepted: false,
+            why: "adding it is this record's first action".into(),
             owner: team.clone(),
-        });
-    }
+        })
+        .collect();
     if model.kind == ModelKind::HeartbeatLease
         && let Some(t) = ev.ttl(&job.job)
         && let Some(p) = t.heartbeat.p_lease_lost_upper95
     {
         out.push(Residual {
             risk: format!(
-                "a stall longer than what is left of the lease lets a second worker in: at most {} of runs by `ttl`{}",
+                "a stall longer than what is left of the lease lets a second worker in: at most {} of runs by `ttl`, {} a year at {} runs a year",
                 format_chance(p),
-                if r.double_run.harms() {
-                    ", for the guards or the fence to refuse"
-                } else {
-                    ""
-                }
+                format_chance(p * job.frequency.runs_per_year),
+                format_count(job.frequency.runs_per_year.round() as u64)
             ),
+            accepted: true,
+            why: if r.double_run.harms() {
+                "the fence and the guards refuse what a second worker writes; the lease was sized to keep this below the risk `ttl` was given".into()
+            } else {
+                format!("a second run {}", effect(r.double_run))
+            },
             owner: team.clone(),
         });
     }
-    match kind {
-        Some(BackendKind::Redis) => out.push(Residual {
-            risk: format!(
-                "a Redis restart without appendfsync always, or a failover to a replica that lacked the key, grants the lock twice{}",
-                ev.cell("restart/no-persistence", BackendKind::Redis)
-                    .or_else(|| ev.cell("failover/no-wait", BackendKind::Redis))
-                    .map(|c| format!(" ({})", describe(c)))
-                    .unwrap_or_default()
-            ),
-            owner: "whoever runs Redis (its persistence and replication settings)".into(),
-        }),
-        Some(BackendKind::PgXact) => out.push(Residual {
-            risk: format!(
-                "the transaction stays open for the whole job{}: it holds back vacuum on every table and blocks DDL on the ones it touched",
-                ev.ttl(&job.job)
-                    .map(|t| format!(" (P99.9 {})", format_readable(t.measured_p999)))
-                    .unwrap_or_default()
-            ),
-            owner: "the database's operators".into(),
-        }),
-        Some(BackendKind::PgSession) => out.push(Residual {
-            risk: "a holder whose connection died keeps working until its next check of the session".into(),
-            owner: team.clone(),
-        }),
-        Some(k @ (BackendKind::Etcd | BackendKind::Zookeeper)) => out.push(Residual {
-            risk: format!("without a quorum {} grants no lock: runs are {}", k.name(), match policy.kind {
-                PolicyKind::SkipAndAlert => "skipped and alerted",
-                PolicyKind::Queue => "late",
-                PolicyKind::RunUnlocked => "run without it",
-            }),
-            owner: format!("whoever runs {}", k.name()),
-        }),
-        _ => {}
+    if let Some(backend) = backend_residual(job, r, ev, kind, policy) {
+        out.push(backend);
     }
     if recovery.within == Some(false) {
         out.push(Residual {
@@ -544,22 +715,110 @@ pub(crate) fn residual(
                     .allowed_s
                     .map_or("-".to_string(), format_readable_s)
             ),
+            accepted: false,
+            why: "shorten the lease or the keepalive, or raise the budget with the job's owners"
+                .into(),
             owner: team.clone(),
         });
     }
-    out.push(Residual {
-        risk: match policy.kind {
-            PolicyKind::SkipAndAlert => {
-                "a run skipped while the lock server is unreachable waits for the next window or a person".into()
-            }
-            PolicyKind::Queue => "a run queued through an outage runs late".into(),
-            PolicyKind::RunUnlocked => {
-                "a run during a lock-server outage may overlap another (absorbed by design)".into()
-            }
+    out.push(match policy.kind {
+        PolicyKind::SkipAndAlert => Residual {
+            risk: "a run skipped while the lock cannot be had waits for the next window or a person".into(),
+            accepted: true,
+            why: format!("a late run can be made up; a second run that {} cannot be undone", effect(r.double_run)),
+            owner: "on-call".into(),
         },
-        owner: "on-call".into(),
+        PolicyKind::RetryThenAlert => Residual {
+            risk: format!(
+                "a run whose lock is still held when the {} budget runs out alerts and waits for a person",
+                policy.retry_for_s.map_or("-".to_string(), format_readable_s)
+            ),
+            accepted: true,
+            why: "the budget is what the job's owners said a crash may cost; past it a person decides".into(),
+            owner: "on-call".into(),
+        },
+        PolicyKind::Queue => Residual {
+            risk: "a run queued through an outage runs late".into(),
+            accepted: true,
+            why: format!("a second run {}: lateness is the only cost", effect(r.double_run)),
+            owner: "on-call".into(),
+        },
+        PolicyKind::RunUnlocked => Residual {
+            risk: "a run during a lock-server outage may overlap another".into(),
+            accepted: true,
+            why: "every step is idempotent and a double run is absorbed downstream".into(),
+            owner: "on-call".into(),
+        },
     });
     out
+}
+
+/// The risk the chosen backend itself carries.
+fn backend_residual(
+    job: &JobAnswers,
+    r: &Resolved,
+    ev: &Evidence,
+    kind: Option<BackendKind>,
+    policy: &FailurePolicy,
+) -> Option<Residual> {
+    let team = format!("the {} job's owners", job.job);
+    Some(match kind? {
+        BackendKind::Redis => Residual {
+            risk: format!(
+                "a failover to a replica that lacked the key, or a restart under weaker persistence than prescribed, grants the lock twice{}",
+                ev.cell("failover/no-wait", BackendKind::Redis)
+                    .or_else(|| ev.cell("restart/no-persistence", BackendKind::Redis))
+                    .map(|c| format!(" ({})", describe(c)))
+                    .unwrap_or_default()
+            ),
+            accepted: !r.double_run.harms() || r.fenced,
+            why: match (r.double_run.harms(), r.fenced) {
+                (false, _) => format!("a second run {}", effect(r.double_run)),
+                (true, true) => "the resource checks the fencing token and refuses the stale holder's writes".into(),
+                (true, false) => "a second run does harm and nothing refuses it: the resource must check a fencing token first".into(),
+            },
+            owner: "whoever runs Redis (its persistence and replication settings)".into(),
+        },
+        BackendKind::PgXact => Residual {
+            risk: format!(
+                "the transaction stays open for the whole job{}: it holds back vacuum on every table and blocks DDL on the ones it touched",
+                ev.ttl(&job.job)
+                    .map(|t| format!(" (P99.9 {})", format_readable(t.measured_p999)))
+                    .unwrap_or_default()
+            ),
+            accepted: true,
+            why: format!(
+                "it runs about {} times a year, in a window the database's operators plan for",
+                format_count(job.frequency.runs_per_year.round() as u64)
+            ),
+            owner: "the database's operators".into(),
+        },
+        BackendKind::PgSession => Residual {
+            risk: "a holder whose connection died keeps working until its next statement on that session fails".into(),
+            accepted: Exposure::of(job, r.double_run).outside.is_empty(),
+            why: if Exposure::of(job, r.double_run).outside.is_empty() {
+                "its database writes fail with the dead connection, and its other steps are idempotent or guarded".into()
+            } else {
+                "its calls outside the database need a guard of their own first (above)".into()
+            },
+            owner: team,
+        },
+        k @ (BackendKind::Etcd | BackendKind::Zookeeper) => Residual {
+            risk: format!(
+                "without a quorum {} grants no lock: runs are {}",
+                k.name(),
+                match policy.kind {
+                    PolicyKind::SkipAndAlert | PolicyKind::RetryThenAlert => "alerted and wait",
+                    PolicyKind::Queue => "late",
+                    PolicyKind::RunUnlocked => "run without it",
+                }
+            ),
+            accepted: true,
+            why: format!("a late run can be made up; a second run that {} cannot be undone", effect(r.double_run)),
+            owner: format!("whoever runs {}", k.name()),
+        },
+        _ => return None,
+    })
 }
 
 /// One row per step.

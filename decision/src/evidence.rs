@@ -31,6 +31,31 @@ pub struct AcquireCost {
     pub backend: String,
     /// P99, microseconds.
     pub p99_us: f64,
+    /// Acquisitions timed.
+    pub samples: u64,
+    /// The slowest, microseconds.
+    pub max_us: f64,
+}
+
+impl AcquireCost {
+    /// True when its samples support a P99 (at least 100).
+    pub fn p99_supported(&self) -> bool {
+        lockbench_core::records::percentile_supported(0.99, self.samples)
+    }
+
+    /// The figure a comparison may cite: "P99 421 us", or "max of 60: 1.2 ms" when too few
+    /// acquisitions were timed for a P99.
+    pub fn figure(&self) -> String {
+        if self.p99_supported() {
+            format!("P99 {}", lockbench_core::format_readable_us(self.p99_us))
+        } else {
+            format!(
+                "max of {}: {}",
+                self.samples,
+                lockbench_core::format_readable_us(self.max_us)
+            )
+        }
+    }
 }
 
 impl Evidence {
@@ -53,6 +78,8 @@ impl Evidence {
                 acquire.push(AcquireCost {
                     backend: row.backend.clone(),
                     p99_us: row.acquire_us.p99,
+                    samples: row.acquire_us.count,
+                    max_us: row.acquire_us.max,
                 });
             }
         }
@@ -95,12 +122,21 @@ impl Evidence {
             .filter(move |c| c.backend == backend.name())
     }
 
-    /// The uncontended acquire P99 of `backend`, microseconds.
+    /// The uncontended acquire P99 of `backend`, microseconds; the maximum where too few
+    /// acquisitions were timed for a P99 (a bound above it, never below).
     pub fn acquire_p99_us(&self, backend: BackendKind) -> Option<f64> {
-        self.acquire
-            .iter()
-            .find(|a| a.backend == backend.name())
-            .map(|a| a.p99_us)
+        self.acquire_cost(backend).map(|a| {
+            if a.p99_supported() {
+                a.p99_us
+            } else {
+                a.max_us
+            }
+        })
+    }
+
+    /// The uncontended acquisition of `backend`, as `bench` measured it.
+    pub fn acquire_cost(&self, backend: BackendKind) -> Option<&AcquireCost> {
+        self.acquire.iter().find(|a| a.backend == backend.name())
     }
 
     /// The TTL recommendation of `job`.

@@ -18,6 +18,7 @@ mod missing;
 mod record;
 mod rules;
 
+pub use design::{keepalive, keepalive_bound_s};
 pub use evidence::{AcquireCost, Evidence, describe, fence_held};
 pub use missing::brief;
 pub use record::{
@@ -34,6 +35,16 @@ pub fn decide(job: &JobAnswers, evidence: &Evidence) -> Decision {
     let resolved = Resolved::of(job);
     let mut decision = decide_resolved(job, &resolved, evidence);
     decision.missing = missing::missing(job, &resolved, evidence, &decision);
+    if job.frequency.from.assumed() {
+        decision.missing.push(MissingAnswer {
+            field: "workload.schedule".into(),
+            assumed: format!(
+                "monthly ({} runs a year)",
+                job.frequency.runs_per_year
+            ),
+            would_change: "every yearly figure (double executions a year, today's TTL priced, a lost lease a year); not the choice of lock".into(),
+        });
+    }
     decision.status = if !resolved.given[0] {
         Status::Undecided
     } else if decision.missing.is_empty() {
@@ -53,7 +64,9 @@ pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> 
     let (alternatives, chosen) = rules::verdicts(job, r, ev, &role, skip);
     let ttl = ev.ttl(&job.job);
     let model = design::lock_model(chosen, r, &role, ttl);
-    let mechanisms = design::mechanisms(job, r, ev, chosen, &model);
+    let fenced_lease = chosen.is_some_and(|k| rules::by_fence(k, r));
+    let policy = design::within_budget(policy, r, &model, fenced_lease);
+    let mechanisms = design::mechanisms(job, r, ev, chosen, &model, &policy);
     let recovery = design::crash_recovery(r, ev, chosen, &model, ttl);
     let overruled = ev
         .cells

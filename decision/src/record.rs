@@ -169,6 +169,9 @@ pub enum PolicyKind {
     Queue,
     /// Run without the lock.
     RunUnlocked,
+    /// Retry with backoff for as long as the crash-recovery budget allows, then alert: for a lock
+    /// that cannot be granted while its holder lives, so a retry cannot overlap it.
+    RetryThenAlert,
 }
 
 impl PolicyKind {
@@ -178,6 +181,7 @@ impl PolicyKind {
             PolicyKind::SkipAndAlert => "skip and alert",
             PolicyKind::Queue => "queue for the next window",
             PolicyKind::RunUnlocked => "run without the lock",
+            PolicyKind::RetryThenAlert => "retry within the crash-recovery budget, then alert",
         }
     }
 
@@ -185,7 +189,7 @@ impl PolicyKind {
     pub fn outage_variant(self) -> &'static str {
         match self {
             PolicyKind::SkipAndAlert => "outage/skip",
-            PolicyKind::Queue => "outage/queue",
+            PolicyKind::Queue | PolicyKind::RetryThenAlert => "outage/queue",
             PolicyKind::RunUnlocked => "outage/run-unlocked",
         }
     }
@@ -199,6 +203,9 @@ pub struct FailurePolicy {
     pub kind: PolicyKind,
     /// Why, from the answers.
     pub reason: String,
+    /// How long to retry before alerting (the crash-recovery budget), seconds; `None` for a
+    /// policy that does not retry or retries until the next window.
+    pub retry_for_s: Option<f64>,
     /// What the lab measured for each policy, where it ran `outage`.
     pub measured: Vec<String>,
 }
@@ -254,6 +261,8 @@ pub struct Verdict {
     pub basis: FactBasis,
     /// Uncontended acquire P99 measured by `bench`; `None` when not measured.
     pub acquire_p99_us: Option<f64>,
+    /// The acquisitions behind it; below 100, `acquire_p99_us` is their maximum, not a P99.
+    pub acquire_samples: Option<u64>,
     /// The lab's `scenario/variant`s under which it overlapped.
     pub overlapped_under: Vec<String>,
     /// How long a crashed holder blocked the next grant in the lab (`crash`), seconds.
@@ -283,6 +292,11 @@ pub struct CrashRecovery {
 pub struct Residual {
     /// The risk.
     pub risk: String,
+    /// True when the job can carry it as the design stands; false for a risk that must be
+    /// removed first (a mechanism still to add, a budget exceeded).
+    pub accepted: bool,
+    /// Why it is acceptable for this job, or what must change before it is.
+    pub why: String,
     /// Who must handle it.
     pub owner: String,
 }

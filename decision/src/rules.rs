@@ -2,8 +2,8 @@
 //! from one deciding fact (an answer, a measured fault cell, a cost, or how it locks), then the
 //! choice among those left. docs/DECISION.md states each rule with its source.
 
+use lockbench_core::BackendKind;
 use lockbench_core::records::faults::FaultCell;
-use lockbench_core::{BackendKind, format_readable_us};
 use lockbench_workloads::{JobAnswers, Target};
 
 use crate::answers::{Exposure, Resolved, effect, list, names};
@@ -40,10 +40,15 @@ pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
         } else {
             "a fence or a transaction"
         };
+        let (it, they) = if x.inside.len() == 1 {
+            ("it", "it needs")
+        } else {
+            ("them", "they need")
+        };
         return Role {
             correctness: true,
             reason: format!(
-                "{} write{} to the database with no guard of {}: the lock, with {cover}, is what keeps a second run from doing harm (a second run {harm})",
+                "{} write{} to the database with no guard of {}: the lock, with {cover}, is what keeps a concurrent second run from doing harm (a second run {harm}){}",
                 names(&x.inside),
                 if x.inside.len() == 1 { "s" } else { "" },
                 if x.inside.len() == 1 {
@@ -51,6 +56,13 @@ pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
                 } else {
                     "their own"
                 },
+                if r.one_transaction {
+                    String::new()
+                } else {
+                    format!(
+                        "; a rerun after a crash repeats {it} whatever the lock, so {they} a guard or a checkpoint as well"
+                    )
+                }
             ),
         };
     }
@@ -194,6 +206,7 @@ pub(crate) fn verdicts(
             fact,
             basis,
             acquire_p99_us: ev.acquire_p99_us(c.kind),
+            acquire_samples: ev.acquire_cost(c.kind).map(|a| a.samples),
             overlapped_under: overlaps(ev, c.kind)
                 .map(FaultCell::label)
                 .filter(|l| !crate::lab::about_the_job(l))
@@ -352,12 +365,12 @@ fn choose(
 
 /// "acquire P99 7.07 ms against `redis`'s 101 us", when both were measured.
 fn latency_against(kind: BackendKind, best: BackendKind, ev: &Evidence) -> Option<String> {
-    let (a, b) = (ev.acquire_p99_us(kind)?, ev.acquire_p99_us(best)?);
+    let (a, b) = (ev.acquire_cost(kind)?, ev.acquire_cost(best)?);
     Some(format!(
-        "acquire P99 {} against {}'s {}",
-        format_readable_us(a),
+        "acquire {} against {}'s {}",
+        a.figure(),
         best.name(),
-        format_readable_us(b)
+        b.figure()
     ))
 }
 

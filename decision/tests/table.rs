@@ -11,7 +11,9 @@ use lockbench_core::records::faults::FaultCell;
 use lockbench_decision::{
     Decision, Evidence, FactBasis, ModelKind, PolicyKind, Status, VerdictKind, decide,
 };
-use lockbench_workloads::{DecisionAnswers, DoubleRun, Guard, JobAnswers, StepAnswers, Target};
+use lockbench_workloads::{
+    DecisionAnswers, DoubleRun, Frequency, Guard, JobAnswers, StepAnswers, Target,
+};
 
 /// A step: name, target, idempotent, guard.
 type S = (&'static str, Target, Option<bool>, Option<Guard>);
@@ -30,6 +32,7 @@ fn job(d: DecisionAnswers, steps: &[S]) -> JobAnswers {
                 guard: *guard,
             })
             .collect(),
+        frequency: Frequency::of_workload(Some("@monthly"), None).unwrap(),
     }
 }
 
@@ -150,7 +153,7 @@ fn rows() -> Vec<Row> {
             ),
             backend: "pg-session",
             model: ModelKind::Session,
-            policy: PolicyKind::SkipAndAlert,
+            policy: PolicyKind::RetryThenAlert,
             correctness: false,
         },
         Row {
@@ -172,7 +175,7 @@ fn rows() -> Vec<Row> {
             ),
             backend: "etcd",
             model: ModelKind::HeartbeatLease,
-            policy: PolicyKind::SkipAndAlert,
+            policy: PolicyKind::RetryThenAlert,
             correctness: true,
         },
         Row {
@@ -183,7 +186,7 @@ fn rows() -> Vec<Row> {
             ),
             backend: "pg-xact",
             model: ModelKind::Transaction,
-            policy: PolicyKind::SkipAndAlert,
+            policy: PolicyKind::RetryThenAlert,
             correctness: true,
         },
         Row {
@@ -194,7 +197,7 @@ fn rows() -> Vec<Row> {
             ),
             backend: "etcd",
             model: ModelKind::HeartbeatLease,
-            policy: PolicyKind::SkipAndAlert,
+            policy: PolicyKind::RetryThenAlert,
             correctness: true,
         },
         Row {
@@ -205,7 +208,7 @@ fn rows() -> Vec<Row> {
             ),
             backend: "pg-session",
             model: ModelKind::Session,
-            policy: PolicyKind::SkipAndAlert,
+            policy: PolicyKind::RetryThenAlert,
             correctness: true,
         },
         Row {
@@ -216,7 +219,7 @@ fn rows() -> Vec<Row> {
             ),
             backend: "pg-session",
             model: ModelKind::Session,
-            policy: PolicyKind::SkipAndAlert,
+            policy: PolicyKind::RetryThenAlert,
             correctness: true,
         },
         Row {
@@ -257,7 +260,7 @@ fn rows() -> Vec<Row> {
             job: job(answers(Corrupts, &[], 1, false, true), &[UNGUARDED_DB]),
             backend: "pg-session",
             model: ModelKind::Session,
-            policy: PolicyKind::SkipAndAlert,
+            policy: PolicyKind::RetryThenAlert,
             correctness: true,
         },
     ]
@@ -555,4 +558,177 @@ fn the_record_round_trips_through_json() {
     let text = serde_json::to_string(&d).unwrap();
     let back: Decision = serde_json::from_str(&text).unwrap();
     assert_eq!(back, d);
+}
+
+/// A TTL derivation for `job`: the committed fixture's events run (TTL 54.5 s), renamed.
+fn ttl_of(job: &str) -> lockbench_core::records::ttl::TtlRecommendation {
+    let text = include_str!("../../analysis/tests/fixtures/run/ttl-events/results.json");
+    let mut t: lockbench_core::records::ttl::TtlRecommendation =
+        serde_json::from_str(text).expect("the fixture's ttl record reads");
+    t.workload = job.to_string();
+    t
+}
+
+#[test]
+fn a_crash_then_a_rerun_needs_a_guard_whatever_the_lock() {
+    // One database, fenced, several transactions: the fence stops a concurrent stale holder,
+    // but a holder that crashed after its write leaves it done, and the next one repeats it.
+    let d = decide(
+        &job(
+            answers(DoubleRun::Corrupts, &[Service::Postgres], 1, false, true),
+            &[UNGUARDED_DB],
+        ),
+        &Evidence::default(),
+    );
+    let guard = d
+        .mechanisms
+        .iter()
+        .find(|m| m.step.as_deref() == Some("write") && m.name.contains("resumable checkpoint"))
+        .expect("a guard or a checkpoint on the unguarded write");
+    assert!(!guard.in_place);
+    assert!(
+        guard.reason.contains("no lock prevents a rerun"),
+        "{}",
+        guard.reason
+    );
+    assert!(
+        d.role.reason.contains("a rerun after a crash repeats it"),
+        "{}",
+        d.role.reason
+    );
+    let residual = d
+        .residual
+        .iter()
+        .find(|r| r.risk.contains("`write`"))
+        .expect("the missing guard is a residual risk");
+    assert!(!residual.accepted);
+    // The same write inside the locking transaction rolls back with a crash: no guard asked.
+    let d = decide(
+        &job(
+            answers(DoubleRun::Corrupts, &[Service::Postgres], 1, true, false),
+            &[UNGUARDED_DB],
+        ),
+        &Evidence::default(),
+    );
+    assert_eq!(d.backend.as_deref(), Some("pg-xact"));
+    assert!(
+        d.mechanisms.iter().all(|m| m.step.is_none()),
+        "{:#?}",
+        d.mechanisms
+    );
+}
+
+#[test]
+fn a_fence_across_three_databases_needs_a_guard_per_operation() {
+    let d = decide(
+        &job(
+            answers(DoubleRun::Corrupts, &[Service::Postgres], 3, false, true),
+            &[UNGUARDED_DB],
+        ),
+        &Evidence::default(),
+    );
+    assert_eq!(d.backend.as_deref(), Some("etcd"));
+    assert!(mechanism(&d, "the fencing token checked by the resource").is_some());
+    let guard =
+        mechanism(&d, "a guard per operation in each database").expect("per-operation guard");
+    assert_eq!(guard.step.as_deref(), Some("write"));
+    assert!(
+        guard
+            .reason
+            .contains("with 3 databases a stale holder's write lands"),
+        "{}",
+        guard.reason
+    );
+    // With one database the fence is enough against a concurrent holder; the guard is asked for
+    // the rerun alone.
+    let one = decide(
+        &job(
+            answers(DoubleRun::Corrupts, &[Service::Etcd], 1, false, true),
+            &[UNGUARDED_DB],
+        ),
+        &Evidence::default(),
+    );
+    assert!(mechanism(&one, "a guard per operation").is_none());
+    assert!(mechanism(&one, "a guard of its own").is_some());
+}
+
+#[test]
+fn a_session_lock_retries_within_the_budget_then_alerts() {
+    let d = decide(
+        &job(
+            answers(DoubleRun::Charges, &[Service::Postgres], 1, false, false),
+            &[GUARDED_CHARGE, CONDITIONAL_DB],
+        ),
+        &Evidence::default(),
+    );
+    assert_eq!(d.lock_model.kind, ModelKind::Session);
+    assert_eq!(d.failure_policy.kind, PolicyKind::RetryThenAlert);
+    assert_eq!(d.failure_policy.retry_for_s, Some(900.0));
+    assert!(
+        d.failure_policy
+            .reason
+            .contains("cannot run beside a live holder")
+    );
+    assert!(mechanism(&d, "a completion record per run window").is_some());
+    // The keepalive is the job's own connection's, sized from the budget, never server-wide.
+    let keepalive = mechanism(&d, "TCP keepalive on the job's own connection").expect("keepalive");
+    assert!(
+        keepalive.name.contains("tcp_keepalives_idle=60"),
+        "{}",
+        keepalive.name
+    );
+    assert!(keepalive.name.contains("not server-wide"));
+    assert_eq!(d.crash_recovery.chosen_s, Some(120.0));
+    assert_eq!(d.crash_recovery.within, Some(true));
+    // Without a budget there is nothing to retry within: skip and alert.
+    let mut answers = answers(DoubleRun::Charges, &[Service::Postgres], 1, false, false);
+    answers.crash_recovery = None;
+    let d = decide(
+        &job(answers, &[GUARDED_CHARGE, CONDITIONAL_DB]),
+        &Evidence::default(),
+    );
+    assert_eq!(d.failure_policy.kind, PolicyKind::SkipAndAlert);
+}
+
+#[test]
+fn a_fixed_ttl_is_never_retried() {
+    // Charges guarded by the job's own steps, on Redis, with a measured TTL inside the budget:
+    // a fixed TTL, whose expiry could let a retry in beside a holder that outlived it.
+    let j = job(
+        answers(DoubleRun::Charges, &[Service::Redis], 1, false, false),
+        &[GUARDED_CHARGE, CONDITIONAL_DB],
+    );
+    let evidence = Evidence {
+        ttls: vec![ttl_of("job")],
+        ..Evidence::default()
+    };
+    let d = decide(&j, &evidence);
+    assert_eq!(d.backend.as_deref(), Some("redis"));
+    assert_eq!(d.lock_model.kind, ModelKind::FixedTtl);
+    assert_eq!(d.failure_policy.kind, PolicyKind::SkipAndAlert);
+    assert_eq!(d.failure_policy.retry_for_s, None);
+    assert!(
+        d.failure_policy.reason.contains("no retry"),
+        "{}",
+        d.failure_policy.reason
+    );
+    // Decided on Redis: a persistence setting and its data-loss window.
+    let persistence = mechanism(&d, "Redis persistence").expect("persistence");
+    assert!(persistence.name.contains("appendfsync always"));
+    assert!(persistence.reason.contains("data-loss window: none"));
+}
+
+#[test]
+fn every_residual_risk_says_why_it_is_acceptable_and_who_owns_it() {
+    for row in rows() {
+        let d = decide(&row.job, &Evidence::default());
+        assert!(!d.residual.is_empty(), "{}", row.what);
+        for r in &d.residual {
+            assert!(
+                !r.why.is_empty() && !r.owner.is_empty(),
+                "{}: {r:?}",
+                row.what
+            );
+        }
+    }
 }

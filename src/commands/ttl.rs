@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlRuns, derive};
 use lockbench_core::records::to_json;
+use lockbench_core::records::ttl::RunsPerYearFrom;
 use lockbench_workloads::observed::read_runs;
-use lockbench_workloads::{JobModel, WorkloadSpec};
+use lockbench_workloads::{Frequency, JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
 use crate::commands::shared::{
@@ -91,11 +92,19 @@ pub fn run(args: &TtlArgs) -> Outcome {
     }
     progress.finish();
 
+    let frequency = match options.runs_per_year {
+        Some(n) => Frequency {
+            runs_per_year: n,
+            from: RunsPerYearFrom::Flag,
+        },
+        None => spec.frequency(),
+    };
     let params = TtlOptions {
         target_scale: options.target_scale,
         safety_factor: options.safety_factor,
         current_ttl: options.current_ttl,
-        runs_per_year: options.runs_per_year,
+        runs_per_year: frequency.runs_per_year,
+        runs_per_year_from: frequency.from,
         max_lease_risk: options.max_lease_risk,
         seed: options.simulation.seed,
     };

@@ -83,7 +83,18 @@ fn decision(out: &mut String, d: &Decision) {
     }
     let _ = writeln!(out, "  residual risk");
     for r in &d.residual {
-        let _ = writeln!(out, "    - {} (owner: {})", r.risk, r.owner);
+        let _ = writeln!(
+            out,
+            "    - {}; {} {} (owner: {})",
+            r.risk,
+            if r.accepted {
+                "acceptable because"
+            } else {
+                "not acceptable yet:"
+            },
+            r.why,
+            r.owner
+        );
     }
     for o in &d.overruled {
         let _ = writeln!(out, "  measurement  {o}");

@@ -12,6 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::duration;
 use crate::error::SpecError;
+use crate::schedule::Frequency;
 use crate::target::Target;
 
 /// What a second run of the job, concurrent with the first, does.
@@ -147,6 +148,8 @@ pub struct JobAnswers {
     pub decision: Option<DecisionAnswers>,
     /// Every step, in order.
     pub steps: Vec<StepAnswers>,
+    /// How often the job runs (`[workload] schedule` or `runs_per_year`; monthly assumed).
+    pub frequency: Frequency,
 }
 
 /// The parts of a spec the answers need, read leniently (a recorded spec's latency files may be
@@ -163,6 +166,10 @@ struct RecordedSpec {
 #[derive(Deserialize)]
 struct RecordedWorkload {
     name: String,
+    #[serde(default)]
+    schedule: Option<String>,
+    #[serde(default)]
+    runs_per_year: Option<f64>,
 }
 
 impl JobAnswers {
@@ -180,11 +187,15 @@ impl JobAnswers {
             .map_err(|e| invalid(String::new(), e.message().to_string()))?;
         let recorded: RecordedSpec = serde_path_to_error::deserialize(deserializer)
             .map_err(|e| invalid(e.path().to_string(), e.into_inner().message().to_string()))?;
+        let w = recorded.workload;
+        let frequency = Frequency::of_workload(w.schedule.as_deref(), w.runs_per_year)
+            .map_err(|(field, message)| invalid(field, message))?;
         let answers = JobAnswers {
-            job: recorded.workload.name,
+            job: w.name,
             spec: path.to_path_buf(),
             decision: recorded.decision,
             steps: recorded.steps,
+            frequency,
         };
         answers
             .check()

@@ -22,6 +22,7 @@ pub mod latency;
 mod model;
 pub mod observed;
 pub mod sampler;
+pub mod schedule;
 mod shard;
 mod sim;
 mod spec;
@@ -31,6 +32,7 @@ mod target;
 pub use answers::{DecisionAnswers, DoubleRun, Guard, JobAnswers, StepAnswers};
 pub use error::SpecError;
 pub use model::{CompiledStep, JobModel, MAX_ITEMS};
+pub use schedule::Frequency;
 pub use shard::Shard;
 pub use sim::{
     LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate, simulate_leases,

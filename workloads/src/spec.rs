@@ -9,6 +9,7 @@ use crate::answers::{DecisionAnswers, Guard, JobAnswers, StepAnswers};
 use crate::duration;
 use crate::error::SpecError;
 use crate::latency::Latency;
+use crate::schedule::Frequency;
 use crate::target::Target;
 
 /// Most steps per item: steps are addressed by a 64-bit mask in the simulator.
@@ -71,6 +72,14 @@ pub struct Workload {
     /// the real servers (with `current_ttl`, then with each defence).
     #[serde(default)]
     pub incident_profile: Option<String>,
+    /// How often the job runs: a period ("1m", "24h") or a five-field cron expression
+    /// ("0 3 * * *", "@daily"). Every yearly figure (double executions a year, the price of
+    /// today's TTL) counts runs with it; without it or `runs_per_year`, monthly is assumed.
+    #[serde(default)]
+    pub schedule: Option<String>,
+    /// Runs a year, for a job no schedule describes (run by hand, on demand).
+    #[serde(default)]
+    pub runs_per_year: Option<f64>,
 }
 
 /// One `[[steps]]` entry.
@@ -312,7 +321,17 @@ impl WorkloadSpec {
                     guard: s.guard,
                 })
                 .collect(),
+            frequency: self.frequency(),
         }
+    }
+
+    /// How often the job runs, from its `schedule` or `runs_per_year`; monthly, marked as
+    /// assumed, when the spec says neither.
+    pub fn frequency(&self) -> Frequency {
+        let w = &self.workload;
+        // Checked when the spec was read.
+        Frequency::of_workload(w.schedule.as_deref(), w.runs_per_year)
+            .unwrap_or_else(|_| Frequency::assumed())
     }
 
     /// Volume of one run at `scale` (at least one unit).
@@ -337,6 +356,7 @@ impl WorkloadSpec {
                 "expected at least one [[steps]] entry".into(),
             ));
         }
+        Frequency::of_workload(w.schedule.as_deref(), w.runs_per_year)?;
         if let Some(name) = &w.incident_profile {
             let known: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
             if !known.contains(&name.as_str()) {

@@ -110,6 +110,8 @@ impl SpecWriter {
             .entry("concurrency", &w.concurrency)
             .optional("current_ttl", w.current_ttl.map(exact_duration))
             .optional("incident_profile", w.incident_profile.as_ref())
+            .optional("schedule", w.schedule.as_ref())
+            .optional("runs_per_year", w.runs_per_year)
     }
 
     /// The `[decision]` table.

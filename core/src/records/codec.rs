@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The version of the results layout this lockbench writes and reads. Any change to a record's
-/// fields (an addition included) bumps it.
+/// The version of the results layout this lockbench writes and reads. A field removed, renamed or
+/// retyped bumps it; so does an addition, unless the field has a default that reads every older
+/// record truthfully (say so on the field).
 pub const SCHEMA_VERSION: u32 = 4;
 
 /// The manifest's file name.

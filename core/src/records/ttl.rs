@@ -58,9 +58,49 @@ pub struct TtlRecommendation {
     pub current_ttl: Option<CurrentTtlRisk>,
     /// Runs per year used for the yearly figures.
     pub runs_per_year: f64,
+    /// Where `runs_per_year` comes from. Added without a schema bump: a record written before
+    /// it reads as [`RunsPerYearFrom::Assumed`], which is what its 12 runs a year were.
+    #[serde(default)]
+    pub runs_per_year_from: RunsPerYearFrom,
     /// The check of the model against observed runs (`--observed`); `None` when none was given.
     #[serde(deserialize_with = "present")]
     pub model_check: Option<super::model::ModelCheck>,
+}
+
+/// Where a TTL record's runs per year come from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum RunsPerYearFrom {
+    /// The spec's `schedule` (a period or a cron expression), as written.
+    Schedule {
+        /// The schedule's text.
+        schedule: String,
+    },
+    /// The spec's `runs_per_year`.
+    Spec,
+    /// The `--runs-per-year` flag.
+    Flag,
+    /// Nothing said: a monthly job assumed.
+    #[default]
+    Assumed,
+}
+
+impl RunsPerYearFrom {
+    /// True when the figure is an assumption, not the job's own.
+    pub fn assumed(&self) -> bool {
+        *self == RunsPerYearFrom::Assumed
+    }
+
+    /// Where the figure comes from, as a clause: "the schedule `1m`", "assumed monthly: the spec
+    /// gives no schedule".
+    pub fn describe(&self) -> String {
+        match self {
+            RunsPerYearFrom::Schedule { schedule } => format!("the schedule `{schedule}`"),
+            RunsPerYearFrom::Spec => "the spec's runs_per_year".to_string(),
+            RunsPerYearFrom::Flag => "--runs-per-year".to_string(),
+            RunsPerYearFrom::Assumed => "assumed monthly: the spec gives no schedule".to_string(),
+        }
+    }
 }
 
 /// A profile and its P99.9 at the target scale.

@@ -63,7 +63,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                 } else {
                     String::new()
                 };
-                format!("{} / {} / {}{tail}", us(a.p50), us(a.p99), us(a.p999))
+                format!("{}{tail}", super::common::tail_figures(a))
             })
         };
         let facts = facts(evidence, name);
@@ -81,7 +81,11 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                 } else if r.handoff_us.count == 0 {
                     "no handoff (never waited)".to_string()
                 } else {
-                    format!("{} / {}", us(r.handoff_us.p50), us(r.handoff_us.p99))
+                    format!(
+                        "{} / {}",
+                        us(r.handoff_us.p50),
+                        super::common::p99_figure(r.handoff_us.p99, Some(r.handoff_us.count))
+                    )
                 }
             }),
             most.map_or("-".to_string(), |r| match (r.requests_per_grant, r.ops) {

@@ -3,8 +3,13 @@
 
 use std::time::Duration;
 
-use lockbench_core::records::bench::BenchRow;
-use lockbench_core::{RuntimeHistogram, format_readable, format_readable_s, format_readable_us};
+use lockbench_core::records::bench::{BenchRow, LatencySummary};
+use lockbench_core::records::percentile_supported;
+use lockbench_core::records::ttl::TtlRecommendation;
+use lockbench_core::{
+    RuntimeHistogram, format_count, format_readable, format_readable_s, format_readable_us,
+};
+use lockbench_decision::Decision;
 
 use crate::report::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume, Unit};
 use crate::report::check_chart::ModelCheckChart;
@@ -171,4 +176,107 @@ pub(crate) fn runtime_chart(
         },
     );
     doc.chart(caption, spec);
+}
+
+/// The decision for `job`, if the record decides one.
+pub(crate) fn decision_of<'a>(decisions: &'a [Decision], job: &str) -> Option<&'a Decision> {
+    decisions.iter().find(|d| d.job == job)
+}
+
+/// Where a TTL derivation's runtimes come from: "simulated: 2,000 replays of `month-end-incident`
+/// at 18,000 customers, 10x today's volume".
+pub(crate) fn simulated_at(r: &TtlRecommendation) -> String {
+    format!(
+        "simulated: {} replays of `{}` at {} {}{}",
+        format_count(r.replays),
+        r.profile,
+        format_count(r.target_volume),
+        r.unit,
+        if r.target_scale == 1.0 {
+            ", today's volume".to_string()
+        } else {
+            format!(", {}x today's volume", number(r.target_scale))
+        }
+    )
+}
+
+/// The runs a year every yearly figure of `r` counts with, and where they come from.
+pub(crate) fn runs_a_year(r: &TtlRecommendation) -> String {
+    format!(
+        "{} runs a year ({})",
+        format_count(r.runs_per_year.round() as u64),
+        r.runs_per_year_from.describe()
+    )
+}
+
+/// Today's TTL against today's volume, from the simulated rows at scale 1: how often the worst
+/// profile outlives it, in words ("in more than half of its runs"), and the figures behind that.
+pub(crate) fn today_against(
+    evidence: &Evidence,
+    r: &TtlRecommendation,
+    ttl: Duration,
+) -> Option<(&'static str, String)> {
+    let worst = evidence
+        .simulations
+        .iter()
+        .flat_map(|s| &s.record.results)
+        .filter(|row| row.workload == r.workload && row.scale == 1.0)
+        .max_by(|a, b| a.runtime.p999.cmp(&b.runtime.p999))?;
+    let t = &worst.runtime;
+    let how_often = if ttl < t.p50 {
+        "in more than half of its runs"
+    } else if ttl < t.p90 {
+        "in more than 1 run in 10"
+    } else if ttl < t.p99 {
+        "in more than 1 run in 100"
+    } else if ttl < t.p999 {
+        "in more than 1 run in 1,000"
+    } else {
+        "in fewer than 1 run in 1,000"
+    };
+    Some((
+        how_often,
+        format!(
+            "the worst profile, `{}`, at {} {}: P50 {}, P99 {}, P99.9 {} (simulated, {} replays)",
+            worst.profile,
+            format_count(worst.volume),
+            worst.unit,
+            secs(t.p50),
+            secs(t.p99),
+            secs(t.p999),
+            format_count(worst.replays),
+        ),
+    ))
+}
+
+/// P50 / P99 / P99.9 of a latency, each only where its samples support it (100 for P99, 1,000
+/// for P99.9); past that, the maximum with its count: "58 us / 421 us / max of 153: 2.1 ms".
+pub(crate) fn tail_figures(s: &LatencySummary) -> String {
+    let max = format!("max of {}: {}", format_count(s.count), us(s.max));
+    if !percentile_supported(0.99, s.count) {
+        format!("{} / {max}", us(s.p50))
+    } else if !percentile_supported(0.999, s.count) {
+        format!("{} / {} / {max}", us(s.p50), us(s.p99))
+    } else {
+        format!("{} / {} / {}", us(s.p50), us(s.p99), us(s.p999))
+    }
+}
+
+/// A P99 only where its samples support it, else the maximum with its count.
+pub(crate) fn p99_figure(value_us: f64, samples: Option<u64>) -> String {
+    match samples {
+        Some(n) if !percentile_supported(0.99, n) => {
+            format!("max of {}: {}", format_count(n), us(value_us))
+        }
+        _ => us(value_us),
+    }
+}
+
+/// The P99.9 of a latency where its samples support it, else its maximum (a bound above it).
+pub(crate) fn p999_or_max(s: &LatencySummary) -> f64 {
+    if percentile_supported(0.999, s.count) {
+        s.p999
+    } else {
+        s.max
+    }
 }

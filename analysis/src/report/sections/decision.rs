@@ -2,7 +2,7 @@
 //! 1 to 4 that each job's decision writes (its alternatives, what the chosen backend must
 //! document, the crash-recovery reconciliation, the failure policy, the steps).
 
-use lockbench_core::{format_readable_s, format_readable_us};
+use lockbench_core::format_readable_s;
 use lockbench_decision::{Decision, FactBasis, Status, VerdictKind};
 
 use super::common::Doc;
@@ -81,6 +81,23 @@ pub(super) fn block(d: &Decision, date: &str, doc: &mut Doc) {
         })
         .collect();
     items.push(format!("**Rests on the answers**: {}", given.join(", ")));
+    if !d.residual.is_empty() {
+        items.push(format!(
+            "**Residual risk** (what the design does not prevent, why it is acceptable for {}, and who owns it): {}",
+            d.job,
+            d.residual
+                .iter()
+                .map(|r| format!(
+                    "{}. {} {}. Owner: {}.",
+                    capitalise(&r.risk),
+                    if r.accepted { "Acceptable because" } else { "Not acceptable yet:" },
+                    r.why,
+                    r.owner
+                ))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
     items.push(format!("**And on**: {}", d.basis));
     inner.push(Block::List(items));
     if !d.missing.is_empty() {
@@ -162,8 +179,9 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
                     },
                     v.fact
                 ),
-                v.acquire_p99_us
-                    .map_or("not measured".to_string(), format_readable_us),
+                v.acquire_p99_us.map_or("not measured".to_string(), |x| {
+                    super::common::p99_figure(x, v.acquire_samples)
+                }),
                 v.crash_recovery_s.map_or(
                     if measured {
                         "not measured".to_string()
@@ -389,4 +407,12 @@ pub(super) fn steps(d: &Decision, doc: &mut Doc) {
         d.role.name(),
         d.role.reason
     )));
+}
+
+/// `text` with its first letter in capitals, to open a sentence.
+fn capitalise(text: &str) -> String {
+    let mut c = text.chars();
+    c.next().map_or(String::new(), |f| {
+        f.to_uppercase().collect::<String>() + c.as_str()
+    })
 }

@@ -64,7 +64,7 @@ pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
         .max()
         .map_or("undated".to_string(), lockbench_core::format_date);
     doc.push(Block::Para(format!(
-        "Written by lockbench {} from {} results directories (listed under Sources). {}Every figure is measured by lockbench on the servers and workloads named; how each one is derived is said beside it. The five sections follow the locking decision record: backend and failure model, TTL and heartbeat, acquisition and release, idempotency, observability.",
+        "Written by lockbench {} from {} results directories (listed under Sources). {}Each figure says where it comes from and how many samples stand behind it: **simulated** (replays of the workload spec in virtual time, at the volume named, which is often a multiple of today's), **live** (runs of the job against a real Postgres, payment-API stub and lock server, on the backend named), **lab** (fault-lab trials on private servers, with the lab's short TTL) or **bench** (operations timed against the local servers). None is a measurement of production. The five sections follow the locking decision record: backend and failure model, TTL and heartbeat, acquisition and release, idempotency, observability.",
         lockbench_core::TOOL_VERSION,
         evidence.sources().len(),
         if decisions.is_empty() {
@@ -104,7 +104,7 @@ pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
     for d in decisions {
         decision::block(d, &date, &mut doc);
     }
-    summary::write(evidence, &mut doc);
+    summary::write(evidence, decisions, &mut doc);
     doc.push(Block::Heading(
         2,
         "1. Lock backend and failure model".to_string(),
@@ -114,11 +114,11 @@ pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
     }
     backends::write(evidence, &mut doc);
     faults::write_grid(evidence, &mut doc);
-    ttl::write(evidence, &mut doc);
+    ttl::write(evidence, decisions, &mut doc);
     for d in decisions {
         decision::reconciliation(d, &mut doc);
     }
-    protocol::write(evidence, &mut doc);
+    protocol::write(evidence, decisions, &mut doc);
     for d in decisions {
         decision::policy(d, &mut doc);
     }
@@ -130,7 +130,7 @@ pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
         decision::steps(d, &mut doc);
     }
     idempotency::write(evidence, &mut doc);
-    observability::write(evidence, &mut doc);
+    observability::write(evidence, decisions, &mut doc);
     faults::write_matrix(evidence, &mut doc);
     sources::write(evidence, &mut doc);
     Content {

@@ -3,43 +3,40 @@
 use lockbench_core::records::replay::HoldMode;
 use lockbench_core::{format_chance, format_count};
 
-use super::common::{Doc, bench_rows, number, secs, secs_f, us};
+use lockbench_core::records::ttl::TtlRecommendation;
+use lockbench_decision::{Decision, ModelKind};
+
+use super::common::{
+    Doc, bench_rows, decision_of, number, runs_a_year, secs, secs_f, simulated_at, today_against,
+    us,
+};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 
-pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) {
     let mut items = Vec::new();
     for t in &evidence.ttls {
         let r = &t.record;
-        let mut line = format!(
-            "**{}**: TTL **{}** = P99.9 runtime {} ({}, {} {}) x safety factor {}; or a heartbeat lease of {} renewed every {}{}.",
-            r.workload,
-            secs(r.ttl),
-            secs(r.measured_p999),
-            r.profile,
-            format_count(r.target_volume),
-            r.unit,
-            number(r.safety_factor),
-            secs(r.heartbeat.lease_ttl),
-            secs(r.heartbeat.renewal_interval),
-            match (
-                &r.heartbeat.sized_by_profile,
-                r.heartbeat.p_lease_lost_upper95
-            ) {
-                (Some(by), Some(upper)) => format!(
-                    ", sized by the pauses of `{by}`: lost to a stall in at most {} of runs (95 % upper bound)",
-                    format_chance(upper)
-                ),
-                _ => String::new(),
-            }
-        );
+        let d = decision_of(decisions, &r.workload);
+        let mut line = job_line(r, d);
         if let Some(current) = &r.current_ttl {
             line += &format!(
-                " Today's TTL of {} is outlived in {:.2} % of simulated runs (95 % upper bound {:.2} %), about {:.1} double executions a year.",
+                " Today's lock, a TTL of {}{}; at {} {} it is outlived in {:.2} % of simulated runs (95 % upper bound {:.2} %), about {} double executions a year at {}.",
                 secs(current.ttl),
+                today_against(evidence, r, current.ttl)
+                    .map(|(how, figures)| format!(
+                        ", is outlived {how} at today's volume ({figures})"
+                    ))
+                    .unwrap_or_default(),
+                format_count(r.target_volume),
+                r.unit,
                 current.p_exceed * 100.0,
                 current.p_exceed_upper95 * 100.0,
-                current.expected_double_runs_per_year,
+                yearly(
+                    current.expected_double_runs_per_year,
+                    current.expected_double_runs_per_year_upper95
+                ),
+                runs_a_year(r),
             );
         }
         items.push(line);
@@ -72,9 +69,10 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         .min_by(|a, b| a.acquire_us.p50.total_cmp(&b.acquire_us.p50))
     {
         items.push(format!(
-            "Cheapest networked acquisition, uncontended: **{}** at {} P50 ({} networked backends measured).",
+            "Cheapest networked acquisition, uncontended: **{}** at {} P50 (bench: {} operations; {} networked backends measured).",
             fastest.backend,
             us(fastest.acquire_us.p50),
+            format_count(fastest.ops),
             uncontended.len()
         ));
     }
@@ -96,6 +94,74 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         doc.push(Block::Heading(2, "Summary".to_string()));
         doc.push(Block::List(items));
     }
+}
+
+/// A job's lock in one sentence, as its decision has it: the TTL only for a fixed TTL, the lease
+/// for a heartbeat, neither for a session or a transaction (their derived TTL stays in section 2,
+/// as the alternative considered).
+fn job_line(r: &TtlRecommendation, d: Option<&Decision>) -> String {
+    let runtime = format!(
+        "P99.9 runtime {} ({})",
+        secs(r.measured_p999),
+        simulated_at(r)
+    );
+    let lease = format!(
+        "a heartbeat lease of {} renewed every {}, given up after {}{}",
+        secs(r.heartbeat.lease_ttl),
+        secs(r.heartbeat.renewal_interval),
+        secs(r.heartbeat.give_up_after),
+        match (
+            &r.heartbeat.sized_by_profile,
+            r.heartbeat.p_lease_lost_upper95
+        ) {
+            (Some(by), Some(upper)) => format!(
+                ", sized by the pauses of `{by}`: lost to a stall in at most {} of runs (95 % upper bound, simulated)",
+                format_chance(upper)
+            ),
+            _ => String::new(),
+        }
+    );
+    let ttl = format!(
+        "TTL **{}** = {runtime} x safety factor {}",
+        secs(r.ttl),
+        number(r.safety_factor)
+    );
+    let Some(d) = d.filter(|d| d.backend.is_some()) else {
+        return format!("**{}**: {ttl}; or {lease}.", r.workload);
+    };
+    let head = format!(
+        "**{}** (`{}`, {})",
+        r.workload,
+        d.backend.as_deref().unwrap_or_default(),
+        d.lock_model.kind.name()
+    );
+    match d.lock_model.kind {
+        ModelKind::FixedTtl => format!(
+            "{head}: {ttl}; alert when a run holds it past {} (80 %).",
+            secs(r.alert_hold)
+        ),
+        ModelKind::HeartbeatLease => {
+            format!("{head}: {lease}. The job's {runtime} needs no TTL of its own.")
+        }
+        ModelKind::Session => format!(
+            "{head}: no TTL; the lock lasts as long as the job's database session. Hold time is watched against the {runtime} (section 5)."
+        ),
+        ModelKind::Transaction => format!(
+            "{head}: no TTL; the lock lasts as long as the job's transaction. Hold time is watched against the {runtime} (section 5)."
+        ),
+    }
+}
+
+/// Double executions a year, expected and at the upper bound, in figures that fit them.
+fn yearly(expected: f64, upper: f64) -> String {
+    let f = |x: f64| {
+        if x >= 100.0 {
+            format_count(x.round() as u64)
+        } else {
+            format!("{x:.2}")
+        }
+    };
+    format!("{} (95 % upper bound {})", f(expected), f(upper))
 }
 
 /// A check of the model against past runs, in one line.

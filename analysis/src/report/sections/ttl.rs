@@ -2,13 +2,18 @@
 
 use lockbench_core::{format_chance, format_count};
 
-use super::common::{ChartSpec, Doc, number, runtime_chart, secs, secs_f};
+use lockbench_decision::{Decision, ModelKind};
+
+use super::common::{
+    ChartSpec, Doc, decision_of, number, runs_a_year, runtime_chart, secs, secs_f, simulated_at,
+    today_against,
+};
 use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TTL_COLOUR};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 use crate::{ALERT_SHARE, heartbeat_derivation};
 
-pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) {
     doc.push(Block::Heading(
         2,
         "2. Lock TTL and heartbeat model".to_string(),
@@ -23,6 +28,9 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         let workload = r.workload.clone();
         let unit = r.unit.clone();
         doc.push(Block::Heading(3, format!("{workload}: TTL and heartbeat")));
+        if let Some(note) = decided_otherwise(decision_of(decisions, &workload)) {
+            doc.push(Block::Para(note));
+        }
         let considered: Vec<String> = r
             .profiles_considered
             .iter()
@@ -32,14 +40,11 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         let derivation = heartbeat_derivation(hb);
         let mut rows = vec![
             vec![
-                "measured P99.9 runtime".to_string(),
+                "P99.9 runtime".to_string(),
                 secs(r.measured_p999),
                 format!(
-                    "the worst profile, `{}`, at {} {} (scale {}), of: {}",
-                    r.profile,
-                    format_count(r.target_volume),
-                    unit,
-                    number(r.target_scale),
+                    "{}; the worst profile of: {}",
+                    simulated_at(r),
                     considered.join(", "),
                 ),
             ],
@@ -136,18 +141,33 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         ]);
         if let Some(current) = &r.current_ttl {
             rows.push(vec![
-                "today's TTL".to_string(),
+                "today's TTL, at the target volume".to_string(),
                 secs(current.ttl),
                 format!(
-                    "outlived by {} of {} simulated runs: {:.2} % per run (95 % upper bound {:.2} %), about {:.1} double executions a year at {} runs a year",
+                    "outlived by {} of {} simulated runs at {} {unit}: {:.2} % per run (95 % upper bound {:.2} %)",
                     format_count(current.replays_exceeding),
                     format_count(r.replays),
+                    format_count(r.target_volume),
                     current.p_exceed * 100.0,
                     current.p_exceed_upper95 * 100.0,
-                    current.expected_double_runs_per_year,
-                    number(r.runs_per_year)
                 ),
             ]);
+            rows.push(vec![
+                "its double executions a year".to_string(),
+                format!(
+                    "{:.2} (upper bound {:.2})",
+                    current.expected_double_runs_per_year,
+                    current.expected_double_runs_per_year_upper95
+                ),
+                format!("at {}, a second worker waiting", runs_a_year(r)),
+            ]);
+            if let Some((how, figures)) = today_against(evidence, r, current.ttl) {
+                rows.push(vec![
+                    "today's TTL, at today's volume".to_string(),
+                    format!("outlived {how}"),
+                    figures,
+                ]);
+            }
         }
         doc.push(Block::Table {
             head: vec!["figure".into(), "value".into(), "how it was derived".into()],
@@ -246,4 +266,23 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             super::model_check::write(evidence, w, doc);
         }
     }
+}
+
+/// What a job's decision makes of this section's figures, when it is not a fixed TTL.
+fn decided_otherwise(d: Option<&Decision>) -> Option<String> {
+    let d = d?;
+    let backend = d.backend.as_deref()?;
+    let what = match d.lock_model.kind {
+        ModelKind::FixedTtl => return None,
+        ModelKind::HeartbeatLease => {
+            "a heartbeat lease: its lease, renewal interval and give-up deadline below are what the job uses; the fixed TTL and its alert are the alternative considered, not in force"
+        }
+        ModelKind::Session => {
+            "a session lock, which has no TTL: the fixed TTL, its alert and the lease below are the alternatives considered, not in force; the runtime figures are what section 5 watches hold time against"
+        }
+        ModelKind::Transaction => {
+            "a transaction lock, which has no TTL: the fixed TTL, its alert and the lease below are the alternatives considered, not in force; the runtime figures are how long the transaction stays open"
+        }
+    };
+    Some(format!("**{} is decided `{backend}`**, {what}.", d.job))
 }
