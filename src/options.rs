@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lockbench_analysis::DEFAULT_SAFETY_FACTOR;
-use lockbench_workloads::MAX_REPLAYS;
+use lockbench_workloads::{Frequency, MAX_REPLAYS};
 
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
 use lockbench_locks::BackendConfig;
@@ -59,7 +59,7 @@ pub struct TtlSettings {
     pub safety_factor: f64,
     pub current_ttl: Option<Duration>,
     /// `--runs-per-year`; `None` to take the spec's schedule.
-    pub runs_per_year: Option<f64>,
+    pub runs_per_year: Option<Frequency>,
     pub max_lease_risk: f64,
     pub observed: Option<PathBuf>,
     pub simulation: SimulationSettings,
@@ -184,13 +184,7 @@ impl TtlSettings {
         let runs_per_year = match &args.runs_per_year {
             Some(text) => {
                 let n: f64 = parse_number("--runs-per-year", text, "a number of runs such as 12")?;
-                if !(n.is_finite() && n > 0.0) {
-                    return Err(usage(
-                        "--runs-per-year",
-                        format!("expected a number above zero, got {n}"),
-                    ));
-                }
-                Some(n)
+                Some(Frequency::of_flag(n).map_err(|m| usage("--runs-per-year", m))?)
             }
             None => None,
         };

@@ -298,11 +298,10 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         );
         let _ = writeln!(
             o,
-            "    expected double executions per year       {:.3}   (upper bound {:.3}; {} runs a year from {}, a second worker waiting)",
+            "    expected double executions per year       {:.3}   (upper bound {:.3}; {}, a second worker waiting)",
             c.expected_double_runs_per_year,
             c.expected_double_runs_per_year_upper95,
-            format_count(r.runs_per_year.round() as u64),
-            r.runs_per_year_from.describe()
+            r.runs_per_year_from.runs_a_year(r.runs_per_year)
         );
         if c.ttl < r.ttl {
             let _ = writeln!(

@@ -112,6 +112,11 @@ fn malformed_specs_get_one_line_naming_file_field_and_expectation() {
     let step = |latency: &str| {
         format!("{head}[[steps]]\nname = \"s\"\ntarget = \"db\"\nlatency = {latency}\n")
     };
+    // A valid spec with `extra` added to its [workload] table.
+    let with_workload = |extra: &str| {
+        format!("[workload]\nname = \"w\"\nvolume = 10\n{extra}\n\n[[steps]]\nname = \"s\"\ntarget = \"db\"\nlatency = \"1ms\"\n")
+            .into_bytes()
+    };
     let cases: Vec<(&str, Vec<u8>, Vec<&str>)> = vec![
         ("empty.toml", b"  \n".to_vec(), vec!["empty.toml", "empty"]),
         ("binary.toml", vec![0xff, 0xfe, 0x00], vec!["binary.toml", "UTF-8"]),
@@ -166,6 +171,26 @@ fn malformed_specs_get_one_line_naming_file_field_and_expectation() {
             format!("{}\n[[profiles]]\nname = \"p\"\n[[profiles.episodes]]\nname = \"e\"\ntarget = \"db\"\nstart = \"0s\"\nduration = \"1s\"\n", step("\"1ms\"")).into_bytes(),
             vec!["bad_episode.toml", "profiles[0].episodes[0].slowdown", "expected a slowdown"],
         ),
+        (
+            "bad_schedule.toml",
+            with_workload("schedule = \"every tuesday\""),
+            vec!["bad_schedule.toml", "workload.schedule", "cron expression", "every tuesday"],
+        ),
+        (
+            "bad_cron.toml",
+            with_workload("schedule = \"0 25 * * *\""),
+            vec!["bad_cron.toml", "workload.schedule", "hour 25 is outside 0-23"],
+        ),
+        (
+            "negative_runs.toml",
+            with_workload("runs_per_year = -12"),
+            vec!["negative_runs.toml", "workload.runs_per_year", "above 0", "-12"],
+        ),
+        (
+            "both_frequencies.toml",
+            with_workload("schedule = \"1m\"\nruns_per_year = 12"),
+            vec!["both_frequencies.toml", "workload.runs_per_year", "not both"],
+        ),
     ];
     for (name, text, fragments) in cases {
         let path = write_file(d, name, &text);
@@ -217,6 +242,10 @@ fn bad_flags_name_the_flag() {
     refused(
         &["ttl", BILLING, "--runs-per-year", "0"],
         &["--runs-per-year"],
+    );
+    refused(
+        &["ttl", BILLING, "--runs-per-year", "1e9"],
+        &["--runs-per-year", "at most one a second"],
     );
     refused(
         &["ttl", BILLING, "--target-scale", "huge"],

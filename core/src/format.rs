@@ -51,6 +51,20 @@ pub fn format_readable_us(us: f64) -> String {
     format_readable_s(us / 1e6)
 }
 
+/// A latency percentile `q` in microseconds where `count` samples support it (one beyond it: 100
+/// for P99, 1,000 for P99.9), else the largest with its count: "421 us", "max of 153: 2.10 ms".
+pub fn format_tail_us(q: f64, value_us: f64, count: u64, max_us: f64) -> String {
+    if crate::stats::percentile_supported(q, count) {
+        format_readable_us(value_us)
+    } else {
+        format!(
+            "max of {}: {}",
+            format_count(count),
+            format_readable_us(max_us)
+        )
+    }
+}
+
 /// A number with three significant figures (at least the whole part): `0.300`, `12.3`, `850`,
 /// `12,605`.
 fn three_figures(v: f64) -> String {

@@ -43,6 +43,12 @@ pub fn ks_distance(sorted: &[f64], cdf: impl Fn(f64) -> f64) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// True when `count` samples support printing percentile `q`: at least one sample lies beyond it
+/// (100 for P99, 1,000 for P99.9). Below that the record prints the maximum with its count.
+pub fn percentile_supported(q: f64, count: u64) -> bool {
+    count as f64 * (1.0 - q) >= 1.0 - 1e-9
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -91,15 +91,12 @@ impl Resolved {
             .collect();
         out.push(Answer {
             field: "schedule".to_string(),
-            value: format!(
-                "{} runs a year{}",
-                lockbench_core::format_count(job.frequency.runs_per_year.round() as u64),
-                if job.frequency.from.assumed() {
-                    String::new()
-                } else {
-                    format!(" ({})", job.frequency.from.describe())
-                }
-            ),
+            // An assumed one is marked so by the record, without the clause that says it again.
+            value: if job.frequency.from.assumed() {
+                format!("{} runs a year", job.frequency.runs_per_year)
+            } else {
+                job.frequency.from.runs_a_year(job.frequency.runs_per_year)
+            },
             given: !job.frequency.from.assumed(),
         });
         for s in &job.steps {

@@ -18,7 +18,7 @@ use crate::record::{
 /// The acquisition-failure policy, from the answers alone: a job whose double run does harm
 /// never runs without the lock; one whose steps are all idempotent and whose double run is
 /// absorbed may; the rest wait for the next window.
-pub(crate) fn policy(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> FailurePolicy {
+pub(crate) fn policy(job: &JobAnswers, r: &Resolved) -> FailurePolicy {
     let all_idempotent = job.steps.iter().all(|s| s.idempotent == Some(true));
     let (kind, reason) = if r.double_run.harms() {
         (
@@ -47,25 +47,31 @@ pub(crate) fn policy(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> FailurePo
             ),
         )
     };
-    let measured = [
+    FailurePolicy {
+        kind,
+        reason,
+        retry_for_s: None,
+        measured: Vec::new(),
+    }
+}
+
+/// What the lab's `outage` cells measured of each policy on the chosen backend (a cell on
+/// another backend says nothing of this job's lock).
+pub(crate) fn outage_measured(ev: &Evidence, kind: Option<BackendKind>) -> Vec<String> {
+    let Some(kind) = kind else {
+        return Vec::new();
+    };
+    [
         PolicyKind::SkipAndAlert,
         PolicyKind::Queue,
         PolicyKind::RunUnlocked,
     ]
     .iter()
     .filter_map(|p| {
-        let label = p.outage_variant();
-        ev.scenario("outage")
-            .find(|c| c.label() == label)
+        ev.cell(p.outage_variant(), kind)
             .map(|c| outage_line(*p, c))
     })
-    .collect();
-    FailurePolicy {
-        kind,
-        reason,
-        retry_for_s: None,
-        measured,
-    }
+    .collect()
 }
 
 /// The policy once the lock model is known (docs/DECISION.md, "retry within the budget"): a job
@@ -118,13 +124,13 @@ pub(crate) fn within_budget(
 
 /// The keepalive on the job's own connection that ends a vanished holder's session, and frees
 /// its lock, within a quarter of the crash-recovery budget (at most 2 min): idle, interval, count.
-pub fn keepalive(budget: Option<std::time::Duration>) -> (u64, u64, u32) {
+pub(crate) fn keepalive(budget: Option<std::time::Duration>) -> (u64, u64, u32) {
     let target = budget.map_or(120, |b| (b.as_secs() / 4).clamp(8, 120));
     (target / 2, (target / 8).max(1), 4)
 }
 
 /// The keepalive's bound: how long after its host vanished the server ends the holder's session.
-pub fn keepalive_bound_s(budget: Option<std::time::Duration>) -> u64 {
+pub(crate) fn keepalive_bound_s(budget: Option<std::time::Duration>) -> u64 {
     let (idle, interval, count) = keepalive(budget);
     idle + interval * u64::from(count)
 }
@@ -689,9 +695,9 @@ pub(crate) fn residual(
     {
         out.push(Residual {
             risk: format!(
-                "a stall longer than what is left of the lease lets a second worker in: at most {} of runs by `ttl`, {} a year at {} runs a year",
+                "a stall longer than what is left of the lease lets a second worker in: in at most {} of runs by `ttl` (simulated), about {:.2} times a year at {} runs a year",
                 format_chance(p),
-                format_chance(p * job.frequency.runs_per_year),
+                p * job.frequency.runs_per_year,
                 format_count(job.frequency.runs_per_year.round() as u64)
             ),
             accepted: true,
@@ -793,16 +799,19 @@ fn backend_residual(
             ),
             owner: "the database's operators".into(),
         },
-        BackendKind::PgSession => Residual {
-            risk: "a holder whose connection died keeps working until its next statement on that session fails".into(),
-            accepted: Exposure::of(job, r.double_run).outside.is_empty(),
-            why: if Exposure::of(job, r.double_run).outside.is_empty() {
-                "its database writes fail with the dead connection, and its other steps are idempotent or guarded".into()
-            } else {
-                "its calls outside the database need a guard of their own first (above)".into()
-            },
-            owner: team,
-        },
+        BackendKind::PgSession => {
+            let guarded = Exposure::of(job, r.double_run).outside.is_empty();
+            Residual {
+                risk: "a holder whose connection died keeps working until its next statement on that session fails".into(),
+                accepted: guarded,
+                why: if guarded {
+                    "its database writes fail with the dead connection, and its other steps are idempotent or guarded".into()
+                } else {
+                    "its calls outside the database need a guard of their own first (above)".into()
+                },
+                owner: team,
+            }
+        }
         k @ (BackendKind::Etcd | BackendKind::Zookeeper) => Residual {
             risk: format!(
                 "without a quorum {} grants no lock: runs are {}",

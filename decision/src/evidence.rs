@@ -40,21 +40,13 @@ pub struct AcquireCost {
 impl AcquireCost {
     /// True when its samples support a P99 (at least 100).
     pub fn p99_supported(&self) -> bool {
-        lockbench_core::records::percentile_supported(0.99, self.samples)
+        lockbench_core::stats::percentile_supported(0.99, self.samples)
     }
 
     /// The figure a comparison may cite: "P99 421 us", or "max of 60: 1.2 ms" when too few
     /// acquisitions were timed for a P99.
     pub fn figure(&self) -> String {
-        if self.p99_supported() {
-            format!("P99 {}", lockbench_core::format_readable_us(self.p99_us))
-        } else {
-            format!(
-                "max of {}: {}",
-                self.samples,
-                lockbench_core::format_readable_us(self.max_us)
-            )
-        }
+        p99_figure(self.p99_us, self.samples, self.max_us)
     }
 }
 
@@ -108,11 +100,6 @@ impl Evidence {
         self.cells
             .iter()
             .find(|c| c.backend == backend.name() && c.label() == label)
-    }
-
-    /// Every cell of a scenario (`outage`), on any backend.
-    pub fn scenario(&self, scenario: &str) -> impl Iterator<Item = &FaultCell> {
-        self.cells.iter().filter(move |c| c.scenario == scenario)
     }
 
     /// Every cell measured on `backend`.
@@ -195,6 +182,19 @@ impl Evidence {
         }
         format!("measured: {}", parts.join(", "))
     }
+}
+
+/// "P99 421 us" where `samples` support a P99, else "max of 60: 1.20 ms".
+pub(crate) fn p99_figure(p99_us: f64, samples: u64, max_us: f64) -> String {
+    format!(
+        "{}{}",
+        if lockbench_core::stats::percentile_supported(0.99, samples) {
+            "P99 "
+        } else {
+            ""
+        },
+        lockbench_core::format_tail_us(0.99, p99_us, samples, max_us)
+    )
 }
 
 /// A cell in one clause: "restart/no-persistence: overlap in 1/1 trials (up to 0.57 s), 17

@@ -18,7 +18,6 @@ mod missing;
 mod record;
 mod rules;
 
-pub use design::{keepalive, keepalive_bound_s};
 pub use evidence::{AcquireCost, Evidence, describe, fence_held};
 pub use missing::brief;
 pub use record::{
@@ -59,13 +58,14 @@ pub fn decide(job: &JobAnswers, evidence: &Evidence) -> Decision {
 /// each missing answer would change.
 pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> Decision {
     let role = rules::role(job, r);
-    let policy = design::policy(job, r, ev);
+    let policy = design::policy(job, r);
     let skip = policy.kind == PolicyKind::SkipAndAlert;
     let (alternatives, chosen) = rules::verdicts(job, r, ev, &role, skip);
     let ttl = ev.ttl(&job.job);
     let model = design::lock_model(chosen, r, &role, ttl);
     let fenced_lease = chosen.is_some_and(|k| rules::by_fence(k, r));
-    let policy = design::within_budget(policy, r, &model, fenced_lease);
+    let mut policy = design::within_budget(policy, r, &model, fenced_lease);
+    policy.measured = design::outage_measured(ev, chosen);
     let mechanisms = design::mechanisms(job, r, ev, chosen, &model, &policy);
     let recovery = design::crash_recovery(r, ev, chosen, &model, ttl);
     let overruled = ev

@@ -269,6 +269,16 @@ pub struct Verdict {
     pub crash_recovery_s: Option<f64>,
 }
 
+impl Verdict {
+    /// Its uncontended acquisition as the record cites it: "P99 421 us", or "max of 60: 1.20 ms"
+    /// when too few were timed for a P99; `None` when not measured.
+    pub fn acquire_figure(&self) -> Option<String> {
+        let (us, samples) = self.acquire_p99_us.zip(self.acquire_samples)?;
+        // Below 100 samples `acquire_p99_us` already holds their maximum.
+        Some(crate::evidence::p99_figure(us, samples, us))
+    }
+}
+
 /// Crash recovery against what the job allows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

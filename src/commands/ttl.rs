@@ -4,9 +4,8 @@ use std::process::ExitCode;
 
 use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlRuns, derive};
 use lockbench_core::records::to_json;
-use lockbench_core::records::ttl::RunsPerYearFrom;
 use lockbench_workloads::observed::read_runs;
-use lockbench_workloads::{Frequency, JobModel, WorkloadSpec};
+use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
 use crate::commands::shared::{
@@ -92,13 +91,10 @@ pub fn run(args: &TtlArgs) -> Outcome {
     }
     progress.finish();
 
-    let frequency = match options.runs_per_year {
-        Some(n) => Frequency {
-            runs_per_year: n,
-            from: RunsPerYearFrom::Flag,
-        },
-        None => spec.frequency(),
-    };
+    let frequency = options
+        .runs_per_year
+        .clone()
+        .unwrap_or_else(|| spec.frequency());
     let params = TtlOptions {
         target_scale: options.target_scale,
         safety_factor: options.safety_factor,

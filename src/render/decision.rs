@@ -2,7 +2,6 @@
 
 use std::fmt::Write as _;
 
-use lockbench_core::format_readable_us;
 use lockbench_decision::{Decision, Status, VerdictKind};
 
 /// Every decision, one block each.
@@ -71,8 +70,8 @@ fn decision(out: &mut String, d: &Decision) {
         .unwrap_or(8);
     for v in &d.alternatives {
         let p99 = v
-            .acquire_p99_us
-            .map(|us| format!(" [acquire P99 {}]", format_readable_us(us)))
+            .acquire_figure()
+            .map(|f| format!(" [acquire {f}]"))
             .unwrap_or_default();
         let mark = match v.verdict {
             VerdictKind::Chosen => "chosen",

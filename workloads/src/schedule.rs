@@ -51,18 +51,34 @@ impl Frequency {
                     schedule: text.trim().to_string(),
                 },
             }),
-            (None, Some(n)) if !(n.is_finite() && n > 0.0 && n <= YEAR_S) => Err((
-                "workload.runs_per_year".into(),
-                format!(
-                    "expected a number of runs a year above 0 and at most one a second, got {n}"
-                ),
-            )),
             (None, Some(n)) => Ok(Frequency {
-                runs_per_year: n,
+                runs_per_year: checked(n).map_err(|m| ("workload.runs_per_year".into(), m))?,
                 from: RunsPerYearFrom::Spec,
             }),
             (None, None) => Ok(Frequency::assumed()),
         }
+    }
+}
+
+/// The frequency `--runs-per-year N` gives, checked as the spec's `runs_per_year` is.
+impl Frequency {
+    /// `n` runs a year from the flag; an error says what was expected.
+    pub fn of_flag(n: f64) -> Result<Self, String> {
+        Ok(Frequency {
+            runs_per_year: checked(n)?,
+            from: RunsPerYearFrom::Flag,
+        })
+    }
+}
+
+/// A number of runs a year, above 0 and at most one a second.
+fn checked(n: f64) -> Result<f64, String> {
+    if n.is_finite() && n > 0.0 && n <= YEAR_S {
+        Ok(n)
+    } else {
+        Err(format!(
+            "expected a number of runs a year above 0 and at most one a second, got {n}"
+        ))
     }
 }
 
@@ -227,6 +243,10 @@ mod tests {
         assert_eq!(runs_per_year("0 3 * * *").unwrap(), 365.0);
         assert_eq!(runs_per_year("@daily").unwrap(), 365.0);
         assert_eq!(runs_per_year("@hourly").unwrap(), 8_760.0);
+        assert_eq!(runs_per_year("@weekly").unwrap(), 52.0);
+        // Counts checked against Python's croniter over 2026 (which starts on a Thursday).
+        assert_eq!(runs_per_year("5/15 * * * *").unwrap(), 35_040.0);
+        assert_eq!(runs_per_year("0 0 1-10/3 * *").unwrap(), 48.0);
         assert_eq!(runs_per_year("0 2 1 * *").unwrap(), 12.0);
         assert_eq!(runs_per_year("@monthly").unwrap(), 12.0);
         assert_eq!(runs_per_year("0 0 1 jan *").unwrap(), 1.0);

@@ -26,4 +26,4 @@ pub use codec::{
     to_csv, to_json,
 };
 pub use dir::{Body, ResultsRead, read_dir};
-pub use summary::{RuntimeSummary, percentile_supported, tail_samples_needed};
+pub use summary::{RuntimeSummary, tail_samples_needed};

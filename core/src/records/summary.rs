@@ -16,12 +16,6 @@ pub fn tail_samples_needed(q: f64) -> u64 {
     (TAIL_SAMPLES as f64 / (1.0 - q)).round() as u64
 }
 
-/// True when `count` samples support printing percentile `q`: at least one sample lies beyond it
-/// (100 for P99, 1,000 for P99.9). Below that the record prints the maximum with its count.
-pub fn percentile_supported(q: f64, count: u64) -> bool {
-    count as f64 * (1.0 - q) >= 1.0 - 1e-9
-}
-
 /// Percentiles of one set of runtimes, in seconds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -58,9 +58,10 @@ pub struct TtlRecommendation {
     pub current_ttl: Option<CurrentTtlRisk>,
     /// Runs per year used for the yearly figures.
     pub runs_per_year: f64,
-    /// Where `runs_per_year` comes from. Added without a schema bump: a record written before
-    /// it reads as [`RunsPerYearFrom::Assumed`], which is what its 12 runs a year were.
-    #[serde(default)]
+    /// Where `runs_per_year` comes from. Added without a schema bump: absent means
+    /// [`RunsPerYearFrom::Assumed`] (written so, and what a record from before it was), so every
+    /// record of schema 4 reads and writes back as it was.
+    #[serde(default, skip_serializing_if = "RunsPerYearFrom::assumed")]
     pub runs_per_year_from: RunsPerYearFrom,
     /// The check of the model against observed runs (`--observed`); `None` when none was given.
     #[serde(deserialize_with = "present")]
@@ -89,6 +90,15 @@ impl RunsPerYearFrom {
     /// True when the figure is an assumption, not the job's own.
     pub fn assumed(&self) -> bool {
         *self == RunsPerYearFrom::Assumed
+    }
+
+    /// `runs` with where they come from: "525,600 runs a year (the schedule `1m`)".
+    pub fn runs_a_year(&self, runs: f64) -> String {
+        format!(
+            "{} runs a year ({})",
+            crate::format_count(runs.round() as u64),
+            self.describe()
+        )
     }
 
     /// Where the figure comes from, as a clause: "the schedule `1m`", "assumed monthly: the spec

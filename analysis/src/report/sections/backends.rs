@@ -84,7 +84,12 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
                     format!(
                         "{} / {}",
                         us(r.handoff_us.p50),
-                        super::common::p99_figure(r.handoff_us.p99, Some(r.handoff_us.count))
+                        lockbench_core::format_tail_us(
+                            0.99,
+                            r.handoff_us.p99,
+                            r.handoff_us.count,
+                            r.handoff_us.max
+                        )
                     )
                 }
             }),

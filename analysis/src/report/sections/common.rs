@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use lockbench_core::records::bench::{BenchRow, LatencySummary};
-use lockbench_core::records::percentile_supported;
-use lockbench_core::records::ttl::TtlRecommendation;
+use lockbench_core::records::ttl::{CurrentTtlRisk, TtlRecommendation};
+use lockbench_core::stats::percentile_supported;
 use lockbench_core::{
     RuntimeHistogram, format_count, format_readable, format_readable_s, format_readable_us,
+    format_tail_us,
 };
 use lockbench_decision::Decision;
 
@@ -200,12 +201,20 @@ pub(crate) fn simulated_at(r: &TtlRecommendation) -> String {
     )
 }
 
-/// The runs a year every yearly figure of `r` counts with, and where they come from.
-pub(crate) fn runs_a_year(r: &TtlRecommendation) -> String {
+/// Double executions a year, expected and at the upper bound, in figures that fit them:
+/// "0.00 (95 % upper bound 787)".
+pub(crate) fn yearly(c: &CurrentTtlRisk) -> String {
+    let f = |x: f64| {
+        if x >= 100.0 {
+            format_count(x.round() as u64)
+        } else {
+            format!("{x:.2}")
+        }
+    };
     format!(
-        "{} runs a year ({})",
-        format_count(r.runs_per_year.round() as u64),
-        r.runs_per_year_from.describe()
+        "{} (95 % upper bound {})",
+        f(c.expected_double_runs_per_year),
+        f(c.expected_double_runs_per_year_upper95)
     )
 }
 
@@ -223,16 +232,18 @@ pub(crate) fn today_against(
         .filter(|row| row.workload == r.workload && row.scale == 1.0)
         .max_by(|a, b| a.runtime.p999.cmp(&b.runtime.p999))?;
     let t = &worst.runtime;
+    // What the simulated sample shows, no more: a P99.9 below the TTL bounds the share of the
+    // replays that outlived it, not the chance per run.
     let how_often = if ttl < t.p50 {
-        "in more than half of its runs"
+        "by more than half of the simulated runs"
     } else if ttl < t.p90 {
-        "in more than 1 run in 10"
+        "by more than 1 in 10 of the simulated runs"
     } else if ttl < t.p99 {
-        "in more than 1 run in 100"
+        "by more than 1 in 100 of the simulated runs"
     } else if ttl < t.p999 {
-        "in more than 1 run in 1,000"
+        "by more than 1 in 1,000 of the simulated runs"
     } else {
-        "in fewer than 1 run in 1,000"
+        "by at most 1 in 1,000 of the simulated runs"
     };
     Some((
         how_often,
@@ -250,26 +261,13 @@ pub(crate) fn today_against(
 }
 
 /// P50 / P99 / P99.9 of a latency, each only where its samples support it (100 for P99, 1,000
-/// for P99.9); past that, the maximum with its count: "58 us / 421 us / max of 153: 2.1 ms".
+/// for P99.9); past that, the maximum with its count, once: "58 us / 421 us / max of 153: 2.1 ms".
 pub(crate) fn tail_figures(s: &LatencySummary) -> String {
-    let max = format!("max of {}: {}", format_count(s.count), us(s.max));
-    if !percentile_supported(0.99, s.count) {
-        format!("{} / {max}", us(s.p50))
-    } else if !percentile_supported(0.999, s.count) {
-        format!("{} / {} / {max}", us(s.p50), us(s.p99))
-    } else {
-        format!("{} / {} / {}", us(s.p50), us(s.p99), us(s.p999))
+    let mut parts = vec![us(s.p50), format_tail_us(0.99, s.p99, s.count, s.max)];
+    if percentile_supported(0.99, s.count) {
+        parts.push(format_tail_us(0.999, s.p999, s.count, s.max));
     }
-}
-
-/// A P99 only where its samples support it, else the maximum with its count.
-pub(crate) fn p99_figure(value_us: f64, samples: Option<u64>) -> String {
-    match samples {
-        Some(n) if !percentile_supported(0.99, n) => {
-            format!("max of {}: {}", format_count(n), us(value_us))
-        }
-        _ => us(value_us),
-    }
+    parts.join(" / ")
 }
 
 /// The P99.9 of a latency where its samples support it, else its maximum (a bound above it).

@@ -179,9 +179,12 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
                     },
                     v.fact
                 ),
-                v.acquire_p99_us.map_or("not measured".to_string(), |x| {
-                    super::common::p99_figure(x, v.acquire_samples)
-                }),
+                // Below 100 samples the figure is their maximum (the rules' bound).
+                v.acquire_p99_us
+                    .zip(v.acquire_samples)
+                    .map_or("not measured".to_string(), |(x, n)| {
+                        lockbench_core::format_tail_us(0.99, x, n, x)
+                    }),
                 v.crash_recovery_s.map_or(
                     if measured {
                         "not measured".to_string()
@@ -359,11 +362,19 @@ pub(super) fn policy(d: &Decision, doc: &mut Doc) {
     doc.push(Block::Para(format!("**{}**: {}.", p.kind.name(), p.reason)));
     if p.measured.is_empty() {
         doc.push(Block::Para(
-            "The fault lab's `outage` scenario measures each policy (`lockbench faults --scenario outage`); these results hold none.".to_string(),
+            format!(
+                "The fault lab's `outage` scenario measures each policy (`lockbench faults --scenario outage`); these results hold no `outage` cell on {}, so nothing here measures this policy on the job's lock.",
+                d.backend
+                    .as_deref()
+                    .map_or("the chosen backend".to_string(), |b| format!("`{b}`"))
+            ),
         ));
     } else {
         doc.push(Block::Para(
-            "What the fault lab measured with the lock server unreachable as the job starts, under each policy:".to_string(),
+            format!(
+                "What the fault lab measured on `{}` with the lock server unreachable as the job starts, under each policy:",
+                d.backend.as_deref().unwrap_or_default()
+            ),
         ));
         doc.push(Block::List(p.measured.clone()));
     }

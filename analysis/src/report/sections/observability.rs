@@ -64,9 +64,9 @@ fn alerts(r: &TtlRecommendation, d: Option<&Decision>) -> Vec<Alert> {
                 .into(),
         rule: None,
     };
-    let kind = d.filter(|d| d.backend.is_some()).map(|d| d.lock_model.kind);
-    match kind {
-        None | Some(ModelKind::FixedTtl) => {
+    let decided = d.filter(|d| d.backend.is_some());
+    match decided.map(|d| (d, d.lock_model.kind)) {
+        None | Some((_, ModelKind::FixedTtl)) => {
             let mut out = vec![
                 Alert {
                     what: format!("{w}: hold time above 80 % of the TTL"),
@@ -91,19 +91,17 @@ fn alerts(r: &TtlRecommendation, d: Option<&Decision>) -> Vec<Alert> {
                 },
                 runtime,
             ];
-            if kind.is_none() {
+            if decided.is_none() {
                 out.extend(renewal(r, &name, None));
             }
             out
         }
-        Some(ModelKind::HeartbeatLease) => {
-            let lease = d.and_then(|d| d.lock_model.lease_s);
-            let mut out = renewal(r, &name, lease);
+        Some((d, ModelKind::HeartbeatLease)) => {
+            let mut out = renewal(r, &name, d.lock_model.lease_s);
             out.push(runtime);
             out
         }
-        Some(model @ (ModelKind::Session | ModelKind::Transaction)) => {
-            let d = d.expect("a decided model has its decision");
+        Some((d, model @ (ModelKind::Session | ModelKind::Transaction))) => {
             held(r, d, model, &name, runtime)
         }
     }
@@ -181,7 +179,7 @@ fn held(
                     secs_f(budget)
                 ),
                 runbook: format!(
-                    "A {scope} lock has no TTL: no second worker gets it while the holder's {scope} lives. Find the holder with the pg_locks query of section 5. If it is working, let it finish; if it hangs, pg_terminate_backend(pid) frees the lock; if its host is gone, the keepalive ends its session within {}.",
+                    "A {scope} lock has no TTL: no second worker gets it while the holder's {scope} lives. Find the holder with the pg_locks query of section 5. If it is working, let it finish; if it hangs, pg_terminate_backend(pid) frees the lock; if its host is gone, the keepalive the decision prescribes ends its session within {}.",
                     d.crash_recovery.chosen_s.map_or("-".to_string(), secs_f)
                 ),
             }),
@@ -312,30 +310,25 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             text: rules,
         });
     }
-    let mut backends: Vec<&str> = decisions
-        .iter()
-        .filter_map(|d| d.backend.as_deref())
+    let mut backends: Vec<&str> = Vec::new();
+    for b in decisions.iter().filter_map(|d| d.backend.as_deref()) {
+        if !backends.contains(&b) {
+            backends.push(b);
+        }
+    }
+    let stale: Vec<Block> = backends
+        .into_iter()
+        .filter_map(stale_lock)
+        .map(|(lang, text)| Block::Code {
+            lang: lang.to_string(),
+            text,
+        })
         .collect();
-    backends.dedup();
-    let mut seen = Vec::new();
-    let mut introduced = false;
-    for b in backends {
-        if seen.contains(&b) {
-            continue;
-        }
-        seen.push(b);
-        if let Some((lang, text)) = stale_lock(b) {
-            if !introduced {
-                introduced = true;
-                doc.push(Block::Para(
-                    "Stale locks: how to find one, and how to clear it, on each decided backend:"
-                        .to_string(),
-                ));
-            }
-            doc.push(Block::Code {
-                lang: lang.to_string(),
-                text,
-            });
-        }
+    if !stale.is_empty() {
+        doc.push(Block::Para(
+            "Stale locks: how to find one, and how to clear it, on each decided backend:"
+                .to_string(),
+        ));
+        doc.blocks.extend(stale);
     }
 }

@@ -24,7 +24,7 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             worst_networked(&rows, metric).unwrap_or(0.0)
         };
         items.push(format!(
-            "Measured (bench; the P99.9, or the maximum where fewer than 1,000 operations were timed): the slowest networked acquire tail was {}, release {}, renew {}. An acquisition wait of 10 x the acquire P99.9 ({}) or 1 s, whichever is longer, rides out contention without hiding an outage.",
+            "Measured (bench; the P99.9, or the maximum where fewer than 1,000 operations were timed): the slowest networked acquire tail was {}, release {}, renew {}. An acquisition wait of 10 x that acquire tail ({}) or 1 s, whichever is longer, rides out contention without hiding an outage.",
             us(acquire),
             us(worst(|r| p999_or_max(&r.release_us))),
             us(worst(|r| p999_or_max(&r.renew_us))),

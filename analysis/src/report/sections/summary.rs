@@ -7,8 +7,7 @@ use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_decision::{Decision, ModelKind};
 
 use super::common::{
-    Doc, bench_rows, decision_of, number, runs_a_year, secs, secs_f, simulated_at, today_against,
-    us,
+    Doc, bench_rows, decision_of, number, secs, secs_f, simulated_at, today_against, us, yearly,
 };
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
@@ -32,11 +31,8 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
                 r.unit,
                 current.p_exceed * 100.0,
                 current.p_exceed_upper95 * 100.0,
-                yearly(
-                    current.expected_double_runs_per_year,
-                    current.expected_double_runs_per_year_upper95
-                ),
-                runs_a_year(r),
+                yearly(current),
+                r.runs_per_year_from.runs_a_year(r.runs_per_year),
             );
         }
         items.push(line);
@@ -150,18 +146,6 @@ fn job_line(r: &TtlRecommendation, d: Option<&Decision>) -> String {
             "{head}: no TTL; the lock lasts as long as the job's transaction. Hold time is watched against the {runtime} (section 5)."
         ),
     }
-}
-
-/// Double executions a year, expected and at the upper bound, in figures that fit them.
-fn yearly(expected: f64, upper: f64) -> String {
-    let f = |x: f64| {
-        if x >= 100.0 {
-            format_count(x.round() as u64)
-        } else {
-            format!("{x:.2}")
-        }
-    };
-    format!("{} (95 % upper bound {})", f(expected), f(upper))
 }
 
 /// A check of the model against past runs, in one line.

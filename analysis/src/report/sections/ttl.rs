@@ -5,8 +5,8 @@ use lockbench_core::{format_chance, format_count};
 use lockbench_decision::{Decision, ModelKind};
 
 use super::common::{
-    ChartSpec, Doc, decision_of, number, runs_a_year, runtime_chart, secs, secs_f, simulated_at,
-    today_against,
+    ChartSpec, Doc, decision_of, number, runtime_chart, secs, secs_f, simulated_at, today_against,
+    yearly,
 };
 use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TTL_COLOUR};
 use crate::report::doc::Block;
@@ -70,7 +70,7 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             vec![
                 "**TTL**".to_string(),
                 format!("**{}**", secs(r.ttl)),
-                "measured P99.9 x safety factor".to_string(),
+                "simulated P99.9 x safety factor".to_string(),
             ],
             vec![
                 "alert threshold".to_string(),
@@ -154,12 +154,11 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             ]);
             rows.push(vec![
                 "its double executions a year".to_string(),
+                yearly(current),
                 format!(
-                    "{:.2} (upper bound {:.2})",
-                    current.expected_double_runs_per_year,
-                    current.expected_double_runs_per_year_upper95
+                    "at {}, a second worker waiting",
+                    r.runs_per_year_from.runs_a_year(r.runs_per_year)
                 ),
-                format!("at {}, a second worker waiting", runs_a_year(r)),
             ]);
             if let Some((how, figures)) = today_against(evidence, r, current.ttl) {
                 rows.push(vec![
