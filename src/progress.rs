@@ -56,6 +56,11 @@ impl Progress {
         self.bar.inc(replays);
     }
 
+    /// Adds `n` to the total: work found only as it runs (the review trigger's search).
+    pub fn grow(&self, n: u64) {
+        self.bar.inc_length(n);
+    }
+
     /// Prints a line on stderr above the bar (or alone, when the bar is hidden).
     pub fn println(&self, line: &str) {
         self.bar.suspend(|| eprintln!("{line}"));

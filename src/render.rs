@@ -17,7 +17,7 @@ use table::table;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use lockbench_analysis::{ALERT_SHARE, TtlRecommendation, heartbeat_derivation};
+use lockbench_analysis::{ALERT_SHARE, TtlRecommendation, describe_trigger, heartbeat_derivation};
 use lockbench_core::records::bench::BenchRow;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 use lockbench_core::records::simulate::{SimulationRecord, SimulationRow};
@@ -262,30 +262,11 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         format_long(r.alert_hold),
         ALERT_SHARE * 100.0
     );
-    match (r.review_trigger_volume, r.growth) {
-        (Some(volume), Some(g)) => {
-            let _ = writeln!(
-                o,
-                "  review trigger           re-derive before volume exceeds {} {unit}\n                           (P99.9 grows as volume^{:.2}; at that volume it reaches the alert threshold)",
-                format_count(volume),
-                g.exponent
-            );
-            let largest = r.volume_points.iter().map(|p| p.volume).max().unwrap_or(1);
-            if volume > largest.saturating_mul(4) {
-                let _ = writeln!(
-                    o,
-                    "                           (far beyond the largest simulated volume, {}: an extrapolation; runtime barely grows with volume here)",
-                    format_count(largest)
-                );
-            }
-        }
-        _ => {
-            let _ = writeln!(
-                o,
-                "  review trigger           P99.9 does not grow with volume; re-derive when the workload changes"
-            );
-        }
-    }
+    let (trigger, how) = describe_trigger(r);
+    let _ = writeln!(
+        o,
+        "  review trigger           {trigger}\n                           {how}"
+    );
     if let Some(c) = &r.current_ttl {
         let _ = writeln!(o, "\n  current TTL {}", format_duration(c.ttl));
         let _ = writeln!(

@@ -289,3 +289,84 @@ fn bad_input_leaves_no_results_directory() {
         "no staging left behind"
     );
 }
+
+/// A job whose incident is a fixed wait: around the target its worst profile barely grows with
+/// volume, while its baseline grows with every unit. A power law fitted on the worst profile puts
+/// the trigger far away; the search finds the baseline reaching the alert threshold first, where a
+/// direct simulation (another seed) agrees within 5 %.
+const FLAT_WORST: &str = r#"
+[workload]
+name = "flat-worst"
+volume = 100
+unit = "items"
+concurrency = 1
+
+[[steps]]
+name = "work"
+target = "db"
+latency = { dist = "lognormal", p50 = "1s", p99 = "1200ms" }
+
+[[profiles]]
+name = "baseline"
+
+[[profiles]]
+name = "blocked-then-cached"
+description = "Waits out a 150 s lock, then finds every item cached: 100 x faster"
+
+[[profiles.episodes]]
+name = "held-lock"
+target = "db"
+start = "0s"
+duration = "150s"
+block = true
+
+[[profiles.episodes]]
+name = "warm-cache"
+target = "db"
+start = "0s"
+duration = "1000000s"
+slowdown = 0.01
+"#;
+
+#[test]
+fn the_review_trigger_is_the_first_profile_to_reach_the_alert_not_the_worst_ones_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("flat-worst.toml");
+    std::fs::write(&spec, FLAT_WORST).unwrap();
+    let spec = spec.to_str().unwrap();
+    let v = ttl_json(&[spec, "--replays", "2000", "--seed", "5"]);
+    assert_eq!(v["profile"], "blocked-then-cached", "{v}");
+    let alert = f(&v["alert_hold_s"]);
+    let search = &v["review_trigger_from"];
+    assert_eq!(search["kind"], "simulated", "{search}");
+    assert_eq!(search["profile"], "baseline", "{search}");
+    let trigger = v["review_trigger_volume"].as_u64().unwrap();
+    // The worst profile's fit barely grows: extended, it would not cross below 100 x the target.
+    let fit = &v["growth"];
+    let fitted = f(&fit["coefficient_s"]) * (100.0 * 100.0f64).powf(f(&fit["exponent"]));
+    assert!(
+        fitted < alert,
+        "the fit {fit} crosses early: the test shows nothing"
+    );
+    // Baseline: about 100 s per 100 items, so the alert (2.4 x the worst, about 360 s) is reached
+    // near 360 items.
+    assert!((300..450).contains(&trigger), "{trigger}");
+    let direct = json_of(&[
+        "simulate",
+        spec,
+        "--profile",
+        "baseline",
+        "--scale",
+        &(trigger as f64 / 100.0).to_string(),
+        "--replays",
+        "2000",
+        "--seed",
+        "6",
+        "--json",
+    ]);
+    let p999 = f(&direct["results"][0]["runtime_s"]["p999"]);
+    assert!(
+        (p999 / alert - 1.0).abs() < 0.05,
+        "direct P99.9 {p999} s at {trigger} items against the alert threshold {alert} s"
+    );
+}

@@ -14,6 +14,7 @@ mod growth;
 mod lease;
 mod merged;
 pub mod report;
+mod trigger;
 mod ttl;
 mod ttl_plan;
 
@@ -24,9 +25,12 @@ pub use lease::{
 };
 pub use lockbench_core::records::ttl::{
     CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, LeaseCurve, LeasePricing, ProfileP999,
-    TtlRecommendation, VolumePoint,
+    TriggerRun, TriggerSearch, TtlRecommendation, VolumePoint,
 };
 pub use merged::{merged_curves, merged_runs};
+pub use trigger::{
+    CEILING, NARROWING_REPLAYS, RESOLUTION, Trigger, TriggerPlan, describe_trigger, search_trigger,
+};
 pub use ttl::{
     ALERT_SHARE, DEFAULT_SAFETY_FACTOR, MIN_LEASE, TtlInputs, exceedance, heartbeat,
     heartbeat_derivation, heartbeat_with_lease, recommend, review_scales,

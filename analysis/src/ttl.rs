@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use lockbench_core::records::round_micro;
+use lockbench_core::records::ttl::TriggerSearch;
 use lockbench_core::{format_chance, format_count, format_duration, format_duration_s};
 use statrs::distribution::{Beta, ContinuousCDF};
 
@@ -72,10 +73,9 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         .iter()
         .map(|p| (p.volume as f64, p.p999.as_secs_f64()))
         .collect();
+    // How runtime grows around the target, described; the review trigger is searched for by
+    // simulation ([`crate::search_trigger`]) once the alert threshold is known.
     let growth = fit_growth(&points);
-    let review_trigger_volume = growth
-        .and_then(|g| g.volume_reaching(alert_hold.as_secs_f64()))
-        .map(|v| v.min(u64::MAX as f64).floor() as u64);
     let current_ttl = inputs.current_ttl.map(|(ttl, exceeding)| {
         let (p, upper) = exceedance(exceeding, inputs.replays);
         CurrentTtlRisk {
@@ -103,7 +103,8 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         ttl,
         heartbeat: inputs.heartbeat,
         alert_hold,
-        review_trigger_volume,
+        review_trigger_volume: None,
+        review_trigger_from: TriggerSearch::NotSearched,
         volume_points: inputs.volume_points,
         growth,
         current_ttl,
@@ -307,8 +308,10 @@ mod tests {
         let r = recommend(inputs(500.0));
         assert_eq!(r.ttl, Duration::from_secs(1500));
         assert_eq!(r.alert_hold, Duration::from_secs(1200));
-        // linear growth: P99.9 reaches 1200 s at 1800 x 1200/500 = 4320 customers
-        assert!((r.review_trigger_volume.unwrap() as i64 - 4320).abs() <= 1);
+        // Linear growth, described; the trigger is left to the search.
+        assert!((r.growth.unwrap().exponent - 1.0).abs() < 1e-9);
+        assert_eq!(r.review_trigger_volume, None);
+        assert_eq!(r.review_trigger_from, TriggerSearch::NotSearched);
         assert_eq!(r.heartbeat.lease_ttl, Duration::from_secs(60));
         assert_eq!(r.heartbeat.renewal_interval, Duration::from_secs(20));
         assert_eq!(r.heartbeat.give_up_after, Duration::from_secs(40));

@@ -111,7 +111,10 @@ pub fn run(args: &MergeArgs) -> Outcome {
             let (candidates, growth) = merged.split_at(record.profiles_considered.len());
             let runs = TtlRuns { candidates, growth };
             let derived = derive(&specs[0], &params, runs, curves)?;
-            let recommendation = derived.recommendation;
+            let mut recommendation = derived.recommendation;
+            // The search is adaptive, so no shard can run a part of it: it runs here, whole, with
+            // the run's seed and replays, as the whole run did.
+            shared::search_review_trigger(&specs[0], &mut recommendation, &simulation)?;
             // What a whole run writes: the candidates and the chosen profile's growth runs.
             let n = candidates.len();
             let (below, above) = (derived.below + n, derived.above + n);

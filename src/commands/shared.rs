@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use lockbench_analysis::check::{CheckContext, CheckPlan, Checked, Quantiles, check};
+use lockbench_analysis::{TriggerPlan, TtlRecommendation, search_trigger};
 use lockbench_bench::BenchResult;
 use lockbench_core::records::bench::{self, BenchRecord};
 use lockbench_core::records::simulate::{self, SimulationRow};
@@ -54,6 +55,37 @@ pub fn check_model(
 }
 
 pub use lockbench_analysis::Simulated;
+
+/// Searches the first volume at which any profile's P99.9 reaches `r`'s alert threshold, by
+/// simulating every profile of `spec` at rising scales (see [`search_trigger`]), and records it
+/// in `r`. Unsharded: `ttl` searches in a whole run, `merge` after merging the shards.
+pub fn search_review_trigger(
+    spec: &WorkloadSpec,
+    r: &mut TtlRecommendation,
+    simulation: &SimulationSettings,
+) -> Result<()> {
+    let plan = TriggerPlan {
+        target_scale: r.target_scale,
+        target_volume: r.target_volume,
+        threshold: r.alert_hold,
+        replays: simulation.replays,
+    };
+    let whole = SimulationSettings {
+        shard: None,
+        ..simulation.clone()
+    };
+    let progress = Progress::bar(0, "replays (review trigger)");
+    let found = search_trigger(&plan, &r.profiles_considered, |profile, scale, replays| {
+        let model = JobModel::new(spec, profile, scale)?;
+        progress.grow(replays);
+        let (run, _) = simulate_priced(&model, spec, &whole, &[], replays, &[], &progress);
+        anyhow::Ok((run.row.volume, run.row.runtime.p999))
+    })?;
+    progress.finish();
+    r.review_trigger_volume = found.volume;
+    r.review_trigger_from = found.search;
+    Ok(())
+}
 
 /// Simulates `model` under `simulation`'s replays, seed and threads.
 pub fn simulate_one(

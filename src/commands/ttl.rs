@@ -9,7 +9,7 @@ use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
 use crate::commands::shared::{
-    check_model, prepare_out, simulate_one, simulate_priced, write_results,
+    check_model, prepare_out, search_review_trigger, simulate_one, simulate_priced, write_results,
 };
 use crate::failure::Outcome;
 use crate::options::TtlSettings;
@@ -109,6 +109,10 @@ pub fn run(args: &TtlArgs) -> Outcome {
         growth: &growth,
     };
     let mut recommendation = derive(&spec, &params, runs, curves)?.recommendation;
+    // 3. The review trigger, searched by simulation; a shard leaves it to `merge`.
+    if options.simulation.shard.is_none() {
+        search_review_trigger(&spec, &mut recommendation, &options.simulation)?;
+    }
     if let Some((path, runs)) = &observed {
         let checked = check_model(&spec, path, runs, &options.simulation)?;
         recommendation.model_check = Some(checked.summary());

@@ -203,6 +203,95 @@ impl Unit {
     }
 }
 
+/// Round steps of a time axis, seconds: 1 s up to a day.
+const TIME_STEPS: [f64; 20] = [
+    1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 5400.0,
+    7200.0, 10800.0, 21600.0, 43200.0, 86400.0, 172800.0,
+];
+
+/// A linear time axis from zero that covers `max_s`: its top and its ticks at a round step (30 min,
+/// 1 h, 1.5 h), at most eight of them.
+pub(crate) fn time_ticks(max_s: f64) -> (f64, Vec<f64>) {
+    let max_s = if max_s.is_finite() && max_s > 0.0 {
+        max_s
+    } else {
+        1.0
+    };
+    let step = TIME_STEPS
+        .iter()
+        .copied()
+        .find(|step| max_s / step <= 8.0)
+        .unwrap_or_else(|| (max_s / 8.0 / 86400.0).ceil() * 86400.0);
+    let top = (max_s / step).ceil().max(1.0) * step;
+    let ticks = (0..=(top / step).round() as u64)
+        .map(|i| i as f64 * step)
+        .collect();
+    (top, ticks)
+}
+
+/// A linear time axis from zero to `top` seconds whose ticks are the round ones of
+/// [`time_ticks`], labelled by [`time_tick`] (plotters' own f64 axis picks decimal ticks).
+#[derive(Clone)]
+pub(crate) struct TimeAxis {
+    inner: plotters::coord::types::RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl TimeAxis {
+    /// The axis covering `max_s`.
+    pub(crate) fn covering(max_s: f64) -> Self {
+        let (top, ticks) = time_ticks(max_s);
+        TimeAxis {
+            inner: (0.0..top).into(),
+            ticks,
+        }
+    }
+}
+
+impl Ranged for TimeAxis {
+    type FormatOption = plotters::coord::ranged1d::NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+
+impl ValueFormatter<f64> for TimeAxis {
+    fn format(value: &f64) -> String {
+        time_tick(value)
+    }
+}
+
+/// A round time tick: "0", "45 s", "30 min", "1 h", "1.5 h".
+pub(crate) fn time_tick(v: &f64) -> String {
+    let v = *v;
+    if v <= 0.0 {
+        "0".to_string()
+    } else if v >= 3600.0 {
+        let h = v / 3600.0;
+        if (h - h.round()).abs() < 1e-9 {
+            format!("{h:.0} h")
+        } else {
+            format!("{h:.1} h")
+        }
+    } else if v >= 60.0 {
+        format!("{:.0} min", v / 60.0)
+    } else if v >= 1.0 {
+        format!("{v:.0} s")
+    } else {
+        lockbench_core::format_readable_s(v)
+    }
+}
+
 /// A named curve of (nines, value) points.
 pub type Curve = (String, Vec<(f64, f64)>);
 
@@ -305,81 +394,58 @@ impl PercentileCurves {
     }
 }
 
-/// P99.9 runtime against volume, the fitted growth, the TTL, the alert line and the review
-/// trigger.
+/// P99.9 runtime against volume, per profile (the target, the growth runs and the review
+/// trigger's search), with the TTL, the alert line and the review trigger.
 pub struct RuntimeVsVolume {
     /// Chart title.
     pub title: String,
     /// What a unit of volume is.
     pub unit: String,
-    /// (volume, P99.9 seconds).
-    pub points: Vec<(f64, f64)>,
-    /// runtime = coefficient x volume ^ exponent.
-    pub fit: Option<(f64, f64)>,
+    /// Per profile: its name and (volume, P99.9 seconds) points, in rising volume.
+    pub profiles: Vec<(String, Vec<(f64, f64)>)>,
     /// TTL seconds.
     pub ttl_s: f64,
     /// Alert threshold seconds.
     pub alert_s: f64,
-    /// Volume at which P99.9 reaches the alert threshold.
+    /// Volume at which a profile's P99.9 reaches the alert threshold.
     pub review_volume: Option<f64>,
+    /// Where the volume axis ends: past the trigger, or at the search's ceiling.
+    pub max_volume: f64,
 }
 
 impl Chart for RuntimeVsVolume {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let max_volume = self
-            .points
+        let max_volume = self.max_volume.max(1.0);
+        let shown = |points: &[(f64, f64)]| -> Vec<(f64, f64)> {
+            points
+                .iter()
+                .copied()
+                .filter(|(v, _)| *v <= max_volume)
+                .collect()
+        };
+        let highest = self
+            .profiles
             .iter()
-            .map(|(v, _)| *v)
-            .chain(self.review_volume)
-            .fold(1.0f64, f64::max)
-            * 1.1;
-        let max_y = self
-            .points
-            .iter()
-            .map(|(_, y)| *y)
-            .fold(self.ttl_s, f64::max)
-            * 1.15;
+            .flat_map(|(_, p)| shown(p))
+            .map(|(_, y)| y)
+            .fold(self.ttl_s, f64::max);
+        let y = TimeAxis::covering(highest * 1.05);
+        let top = y.range().end;
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, (FONT, 22))
             .margin(16)
             .x_label_area_size(44)
             .y_label_area_size(72)
-            .build_cartesian_2d(0.0..max_volume, 0.0..max_y)
+            .build_cartesian_2d(0.0..max_volume, y)
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_label_formatter(&tick)
-            .y_label_formatter(&|v| Unit::Seconds.tick(v))
             .x_desc(&self.unit)
             .y_desc("P99.9 runtime")
             .label_style((FONT, 14))
             .draw()
             .map_err(err)?;
-        if let Some((coefficient, exponent)) = self.fit {
-            let curve = (1..=100)
-                .map(|i| {
-                    let v = max_volume * f64::from(i) / 100.0;
-                    (v, coefficient * v.powf(exponent))
-                })
-                .filter(|(_, y)| *y <= max_y)
-                .collect();
-            line(
-                &mut chart,
-                curve,
-                colour(0).mix(0.6).stroke_width(2),
-                "growth fit".into(),
-            )?;
-        }
-        let c = colour(0);
-        chart
-            .draw_series(
-                self.points
-                    .iter()
-                    .map(|(x, y)| Circle::new((*x, *y), 5, c.filled())),
-            )
-            .map_err(err)?
-            .label("simulated P99.9")
-            .legend(move |(x, y)| Circle::new((x + 9, y), 5, c.filled()));
         for (label, value, colour) in [
             ("TTL", self.ttl_s, TTL_COLOUR),
             ("alert (80 % of TTL)", self.alert_s, ALERT_COLOUR),
@@ -389,8 +455,20 @@ impl Chart for RuntimeVsVolume {
         }
         if let Some(v) = self.review_volume {
             let label = format!("review trigger: {}", tick(&v));
-            let points = vec![(v, 0.0), (v, max_y)];
+            let points = vec![(v, 0.0), (v, top)];
             line(&mut chart, points, BLACK.mix(0.75).stroke_width(2), label)?;
+        }
+        for (i, (profile, points)) in self.profiles.iter().enumerate() {
+            let points = shown(points);
+            let c = colour(i);
+            chart
+                .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
+                .map_err(err)?;
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 4, c.filled())))
+                .map_err(err)?
+                .label(format!("{profile} P99.9"))
+                .legend(move |(x, y)| Circle::new((x + 9, y), 4, c.filled()));
         }
         legend(&mut chart, SeriesLabelPosition::UpperLeft)
     }

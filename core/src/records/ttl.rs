@@ -45,9 +45,14 @@ pub struct TtlRecommendation {
     /// Alert when a run holds the lock longer than this.
     #[serde(rename = "alert_hold_s", with = "seconds")]
     pub alert_hold: Duration,
-    /// Re-derive the TTL before the volume exceeds this; `None` when runtime does not grow.
+    /// Re-derive the TTL before the volume exceeds this: the first volume at which some profile's
+    /// P99.9 reaches the alert threshold; `None` when none does up to the search's ceiling.
     #[serde(deserialize_with = "present")]
     pub review_trigger_volume: Option<u64>,
+    /// How the trigger was found. Added without a schema bump: absent means
+    /// [`TriggerSearch::Fit`], which is how every record written before the search found it.
+    #[serde(default, skip_serializing_if = "TriggerSearch::is_fit")]
+    pub review_trigger_from: TriggerSearch,
     /// P99.9 at each simulated volume.
     pub volume_points: Vec<VolumePoint>,
     /// The fitted growth of P99.9 with volume; `None` with fewer than two distinct volumes.
@@ -111,6 +116,59 @@ impl RunsPerYearFrom {
             RunsPerYearFrom::Assumed => "assumed monthly: the spec gives no schedule".to_string(),
         }
     }
+}
+
+/// How a review trigger was found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TriggerSearch {
+    /// Extended from the power law fitted on the worst profile at half and double the target (the
+    /// records written before the search).
+    #[default]
+    Fit,
+    /// Not searched yet: a shard of a split run, whose `merge` searches.
+    NotSearched,
+    /// Searched by simulation: every profile simulated at rising volumes with few replays until
+    /// its P99.9 reached the threshold, the crossing narrowed, then confirmed with full runs.
+    Simulated {
+        /// The profile whose P99.9 reaches the alert threshold first; `None` when none does up to
+        /// the ceiling.
+        profile: Option<String>,
+        /// The alert threshold the runs were held against.
+        #[serde(rename = "threshold_s", with = "seconds")]
+        threshold: Duration,
+        /// The largest scale and volume searched: the trigger is not looked for beyond them.
+        ceiling_scale: f64,
+        ceiling_volume: u64,
+        /// Replays of a narrowing run and of a confirming run.
+        narrowing_replays: u64,
+        confirming_replays: u64,
+        /// Every run of the search, in the order run.
+        runs: Vec<TriggerRun>,
+    },
+}
+
+impl TriggerSearch {
+    /// True for a record whose trigger came from the growth fit.
+    pub fn is_fit(&self) -> bool {
+        *self == TriggerSearch::Fit
+    }
+}
+
+/// One run of the trigger search.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerRun {
+    /// Profile simulated.
+    pub profile: String,
+    /// Volume multiplier and the volume it means.
+    pub scale: f64,
+    pub volume: u64,
+    /// Replays of the run: a narrowing run has few, a confirming run the full count.
+    pub replays: u64,
+    /// Its P99.9 runtime.
+    #[serde(rename = "p999_s", with = "seconds")]
+    pub p999: Duration,
 }
 
 /// A profile and its P99.9 at the target scale.

@@ -11,7 +11,10 @@ use super::common::{
 use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TTL_COLOUR};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
-use crate::{ALERT_SHARE, heartbeat_derivation};
+use crate::{
+    ALERT_SHARE, TriggerRun, TriggerSearch, TtlRecommendation, describe_trigger,
+    heartbeat_derivation,
+};
 
 pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) {
     doc.push(Block::Heading(
@@ -109,36 +112,8 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
                 derivation.give_up,
             ],
         ]);
-        let largest = r
-            .volume_points
-            .iter()
-            .map(|p| p.volume as f64)
-            .fold(0.0f64, f64::max);
-        let far = r
-            .review_trigger_volume
-            .is_some_and(|v| largest > 0.0 && v as f64 > 10.0 * largest);
-        let growth = match r.growth {
-            Some(g) => format!(
-                "runtime = {:.3} s x volume^{:.3}, fitted at 0.5x, 1x and 2x the target volume",
-                g.coefficient_s, g.exponent
-            ),
-            None => "no growth could be fitted (fewer than two distinct volumes)".to_string(),
-        };
-        rows.push(vec![
-            "review trigger".to_string(),
-            r.review_trigger_volume.map_or_else(
-                || "none: P99.9 does not grow with volume".to_string(),
-                |v| format!("{} {unit}", format_count(v)),
-            ),
-            format!(
-                "P99.9 reaches the alert threshold there: {growth}{}",
-                if far {
-                    "; beyond 10x the volumes simulated, an extrapolation: review when the workload changes"
-                } else {
-                    ""
-                }
-            ),
-        ]);
+        let (trigger, how) = describe_trigger(r);
+        rows.push(vec!["review trigger".to_string(), trigger, how]);
         if let Some(current) = &r.current_ttl {
             rows.push(vec![
                 "today's TTL, at the target volume".to_string(),
@@ -183,25 +158,31 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             ),
         ];
         runtime_chart(evidence, &workload, lines, doc);
-        let points: Vec<(f64, f64)> = r
-            .volume_points
-            .iter()
-            .map(|p| (p.volume as f64, p.p999.as_secs_f64()))
-            .collect();
-        if !points.is_empty() {
+        let profiles = volume_series(r);
+        if !profiles.is_empty() {
             let caption = format!(
-                "{workload}: P99.9 runtime against volume, the fitted growth, the TTL, the alert line and the review trigger"
+                "{workload}: P99.9 runtime against volume per profile (the target, the growth runs and the review trigger's search), the TTL, the alert line and the review trigger"
             );
+            let largest = r.volume_points.iter().map(|p| p.volume as f64);
+            let ceiling = match &r.review_trigger_from {
+                TriggerSearch::Simulated { ceiling_volume, .. } => *ceiling_volume as f64,
+                _ => 0.0,
+            };
+            // The axis ends a little past the trigger, or at the search's ceiling.
+            let max_volume = r
+                .review_trigger_volume
+                .map_or(ceiling, |v| v as f64 * 1.25)
+                .max(largest.fold(0.0, f64::max) * 1.05);
             let spec = ChartSpec::Volume(
                 format!("runtime-volume-{workload}"),
                 RuntimeVsVolume {
                     title: format!("{workload}: runtime against volume"),
                     unit,
-                    points,
-                    fit: r.growth.map(|g| (g.coefficient_s, g.exponent)),
+                    profiles,
                     ttl_s,
                     alert_s,
                     review_volume: r.review_trigger_volume.map(|v| v as f64),
+                    max_volume,
                 },
             );
             doc.chart(caption, spec);
@@ -284,4 +265,38 @@ fn decided_otherwise(d: Option<&Decision>) -> Option<String> {
         }
     };
     Some(format!("**{} is decided `{backend}`**, {what}.", d.job))
+}
+
+/// Every profile's P99.9 at the volumes simulated for `r`: the target, the worst profile's growth
+/// runs, and the review trigger's search, a full-count run preferred over a narrowing one at the
+/// same volume.
+fn volume_series(r: &TtlRecommendation) -> Vec<(String, Vec<(f64, f64)>)> {
+    let runs: &[TriggerRun] = match &r.review_trigger_from {
+        TriggerSearch::Simulated { runs, .. } => runs,
+        _ => &[],
+    };
+    r.profiles_considered
+        .iter()
+        .map(|p| {
+            // (volume, replays, P99.9 seconds); the target's runs are the full count.
+            let mut points: Vec<(u64, u64, f64)> =
+                vec![(r.target_volume, u64::MAX, p.p999.as_secs_f64())];
+            if p.profile == r.profile {
+                points.extend(
+                    r.volume_points
+                        .iter()
+                        .map(|v| (v.volume, u64::MAX, v.p999.as_secs_f64())),
+                );
+            }
+            points.extend(
+                runs.iter()
+                    .filter(|run| run.profile == p.profile)
+                    .map(|run| (run.volume, run.replays, run.p999.as_secs_f64())),
+            );
+            points.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            points.dedup_by_key(|x| x.0);
+            let points = points.into_iter().map(|(v, _, y)| (v as f64, y)).collect();
+            (p.profile.clone(), points)
+        })
+        .collect()
 }
