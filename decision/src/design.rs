@@ -24,20 +24,20 @@ pub(crate) fn policy(job: &JobAnswers, r: &Resolved) -> FailurePolicy {
         (
             PolicyKind::SkipAndAlert,
             format!(
-                "a second run {}: never run without the lock; a missed run waits for the next window or a person, a double run cannot be undone",
+                "A second run {}, so the job never runs without the lock. A missed run waits for the next window or a person; a double run cannot be undone",
                 effect(r.double_run)
             ),
         )
     } else if r.double_run == DoubleRun::Absorbed && all_idempotent {
         (
             PolicyKind::RunUnlocked,
-            "every step is idempotent and a double run is absorbed: a missed run costs more than an overlap".to_string(),
+            "Every step is idempotent and a double run is absorbed, so a missed run costs more than an overlap".to_string(),
         )
     } else {
         (
             PolicyKind::Queue,
             format!(
-                "a second run {}{}: retry with backoff until the next window rather than miss the run",
+                "A second run {}{}. Retry with backoff until the next window rather than miss the run",
                 effect(r.double_run),
                 if all_idempotent {
                     ""
@@ -100,7 +100,7 @@ pub(crate) fn within_budget(
         ModelKind::FixedTtl => {
             return FailurePolicy {
                 reason: format!(
-                    "{}; no retry: a fixed TTL runs out under a holder that outlives it, and a retry granted then runs beside it",
+                    "{}. No retry: a fixed TTL runs out under a holder that outlives it, and a retry granted then runs beside it",
                     policy.reason
                 ),
                 ..policy
@@ -113,7 +113,7 @@ pub(crate) fn within_budget(
     FailurePolicy {
         kind: PolicyKind::RetryThenAlert,
         reason: format!(
-            "a second run {}, but {why}, so a retry cannot run beside a live holder: retry with backoff for up to the {} the job allows after a crash, then alert; once granted, check that this window's run has not already completed",
+            "A second run {}, but {why}, so a retry cannot run beside a live holder. Retry with backoff for up to the {} the job allows after a crash, then alert. Once granted, check that this window's run has not already completed",
             effect(r.double_run),
             format_readable(budget)
         ),

@@ -29,7 +29,9 @@ pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
     if !r.double_run.harms() {
         return Role {
             correctness: false,
-            reason: format!("a second run {harm}: the lock saves work, it keeps nothing correct"),
+            reason: format!(
+                "A second run {harm}, so the lock saves work and keeps nothing correct"
+            ),
         };
     }
     if !x.inside.is_empty() {
@@ -48,7 +50,7 @@ pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
         return Role {
             correctness: true,
             reason: format!(
-                "{} write{} to the database with no guard of {}: the lock, with {cover}, is what keeps a concurrent second run from doing harm (a second run {harm}){}",
+                "{} write{} to the database with no guard of {}. The lock, with {cover}, is what keeps a concurrent second run from doing harm (a second run {harm}){}",
                 names(&x.inside),
                 if x.inside.len() == 1 { "s" } else { "" },
                 if x.inside.len() == 1 {
@@ -60,7 +62,7 @@ pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
                     String::new()
                 } else {
                     format!(
-                        "; a rerun after a crash repeats {it} whatever the lock, so {they} a guard or a checkpoint as well"
+                        ". A rerun after a crash repeats {it} whatever the lock, so {they} a guard or a checkpoint as well"
                     )
                 }
             ),
@@ -70,7 +72,7 @@ pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
         return Role {
             correctness: false,
             reason: format!(
-                "{} reach{} outside the database with no guard: no lock keeps such a call single (a holder that lost its lock under a stall still makes it, and nothing outside checks a fencing token), so it needs a guard of its own (below); with it the lock only saves work",
+                "{} reach{} outside the database with no guard. No lock keeps such a call single (a holder that lost its lock under a stall still makes it, and nothing outside checks a fencing token), so it needs a guard of its own (below); with it the lock only saves work",
                 names(&x.outside),
                 if x.outside.len() == 1 { "es" } else { "" },
             ),
@@ -84,7 +86,7 @@ pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
     Role {
         correctness: false,
         reason: format!(
-            "a second run {harm} only through steps that guard themselves ({}): the guards keep the job correct, the lock saves the work a second run would waste",
+            "A second run {harm} only through steps that guard themselves ({}). The guards keep the job correct; the lock saves the work a second run would waste",
             list(guards)
         ),
     }
@@ -190,7 +192,7 @@ pub(crate) fn verdicts(
             (Some((fact, basis)), _) => (VerdictKind::Rejected, fact.clone(), *basis),
             (None, Some(best)) if best == c.kind => (
                 VerdictKind::Chosen,
-                why_chosen(c, r, ev, role),
+                why_chosen(c, &candidates, r, ev, role),
                 FactBasis::Design,
             ),
             (None, Some(best)) => (
@@ -396,10 +398,19 @@ fn cost_fact(kind: BackendKind, best: BackendKind, r: &Resolved, ev: &Evidence) 
     )
 }
 
-fn why_chosen(c: &Candidate, r: &Resolved, ev: &Evidence, role: &Role) -> String {
+/// Why `c` was chosen, as sentences. A lab cell is cited only where it tells `c` apart: `c` came
+/// through it and another candidate the job weighed did not (a cell every candidate passes
+/// decides nothing).
+fn why_chosen(
+    c: &Candidate,
+    weighed: &[Candidate],
+    r: &Resolved,
+    ev: &Evidence,
+    role: &Role,
+) -> String {
     let infrastructure = if c.weight == 0 {
         format!(
-            "the job already runs {}: no new infrastructure",
+            "the job already runs {}, so it adds no infrastructure",
             c.kind.service().map_or("it", |s| s.name())
         )
     } else {
@@ -411,7 +422,7 @@ fn why_chosen(c: &Candidate, r: &Resolved, ev: &Evidence, role: &Role) -> String
             "the lock lasts as long as the job's session and ends with it when the holder dies"
         }
         BackendKind::Etcd | BackendKind::Zookeeper => {
-            "a consensus store: its lock and fencing token survive a failover"
+            "as a consensus store, its lock and fencing token survive a failover"
         }
         BackendKind::Redis if r.double_run.harms() => {
             "one key is enough once the guards keep the job correct"
@@ -422,13 +433,32 @@ fn why_chosen(c: &Candidate, r: &Resolved, ev: &Evidence, role: &Role) -> String
     let clean: Vec<String> = ev
         .cells_on(c.kind)
         .filter(|cell| cell.trials_with_overlap == 0 && mitigation(&cell.label()).is_none())
-        .map(FaultCell::label)
+        .filter_map(|cell| {
+            let label = cell.label();
+            let failed: Vec<&str> = weighed
+                .iter()
+                .filter(|o| o.kind != c.kind)
+                .filter(|o| {
+                    ev.cell(&label, o.kind)
+                        .is_some_and(|x| x.trials_with_overlap > 0)
+                })
+                .map(|o| o.kind.name())
+                .collect();
+            (!failed.is_empty()).then(|| {
+                format!(
+                    "{label} ({} of {} trials clean, where {} overlapped)",
+                    cell.trials,
+                    cell.trials,
+                    list(failed.iter().map(|f| format!("`{f}`")).collect())
+                )
+            })
+        })
         .take(3)
         .collect();
     let measured = if clean.is_empty() || !role.correctness {
         String::new()
     } else {
-        format!("; measured: no overlap under {}", list(clean))
+        format!(". Measured in the lab: no overlap under {}", list(clean))
     };
     format!("{infrastructure}; {how}{measured}")
 }

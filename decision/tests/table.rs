@@ -592,7 +592,7 @@ fn a_crash_then_a_rerun_needs_a_guard_whatever_the_lock() {
         guard.reason
     );
     assert!(
-        d.role.reason.contains("a rerun after a crash repeats it"),
+        d.role.reason.contains("A rerun after a crash repeats it"),
         "{}",
         d.role.reason
     );
@@ -708,7 +708,7 @@ fn a_fixed_ttl_is_never_retried() {
     assert_eq!(d.failure_policy.kind, PolicyKind::SkipAndAlert);
     assert_eq!(d.failure_policy.retry_for_s, None);
     assert!(
-        d.failure_policy.reason.contains("no retry"),
+        d.failure_policy.reason.contains("No retry"),
         "{}",
         d.failure_policy.reason
     );

@@ -29,6 +29,8 @@ const COLOURS: [RGBColor; 8] = [
 pub const TTL_COLOUR: RGBColor = RGBColor(214, 39, 40);
 /// The alert line.
 pub const ALERT_COLOUR: RGBColor = RGBColor(255, 127, 14);
+/// Today's TTL: black, apart from the derived TTL's red.
+pub const TODAY_COLOUR: RGBColor = RGBColor(40, 40, 40);
 
 pub(crate) fn colour(i: usize) -> RGBColor {
     COLOURS[i % COLOURS.len()]
@@ -116,7 +118,7 @@ pub fn nines(q: f64) -> f64 {
     -(1.0 - q).max(1e-12).log10()
 }
 
-fn nines_label(x: &f64) -> String {
+pub(crate) fn nines_label(x: &f64) -> String {
     match x.round() as i64 {
         _ if (x - x.round()).abs() > 1e-9 => String::new(),
         0 => "P0".to_string(),
@@ -166,6 +168,31 @@ where
         .label_font((FONT, 13))
         .draw()
         .map_err(err)
+}
+
+/// Width of a key drawn in a column of its own, pixels.
+pub(crate) const KEY_WIDTH: i32 = 190;
+
+/// A key in a column of its own: a swatch and a label per entry, top to bottom.
+pub(crate) fn key_column<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(String, RGBColor)],
+) -> Result<(), String> {
+    for (k, (label, c)) in entries.iter().enumerate() {
+        let y = 60 + k as i32 * 20;
+        area.draw(&PathElement::new(
+            vec![(4, y + 7), (26, y + 7)],
+            c.stroke_width(3),
+        ))
+        .map_err(err)?;
+        area.draw(&Text::new(
+            label.clone(),
+            (32, y),
+            (FONT, 13).into_font().color(&BLACK),
+        ))
+        .map_err(err)?;
+    }
+    Ok(())
 }
 
 /// An axis tick: whole numbers with thousands separators, small values with the digits they need.
@@ -320,8 +347,7 @@ impl Chart for PercentileCurves {
             .curves
             .iter()
             .flat_map(|(_, p)| p.iter().map(|(x, _)| *x))
-            .fold(1.0f64, f64::max)
-            .ceil();
+            .fold(1.0f64, f64::max);
         let values = self
             .curves
             .iter()
@@ -331,7 +357,18 @@ impl Chart for PercentileCurves {
         let (lo, hi) = values.fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
         let hi = if hi > 0.0 { hi } else { 1.0 };
         let x_range = 0.0..x_max;
-        let mut builder = ChartBuilder::on(root);
+        // The key has a column of its own, so that it covers no curve.
+        let (width, _) = root.dim_in_pixel();
+        let (plot, key) = root.split_horizontally(width as i32 - KEY_WIDTH);
+        let entries: Vec<(String, RGBColor)> = self
+            .curves
+            .iter()
+            .enumerate()
+            .map(|(i, (label, _))| (label.clone(), colour(i)))
+            .chain(self.lines.iter().map(|(label, _, c)| (label.clone(), *c)))
+            .collect();
+        key_column(&key, &entries)?;
+        let mut builder = ChartBuilder::on(&plot);
         builder
             .caption(&self.title, (FONT, 22))
             .margin(16)
@@ -390,7 +427,7 @@ impl PercentileCurves {
             let points = vec![(0.0, *value), (x_max, *value)];
             line(chart, points, c.stroke_width(2), label.clone())?;
         }
-        legend(chart, SeriesLabelPosition::UpperLeft)
+        Ok(())
     }
 }
 
@@ -509,21 +546,31 @@ impl Chart for HBars {
             }
         };
         let y_range = -0.5..n - 0.5;
+        // Room for the longest row label (about 7 px a character at 13 px) so none is clipped.
+        let longest = self
+            .rows
+            .iter()
+            .map(|(l, _)| l.chars().count())
+            .max()
+            .unwrap_or(0);
         let mut builder = ChartBuilder::on(root);
         builder
             .caption(&self.title, (FONT, 22))
             .margin(16)
             .x_label_area_size(44)
-            .y_label_area_size(170);
+            .y_label_area_size((longest as u32 * 7 + 24).clamp(60, 420));
+        // The value axis runs past the longest bar, so that the legend in the right-hand part
+        // covers none: bars end by about two thirds of the way.
         if self.log_x {
             let lo = if lo.is_finite() { lo / 2.0 } else { hi / 100.0 };
+            let top = hi * (hi / lo).max(2.0).powf(0.55);
             let mut chart = builder
-                .build_cartesian_2d((lo..hi * 2.0).log_scale(), y_range)
+                .build_cartesian_2d((lo..top).log_scale(), y_range)
                 .map_err(err)?;
             self.draw_on(&mut chart, &y_label, lo)
         } else {
             let mut chart = builder
-                .build_cartesian_2d(0.0..hi * 1.1, y_range)
+                .build_cartesian_2d(0.0..hi * 1.55, y_range)
                 .map_err(err)?;
             self.draw_on(&mut chart, &y_label, 0.0)
         }
@@ -569,7 +616,7 @@ impl HBars {
                 .label(name)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
         }
-        legend(chart, SeriesLabelPosition::LowerRight)
+        legend(chart, SeriesLabelPosition::UpperRight)
     }
 }
 

@@ -13,6 +13,7 @@ mod error;
 mod grid_chart;
 pub mod lines;
 mod load;
+mod runtime_chart;
 mod sections;
 pub mod timeline;
 
@@ -42,6 +43,7 @@ pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
         let (name, result) = match spec {
             sections::ChartSpec::Curves(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Volume(n, c) => (n, charts::render(c)),
+            sections::ChartSpec::Runtime(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Bars(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Timeline(n, c) => (n, charts::render(c)),
             sections::ChartSpec::Contention(n, c) => (n, charts::render(c)),

@@ -3,6 +3,7 @@
 
 use lockbench_core::format_count;
 use lockbench_core::records::bench::{BackendFacts, BenchRow, WaitKind};
+use lockbench_core::stats::percentile_supported;
 
 use super::common::{ChartSpec, Doc, bench_rows, curve_points, us};
 use super::faults;
@@ -172,7 +173,21 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         .map(|r| {
             (
                 format!("{} c={}", r.backend, r.contenders),
-                vec![r.acquire_us.p50, r.acquire_us.p99, r.acquire_us.p999],
+                // A tail the sample does not support is left out, not drawn as its maximum.
+                [
+                    (0.5, r.acquire_us.p50),
+                    (0.99, r.acquire_us.p99),
+                    (0.999, r.acquire_us.p999),
+                ]
+                .iter()
+                .map(|&(q, v)| {
+                    if percentile_supported(q, r.acquire_us.count) {
+                        v
+                    } else {
+                        f64::NAN
+                    }
+                })
+                .collect(),
             )
         })
         .collect();
@@ -187,7 +202,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             rows: bars,
         },
     );
-    let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale)";
+    let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale); a P99 from fewer than 100 acquisitions or a P99.9 from fewer than 1,000 is left out";
     doc.chart(caption.to_string(), spec);
     super::contention::write(evidence, doc);
 }

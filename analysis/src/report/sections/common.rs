@@ -12,12 +12,13 @@ use lockbench_core::{
 };
 use lockbench_decision::Decision;
 
-use crate::report::charts::{Curve, HBars, PercentileCurves, RefLine, RuntimeVsVolume, Unit};
+use crate::report::charts::{HBars, PercentileCurves, RefLine, RuntimeVsVolume, tick};
 use crate::report::check_chart::ModelCheckChart;
 use crate::report::doc::Block;
 use crate::report::grid_chart::FaultGridChart;
 use crate::report::lines::ContentionLines;
 use crate::report::load::Evidence;
+use crate::report::runtime_chart::{RuntimePanel, RuntimePanels};
 use crate::report::timeline::FaultTimeline;
 
 /// A chart to draw: its file stem and the chart.
@@ -26,6 +27,8 @@ pub enum ChartSpec {
     Curves(String, PercentileCurves),
     /// Runtime against volume.
     Volume(String, RuntimeVsVolume),
+    /// A job's runtime by percentile, in panels.
+    Runtime(String, RuntimePanels),
     /// Horizontal bars.
     Bars(String, HBars),
     /// A fault-lab trial per backend.
@@ -43,6 +46,7 @@ impl ChartSpec {
         match self {
             ChartSpec::Curves(n, _)
             | ChartSpec::Volume(n, _)
+            | ChartSpec::Runtime(n, _)
             | ChartSpec::Bars(n, _)
             | ChartSpec::Timeline(n, _)
             | ChartSpec::Contention(n, _)
@@ -128,52 +132,110 @@ pub(crate) fn curve_points(h: &RuntimeHistogram, scale: f64) -> Vec<(f64, f64)> 
         .collect()
 }
 
-/// The runtime histograms of a workload, from every simulate and ttl directory.
-pub(crate) fn workload_curves(evidence: &Evidence, workload: &str) -> Vec<Curve> {
-    let mut curves: Vec<Curve> = Vec::new();
+/// A profile's runtime curve at one scale: (profile, scale, (nines, seconds) points).
+pub(crate) type ScaledCurve = (String, f64, Vec<(f64, f64)>);
+
+/// The runtime histograms of a workload, from every simulate and ttl directory: (profile, scale,
+/// curve points), at most eight.
+pub(crate) fn workload_curves(evidence: &Evidence, workload: &str) -> Vec<ScaledCurve> {
+    let mut curves: Vec<ScaledCurve> = Vec::new();
     for (tag, h) in evidence.runtime_histograms() {
         let parts: Vec<&str> = tag.split('/').collect();
         if parts.len() != 3 || parts[0] != workload || h.count() == 0 {
             continue;
         }
-        let label = format!("{} {}", parts[1], parts[2].replace("scale=", "x"));
-        if curves.iter().any(|(l, _)| *l == label) {
+        let Some(scale) = parts[2]
+            .strip_prefix("scale=")
+            .and_then(|s| s.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        if curves.iter().any(|(p, s, _)| p == parts[1] && *s == scale) {
             continue;
         }
-        curves.push((label, curve_points(h, 1.0)));
+        curves.push((parts[1].to_string(), scale, curve_points(h, 1.0)));
     }
     curves.truncate(8);
     curves
 }
 
-/// The runtime-by-percentile chart of `workload`, with `lines` (TTL, alert) when it has a TTL;
-/// nothing when no histogram of it was recorded.
+/// The horizontal lines of a runtime chart: the TTL and its alert at the scale they were derived
+/// for, and today's TTL at today's volume.
+#[derive(Default)]
+pub(crate) struct RuntimeLines {
+    /// The scale the TTL was derived at, with its lines.
+    pub(crate) target: Option<(f64, Vec<RefLine>)>,
+    /// Today's TTL, drawn over today's volume.
+    pub(crate) today: Vec<RefLine>,
+}
+
+/// The runtime-by-percentile chart of `workload`: today's volume in one panel (with today's TTL),
+/// the other scales in another (with the TTL and its alert); nothing when no histogram of it was
+/// recorded.
 pub(crate) fn runtime_chart(
     evidence: &Evidence,
     workload: &str,
-    lines: Vec<RefLine>,
+    lines: RuntimeLines,
     doc: &mut Doc,
 ) {
     let curves = workload_curves(evidence, workload);
     if curves.is_empty() {
         return;
     }
-    let caption = if lines.is_empty() {
+    let label = |p: &str, s: f64| format!("{p} {}x", tick(&s));
+    let (today, others): (Vec<_>, Vec<_>) = curves.into_iter().partition(|c| c.1 == 1.0);
+    let target_scale = lines.target.as_ref().map(|t| t.0);
+    let target_lines = lines.target.map(|t| t.1).unwrap_or_default();
+    let mut panels = Vec::new();
+    let mut described = Vec::new();
+    if !today.is_empty() {
+        let mut panel_lines = lines.today;
+        if target_scale == Some(1.0) || others.is_empty() {
+            panel_lines.extend(target_lines.clone());
+        }
+        described.extend(panel_lines.iter().map(|l| l.0.clone()));
+        panels.push(RuntimePanel {
+            title: "today's volume (1x)".to_string(),
+            curves: today
+                .iter()
+                .map(|(p, s, c)| (label(p, *s), c.clone()))
+                .collect(),
+            lines: panel_lines,
+        });
+    }
+    if !others.is_empty() {
+        let panel_lines = if target_scale == Some(1.0) {
+            Vec::new()
+        } else {
+            target_lines
+        };
+        described.extend(panel_lines.iter().map(|l| l.0.clone()));
+        let mut scales: Vec<f64> = others.iter().map(|c| c.1).collect();
+        scales.sort_by(f64::total_cmp);
+        scales.dedup();
+        let scales: Vec<String> = scales.iter().map(|s| format!("{}x", tick(s))).collect();
+        panels.push(RuntimePanel {
+            title: format!("simulated at {}", scales.join(", ")),
+            curves: others
+                .iter()
+                .map(|(p, s, c)| (label(p, *s), c.clone()))
+                .collect(),
+            lines: panel_lines,
+        });
+    }
+    let caption = if described.is_empty() {
         format!("{workload}: job runtime by percentile, per profile and scale")
     } else {
         format!(
-            "{workload}: job runtime by percentile, per profile and scale, with the TTL and the 80 % alert line"
+            "{workload}: job runtime by percentile, per profile and scale, today's volume beside the scales simulated for the TTL, with {}",
+            described.join(", ")
         )
     };
-    let spec = ChartSpec::Curves(
+    let spec = ChartSpec::Runtime(
         format!("runtime-percentiles-{workload}"),
-        PercentileCurves {
+        RuntimePanels {
             title: format!("{workload}: job runtime distribution"),
-            y_label: "runtime".to_string(),
-            log_y: false,
-            unit: Unit::Seconds,
-            curves,
-            lines,
+            panels,
         },
     );
     doc.chart(caption, spec);

@@ -5,7 +5,9 @@
 use lockbench_core::records::bench::{BenchRow, KeySpread, LoopKind};
 
 use super::common::{ChartSpec, Doc, bench_rows};
-use crate::report::charts::Unit;
+use lockbench_core::stats::percentile_supported;
+
+use crate::report::charts::{HBars, Unit};
 use crate::report::lines::{ContentionLines, Line};
 use crate::report::load::Evidence;
 
@@ -81,19 +83,13 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             dashed: false,
         });
     }
-    doc.chart(
-        "Handoff latency (from a release to the grant of a contender that was waiting for it; a releaser taking the lock straight back does not end it) against contenders on one key: P50 solid, P99 dashed, per backend and wait mode (log scales)".to_string(),
-        ChartSpec::Contention(
-            "contention-handoff".to_string(),
-            ContentionLines {
-                title: "Handoff latency against contention".to_string(),
-                y_label: "handoff".to_string(),
-                log_y: true,
-                unit: Unit::Micros,
-                lines: handoff,
-            },
-        ),
-    );
+    let handoff_levels = handoff.iter().map(|l| l.points.len()).max().unwrap_or(0);
+    if handoff_levels <= 1 {
+        // One contention level with handoffs: its lines would be a column of dots, so bars.
+        handoff_bars(&series, doc);
+    } else {
+        handoff_lines(handoff, doc);
+    }
     doc.chart(
         "Grants per second against contenders on one key, per backend and wait mode".to_string(),
         ChartSpec::Contention(
@@ -122,4 +118,54 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
             ),
         );
     }
+}
+
+/// Handoff latency against contention, P50 solid and P99 dashed, per backend and wait mode.
+fn handoff_lines(handoff: Vec<Line>, doc: &mut Doc) {
+    doc.chart(
+        "Handoff latency (from a release to the grant of a contender that was waiting for it; a releaser taking the lock straight back does not end it) against contenders on one key: P50 solid, P99 dashed, per backend and wait mode (log scales)".to_string(),
+        ChartSpec::Contention(
+            "contention-handoff".to_string(),
+            ContentionLines {
+                title: "Handoff latency against contention".to_string(),
+                y_label: "handoff".to_string(),
+                log_y: true,
+                unit: Unit::Micros,
+                lines: handoff,
+            },
+        ),
+    );
+}
+
+/// Handoff latency at the one contention level measured: a P50 and a P99 bar per backend and wait
+/// mode (a P99 from fewer than 100 handoffs is left out, see `percentile_supported`).
+fn handoff_bars(series: &[(String, Vec<&BenchRow>)], doc: &mut Doc) {
+    let mut level = 0;
+    let rows: Vec<(String, Vec<f64>)> = series
+        .iter()
+        .filter_map(|(label, rs)| {
+            let r = rs.iter().find(|r| r.handoff_us.count > 0)?;
+            level = level.max(r.contenders);
+            let p99 = if percentile_supported(0.99, r.handoff_us.count) {
+                r.handoff_us.p99
+            } else {
+                f64::NAN
+            };
+            Some((label.clone(), vec![r.handoff_us.p50, p99]))
+        })
+        .collect();
+    doc.chart(
+        format!("Handoff latency (from a release to the grant of a contender that was waiting for it; a releaser taking the lock straight back does not end it) at {level} contenders on one key, the one level with handoffs measured: P50 and P99 per backend and wait mode (log scale)"),
+        ChartSpec::Bars(
+            "contention-handoff".to_string(),
+            HBars {
+                title: format!("Handoff latency at {level} contenders"),
+                x_label: "handoff".to_string(),
+                log_x: true,
+                unit: Unit::Micros,
+                series: vec!["P50".to_string(), "P99".to_string()],
+                rows,
+            },
+        ),
+    );
 }

@@ -38,18 +38,22 @@ pub(super) fn block(d: &Decision, date: &str, doc: &mut Doc) {
         .unwrap_or_default();
     let mut items = vec![
         format!("**Status**: {}, {date}", d.status.name()),
-        format!("**Backend**: {backend}: {chosen_fact}"),
+        format!("**Backend**: {backend}. {}", sentence(&chosen_fact)),
         format!(
             "**Lock model**: {}{}",
             d.lock_model.kind.name(),
             model_figures(d)
         ),
         format!(
-            "**On acquisition failure**: {}: {}",
+            "**On acquisition failure**: {}. {}",
             d.failure_policy.kind.name(),
-            d.failure_policy.reason
+            sentence(&d.failure_policy.reason)
         ),
-        format!("**The lock is** {}: {}", d.role.name(), d.role.reason),
+        format!(
+            "**The lock is** {}. {}",
+            d.role.name(),
+            sentence(&d.role.reason)
+        ),
     ];
     let required: Vec<String> = d
         .mechanisms
@@ -426,4 +430,15 @@ fn capitalise(text: &str) -> String {
     c.next().map_or(String::new(), |f| {
         f.to_uppercase().collect::<String>() + c.as_str()
     })
+}
+
+/// `text` as a sentence: its first letter capitalised and a full stop at its end.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    let mut chars = text.chars();
+    let Some(first) = chars.next() else {
+        return String::new();
+    };
+    let end = if text.ends_with('.') { "" } else { "." };
+    format!("{}{}{end}", first.to_uppercase(), chars.as_str())
 }

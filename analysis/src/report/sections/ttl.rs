@@ -5,10 +5,10 @@ use lockbench_core::{format_chance, format_count};
 use lockbench_decision::{Decision, ModelKind};
 
 use super::common::{
-    ChartSpec, Doc, decision_of, number, runtime_chart, secs, secs_f, simulated_at, today_against,
-    yearly,
+    ChartSpec, Doc, RuntimeLines, decision_of, number, runtime_chart, secs, secs_f, simulated_at,
+    today_against, yearly,
 };
-use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TTL_COLOUR};
+use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TODAY_COLOUR, TTL_COLOUR};
 use crate::report::doc::Block;
 use crate::report::load::Evidence;
 use crate::{
@@ -149,14 +149,36 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
         });
         let ttl_s = r.ttl.as_secs_f64();
         let alert_s = r.alert_hold.as_secs_f64();
-        let lines = vec![
-            (format!("TTL {}", secs(r.ttl)), ttl_s, TTL_COLOUR),
-            (
-                format!("alert {}", secs(r.alert_hold)),
-                alert_s,
-                ALERT_COLOUR,
-            ),
-        ];
+        // A job decided otherwise has no TTL in force: its lines say they are the alternative.
+        let aside = if decided_otherwise(decision_of(decisions, &workload)).is_some() {
+            " (not in force)"
+        } else {
+            ""
+        };
+        let lines = RuntimeLines {
+            target: Some((
+                r.target_scale,
+                vec![
+                    (format!("TTL {}{aside}", secs(r.ttl)), ttl_s, TTL_COLOUR),
+                    (
+                        format!("alert {}{aside}", secs(r.alert_hold)),
+                        alert_s,
+                        ALERT_COLOUR,
+                    ),
+                ],
+            )),
+            today: r
+                .current_ttl
+                .iter()
+                .map(|c| {
+                    (
+                        format!("today's TTL {}", secs(c.ttl)),
+                        c.ttl.as_secs_f64(),
+                        TODAY_COLOUR,
+                    )
+                })
+                .collect(),
+        };
         runtime_chart(evidence, &workload, lines, doc);
         let profiles = volume_series(r);
         if !profiles.is_empty() {
@@ -228,7 +250,7 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             for r in &s.record.results {
                 if !seen.contains(&r.workload.as_str()) {
                     seen.push(&r.workload);
-                    runtime_chart(evidence, &r.workload, Vec::new(), doc);
+                    runtime_chart(evidence, &r.workload, RuntimeLines::default(), doc);
                 }
             }
         }
