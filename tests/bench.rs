@@ -365,3 +365,50 @@ fn a_bad_duration_says_what_was_expected_and_nothing_about_offsets() {
     let stderr = refused(&["bench", "--config", CONFIG, "--ttl", "abc"], &["--ttl"]);
     assert!(!stderr.contains(" at 0"), "{stderr}");
 }
+
+/// The record names what was measured: each server's version as the server reports it (Redis's
+/// INFO, Postgres's server_version, etcd's status, ZooKeeper's srvr) and the client library
+/// lockbench spoke through, so that a reader knows whose behaviour the figures are.
+#[test]
+fn bench_records_each_servers_version_and_client() {
+    let v = json_of(&[
+        "bench",
+        "--config",
+        CONFIG,
+        "--contenders",
+        "1",
+        "--ops",
+        "20",
+        "--warmup",
+        "0s",
+        "--json",
+    ]);
+    let backends = v["backends"].as_array().unwrap();
+    use lockbench_locks::clients;
+    for (backend, client) in [
+        ("redis", clients::REDIS),
+        ("redlock", clients::REDIS),
+        ("pg-session", clients::POSTGRES),
+        ("pg-xact", clients::POSTGRES),
+        ("etcd", clients::ETCD),
+        ("zookeeper", clients::ZOOKEEPER),
+    ] {
+        let facts = backends
+            .iter()
+            .find(|b| b["backend"] == backend)
+            .unwrap_or_else(|| panic!("{backend} not measured: {v}"));
+        let version = facts["server_version"].as_str().unwrap_or_default();
+        // "7.0.15", "15.18 (Debian 15.18-0+deb12u1)", "3.8.0": a number first.
+        let numeric = version
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .split('.')
+            .take(2)
+            .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()));
+        assert!(numeric, "{backend}: server version {version:?}");
+        assert_eq!(facts["client"], client, "{backend}");
+    }
+    let memory = backends.iter().find(|b| b["backend"] == "memory").unwrap();
+    assert!(memory.get("server_version").is_none(), "{memory}");
+}

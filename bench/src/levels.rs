@@ -54,6 +54,9 @@ pub struct Measured {
     /// One result per level, in order.
     pub results: Vec<BenchResult>,
     pub capabilities: Capabilities,
+    /// The server's version, where it told it, and the client library measured through.
+    pub server_version: Option<String>,
+    pub client: Option<&'static str>,
     /// A shard's clock against the server's: (offset, round trip) in milliseconds.
     pub clock: Option<(f64, f64)>,
     /// A cleanup that failed after the levels were measured (their figures stand).
@@ -107,9 +110,13 @@ impl Schedule<'_> {
     }
 }
 
-/// What a backend declared about itself, as the bench record keeps it.
-pub fn facts(backend: &str, c: Capabilities) -> BackendFacts {
+/// What a backend declared about itself, as the bench record keeps it, with the server version
+/// and client library of [`Measured`].
+pub fn facts(backend: &str, m: &Measured) -> BackendFacts {
+    let c = m.capabilities;
     BackendFacts {
+        server_version: m.server_version.clone(),
+        client: m.client.map(str::to_string),
         backend: backend.to_string(),
         fencing: c.fencing.describe().to_string(),
         native_ttl: c.native_ttl,
@@ -139,6 +146,12 @@ pub async fn measure_levels(
         .max(1);
     let clients = connect(config, most).await?;
     let capabilities = clients[0].capabilities();
+    // Which server and client were measured: a version the server will not tell is left out.
+    let server_version = match clients[0].server_version().await {
+        Some(Ok(v)) => Some(v),
+        _ => None,
+    };
+    let client = clients[0].client_library();
     // Shards on several hosts keep --start-at by their own clocks: how far each is from the
     // server's says how far apart they really start.
     let clock = if levels.shard.is_some() {
@@ -203,6 +216,8 @@ pub async fn measure_levels(
     Ok(Measured {
         results,
         capabilities,
+        server_version,
+        client,
         clock,
         cleanup_error,
     })

@@ -9,6 +9,7 @@
 //! under the namespace and [`LockBackend::cleanup`] removes what a key left behind.
 
 pub mod backends;
+pub mod clients;
 mod config;
 mod error;
 mod heartbeat;
@@ -103,6 +104,18 @@ pub trait LockBackend: Send + Sync {
     /// `None` for a backend whose server does not tell its time. Bench shards on several hosts
     /// compare their clocks through it.
     async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
+        None
+    }
+
+    /// The server's version as the server reports it ("7.0.15"); for several independent servers
+    /// (Redlock) each distinct version, comma-separated. `None` for a backend without a server.
+    async fn server_version(&self) -> Option<Result<String, LockError>> {
+        None
+    }
+
+    /// The client library this backend speaks through, with its version (see [`clients`]);
+    /// `None` for a backend without a server.
+    fn client_library(&self) -> Option<&'static str> {
         None
     }
 

@@ -86,7 +86,7 @@ async fn measure_all(command: &BenchSettings) -> Result<Measured> {
         let name = config.label();
         match measure_levels(config, &levels, &Spinners::default()).await {
             Ok(mut m) => {
-                if let Some(e) = m.cleanup_error {
+                if let Some(e) = m.cleanup_error.take() {
                     eprintln!("lockbench: bench: {name}: cleanup after the run failed: {e}");
                 }
                 measured.clock = measured.clock.or(m.clock);
@@ -104,7 +104,7 @@ async fn measure_all(command: &BenchSettings) -> Result<Measured> {
                             .unwrap_or_else(|| "every operation failed".to_string()),
                     });
                 }
-                measured.backends.push(facts(name, m.capabilities));
+                measured.backends.push(facts(name, &m));
                 measured.results.append(&mut m.results);
             }
             Err(LevelsError::NotReady(e)) => return Err(e.into()),

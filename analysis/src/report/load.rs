@@ -36,6 +36,8 @@ pub struct Source {
     pub created_unix_s: u64,
     /// The specs it used, as its manifest recorded them.
     pub specs: Vec<SpecRecord>,
+    /// The lock servers it measured, as its manifest recorded them (their URLs: the topology).
+    pub servers: Vec<lockbench_core::ServerRecord>,
 }
 
 /// Histograms of a results directory by tag.
@@ -260,6 +262,7 @@ fn load_one(dir: &Path, label: String, evidence: &mut Evidence) -> Result<(), Re
         git_commit: m.git_commit.clone(),
         created_unix_s: m.created_unix_s,
         specs: m.specs.clone(),
+        servers: m.backends.clone(),
     };
     let histograms = read.histograms;
     match read.body {

@@ -54,6 +54,15 @@ pub struct BackendFacts {
     pub scope: String,
     /// The failures it cannot prevent, from how it locks (docs/BACKENDS.md).
     pub cannot_prevent: String,
+    /// The server's version as it reported it (Redlock: each node's distinct version). Added
+    /// without a schema bump: absent in records written before it, and for a backend without a
+    /// server or whose server did not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
+    /// The client library and version lockbench measured it through ("redis-rs 1.8.1"); absent
+    /// as `server_version` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 /// Closed loop (each contender acquires again as soon as it released) or open loop (arrivals at a

@@ -420,6 +420,21 @@ impl LockBackend for EtcdLock {
         "etcd"
     }
 
+    async fn server_version(&self) -> Option<Result<String, LockError>> {
+        let mut client = self.client.clone();
+        Some(
+            timed("etcd", "status", self.timeout, async move {
+                let status = client.status().await.map_err(err("status"))?;
+                Ok(status.version().to_string())
+            })
+            .await,
+        )
+    }
+
+    fn client_library(&self) -> Option<&'static str> {
+        Some(crate::clients::ETCD)
+    }
+
     fn requests(&self) -> Option<u64> {
         Some(self.requests.count())
     }

@@ -446,6 +446,30 @@ impl LockBackend for PgLock {
         Some(self.requests.count())
     }
 
+    async fn server_version(&self) -> Option<Result<String, LockError>> {
+        let backend = self.backend();
+        Some(
+            timed(backend, "version", self.timeout, async {
+                let mut session = self
+                    .connections
+                    .take()
+                    .await
+                    .map_err(|e| LockError::server(backend, "take a connection", e))?;
+                let version = sqlx::query_scalar::<_, String>("SHOW server_version")
+                    .fetch_one(session.conn())
+                    .await
+                    .map_err(|e| LockError::server(backend, "version", e))?;
+                session.clean = true;
+                Ok(version)
+            })
+            .await,
+        )
+    }
+
+    fn client_library(&self) -> Option<&'static str> {
+        Some(crate::clients::POSTGRES)
+    }
+
     async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
         let backend = self.backend();
         Some(

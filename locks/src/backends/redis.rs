@@ -496,6 +496,14 @@ impl LockBackend for RedisLock {
         Some(self.requests.count())
     }
 
+    async fn server_version(&self) -> Option<Result<String, LockError>> {
+        Some(server_version(&self.conn, "redis", self.timeout).await)
+    }
+
+    fn client_library(&self) -> Option<&'static str> {
+        Some(crate::clients::REDIS)
+    }
+
     async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
         Some(
             timed("redis", "time", self.timeout, async {
@@ -668,4 +676,23 @@ impl Drop for Place {
             });
         }
     }
+}
+
+/// The `redis_version` of a node's `INFO server`.
+pub(crate) async fn server_version(
+    conn: &RedisConnection,
+    backend: &'static str,
+    timeout: Duration,
+) -> Result<String, LockError> {
+    timed(backend, "info", timeout, async {
+        let info: String = conn
+            .query(redis::cmd("INFO").arg("server"))
+            .await
+            .map_err(|e| LockError::server(backend, "info", e))?;
+        Ok(info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .map_or_else(|| "unknown".to_string(), |v| v.trim().to_string()))
+    })
+    .await
 }

@@ -119,6 +119,22 @@ impl LockBackend for Redlock {
         "redlock"
     }
 
+    async fn server_version(&self) -> Option<Result<String, LockError>> {
+        let mut versions: Vec<String> = Vec::new();
+        for node in &self.nodes {
+            match super::redis::server_version(node, "redlock", self.node_timeout).await {
+                Ok(v) if !versions.contains(&v) => versions.push(v),
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(versions.join(", ")))
+    }
+
+    fn client_library(&self) -> Option<&'static str> {
+        Some(crate::clients::REDIS)
+    }
+
     fn requests(&self) -> Option<u64> {
         Some(self.requests.count())
     }

@@ -29,6 +29,8 @@ pub struct ZkLock {
     timeout: Duration,
     session_timeout: Duration,
     folders: Mutex<HashSet<String>>,
+    /// The servers of the connect string (`host:port`), for the `srvr` command.
+    servers: Vec<String>,
     /// Operations sent (the session's pings are not counted: they are per session, not per grant).
     requests: Requests,
 }
@@ -75,6 +77,11 @@ impl ZkLock {
             timeout: config.operation_timeout,
             session_timeout,
             folders: Mutex::new(HashSet::new()),
+            servers: config
+                .urls
+                .iter()
+                .map(|u| u.split('/').next().unwrap_or(u).to_string())
+                .collect(),
             requests: Requests::default(),
         })
     }
@@ -282,6 +289,37 @@ impl Drop for QueuedNode {
 impl LockBackend for ZkLock {
     fn name(&self) -> &'static str {
         "zookeeper"
+    }
+
+    /// The `srvr` four-letter command of the first server (whitelisted by default since 3.5.3).
+    async fn server_version(&self) -> Option<Result<String, LockError>> {
+        let server = self.servers.first()?.clone();
+        Some(
+            timed("zookeeper", "srvr", self.timeout, async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let fail = |e: std::io::Error| LockError::server("zookeeper", "srvr", e);
+                let mut stream = tokio::net::TcpStream::connect(&server)
+                    .await
+                    .map_err(fail)?;
+                stream.write_all(b"srvr").await.map_err(fail)?;
+                let mut reply = String::new();
+                stream.read_to_string(&mut reply).await.map_err(fail)?;
+                // "Zookeeper version: 3.8.0-5a02a05eddb59aee6ac762f7ea82e92a68eb9c0f, built on ..."
+                Ok(reply
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Zookeeper version: "))
+                    .and_then(|v| v.split(['-', ',']).next())
+                    .map_or_else(
+                        || "unknown (srvr not whitelisted)".to_string(),
+                        str::to_string,
+                    ))
+            })
+            .await,
+        )
+    }
+
+    fn client_library(&self) -> Option<&'static str> {
+        Some(crate::clients::ZOOKEEPER)
     }
 
     fn requests(&self) -> Option<u64> {

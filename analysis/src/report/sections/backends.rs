@@ -131,6 +131,13 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
         .to_vec(),
         rows: table,
     });
+    let servers = servers_measured(evidence);
+    if !servers.is_empty() {
+        doc.push(Block::Para(
+            "The servers and clients measured (versions as each server reported them):".to_string(),
+        ));
+        doc.push(Block::List(servers));
+    }
     let failed: Vec<String> = evidence
         .benches
         .iter()
@@ -205,4 +212,66 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
     let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale); a P99 from fewer than 100 acquisitions or a P99.9 from fewer than 1,000 is left out";
     doc.chart(caption.to_string(), spec);
     super::contention::write(evidence, doc);
+}
+
+/// Each measured backend's server version, topology and client library: "`redis`: Redis 7.0.15,
+/// one node (redis://127.0.0.1:6390), through redis-rs 1.8.1".
+pub(crate) fn servers_measured(evidence: &Evidence) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for b in &evidence.benches {
+        for f in &b.record.backends {
+            if f.backend == "memory" || seen.contains(&f.backend.as_str()) {
+                continue;
+            }
+            seen.push(&f.backend);
+            out.push(format!(
+                "`{}`: {}",
+                f.backend,
+                server_line(f, &b.source.servers)
+            ));
+        }
+    }
+    out
+}
+
+/// One backend's server, topology and client, as a clause.
+pub(crate) fn server_line(f: &BackendFacts, servers: &[lockbench_core::ServerRecord]) -> String {
+    let product = match f.backend.as_str() {
+        "redis" | "redlock" => "Redis",
+        "pg-session" | "pg-xact" => "PostgreSQL",
+        "etcd" => "etcd",
+        "zookeeper" => "ZooKeeper",
+        other => other,
+    };
+    let version = f
+        .server_version
+        .as_deref()
+        .map_or_else(|| "(version not recorded)".to_string(), str::to_string);
+    let urls: Vec<&str> = servers
+        .iter()
+        .find(|s| s.backend == f.backend)
+        .map(|s| s.urls.split(',').filter(|u| !u.is_empty()).collect())
+        .unwrap_or_default();
+    let topology = match (f.backend.as_str(), urls.len()) {
+        (_, 0) => "topology not recorded".to_string(),
+        ("redlock", n) => format!("{n} independent nodes ({})", urls.join(", ")),
+        ("etcd" | "zookeeper", 1) => format!("a single member ({}), not a quorum", urls[0]),
+        ("etcd" | "zookeeper", n) => format!("{n} members ({})", urls.join(", ")),
+        (_, 1) => format!("one server ({}), no replica", urls[0]),
+        (_, n) => format!("{n} servers ({})", urls.join(", ")),
+    };
+    let client = f
+        .client
+        .as_deref()
+        .map_or_else(String::new, |c| format!(", through {c}"));
+    format!("{product} {version}, {topology}{client}")
+}
+
+/// The server, topology and client `backend` was measured against, when a bench measured it.
+pub(crate) fn server_of(evidence: &Evidence, backend: &str) -> Option<String> {
+    evidence.benches.iter().find_map(|b| {
+        let f = b.record.backends.iter().find(|f| f.backend == backend)?;
+        Some(server_line(f, &b.source.servers))
+    })
 }

@@ -21,7 +21,7 @@ pub(super) fn alternatives_heading(job: &str) -> String {
 }
 
 /// The block a job's record opens with.
-pub(super) fn block(d: &Decision, date: &str, doc: &mut Doc) {
+pub(super) fn block(d: &Decision, date: &str, server: Option<String>, doc: &mut Doc) {
     let mut inner = vec![Block::Heading(2, heading(d))];
     let backend = match (&d.backend, d.status) {
         (None, _) => "no backend fits the answers".to_string(),
@@ -101,6 +101,9 @@ pub(super) fn block(d: &Decision, date: &str, doc: &mut Doc) {
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
+    }
+    if let Some(server) = server {
+        items.push(format!("**Measured against**: {server}"));
     }
     items.push(format!("**And on**: {}", d.basis));
     inner.push(Block::List(items));

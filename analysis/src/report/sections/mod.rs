@@ -102,7 +102,11 @@ pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
     }
     doc.push(Block::Toc);
     for d in decisions {
-        decision::block(d, &date, &mut doc);
+        let server = d
+            .backend
+            .as_deref()
+            .and_then(|b| backends::server_of(evidence, b));
+        decision::block(d, &date, server, &mut doc);
     }
     summary::write(evidence, decisions, &mut doc);
     doc.push(Block::Heading(
