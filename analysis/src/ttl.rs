@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use lockbench_core::records::round_micro;
 use lockbench_core::records::ttl::TriggerSearch;
-use lockbench_core::{format_chance, format_count, format_duration, format_duration_s};
+use lockbench_core::{
+    format_chance, format_count, format_duration, format_duration_s, format_per_year,
+};
 use statrs::distribution::{Beta, ContinuousCDF};
 
 use crate::growth::fit_growth;
@@ -205,20 +207,20 @@ pub fn heartbeat_derivation(h: &HeartbeatRecommendation) -> HeartbeatDerivation 
         );
         if p.replays_lost == 0 {
             format!(
-                "no replay lost it ({counted}); 95 % upper bound {upper}{}: at most {:.4} double executions a year",
+                "no replay lost it ({counted}); 95 % upper bound {upper}{}: at most {} double executions a year",
                 if h.sized_by_profile.is_none() {
                     " by the rule of three"
                 } else {
                     ""
                 },
-                p.expected_double_runs_per_year_upper95
+                format_per_year(p.expected_double_runs_per_year_upper95)
             )
         } else {
             format!(
-                "lost while its holder lives in {} of runs ({counted}; 95 % upper bound {upper}): {:.4} double executions a year expected (upper bound {:.4})",
+                "lost while its holder lives in {} of runs ({counted}; 95 % upper bound {upper}): {} double executions a year expected (upper bound {})",
                 format_chance(h.p_lease_lost.unwrap_or(0.0)),
-                p.expected_double_runs_per_year,
-                p.expected_double_runs_per_year_upper95
+                format_per_year(p.expected_double_runs_per_year),
+                format_per_year(p.expected_double_runs_per_year_upper95)
             )
         }
     });

@@ -145,6 +145,17 @@ pub fn format_date(unix_s: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
+/// A yearly count of events in the figures that fit it: `262` (not `262.3606`), `3.40`, `0.0060`.
+pub fn format_per_year(x: f64) -> String {
+    if x >= 100.0 {
+        format_count(x.round() as u64)
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
 /// Prints a count with thousands separators: `1,800`.
 pub fn format_count(n: u64) -> String {
     let digits = n.to_string();

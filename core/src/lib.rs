@@ -22,8 +22,8 @@ pub mod stats;
 pub use backend::{BackendKind, FencingSource, LockScope, Service};
 pub use format::{
     format_chance, format_column, format_count, format_date, format_duration, format_duration_s,
-    format_hms, format_long, format_readable, format_readable_s, format_readable_us,
-    format_seconds, format_tail_us,
+    format_hms, format_long, format_per_year, format_readable, format_readable_s,
+    format_readable_us, format_seconds, format_tail_us,
 };
 pub use histogram::{
     ExactFigures, HistogramError, RuntimeHistogram, ThresholdCount, interval_log, read_interval_log,

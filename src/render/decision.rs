@@ -35,14 +35,14 @@ fn decision(out: &mut String, d: &Decision) {
     );
     let _ = writeln!(
         out,
-        "  failure      {}: {}",
+        "  failure      {}. {}",
         d.failure_policy.kind.name(),
         d.failure_policy.reason
     );
     for m in &d.failure_policy.measured {
         let _ = writeln!(out, "               measured: {m}");
     }
-    let _ = writeln!(out, "  the lock     {}: {}", d.role.name(), d.role.reason);
+    let _ = writeln!(out, "  the lock     {}. {}", d.role.name(), d.role.reason);
     let _ = writeln!(out, "  mechanisms");
     for m in &d.mechanisms {
         let _ = writeln!(
