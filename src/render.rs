@@ -262,7 +262,10 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         format_long(r.alert_hold),
         ALERT_SHARE * 100.0
     );
-    let (trigger, how) = describe_trigger(r);
+    let (mut trigger, how) = describe_trigger(r);
+    if r.review_trigger_volume.is_some_and(|v| v > r.target_volume) {
+        trigger = format!("re-derive before volume exceeds {trigger}");
+    }
     let _ = writeln!(
         o,
         "  review trigger           {trigger}\n                           {how}"

@@ -63,8 +63,10 @@ impl Chart for ContentionLines {
             } else {
                 hi / 1000.0
             };
+            let top = hi * 1.5;
+            let ticks = log_ticks(lo, top);
             let mut chart = builder
-                .build_cartesian_2d(x_range, (lo..hi * 1.5).log_scale())
+                .build_cartesian_2d(x_range, (lo..top).log_scale().with_key_points(ticks))
                 .map_err(err)?;
             self.draw_on(&mut chart)
         } else {
@@ -74,6 +76,31 @@ impl Chart for ContentionLines {
             self.draw_on(&mut chart)
         }
     }
+}
+
+/// Ticks of a log axis from `lo` to `hi` at 1, 2 and 5 times each power of ten (1 and 3 when
+/// the axis spans more than three decades), so that every decade it crosses is labelled.
+pub(crate) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo) {
+        return Vec::new();
+    }
+    let steps: &[f64] = if hi / lo > 1e3 {
+        &[1.0, 3.0]
+    } else {
+        &[1.0, 2.0, 5.0]
+    };
+    let mut ticks = Vec::new();
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in steps {
+            let t = decade * m;
+            if t >= lo && t <= hi {
+                ticks.push(t);
+            }
+        }
+        decade *= 10.0;
+    }
+    ticks
 }
 
 /// Pixels kept right of the plot for the legend.
