@@ -298,21 +298,20 @@ impl ValueFormatter<f64> for TimeAxis {
     }
 }
 
-/// A round time tick: "0", "45 s", "30 min", "1 h", "1.5 h".
+/// A round time tick, exact for every step of [`TIME_STEPS`]: "0", "45 s", "70 s", "30 min",
+/// "75 min", "1 h", "1.5 h".
 pub(crate) fn time_tick(v: &f64) -> String {
     let v = *v;
+    let whole = |unit: f64| (v / unit - (v / unit).round()).abs() < 1e-9;
     if v <= 0.0 {
         "0".to_string()
-    } else if v >= 3600.0 {
-        let h = v / 3600.0;
-        if (h - h.round()).abs() < 1e-9 {
-            format!("{h:.0} h")
-        } else {
-            format!("{h:.1} h")
-        }
-    } else if v >= 60.0 {
+    } else if v >= 3600.0 && whole(3600.0) {
+        format!("{:.0} h", v / 3600.0)
+    } else if v >= 3600.0 && whole(1800.0) {
+        format!("{:.1} h", v / 3600.0)
+    } else if v >= 120.0 && whole(60.0) || v == 60.0 {
         format!("{:.0} min", v / 60.0)
-    } else if v >= 1.0 {
+    } else if v >= 1.0 && whole(1.0) {
         format!("{v:.0} s")
     } else {
         lockbench_core::format_readable_s(v)
@@ -468,7 +467,27 @@ impl Chart for RuntimeVsVolume {
             .fold(self.ttl_s, f64::max);
         let y = TimeAxis::covering(highest * 1.05);
         let top = y.range().end;
-        let mut chart = ChartBuilder::on(root)
+        // The key has a column of its own, so that it covers no line.
+        let (width, _) = root.dim_in_pixel();
+        let (plot, key) = root.split_horizontally(width as i32 - KEY_WIDTH);
+        let mut entries = vec![
+            ("TTL".to_string(), TTL_COLOUR),
+            ("alert (80 % of TTL)".to_string(), ALERT_COLOUR),
+        ];
+        if let Some(v) = self.review_volume {
+            entries.push((
+                format!("review trigger: {}", tick(&v)),
+                RGBColor(64, 64, 64),
+            ));
+        }
+        entries.extend(
+            self.profiles
+                .iter()
+                .enumerate()
+                .map(|(i, (p, _))| (format!("{p} P99.9"), colour(i))),
+        );
+        key_column(&key, &entries)?;
+        let mut chart = ChartBuilder::on(&plot)
             .caption(&self.title, (FONT, 22))
             .margin(16)
             .x_label_area_size(44)
@@ -507,7 +526,7 @@ impl Chart for RuntimeVsVolume {
                 .label(format!("{profile} P99.9"))
                 .legend(move |(x, y)| Circle::new((x + 9, y), 4, c.filled()));
         }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+        Ok(())
     }
 }
 
@@ -623,6 +642,26 @@ impl HBars {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every time axis ticks at round values, at most eight steps, and no two of its ticks read
+    /// alike (70 s printed as "1 min" beside 60 s did).
+    #[test]
+    fn time_axes_tick_round_and_every_label_is_its_own() {
+        let mut max = 0.5f64;
+        while max < 5.0 * 86400.0 {
+            let (top, ticks) = time_ticks(max);
+            assert!(top >= max && ticks.len() <= 9, "{max}: {ticks:?}");
+            let labels: Vec<String> = ticks.iter().map(time_tick).collect();
+            let mut unique = labels.clone();
+            unique.dedup();
+            assert_eq!(unique, labels, "{max}");
+            max *= 1.37;
+        }
+        assert_eq!(time_tick(&5400.0), "1.5 h");
+        assert_eq!(time_tick(&4500.0), "75 min");
+        assert_eq!(time_tick(&70.0), "70 s");
+        assert_eq!(time_tick(&1800.0), "30 min");
+    }
 
     fn decoded(png: &[u8]) -> Vec<u8> {
         let decoder = png::Decoder::new(png);
