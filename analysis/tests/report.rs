@@ -416,3 +416,30 @@ fn a_thin_bench_prints_no_tail_percentile() {
         "{zk}"
     );
 }
+
+/// A live runtime further from the simulated one than `replay` holds each call to is said in the
+/// Summary, with what it means for the TTL; one within it is not.
+#[test]
+fn a_live_runtime_that_disagrees_with_the_simulation_is_said() {
+    let mut evidence = report::load(&[fixture()]).unwrap();
+    let md = report::build(&evidence).unwrap().markdown;
+    // The fixture's heartbeat replay is 3.4 % below the simulation: within the 5 %.
+    assert!(!md.contains("Live against simulated"), "{md}");
+    for replay in &mut evidence.replays {
+        if let Some(sim) = &mut replay.record.simulated {
+            sim.p50_ratio = 1.30;
+        }
+    }
+    let md = report::build(&evidence).unwrap().markdown;
+    let summary = section(&md, "## Summary");
+    let line = summary
+        .lines()
+        .find(|l| l.contains("Live against simulated"))
+        .unwrap_or_else(|| panic!("no disagreement said: {summary}"));
+    assert!(line.contains("30.0 % above the simulated"), "{line}");
+    assert!(
+        line.contains("underestimates this job's runtime by about 30 %"),
+        "{line}"
+    );
+    assert!(line.contains("too short"), "{line}");
+}

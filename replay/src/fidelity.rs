@@ -8,7 +8,7 @@ use crate::costs::TARGETS;
 use crate::plan::{Accumulator, LiveReport, MeasuredLatency, ReplayPlan, TargetStats, Worker};
 
 /// The fidelity target: within 5 % or 100 us (compressed) of the request.
-const TOLERANCE_SHARE: f64 = 0.05;
+const TOLERANCE_SHARE: f64 = lockbench_core::records::replay::LIVE_AGREEMENT;
 const TOLERANCE_ABS_NS: f64 = 100_000.0;
 
 impl Accumulator {

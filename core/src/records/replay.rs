@@ -101,6 +101,11 @@ impl ReplayRecord {
     }
 }
 
+/// How closely `replay` holds each live call to the latency it asked for (5 %; 100 us for the
+/// shortest calls): a live runtime further than this from the simulated one is a disagreement
+/// the record reports, not noise.
+pub const LIVE_AGREEMENT: f64 = 0.05;
+
 /// The live runtimes beside the simulator's for the same spec, profile and scale.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -3,6 +3,7 @@
 use lockbench_core::records::replay::HoldMode;
 use lockbench_core::{format_chance, format_count};
 
+use lockbench_core::records::replay::LIVE_AGREEMENT;
 use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_decision::{Decision, ModelKind};
 
@@ -86,6 +87,7 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             ));
         }
     }
+    items.extend(live_against_simulated(evidence));
     if !items.is_empty() {
         doc.push(Block::Heading(2, "Summary".to_string()));
         doc.push(Block::List(items));
@@ -162,4 +164,63 @@ fn check_line(c: &crate::report::load::Check) -> String {
             format!("**rejected**: {}", r.verdict)
         }
     )
+}
+
+/// Per workload replayed live, where its live P50 runtime and the simulator's at the same volume
+/// disagree by more than `replay` holds each call to ([`LIVE_AGREEMENT`]): by how much, and what
+/// it means for the TTL derived from the simulation.
+fn live_against_simulated(evidence: &Evidence) -> Vec<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    // A heartbeat replay first: one holder at a time, as one simulated run has (under a TTL that
+    // runs out, a second worker's run shares the servers with the first).
+    let mut replays: Vec<_> = evidence.replays.iter().map(|x| &x.record).collect();
+    replays.sort_by_key(|r| r.mode != HoldMode::Heartbeat);
+    for r in replays {
+        let Some(sim) = &r.simulated else { continue };
+        if seen.contains(&r.workload.as_str()) {
+            continue;
+        }
+        seen.push(&r.workload);
+        let off = sim.p50_ratio - 1.0;
+        if off.abs() <= LIVE_AGREEMENT {
+            continue;
+        }
+        let meaning = if off > 0.0 {
+            format!(
+                "the spec underestimates this job's runtime by about {:.0} %, so a TTL or hold-time alert derived from the simulation is that much too short until the spec is recalibrated (`lockbench calibrate`, or `ttl --observed`)",
+                off * 100.0
+            )
+        } else {
+            format!(
+                "the spec overestimates this job's runtime by about {:.0} %, which errs toward a longer TTL; recalibrate the spec before shortening anything on its figures",
+                -off * 100.0
+            )
+        };
+        out.push(format!(
+            "Live against simulated: {}'s live P50 runtime, {} over {} runs on {} at {} {}, is {:.1} % {} the simulated {} ({} replays of `{}` at the same volume), beyond the {:.0} % `replay` holds each call to: {meaning}.",
+            r.workload,
+            secs(r.runtime_s.p50),
+            r.runs,
+            r.backend,
+            format_count(r.volume),
+            r.unit,
+            off.abs() * 100.0,
+            if off > 0.0 { "above" } else { "below" },
+            secs(sim.runtime_s.p50),
+            format_count(sim.replays),
+            r.profile,
+            LIVE_AGREEMENT * 100.0,
+        ));
+        if !r.warnings.is_empty() {
+            let last = out.last_mut().expect("pushed above");
+            last.push_str(&format!(
+                " The replay itself could not hold every call to the latency it asked for ({} warning{}; its directory has them), so part of the gap is the replay's, not the spec's; and {} runs are few.",
+                r.warnings.len(),
+                if r.warnings.len() == 1 { "" } else { "s" },
+                r.runs
+            ));
+        }
+    }
+    out
 }
