@@ -357,9 +357,18 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
                 eprintln!("\nlockbench: run: {line}");
                 skipped.push(line);
             } else {
+                // What the record will decide from what was measured so far: each job's
+                // incident is also replayed on its decided backend.
+                let evidence =
+                    lockbench_analysis::report::load(std::slice::from_ref(&plan.staging))
+                        .map(|e| e.for_decision())
+                        .unwrap_or_default();
                 for spec in incidents {
+                    let decided = lockbench_decision::decide(&spec.answers(), &evidence);
                     match spec.workload.current_ttl {
-                        Some(ttl) => replays_of(plan, spec, ttl, &bench, &seed).await?,
+                        Some(ttl) => {
+                            replays_of(plan, spec, ttl, &bench, &seed, &decided).await?
+                        }
                         None => skipped.push(format!(
                             "the live replay of {}: it names an incident_profile but no current_ttl to replay it with",
                             spec.path.display()
@@ -445,13 +454,15 @@ async fn faults_of(
 }
 
 /// A spec's incident live with the TTL it has today (scaled with the replayed volume), then each
-/// defence.
+/// defence, on the first networked backend measured; then once on the job's decided backend, held
+/// as the decision holds it, where that is another measured backend.
 async fn replays_of(
     plan: &Plan,
     spec: &WorkloadSpec,
     current_ttl: Duration,
     bench: &BenchRecord,
     seed: &str,
+    decided: &lockbench_decision::Decision,
 ) -> Result<()> {
     // The first networked backend the benchmark measured, else the in-process one.
     let measured: Vec<&str> = bench
@@ -511,6 +522,49 @@ async fn replays_of(
         if code != Exit::Ok {
             anyhow::bail!("replay of {name} ({mode}) failed ({code}); see above");
         }
+    }
+    let Some(chosen) = decided.backend.as_deref() else {
+        return Ok(());
+    };
+    if chosen == backend || chosen == "memory" || !measured.contains(&chosen) {
+        return Ok(());
+    }
+    // A session or transaction lock has no TTL to pass (the backend ignores it); a heartbeat
+    // lease renews; a fixed TTL is today's.
+    use lockbench_decision::ModelKind;
+    let held: Vec<&str> = match decided.lock_model.kind {
+        ModelKind::HeartbeatLease => vec!["--heartbeat"],
+        ModelKind::FixedTtl | ModelKind::Session | ModelKind::Transaction => vec!["--ttl", &ttl],
+    };
+    let mut args = s(&[
+        "replay",
+        &spec.path.display().to_string(),
+        "--backend",
+        chosen,
+    ]);
+    args.extend(s(&["--config", &config, "--profile", profile]));
+    args.extend(s(&["--scale", &scale, "--time-scale", REPLAY_TIME_SCALE]));
+    args.extend(s(&["--runs", runs, "--seed", seed]));
+    args.extend(held.iter().map(|x| x.to_string()));
+    args.extend(s(&[
+        "--out",
+        &plan
+            .staging
+            .join(format!("replay-{name}-decided"))
+            .display()
+            .to_string(),
+    ]));
+    let code = step(
+        plan,
+        &format!(
+            "live replay of the {name} incident ({profile}) on its decided backend, {chosen} ({})",
+            decided.lock_model.kind.name()
+        ),
+        &args,
+    )
+    .await?;
+    if code != Exit::Ok {
+        anyhow::bail!("replay of {name} on {chosen} failed ({code}); see above");
     }
     Ok(())
 }

@@ -87,6 +87,32 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             ));
         }
     }
+    // The incident replayed on the backend the job is decided on, held as the decision holds it.
+    for replay in &evidence.replays {
+        let r = &replay.record;
+        let Some(d) = decision_of(decisions, &r.workload) else {
+            continue;
+        };
+        let held_as_decided = matches!(
+            d.lock_model.kind,
+            ModelKind::Session | ModelKind::Transaction | ModelKind::HeartbeatLease
+        );
+        if d.backend.as_deref() != Some(r.backend.as_str()) || !held_as_decided || !r.undefended() {
+            continue;
+        }
+        items.push(format!(
+            "Live replay on {}'s decided backend, `{}` ({}): {} items ran twice, in {} of {} runs of `{}` at {} {} (live).",
+            r.workload,
+            r.backend,
+            d.lock_model.kind.name(),
+            format_count(r.double_executions),
+            r.runs_with_double_execution,
+            r.runs,
+            r.profile,
+            format_count(r.volume),
+            r.unit,
+        ));
+    }
     items.extend(live_against_simulated(evidence));
     if !items.is_empty() {
         doc.push(Block::Heading(2, "Summary".to_string()));
