@@ -1,6 +1,8 @@
 //! The fault-lab scenarios the decision rules cite, against the real local servers
 //! (scripts/services.sh up), each with its positive controls: a crash frees the lock (measured
-//! per backend) and work that outlives its holder overlaps; a failover loses the lock unless the
+//! per backend) and work that outlives its holder overlaps; a vanished host's session lock
+//! outlives a 60 s wait under Linux's default keepalive and is freed within the per-connection
+//! keepalive's bound; a failover loses the lock unless the
 //! acquisition waited for the replica; an outage overlaps only a worker that runs without the
 //! lock; a Redlock client that starts late overlaps unless it checks the validity left. Every run
 //! leaves nothing behind.
@@ -11,7 +13,16 @@ use common::lab::{assert_left_nothing, cell, faults, n};
 
 #[test]
 fn a_crashed_holder_frees_its_lock_per_backend_and_work_that_outlives_it_overlaps() {
-    let (record, pid) = faults(&["--scenario", "crash", "--trials", "2", "--ttl", "1s"]);
+    let (record, pid) = faults(&[
+        "--scenario",
+        "crash/holder-killed",
+        "--scenario",
+        "crash/work-survives",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+    ]);
     assert!(record["skipped"].as_array().unwrap().is_empty(), "{record}");
     for backend in [
         "redis",
@@ -49,6 +60,72 @@ fn a_crashed_holder_frees_its_lock_per_backend_and_work_that_outlives_it_overlap
                 "{backend}: {survives}"
             );
         }
+    }
+    assert_left_nothing(&record, pid);
+}
+
+#[test]
+fn a_vanished_host_holds_a_session_lock_until_the_keepalive_gives_up_and_a_lease_for_its_ttl() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "crash/host-vanished",
+        "--scenario",
+        "crash/host-vanished-keepalive",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+    ]);
+    assert!(record["skipped"].as_array().unwrap().is_empty(), "{record}");
+    // A key, a lease or a session timeout expires by the server's clock whatever the holder's
+    // host does: the next worker waits what was left of it, as after a kill.
+    for backend in ["redis", "redlock", "etcd", "zookeeper"] {
+        let vanished = cell(&record, "crash/host-vanished", backend);
+        assert_eq!(n(&vanished["trials"]), 2, "{backend}: {vanished}");
+        assert_eq!(
+            n(&vanished["trials_with_overlap"]),
+            0,
+            "{backend}: {vanished}"
+        );
+        assert_eq!(
+            n(&vanished["contender_timed_out"]),
+            0,
+            "{backend}: {vanished}"
+        );
+        let recovery = vanished["recovery_max_s"].as_f64().unwrap();
+        let ttl = vanished["granted_ttl_s"].as_f64().unwrap();
+        assert!(
+            recovery > ttl * 0.5 && recovery < ttl + 2.5,
+            "{backend}: {vanished}"
+        );
+    }
+    for backend in ["pg-session", "pg-xact"] {
+        // The positive control: with Linux's default keepalive the server keeps the silent
+        // session, and the lock, past the whole wait (one trial: the same two-hour timer).
+        let defaults = cell(&record, "crash/host-vanished", backend);
+        assert_eq!(n(&defaults["trials"]), 1, "{backend}: {defaults}");
+        assert_eq!(
+            n(&defaults["contender_timed_out"]),
+            1,
+            "{backend}: {defaults}"
+        );
+        assert_eq!(
+            n(&defaults["trials_with_overlap"]),
+            0,
+            "{backend}: {defaults}"
+        );
+        assert!(
+            defaults["not_granted_within_s"].as_f64().unwrap() >= 60.0,
+            "{backend}: {defaults}"
+        );
+        // The per-connection keepalive (idle 1 s, interval 1 s, 2 probes) ends the session
+        // within its 3 s bound, and the next worker is granted.
+        let kept = cell(&record, "crash/host-vanished-keepalive", backend);
+        assert_eq!(n(&kept["trials"]), 2, "{backend}: {kept}");
+        assert_eq!(n(&kept["contender_timed_out"]), 0, "{backend}: {kept}");
+        assert_eq!(n(&kept["trials_with_overlap"]), 0, "{backend}: {kept}");
+        let freed = kept["recovery_max_s"].as_f64().unwrap();
+        assert!(freed > 1.0 && freed < 4.5, "{backend}: {kept}");
     }
     assert_left_nothing(&record, pid);
 }

@@ -499,14 +499,78 @@ fn session_keepalive(r: &Resolved, ev: &Evidence, kind: BackendKind) -> Mechanis
                 .map(|c| format!(", inside the {} allowed", format_readable(c)))
                 .unwrap_or_default()
         ),
-        measured: ev.cell("partition/keepalive", kind).map(|c| {
+        measured: vanished_host(ev, kind).or_else(|| {
+            ev.cell("partition/keepalive", kind).map(|c| {
+                format!(
+                    "{}: next grant {} after the partition began",
+                    c.label(),
+                    c.recovery_p50_s.map_or("-".to_string(), format_readable_s)
+                )
+            })
+        }),
+    }
+}
+
+/// The lab's vanished-host cells of `kind`, in words ([`describe_vanished`]).
+pub(crate) fn vanished_host(ev: &Evidence, kind: BackendKind) -> Option<String> {
+    describe_vanished(
+        ev.cell("crash/host-vanished-keepalive", kind),
+        ev.cell("crash/host-vanished", kind),
+    )
+}
+
+/// A vanished host as measured, in words: with the per-connection keepalive (`kept`, Postgres)
+/// and then with Linux's defaults, or with the backend as configured; `None` when neither ran.
+pub fn describe_vanished(kept: Option<&FaultCell>, defaults: Option<&FaultCell>) -> Option<String> {
+    let trials = |n: u32| format!("{n} trial{}", if n == 1 { "" } else { "s" });
+    let granted = |c: &FaultCell| match (c.recovery_p50_s, c.recovery_max_s) {
+        (Some(p50), Some(max)) if c.contender_timed_out == 0 => format!(
+            "the next worker granted {} after the host vanished (longest {}, {})",
+            format_readable_s(p50),
+            format_readable_s(max),
+            trials(c.trials)
+        ),
+        _ => format!(
+            "{} in {} of {}",
+            c.not_granted(),
+            c.contender_timed_out,
+            trials(c.trials)
+        ),
+    };
+    match kept {
+        Some(kept) => Some(format!(
+            "{} on {}, per-connection keepalive scaled to the lab: {}{}",
+            kept.label(),
+            kept.backend,
+            granted(kept),
+            defaults.map_or(String::new(), |d| format!(
+                "; with Linux's default keepalive ({}): {}",
+                d.label(),
+                granted(d)
+            ))
+        )),
+        None => defaults.map(|d| {
             format!(
-                "{}: next grant {} after the partition began",
-                c.label(),
-                c.recovery_p50_s.map_or("-".to_string(), format_readable_s)
+                "{} on {}, lab TTL {}: {}",
+                d.label(),
+                d.backend,
+                format_readable_s(d.granted_ttl_s),
+                granted(d)
             )
         }),
     }
+}
+
+/// The longest a vanished holder blocked the next grant in the lab with the design's settings
+/// (for Postgres, the per-connection keepalive); `None` when not measured or never granted.
+pub(crate) fn vanished_recovery_s(ev: &Evidence, kind: BackendKind) -> Option<f64> {
+    let label = match kind {
+        BackendKind::PgSession | BackendKind::PgXact => "crash/host-vanished-keepalive",
+        _ => "crash/host-vanished",
+    };
+    ev.cell(label, kind)
+        .filter(|c| c.contender_timed_out == 0)
+        .and_then(|c| c.recovery_max_s)
 }
 
 /// `lock_timeout` for a job whose locking transaction may take table locks.
@@ -600,6 +664,7 @@ pub(crate) fn crash_recovery(
     let allowed = r.crash_recovery.map(|c| c.as_secs_f64());
     let fixed = ttl.map(|t| t.ttl.as_secs_f64());
     let measured = kind.and_then(|k| ev.cell("crash/holder-killed", k));
+    let vanished = kind.and_then(|k| vanished_host(ev, k));
     let chosen = match model.kind {
         ModelKind::FixedTtl => model.ttl_s,
         ModelKind::HeartbeatLease => model.lease_s,
@@ -637,13 +702,21 @@ pub(crate) fn crash_recovery(
             None => "A heartbeat lease frees the lock within one lease of a crash.".to_string(),
         },
         ModelKind::Session | ModelKind::Transaction => format!(
-            "The server frees the lock when the holder's session ends: at once when its process dies (the kernel closes the socket), and, when its host vanishes, once the keepalive on the job's own connection gives up: within {} with the settings under Mechanisms (a bound computed from them; the lab's vanished-host variant is not in these results), against about 2 h 11 min with Linux's defaults.",
-            format_readable_s(keepalive_bound_s(r.crash_recovery) as f64)
+            "The server frees the lock when the holder's session ends: at once when its process dies (the kernel closes the socket), and, when its host vanishes, once the keepalive on the job's own connection gives up: within {} with the settings under Mechanisms (a bound computed from them{}), against about 2 h 11 min with Linux's defaults.",
+            format_readable_s(keepalive_bound_s(r.crash_recovery) as f64),
+            if vanished.is_some() {
+                "; the lab measured the mechanism, below"
+            } else {
+                "; the lab's vanished-host variant is not in these results"
+            }
         ),
     });
+    if let Some(v) = &vanished {
+        notes.push(format!("Host vanished, measured ({v})."));
+    }
     if let Some(c) = measured {
         notes.push(format!(
-            "Measured ({} on {}, lab TTL {}): the next worker was granted {} after the kill (longest {}).",
+            "Process killed, measured ({} on {}, lab TTL {}): the next worker was granted {} after the kill (longest {}).",
             c.label(),
             c.backend,
             format_readable_s(c.granted_ttl_s),

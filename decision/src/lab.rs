@@ -59,7 +59,7 @@ pub fn about_the_job(label: &str) -> bool {
 
 /// Every `scenario/variant` the rules know: a test holds it equal to the lab's list, so a new
 /// variant cannot reach a decision unweighed.
-pub const KNOWN: [&str; 28] = [
+pub const KNOWN: [&str; 30] = [
     "pause/naive",
     "pause/heartbeat-short",
     "pause/heartbeat-long",
@@ -83,6 +83,8 @@ pub const KNOWN: [&str; 28] = [
     "clock-jump/forward",
     "crash/holder-killed",
     "crash/work-survives",
+    "crash/host-vanished",
+    "crash/host-vanished-keepalive",
     "failover/no-wait",
     "failover/wait",
     "outage/skip",

@@ -18,6 +18,7 @@ mod missing;
 mod record;
 mod rules;
 
+pub use design::describe_vanished;
 pub use evidence::{AcquireCost, Evidence, describe, fence_held};
 pub use missing::brief;
 pub use record::{

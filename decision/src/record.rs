@@ -267,6 +267,11 @@ pub struct Verdict {
     pub overlapped_under: Vec<String>,
     /// How long a crashed holder blocked the next grant in the lab (`crash`), seconds.
     pub crash_recovery_s: Option<f64>,
+    /// How long a holder whose host vanished blocked the next grant in the lab, with the
+    /// design's settings (Postgres: the per-connection keepalive), the longest over the trials,
+    /// seconds; `None` when not measured, or not granted within the wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vanished_host_s: Option<f64>,
 }
 
 impl Verdict {

@@ -216,6 +216,7 @@ pub(crate) fn verdicts(
             crash_recovery_s: ev
                 .cell("crash/holder-killed", c.kind)
                 .and_then(|cell| cell.recovery_max_s),
+            vanished_host_s: crate::design::vanished_recovery_s(ev, c.kind),
         });
     }
     out.sort_by_key(|v| match v.verdict {

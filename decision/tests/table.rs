@@ -408,6 +408,7 @@ fn cell(label: &str, backend: &str, overlapped: u32, expected: &str) -> FaultCel
         recovery_p50_s: Some(0.02),
         recovery_max_s: Some(0.03),
         contender_timed_out: 0,
+        not_granted_within_s: None,
         idle_session_advisory_locks_max: None,
     }
 }

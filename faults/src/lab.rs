@@ -134,9 +134,9 @@ impl FaultLab {
                     } else {
                         crate::zookeeper::unavailable()
                     }
-                } else if variant.partitions() {
+                } else if variant.isolates() {
                     crate::netns::unavailable().or_else(|| {
-                        (config.kind == BackendKind::PgSession)
+                        private_postgres(variant, config.kind)
                             .then(crate::postgres::unavailable)
                             .flatten()
                     })
@@ -159,7 +159,11 @@ impl FaultLab {
 
     /// How many trials the run will do (for a progress bar).
     pub fn total_trials(&self) -> u64 {
-        self.cells().0.len() as u64 * u64::from(self.options.trials)
+        self.cells()
+            .0
+            .iter()
+            .map(|(v, c)| u64::from(v.trials(c.kind, self.options.trials)))
+            .sum()
     }
 
     /// Runs every cell. `progress` is told after each trial; `note` gets a line for each cell that
@@ -240,7 +244,7 @@ impl FaultLab {
         }
         // A partition: the holder in a namespace of the lab's, the server on its host end, the
         // resource reached through a forwarder the partition does not cut.
-        let partition = if variant.partitions() {
+        let partition = if variant.isolates() {
             let ns = Namespace::create(&format!("{}{index}", self.run_id))?;
             let forwarder =
                 Forwarder::start(ns.host_ip(), resource_addr(&self.options.resource_url)?).await?;
@@ -261,15 +265,16 @@ impl FaultLab {
             .map_or(Ipv4Addr::LOCALHOST, |p| p.ns.host_ip());
         let mut servers = Vec::new();
         let mut postgres = None;
-        let on_postgres = config.kind == BackendKind::PgSession;
         let mut zookeeper = None;
         let mut link = None;
+        let mut holder_urls = None;
+        let mut forwarders = Vec::new();
         if variant == Variant::ClockJump {
             let shim = self.shim()?;
             let server = PrivateZookeeper::start(&shim).await?;
             config.urls = vec![server.url()];
             zookeeper = Some(server);
-        } else if variant.partitions() && on_postgres {
+        } else if private_postgres(variant, config.kind) {
             let settings: Vec<String> = if variant == Variant::PartitionKeepalive {
                 [
                     "tcp_keepalives_idle=1",
@@ -283,7 +288,20 @@ impl FaultLab {
             };
             let server = PrivatePostgres::start(bind, &settings).await?;
             config.urls = vec![server.url()];
+            if variant == (Variant::CrashHostVanished { keepalive: true }) {
+                holder_urls = Some(vec![with_keepalive(&server.url())]);
+            }
             postgres = Some(server);
+        } else if variant.vanishes() {
+            // The holder reaches the configured servers through forwarders on its namespace's
+            // host end, which its vanishing cuts; the servers expire it by their own timers.
+            let mut urls = Vec::new();
+            for url in &config.urls {
+                let (rerouted, through) = reroute(url, bind).await?;
+                urls.push(rerouted);
+                forwarders.extend(through);
+            }
+            holder_urls = Some(urls);
         } else if let (Some(persistence), Some(binary)) =
             (variant.persistence(), self.options.redis_server.clone())
         {
@@ -330,6 +348,8 @@ impl FaultLab {
             zookeeper,
             partition,
             link,
+            holder_urls,
+            _forwarders: forwarders,
         };
         let mut rows = Vec::new();
         let mut events = Vec::new();
@@ -344,7 +364,7 @@ impl FaultLab {
             worker_exe: &self.options.worker_exe,
             run_id: &self.run_id,
         };
-        for trial in 0..self.options.trials {
+        for trial in 0..variant.trials(config.kind, self.options.trials) {
             let key = format!("c{index}t{trial}");
             keys.push(key.clone());
             // Keys on a private server go with it; the shared servers' are removed at the end
@@ -449,6 +469,56 @@ impl FaultLab {
         crate::register::lab_ended(dropped.is_ok());
         dropped
     }
+}
+
+/// True when the cell runs on a private Postgres of the lab's, listening on its namespace's host
+/// end, so that the server's own socket meets the holder's cut (a partition, a vanished host).
+fn private_postgres(variant: Variant, kind: BackendKind) -> bool {
+    match kind {
+        BackendKind::PgSession => variant.isolates(),
+        BackendKind::PgXact => variant.vanishes(),
+        _ => false,
+    }
+}
+
+/// A Postgres URL with the lab's per-connection keepalive in its startup options.
+fn with_keepalive(url: &str) -> String {
+    let (idle, interval, count) = crate::scenario::LAB_KEEPALIVE;
+    let options = format!(
+        "-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={interval} -c tcp_keepalives_count={count}"
+    );
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            parsed.query_pairs_mut().append_pair("options", &options);
+            parsed.to_string()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
+/// `url` with each server address in it replaced by a forwarder's on `ip` that passes on to it,
+/// and the forwarders. A URL is `scheme://host:port/...` or ZooKeeper's `host:port,host:port/chroot`.
+async fn reroute(url: &str, ip: Ipv4Addr) -> Result<(String, Vec<Forwarder>), FaultError> {
+    let mut forwarders = Vec::new();
+    if url.contains("://") {
+        let mut parsed = url::Url::parse(url)
+            .map_err(|e| FaultError::Server(format!("the lock server URL {url}: {e}")))?;
+        let target = crate::trial::server_addr(url, 0)?;
+        let forwarder = Forwarder::start(ip, target).await?;
+        let _ = parsed.set_host(Some(&ip.to_string()));
+        let _ = parsed.set_port(Some(forwarder.port()));
+        forwarders.push(forwarder);
+        return Ok((parsed.to_string(), forwarders));
+    }
+    let (hosts, chroot) = url.split_at(url.find('/').unwrap_or(url.len()));
+    let mut rerouted = Vec::new();
+    for host in hosts.split(',') {
+        let target = crate::trial::server_addr(&format!("tcp://{host}"), 2181)?;
+        let forwarder = Forwarder::start(ip, target).await?;
+        rerouted.push(format!("{ip}:{}", forwarder.port()));
+        forwarders.push(forwarder);
+    }
+    Ok((format!("{}{chroot}", rerouted.join(",")), forwarders))
 }
 
 /// FNV-1a of a cell's name: its share of the seed.

@@ -113,6 +113,11 @@ pub(crate) fn aggregate(
             .iter()
             .filter(|r| r.contender_grant_s.is_none())
             .count() as u32,
+        not_granted_within_s: rows
+            .iter()
+            .filter(|r| r.contender_grant_s.is_none())
+            .map(|r| r.fault_end_s - r.fault_start_s)
+            .reduce(f64::min),
         idle_session_advisory_locks_max: rows
             .iter()
             .filter_map(|r| r.idle_session_advisory_locks)

@@ -177,10 +177,8 @@ impl Namespace {
             .collect()
     }
 
-    /// Drops every packet between the namespace and `port` on the host end, both ways.
-    pub fn partition(&mut self, port: u16) -> Result<(), FaultError> {
-        let ip = self.host_ip.to_string();
-        let port = port.to_string();
+    /// The table and its two chains (output and input), empty.
+    fn chains(&mut self) -> Result<(), FaultError> {
         self.exec(&["nft", "add", "table", "inet", TABLE])?;
         self.partitioned = true;
         self.exec(&[
@@ -200,7 +198,26 @@ impl Namespace {
             TABLE,
             "in",
             "{ type filter hook input priority 0 ; }",
+        ])
+    }
+
+    /// Drops every packet that enters or leaves the namespace other than on its loopback: a host
+    /// that vanished sends nothing and answers nothing (no FIN, RST or keepalive ACK).
+    pub fn vanish(&mut self) -> Result<(), FaultError> {
+        self.chains()?;
+        self.exec(&[
+            "nft", "add", "rule", "inet", TABLE, "out", "oifname", "!=", "lo", "drop",
         ])?;
+        self.exec(&[
+            "nft", "add", "rule", "inet", TABLE, "in", "iifname", "!=", "lo", "drop",
+        ])
+    }
+
+    /// Drops every packet between the namespace and `port` on the host end, both ways.
+    pub fn partition(&mut self, port: u16) -> Result<(), FaultError> {
+        let ip = self.host_ip.to_string();
+        let port = port.to_string();
+        self.chains()?;
         self.exec(&[
             "nft", "add", "rule", "inet", TABLE, "out", "ip", "daddr", &ip, "tcp", "dport", &port,
             "drop",

@@ -49,6 +49,14 @@ pub enum Variant {
     CrashKilled,
     /// The process holding the lock SIGKILLed while the job process it started writes on.
     CrashWorkSurvives,
+    /// The holder's host vanishes: its process frozen (SIGSTOP) and every packet of its network
+    /// namespace dropped, so that no FIN, RST or keepalive answer ever leaves it; how long until
+    /// the next worker is granted. `keepalive`: Postgres only, the holder's own connection
+    /// carries the per-connection TCP keepalive the decision prescribes (scaled to the lab).
+    CrashHostVanished {
+        /// The holder's connection sets `tcp_keepalives_*` for its own session.
+        keepalive: bool,
+    },
     /// A private primary and replica, the replica held back (SIGSTOP) while the holder acquires
     /// on the primary; the primary killed, the replica promoted, a contender acquiring on it.
     /// `wait`: the holder's acquisition waits for the replica to acknowledge it (`WAIT 1`).
@@ -68,7 +76,7 @@ pub enum Variant {
 }
 
 /// Every variant, in the matrix's order.
-pub const ALL: [Variant; 28] = [
+pub const ALL: [Variant; 30] = [
     Variant::PauseNaive,
     Variant::PauseHeartbeatShort,
     Variant::PauseHeartbeatLong,
@@ -92,12 +100,27 @@ pub const ALL: [Variant; 28] = [
     Variant::ClockJump,
     Variant::CrashKilled,
     Variant::CrashWorkSurvives,
+    Variant::CrashHostVanished { keepalive: false },
+    Variant::CrashHostVanished { keepalive: true },
     Variant::Failover { wait: false },
     Variant::Failover { wait: true },
     Variant::Outage(OnFailure::Skip),
     Variant::Outage(OnFailure::Queue),
     Variant::Outage(OnFailure::RunUnlocked),
 ];
+
+/// How long the contender of a vanished host waits for the lock after the host vanished (at
+/// least): long enough to tell a keepalive of seconds from Linux's default of 2 h 11 min.
+pub const VANISHED_WAIT: Duration = Duration::from_secs(60);
+
+/// The per-connection keepalive of `crash/host-vanished-keepalive`: idle, interval (seconds),
+/// count. The decision prescribes the same three settings sized from the job's budget.
+pub const LAB_KEEPALIVE: (u64, u64, u32) = (1, 1, 2);
+
+/// When the server gives up on a silent peer under [`LAB_KEEPALIVE`]: idle + interval x count.
+pub fn lab_keepalive_bound_s() -> u64 {
+    LAB_KEEPALIVE.0 + LAB_KEEPALIVE.1 * u64::from(LAB_KEEPALIVE.2)
+}
 
 /// The scenario names, for `--scenario` and messages.
 pub const SCENARIOS: [&str; 9] = [
@@ -124,7 +147,9 @@ impl Variant {
             | Variant::RedlockRestartAndClockJump
             | Variant::RedlockLateStart { .. } => "redlock",
             Variant::PoolLeak(_) => "pool-leak",
-            Variant::CrashKilled | Variant::CrashWorkSurvives => "crash",
+            Variant::CrashKilled
+            | Variant::CrashWorkSurvives
+            | Variant::CrashHostVanished { .. } => "crash",
             Variant::Failover { .. } => "failover",
             Variant::Outage(_) => "outage",
             Variant::PartitionHeartbeat
@@ -159,6 +184,8 @@ impl Variant {
             Variant::ClockJump => "forward",
             Variant::CrashKilled => "holder-killed",
             Variant::CrashWorkSurvives => "work-survives",
+            Variant::CrashHostVanished { keepalive: false } => "host-vanished",
+            Variant::CrashHostVanished { keepalive: true } => "host-vanished-keepalive",
             Variant::Failover { wait: false } => "no-wait",
             Variant::Failover { wait: true } => "wait",
             Variant::Outage(OnFailure::Skip) => "skip",
@@ -197,6 +224,10 @@ impl Variant {
     pub fn applies_to(self, backend: BackendKind) -> bool {
         match (self.scenario(), backend) {
             (_, BackendKind::Memory) => false,
+            // The per-connection keepalive is a Postgres setting.
+            ("crash", kind) if self == (Variant::CrashHostVanished { keepalive: true }) => {
+                matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
+            }
             ("pause" | "crash", _) => true,
             ("failover" | "outage", kind) => kind == BackendKind::Redis,
             ("restart", kind) => kind == BackendKind::Redis,
@@ -232,6 +263,28 @@ impl Variant {
     /// True when the variant cuts the holder off from its server (a network namespace).
     pub fn partitions(self) -> bool {
         self.scenario() == "partition"
+    }
+
+    /// True when the holder's host vanishes (a namespace of its own, cut whole, and a frozen
+    /// process).
+    pub fn vanishes(self) -> bool {
+        matches!(self, Variant::CrashHostVanished { .. })
+    }
+
+    /// True when the holder runs in a network namespace of the lab's (a partition, a vanished
+    /// host).
+    pub fn isolates(self) -> bool {
+        self.partitions() || self.vanishes()
+    }
+
+    /// The trials a cell of this variant runs on `backend` when `asked` were asked for. A
+    /// vanished host on Postgres with Linux's default keepalive runs one: its contender waits
+    /// [`VANISHED_WAIT`] and is not granted, because the server's TCP keeps the session for
+    /// 2 h 11 min, a timer every further trial would only wait out again.
+    pub fn trials(self, backend: BackendKind, asked: u32) -> u32 {
+        let censored = self == (Variant::CrashHostVanished { keepalive: false })
+            && matches!(backend, BackendKind::PgSession | BackendKind::PgXact);
+        if censored { asked.min(1) } else { asked }
     }
 
     /// True when the variant restarts the first private server empty.
@@ -348,6 +401,8 @@ impl Variant {
             Variant::PartitionKeepalive => "as partition/heartbeat on Postgres, the server's TCP keepalive giving up after about 3 s (tcp_keepalives_idle 1 s, interval 1 s, count 2) instead of the system's two hours".to_string(),
             Variant::ClockJump => "a private server's wall clock jumps 2 x TTL ahead while the lock is held (the LD_PRELOAD shim in its JVM; checked by the creation time it stamps on a znode), the same jump that takes Redlock nodes' keys".to_string(),
             Variant::CrashKilled => "the holder process SIGKILLed mid-job (its connections closed by the kernel); the contender, waiting, is granted when the backend notices: the crash-recovery time".to_string(),
+            Variant::CrashHostVanished { keepalive: false } => format!("the holder's host vanishes: its process SIGSTOPped and every packet of its network namespace dropped by nftables (no FIN, no RST, no keepalive answer), the lock server and its settings as configured (Postgres: Linux's default keepalive); the contender, waiting up to {} s, is granted when the backend gives up on the holder", VANISHED_WAIT.as_secs()),
+            Variant::CrashHostVanished { keepalive: true } => format!("as crash/host-vanished, the holder's own connection opened with options='-c tcp_keepalives_idle={} -c tcp_keepalives_interval={} -c tcp_keepalives_count={}' (the per-connection setting the decision prescribes, scaled to the lab: the server gives up {} s after the last answer)", LAB_KEEPALIVE.0, LAB_KEEPALIVE.1, LAB_KEEPALIVE.2, lab_keepalive_bound_s()),
             Variant::CrashWorkSurvives => "the holder runs its job in a process of its own (a wrapper that holds the lock and starts the job); the wrapper is SIGKILLed, its lock freed as in holder-killed, while the job process writes on".to_string(),
             Variant::Failover { wait: false } => "a private primary and replica (no persistence); the replica SIGSTOPped so that it never receives the key, the holder granted on the primary, then the primary SIGKILLed, the replica resumed and promoted (REPLICAOF NO ONE) and a contender acquiring on it".to_string(),
             Variant::Failover { wait: true } => "as failover/no-wait, the holder's acquisition followed by WAIT 1: refused while the replica is stopped, granted once it has the key (the TTL counted from the SET: a grant with less left than the job is given back); then the same kill and promotion".to_string(),
@@ -388,6 +443,8 @@ impl Variant {
             Variant::ClockJump => false,
             // A dead holder writes nothing; the next one is granted after it.
             Variant::CrashKilled => false,
+            // A frozen holder writes nothing either, whenever the next one is granted.
+            Variant::CrashHostVanished { .. } => false,
             // The lock goes with the process that held it, not with the work it started.
             Variant::CrashWorkSurvives => true,
             Variant::Failover { wait } => !wait,
@@ -408,7 +465,22 @@ mod tests {
         assert_eq!(Variant::select("pool-leak").unwrap().len(), 3);
         assert_eq!(Variant::select("partition").unwrap().len(), 3);
         assert_eq!(Variant::select("redlock").unwrap().len(), 5);
-        assert_eq!(Variant::select("crash").unwrap().len(), 2);
+        assert_eq!(Variant::select("crash").unwrap().len(), 4);
+        assert_eq!(
+            Variant::CrashHostVanished { keepalive: false }.applies_to_names(),
+            "redis, redlock, pg-session, pg-xact, etcd, zookeeper"
+        );
+        assert_eq!(
+            Variant::CrashHostVanished { keepalive: true }.applies_to_names(),
+            "pg-session, pg-xact"
+        );
+        let vanished = Variant::CrashHostVanished { keepalive: false };
+        assert_eq!(vanished.trials(BackendKind::PgSession, 3), 1);
+        assert_eq!(vanished.trials(BackendKind::Redis, 3), 3);
+        assert_eq!(
+            Variant::CrashHostVanished { keepalive: true }.trials(BackendKind::PgXact, 3),
+            3
+        );
         assert_eq!(Variant::select("failover").unwrap().len(), 2);
         assert_eq!(Variant::select("outage").unwrap().len(), 3);
         assert_eq!(

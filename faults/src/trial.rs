@@ -58,6 +58,11 @@ pub(crate) struct Kit {
     pub(crate) partition: Option<Partition>,
     /// A failover's replication link, between its primary and its replica.
     pub(crate) link: Option<ReplicationLink>,
+    /// The holder's lock server URLs where they differ from the config's (a vanished host's:
+    /// through its namespace, or with a per-connection keepalive).
+    pub(crate) holder_urls: Option<Vec<String>>,
+    /// A vanished host's forwarders to the configured lock servers.
+    pub(crate) _forwarders: Vec<Forwarder>,
 }
 
 /// A partitioned holder's surroundings.
@@ -71,10 +76,23 @@ pub(crate) struct Partition {
 
 /// The address of a Postgres URL, for a forwarder.
 pub(crate) fn resource_addr(url: &str) -> Result<std::net::SocketAddr, FaultError> {
+    server_addr(url, 5432)
+}
+
+/// The address a `scheme://host:port` URL names, `default_port` when it names none (then the
+/// scheme's own, for redis and http).
+pub(crate) fn server_addr(
+    url: &str,
+    default_port: u16,
+) -> Result<std::net::SocketAddr, FaultError> {
     let parsed =
-        url::Url::parse(url).map_err(|e| FaultError::Resource(format!("the resource URL: {e}")))?;
+        url::Url::parse(url).map_err(|e| FaultError::Resource(format!("the URL {url}: {e}")))?;
     let host = parsed.host_str().unwrap_or("127.0.0.1");
-    let port = parsed.port().unwrap_or(5432);
+    let port = parsed.port().unwrap_or(match parsed.scheme() {
+        "redis" => 6379,
+        "http" => 2379,
+        _ => default_port,
+    });
     std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
         .ok()
         .and_then(|mut a| a.next())
@@ -154,7 +172,14 @@ pub(crate) async fn run(
             contender.urls = vec![replica.url()];
             (BackendPlan::of(&holder), BackendPlan::of(&contender))
         }
-        _ => (BackendPlan::of(config), BackendPlan::of(config)),
+        _ => match &kit.holder_urls {
+            Some(urls) => {
+                let mut holder = config.clone();
+                holder.urls = urls.clone();
+                (BackendPlan::of(&holder), BackendPlan::of(config))
+            }
+            None => (BackendPlan::of(config), BackendPlan::of(config)),
+        },
     };
     // What is held back while the holder acquires: the replication of a failover, one
     // Redlock node of a late start.
@@ -242,6 +267,8 @@ pub(crate) async fn run(
             granted_ttl * 2 + Duration::from_secs(6)
         }
         None if variant.partitions() => granted_ttl * 2,
+        // The contender's wait after the host vanished.
+        None if variant.vanishes() => crate::scenario::VANISHED_WAIT,
         None if outage => ttl / 3,
         None => Duration::ZERO,
     };
@@ -259,7 +286,7 @@ pub(crate) async fn run(
     // as the holder says it finished a write (read as it is said: the lab is waiting on the
     // line), so that the stop falls in its sleep before the next write.
     let after = rng.random_range(2..=WRITES / 3);
-    if variant.pause_factor().is_some() || variant.partitions() {
+    if variant.pause_factor().is_some() || variant.isolates() {
         loop {
             let n = holder.wrote(every * 4 + Duration::from_secs(5)).await?;
             if n >= after {
@@ -274,8 +301,23 @@ pub(crate) async fn run(
     } else {
         monotonic_ns()
     };
-    let crashed = matches!(variant, Variant::CrashKilled | Variant::CrashWorkSurvives);
-    if variant.pause_factor().is_some() {
+    let mut end_ns = None;
+    let crashed = matches!(
+        variant,
+        Variant::CrashKilled | Variant::CrashWorkSurvives | Variant::CrashHostVanished { .. }
+    );
+    // A vanished host's contender answers before the lab ends the fault: its grant, or its
+    // giving up, is the end of the window.
+    let mut contender_step = None;
+    if let (true, Some(partition)) = (variant.vanishes(), &mut kit.partition) {
+        holder.pause()?;
+        partition.ns.vanish()?;
+        contender_step = Some(contender.next_step(longest).await?);
+        let vanished_for = monotonic_ns();
+        holder.kill()?;
+        partition.ns.heal()?;
+        end_ns = Some(vanished_for);
+    } else if variant.pause_factor().is_some() {
         holder.pause()?;
         tokio::time::sleep(fault).await;
         holder.resume()?;
@@ -327,7 +369,7 @@ pub(crate) async fn run(
     }
     let window = Window {
         start_ns,
-        end_ns: monotonic_ns(),
+        end_ns: end_ns.unwrap_or_else(monotonic_ns),
     };
     if crashed {
         holder.reap(Duration::from_secs(10)).await;
@@ -339,7 +381,11 @@ pub(crate) async fn run(
         holder.finish(Duration::from_secs(10)).await?;
     }
     // A contender says either `granted` (then its job, then `done`) or `timed-out`.
-    if let Message::Granted { .. } = contender.next_step(longest).await? {
+    let step = match contender_step {
+        Some(step) => step,
+        None => contender.next_step(longest).await?,
+    };
+    if let Message::Granted { .. } = step {
         contender.done(longest).await?;
     }
     contender.finish(Duration::from_secs(10)).await?;

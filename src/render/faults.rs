@@ -52,10 +52,11 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
                     .map_or("no token".to_string(), |n| n.to_string()),
                 match c.contender_timed_out {
                     0 => seconds_pair(c.recovery_p50_s, c.recovery_max_s),
-                    n if n == c.trials => "never".to_string(),
+                    n if n == c.trials => c.not_granted(),
                     n => format!(
-                        "{} ({n} never)",
-                        seconds_pair(c.recovery_p50_s, c.recovery_max_s)
+                        "{} ({n} {})",
+                        seconds_pair(c.recovery_p50_s, c.recovery_max_s),
+                        c.not_granted()
                     ),
                 },
                 c.expected.clone(),

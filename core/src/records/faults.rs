@@ -81,6 +81,11 @@ pub struct FaultCell {
     pub recovery_max_s: Option<f64>,
     /// Trials whose contender was not granted the lock within its wait.
     pub contender_timed_out: u32,
+    /// The shortest time from the fault's start to a contender's giving up, over the trials
+    /// whose contender was not granted: "not granted within this long". `None` when every
+    /// contender was granted, and in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_granted_within_s: Option<f64>,
     /// pool-leak: the most advisory locks the idle pooled session held after its jobs (what
     /// `pg_locks` shows an operator); `None` for other faults.
     #[serde(deserialize_with = "present")]
@@ -105,6 +110,15 @@ impl FaultCell {
     /// `scenario/variant`: the cell's name in every table, the grid and the decision rules.
     pub fn label(&self) -> String {
         format!("{}/{}", self.scenario, self.variant)
+    }
+
+    /// What the trials whose contender was not granted show: "not granted within 66 s", or
+    /// "never granted" where the record does not say how long the contender waited.
+    pub fn not_granted(&self) -> String {
+        self.not_granted_within_s
+            .map_or("never granted".to_string(), |s| {
+                format!("not granted within {}", crate::format_readable_s(s))
+            })
     }
 }
 

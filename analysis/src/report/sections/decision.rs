@@ -3,6 +3,7 @@
 //! document, the crash-recovery reconciliation, the failure policy, the steps).
 
 use lockbench_core::format_readable_s;
+use lockbench_core::records::faults::FaultCell;
 use lockbench_decision::{Decision, FactBasis, Status, VerdictKind};
 
 use super::common::Doc;
@@ -192,14 +193,7 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
                     .map_or("not measured".to_string(), |(x, n)| {
                         lockbench_core::format_tail_us(0.99, x, n, x)
                     }),
-                v.crash_recovery_s.map_or(
-                    if measured {
-                        "not measured".to_string()
-                    } else {
-                        "no fault run".to_string()
-                    },
-                    format_readable_s,
-                ),
+                recovery(v, evidence, measured),
                 match (measured, covered(&v.backend)) {
                     (false, _) => "no fault run".to_string(),
                     (true, false) => "not measured".to_string(),
@@ -214,7 +208,7 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
             "verdict",
             "the deciding fact",
             "acquire P99",
-            "prevents, measured: a killed holder's lock free after",
+            "a crashed holder's lock free after (lab): process killed / host vanished",
             "cannot prevent, measured",
         ]
         .map(String::from)
@@ -231,17 +225,52 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
     }
 }
 
+/// The lab's cell `label` on `backend`, from any faults result of the run.
+fn cell_of<'a>(evidence: &'a Evidence, label: &str, backend: &str) -> Option<&'a FaultCell> {
+    evidence
+        .faults
+        .iter()
+        .flat_map(|f| &f.record.cells)
+        .find(|c| c.backend == backend && c.label() == label)
+}
+
+/// A verdict's crash recovery as the lab measured it: after a killed process, and after a vanished
+/// host with the design's settings (Postgres: the per-connection keepalive, and what Linux's
+/// defaults gave).
+fn recovery(v: &lockbench_decision::Verdict, evidence: &Evidence, measured: bool) -> String {
+    let none = if measured {
+        "not measured"
+    } else {
+        "no fault run"
+    };
+    let cell = |label: &str| cell_of(evidence, label, &v.backend);
+    let Some(killed) = v.crash_recovery_s.map(format_readable_s) else {
+        return none.to_string();
+    };
+    let vanished = match (
+        v.vanished_host_s,
+        cell("crash/host-vanished-keepalive"),
+        cell("crash/host-vanished"),
+    ) {
+        (Some(s), Some(_), defaults) => format!(
+            "{} with its keepalive{}",
+            format_readable_s(s),
+            defaults
+                .filter(|d| d.contender_timed_out > 0)
+                .map_or(String::new(), |d| format!(" ({} without)", d.not_granted()))
+        ),
+        (Some(s), None, _) => format_readable_s(s),
+        (None, _, Some(d)) if d.contender_timed_out > 0 => d.not_granted(),
+        _ => none.to_string(),
+    };
+    format!("{killed} / {vanished}")
+}
+
 /// The points the literature asks a locking decision record to document for the chosen backend,
 /// each with what the lab measured of it.
 fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
-    let cell = |label: &str, backend: &str| {
-        evidence
-            .faults
-            .iter()
-            .flat_map(|f| &f.record.cells)
-            .find(|c| c.backend == backend && c.label() == label)
-            .map(lockbench_decision::describe)
-    };
+    let find = |label: &str, backend: &str| cell_of(evidence, label, backend);
+    let cell = |label: &str, backend: &str| find(label, backend).map(lockbench_decision::describe);
     let measured = |labels: &[&str], backend: &str| {
         let found: Vec<String> = labels.iter().filter_map(|l| cell(l, backend)).collect();
         if found.is_empty() {
@@ -249,6 +278,20 @@ fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
         } else {
             format!(" Measured: {}.", found.join("; "))
         }
+    };
+    // A session ends, and frees its locks, when the server's TCP gives up on a vanished peer.
+    let vanished_point = |backend: &str| {
+        let found = lockbench_decision::describe_vanished(
+            find("crash/host-vanished-keepalive", backend),
+            find("crash/host-vanished", backend),
+        );
+        format!(
+            "A vanished holder: the server ends its session, and frees the lock, only when its TCP gives up on the silent peer (about 2 h 11 min with Linux's defaults): the job's own connection sets `tcp_keepalives_idle`, `_interval` and `_count` for itself (section 3), never server-wide.{}",
+            match found {
+                Some(text) => format!(" Measured: {text}."),
+                None => measured(&["partition/keepalive"], backend),
+            }
+        )
     };
     match d.backend.as_deref() {
         Some("redis") => vec![
@@ -291,10 +334,7 @@ fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
                 measured(&["pool-leak/no-reset", "pool-leak/unlock-all"], "pg-session")
             ),
             "The pool's reset on return: `pg_advisory_unlock_all()` (or `DISCARD ALL`) before a connection goes back, and `pg_locks` watched for advisory locks held by idle sessions (section 5).".to_string(),
-            format!(
-                "A vanished holder: the server ends its session, and frees the lock, only when TCP notices: set `tcp_keepalives_idle`, `_interval` and `_count` to seconds.{}",
-                measured(&["partition/heartbeat", "partition/keepalive"], "pg-session")
-            ),
+            vanished_point("pg-session"),
         ],
         Some("pg-xact") => vec![
             format!(
@@ -302,6 +342,7 @@ fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
                 measured(&["pool-leak/xact"], "pg-session")
             ),
             "The transaction's length: it stays open for the whole job, holding back vacuum; the database's operators must know its P99.9 (section 2).".to_string(),
+            vanished_point("pg-xact"),
         ],
         Some(b @ ("etcd" | "zookeeper")) => vec![
             format!(

@@ -288,11 +288,12 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
                     .map_or("no token".to_string(), format_count),
                 match c.contender_timed_out {
                     0 => format!("{} / {}", s2(c.recovery_p50_s), s2(c.recovery_max_s)),
-                    n if n == c.trials => "never granted".to_string(),
+                    n if n == c.trials => c.not_granted(),
                     n => format!(
-                        "{} / {} ({n} never granted)",
+                        "{} / {} ({n} {})",
                         s2(c.recovery_p50_s),
-                        s2(c.recovery_max_s)
+                        s2(c.recovery_max_s),
+                        c.not_granted()
                     ),
                 },
                 if (c.trials_with_overlap > 0) == (c.expected == "overlap") {
