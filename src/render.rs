@@ -337,7 +337,7 @@ pub fn bench_table(results: &[BenchRow]) -> String {
         .iter()
         .map(|r| {
             vec![
-                r.backend.clone(),
+                r.backend.to_string(),
                 match r.rate_per_s {
                     Some(rate) => format!("open {rate}/s"),
                     None => r.mode.to_string(),

@@ -215,20 +215,3 @@ fn a_redlock_client_that_starts_late_overlaps_unless_it_checks_the_validity_left
     assert_eq!(n(&checked["stale_writes"]), 0, "{checked}");
     assert_left_nothing(&record, pid);
 }
-
-#[test]
-fn the_decision_rules_know_every_variant_the_lab_runs() {
-    let lab: Vec<String> = lockbench_faults::VARIANTS
-        .iter()
-        .map(|v| v.label())
-        .collect();
-    let rules: Vec<String> = lockbench_decision::lab::KNOWN
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut a = lab.clone();
-    let mut b = rules.clone();
-    a.sort();
-    b.sort();
-    assert_eq!(a, b, "the lab's variants and the rules' list differ");
-}

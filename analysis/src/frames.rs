@@ -206,7 +206,7 @@ fn bench_frame(rows: &[&BenchCsvRow]) -> Frame {
     for r in rows {
         frame.push(
             vec![
-                r.backend.clone(),
+                r.backend.to_string(),
                 r.mode.to_string(),
                 r.keys.to_string(),
                 r.wait_mode.to_string(),
@@ -246,7 +246,7 @@ fn replay_frame(rows: &[&ReplayRecord]) -> Frame {
     for r in rows {
         frame.push(
             vec![
-                r.backend.clone(),
+                r.backend.to_string(),
                 r.workload.clone(),
                 r.profile.clone(),
                 number_key(r.scale),
@@ -288,7 +288,7 @@ fn fault_frame(rows: &[&FaultCell]) -> Frame {
     let mut frame = FAULTS.frame();
     for c in rows {
         frame.push(
-            vec![c.label(), c.backend.clone()],
+            vec![c.label(), c.backend.to_string()],
             vec![
                 (c.trials > 0).then(|| f64::from(c.trials_with_overlap) / f64::from(c.trials)),
                 Some(c.overlap_max_s.unwrap_or(0.0)),

@@ -22,7 +22,7 @@ fn every_results_directory_loads_into_frames() {
     assert_eq!(f.replays.height(), 4);
     assert_eq!(
         f.faults.height(),
-        28,
+        35,
         "one row per fault cell: {:?}",
         f.faults
     );
@@ -52,7 +52,7 @@ fn comparing_a_run_with_itself_changes_nothing() {
     let changes = compare(&f, &f);
     // Rows x metrics: runtimes, bench, replays, faults, and the four TTL derivations.
     assert_eq!(f.ttls.height(), 4, "{:?}", f.ttls);
-    assert_eq!(changes.len(), 32 * 3 + 12 * 6 + 4 * 4 + 28 * 5 + 4 * 6);
+    assert_eq!(changes.len(), 32 * 3 + 12 * 6 + 4 * 4 + 35 * 5 + 4 * 6);
     assert!(
         changes
             .iter()

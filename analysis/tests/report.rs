@@ -393,7 +393,7 @@ fn a_thin_bench_prints_no_tail_percentile() {
         .record
         .results
         .iter_mut()
-        .find(|r| r.backend == "zookeeper" && r.contenders == 1)
+        .find(|r| r.backend == lockbench_core::BackendKind::Zookeeper && r.contenders == 1)
         .expect("an uncontended zookeeper row");
     row.acquire_us.count = 153;
     row.ops = 153;
@@ -410,7 +410,7 @@ fn a_thin_bench_prints_no_tail_percentile() {
     assert!(p999 == max || !zk.contains(&shown(p999)), "{zk}");
     // Fewer than 100 support no P99 either: the decision's alternatives cite the maximum.
     for row in evidence.benches[0].record.results.iter_mut() {
-        if row.backend == "zookeeper" && row.contenders == 1 {
+        if row.backend == lockbench_core::BackendKind::Zookeeper && row.contenders == 1 {
             row.acquire_us.count = 60;
             row.ops = 60;
         }

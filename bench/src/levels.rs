@@ -2,6 +2,7 @@
 //! [`measure`]d (at its slot of a common [`Schedule`] when shards on several hosts start
 //! together), then everything the levels made removed and the clients closed.
 
+use lockbench_core::BackendId;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -112,12 +113,12 @@ impl Schedule<'_> {
 
 /// What a backend declared about itself, as the bench record keeps it, with the server version
 /// and client library of [`Measured`].
-pub fn facts(backend: &str, m: &Measured) -> BackendFacts {
+pub fn facts(backend: BackendId, m: &Measured) -> BackendFacts {
     let c = m.capabilities;
     BackendFacts {
         server_version: m.server_version.clone(),
         client: m.client.map(str::to_string),
-        backend: backend.to_string(),
+        backend,
         fencing: c.fencing.describe().to_string(),
         native_ttl: c.native_ttl,
         wait_queue: c.wait_queue,
@@ -133,7 +134,7 @@ pub async fn measure_levels(
     levels: &Levels,
     progress: &dyn LevelProgress,
 ) -> Result<Measured, LevelsError> {
-    let name = config.label();
+    let name = config.id();
     // A shard connects its own share of each level's contenders.
     let (index, count) = levels.shard.as_ref().map_or((0, 1), |s| (s.index, s.count));
     let local = |c: usize| Stripe::local(index, count, c);
@@ -189,7 +190,7 @@ pub async fn measure_levels(
                 }
             }
         }
-        let counter = progress.level(name, contenders);
+        let counter = progress.level(name.name(), contenders);
         let (result, used) = measure(
             name,
             clients[..local(contenders)].to_vec(),

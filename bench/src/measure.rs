@@ -1,5 +1,6 @@
 //! Closed and open loops over connected clients.
 
+use lockbench_core::BackendId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ const OPEN_LOOP_KEYS: u64 = 4096;
 /// arrivals take in turn (open loop). `progress` is called once per measured acquisition. Returns
 /// the result and the keys used, for cleanup.
 pub async fn measure(
-    backend: &str,
+    backend: BackendId,
     clients: Vec<Arc<dyn LockBackend>>,
     options: &BenchOptions,
     progress: Arc<dyn Fn(u64) + Send + Sync>,

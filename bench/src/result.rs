@@ -1,6 +1,7 @@
 //! What a run measured: one HdrHistogram per metric, and the record row that summarises them in
 //! microseconds (`lockbench_core::records::bench`).
 
+use lockbench_core::BackendId;
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
@@ -118,7 +119,7 @@ pub fn jain_index(grants: &[u64]) -> Option<f64> {
 
 /// What a row says it measured, apart from the figures.
 struct Shape {
-    backend: String,
+    backend: BackendId,
     mode: LoopKind,
     keys: KeySpread,
     contenders: usize,
@@ -139,7 +140,7 @@ pub struct BenchResult {
 impl BenchResult {
     /// Builds the result of a run.
     pub fn new(
-        backend: &str,
+        backend: BackendId,
         options: &crate::BenchOptions,
         contenders: usize,
         metrics: Metrics,
@@ -150,7 +151,7 @@ impl BenchResult {
             crate::LoadMode::Open { rate_per_s } => (LoopKind::Open, Some(rate_per_s)),
         };
         let like = Shape {
-            backend: backend.to_string(),
+            backend,
             mode,
             keys: match options.keys {
                 crate::KeyMode::One => KeySpread::One,
@@ -170,7 +171,7 @@ impl BenchResult {
     /// the shards' rows, from the summed `metrics` over the longest measured part.
     pub fn merged(like: &BenchRow, metrics: Metrics, measured: Duration) -> Self {
         let shape = Shape {
-            backend: like.backend.clone(),
+            backend: like.backend,
             mode: like.mode,
             keys: like.keys,
             contenders: like.contenders,

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode, measure};
+use lockbench_core::BackendId;
 use lockbench_locks::{BackendConfig, BackendKind, LockBackend, connect, parse_config};
 
 async fn clients(kind: BackendKind, n: usize, namespace: &str) -> Vec<Arc<dyn LockBackend>> {
@@ -55,7 +56,7 @@ async fn closed_loop_stops_at_the_operation_count() {
     let progress = Arc::new(AtomicU64::new(0));
     let seen = progress.clone();
     let (result, keys) = measure(
-        "memory",
+        BackendId::of(BackendKind::Memory),
         clients(BackendKind::Memory, 2, "ops").await,
         &quick(Some(5_000)),
         Arc::new(move |n| {
@@ -84,7 +85,7 @@ async fn contention_on_one_key_shows_failed_tries_and_handoffs() {
         ..quick(Some(200))
     };
     let (result, _) = measure(
-        "memory",
+        BackendId::of(BackendKind::Memory),
         clients(BackendKind::Memory, 4, "contention").await,
         &options,
         Arc::new(|_| {}),
@@ -111,7 +112,7 @@ async fn many_keys_do_not_contend() {
         ..quick(Some(2_000))
     };
     let (result, keys) = measure(
-        "memory",
+        BackendId::of(BackendKind::Memory),
         clients(BackendKind::Memory, 4, "many").await,
         &options,
         Arc::new(|_| {}),
@@ -135,7 +136,7 @@ async fn open_loop_counts_from_the_intended_start() {
     };
     let started = Instant::now();
     let (result, _) = measure(
-        "memory",
+        BackendId::of(BackendKind::Memory),
         clients(BackendKind::Memory, 1, "open").await,
         &options,
         Arc::new(|_| {}),
@@ -162,7 +163,7 @@ async fn open_loop_counts_from_the_intended_start() {
 async fn measures_a_real_redis() {
     let clients = clients(BackendKind::Redis, 2, "bench-redis").await;
     let (result, keys) = measure(
-        "redis",
+        BackendId::of(BackendKind::Redis),
         clients.clone(),
         &quick(Some(300)),
         Arc::new(|_| {}),
@@ -224,10 +225,15 @@ async fn a_server_that_dies_mid_run_does_not_hang_the_run() {
         ..BenchOptions::default()
     };
     let started = Instant::now();
-    let run =
-        tokio::spawn(
-            async move { measure("redis", vec![client], &options, Arc::new(|_| {})).await },
-        );
+    let run = tokio::spawn(async move {
+        measure(
+            BackendId::of(BackendKind::Redis),
+            vec![client],
+            &options,
+            Arc::new(|_| {}),
+        )
+        .await
+    });
     tokio::time::sleep(Duration::from_millis(500)).await;
     server.kill().unwrap();
     server.wait().unwrap();
@@ -258,7 +264,13 @@ async fn postgres_contenders_wait_in_the_servers_queue() {
             ..quick(Some(400))
         };
         let pool = clients(BackendKind::PgSession, 4, "native").await;
-        let (result, keys) = measure("pg-session", pool.clone(), &options, Arc::new(|_| {})).await;
+        let (result, keys) = measure(
+            BackendId::of(BackendKind::PgSession),
+            pool.clone(),
+            &options,
+            Arc::new(|_| {}),
+        )
+        .await;
         let row = &result.row;
         assert_eq!(row.wait_mode, expected);
         assert_eq!(row.errors, 0, "{:?}", row.first_error);
@@ -298,7 +310,7 @@ async fn postgres_contenders_wait_in_the_servers_queue() {
 #[tokio::test]
 async fn a_backend_without_a_queue_is_polled_and_says_so() {
     let (result, _) = measure(
-        "memory",
+        BackendId::of(BackendKind::Memory),
         clients(BackendKind::Memory, 2, "noqueue").await,
         &quick(Some(1_000)),
         Arc::new(|_| {}),
@@ -326,7 +338,13 @@ async fn queues_wake_one_waiter_per_release() {
             ..quick(Some(150))
         };
         let pool = named_clients(name, 6, "herd").await;
-        let (result, keys) = measure(name, pool.clone(), &options, Arc::new(|_| {})).await;
+        let (result, keys) = measure(
+            BackendId::parse(name).unwrap(),
+            pool.clone(),
+            &options,
+            Arc::new(|_| {}),
+        )
+        .await;
         let row = &result.row;
         assert_eq!(row.errors, 0, "{name}: {:?}", row.first_error);
         assert!(row.handoff_us.count > 0, "{name}: the contenders waited");
@@ -344,7 +362,7 @@ async fn queues_wake_one_waiter_per_release() {
 #[tokio::test]
 async fn memory_has_no_requests_to_count() {
     let (result, _) = measure(
-        "memory",
+        BackendId::of(BackendKind::Memory),
         clients(BackendKind::Memory, 1, "norequests").await,
         &quick(Some(100)),
         Arc::new(|_| {}),

@@ -97,6 +97,94 @@ impl BackendKind {
     }
 }
 
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A backend as results name it: a kind, and for Redis whether waiters queue fairly (Redisson's
+/// fair lock), whose figures and faults are its own (`redis-fair`). Written as that name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BackendId {
+    /// The backend.
+    pub kind: BackendKind,
+    /// Redis with a fair queue.
+    pub fair: bool,
+}
+
+/// The name of Redis with a fair queue, on the command line and in results.
+pub const REDIS_FAIR: &str = "redis-fair";
+
+impl BackendId {
+    /// The backend `kind`, as configured by default.
+    pub const fn of(kind: BackendKind) -> Self {
+        BackendId { kind, fair: false }
+    }
+
+    /// Its name in results and on the command line.
+    pub fn name(self) -> &'static str {
+        if self.fair && self.kind == BackendKind::Redis {
+            REDIS_FAIR
+        } else {
+            self.kind.name()
+        }
+    }
+
+    /// The backend a name names; `None` for no backend.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            REDIS_FAIR => Some(BackendId {
+                kind: BackendKind::Redis,
+                fair: true,
+            }),
+            other => BackendKind::parse(other).map(BackendId::of),
+        }
+    }
+
+    /// True for the in-process baseline, which no network stands behind.
+    pub fn in_process(self) -> bool {
+        self.kind == BackendKind::Memory
+    }
+}
+
+impl From<BackendKind> for BackendId {
+    fn from(kind: BackendKind) -> Self {
+        BackendId::of(kind)
+    }
+}
+
+impl PartialEq<BackendKind> for BackendId {
+    /// The default configuration of `kind` (not `redis-fair` for Redis).
+    fn eq(&self, kind: &BackendKind) -> bool {
+        *self == BackendId::of(*kind)
+    }
+}
+
+impl std::fmt::Display for BackendId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for BackendId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for BackendId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        BackendId::parse(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown backend {name:?}; expected one of {}, {REDIS_FAIR}",
+                BackendKind::names()
+            ))
+        })
+    }
+}
+
 /// A service a job can already depend on, and that a networked backend runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]

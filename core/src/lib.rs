@@ -12,6 +12,7 @@
 //! convention each.
 
 pub mod backend;
+pub mod fault;
 mod format;
 mod histogram;
 pub mod records;
@@ -19,7 +20,8 @@ mod results;
 pub mod shards;
 pub mod stats;
 
-pub use backend::{BackendKind, FencingSource, LockScope, Service};
+pub use backend::{BackendId, BackendKind, FencingSource, LockScope, REDIS_FAIR, Service};
+pub use fault::{CellId, Scenario, Variant};
 pub use format::{
     format_chance, format_column, format_count, format_date, format_duration, format_duration_s,
     format_hms, format_long, format_per_year, format_readable, format_readable_s,

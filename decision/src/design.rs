@@ -1,6 +1,7 @@
 //! The chosen backend made into a design: how the lock lasts, what it needs besides itself, what
 //! a worker does when it cannot get it, how long a crash blocks the job, and what is left.
 
+use lockbench_core::fault::{Persistence, PoolMode, Variant};
 use lockbench_core::records::faults::FaultCell;
 use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_core::{
@@ -259,7 +260,7 @@ pub(crate) fn lock_model(
 
 /// A failure's cell on a backend, then the cell of the variant that shows its mitigation working
 /// ([`crate::lab::mitigation`]): "X; Y".
-fn pair(ev: &Evidence, kind: BackendKind, failure: &str) -> Option<String> {
+fn pair(ev: &Evidence, kind: BackendKind, failure: Variant) -> Option<String> {
     let f = ev.cell(failure, kind)?;
     let control = crate::lab::mitigation(failure).and_then(|(_, control)| ev.cell(control, kind));
     Some(match control {
@@ -345,7 +346,7 @@ pub(crate) fn mechanisms(
                     "{} commit or roll back with the lock: a lost lock cannot leave a stale write, and a crash rolls them back, so a rerun starts clean",
                     names(&x.inside)
                 ),
-                measured: ev.cell("pool-leak/xact", BackendKind::PgSession).map(describe),
+                measured: ev.cell(Variant::PoolLeak(PoolMode::Xact), BackendKind::PgSession).map(describe),
             });
         } else {
             if by_fence {
@@ -377,8 +378,8 @@ pub(crate) fn mechanisms(
             in_place: false,
             reason: "a holder that cannot renew stops before its lease can pass to another worker"
                 .into(),
-            measured: pair(ev, kind, "pause/naive")
-                .or_else(|| pair(ev, kind, "partition/no-give-up")),
+            measured: pair(ev, kind, Variant::PauseNaive)
+                .or_else(|| pair(ev, kind, Variant::PartitionNoGiveUp)),
         }),
         ModelKind::Session | ModelKind::Transaction => {
             if model.kind == ModelKind::Session {
@@ -387,7 +388,7 @@ pub(crate) fn mechanisms(
                     step: None,
                     in_place: false,
                     reason: "the lock belongs to the session and is re-entrant: a pool that lends the session while the job runs lends the lock".into(),
-                    measured: pair(ev, kind, "pool-leak/no-reset"),
+                    measured: pair(ev, kind, Variant::PoolLeak(PoolMode::NoReset)),
                 });
             }
             out.push(session_keepalive(r, ev, kind));
@@ -403,7 +404,7 @@ pub(crate) fn mechanisms(
             step: None,
             in_place: false,
             reason: "a slow acquisition can return with its keys about to expire".into(),
-            measured: pair(ev, kind, "redlock/late-start"),
+            measured: pair(ev, kind, Variant::RedlockLateStart { checked: false }),
         });
     }
     if kind == BackendKind::Redis {
@@ -434,7 +435,7 @@ pub(crate) fn mechanisms(
         in_place: false,
         reason: "a crash frees the lock; work that outlives the process holding it runs unlocked"
             .into(),
-        measured: pair(ev, kind, "crash/work-survives"),
+        measured: pair(ev, kind, Variant::CrashWorkSurvives),
     });
     out
 }
@@ -477,7 +478,7 @@ fn rerun_guard(
         measured: if by_fence {
             None
         } else {
-            ev.cell("pause/heartbeat-long", kind).map(describe)
+            ev.cell(Variant::PauseHeartbeatLong, kind).map(describe)
         },
     }
 }
@@ -500,7 +501,7 @@ fn session_keepalive(r: &Resolved, ev: &Evidence, kind: BackendKind) -> Mechanis
                 .unwrap_or_default()
         ),
         measured: vanished_host(ev, kind).or_else(|| {
-            ev.cell("partition/keepalive", kind).map(|c| {
+            ev.cell(Variant::PartitionKeepalive, kind).map(|c| {
                 format!(
                     "{}: next grant {} after the partition began",
                     c.label(),
@@ -514,8 +515,8 @@ fn session_keepalive(r: &Resolved, ev: &Evidence, kind: BackendKind) -> Mechanis
 /// The lab's vanished-host cells of `kind`, in words ([`describe_vanished`]).
 pub(crate) fn vanished_host(ev: &Evidence, kind: BackendKind) -> Option<String> {
     describe_vanished(
-        ev.cell("crash/host-vanished-keepalive", kind),
-        ev.cell("crash/host-vanished", kind),
+        ev.cell(Variant::CrashHostVanished { keepalive: true }, kind),
+        ev.cell(Variant::CrashHostVanished { keepalive: false }, kind),
     )
 }
 
@@ -564,11 +565,8 @@ pub fn describe_vanished(kept: Option<&FaultCell>, defaults: Option<&FaultCell>)
 /// The longest a vanished holder blocked the next grant in the lab with the design's settings
 /// (for Postgres, the per-connection keepalive); `None` when not measured or never granted.
 pub(crate) fn vanished_recovery_s(ev: &Evidence, kind: BackendKind) -> Option<f64> {
-    let label = match kind {
-        BackendKind::PgSession | BackendKind::PgXact => "crash/host-vanished-keepalive",
-        _ => "crash/host-vanished",
-    };
-    ev.cell(label, kind)
+    let keepalive = matches!(kind, BackendKind::PgSession | BackendKind::PgXact);
+    ev.cell(Variant::CrashHostVanished { keepalive }, kind)
         .filter(|c| c.contender_timed_out == 0)
         .and_then(|c| c.recovery_max_s)
 }
@@ -596,7 +594,7 @@ fn lock_timeout(job: &JobAnswers, ev: &Evidence) -> Mechanism {
 fn redis_persistence(r: &Resolved, ev: &Evidence) -> Mechanism {
     // A job whose double run is absorbed can carry everysec's one-second window.
     let strict = r.double_run.harms();
-    let restart = ev.cell("restart/no-persistence", BackendKind::Redis);
+    let restart = ev.cell(Variant::Restart(Persistence::None), BackendKind::Redis);
     let stalls = restart.is_some_and(|c| c.legitimate_rejected_by_fence.unwrap_or(0) > 0);
     Mechanism {
         name: if strict {
@@ -647,8 +645,8 @@ fn fence(kind: BackendKind, ev: &Evidence, writes: &str) -> Mechanism {
             kind.name()
         ),
         measured: ev
-            .cell("pause/naive", kind)
-            .or_else(|| ev.cell("pause/heartbeat-long", kind))
+            .cell(Variant::PauseNaive, kind)
+            .or_else(|| ev.cell(Variant::PauseHeartbeatLong, kind))
             .map(describe),
     }
 }
@@ -663,7 +661,7 @@ pub(crate) fn crash_recovery(
 ) -> CrashRecovery {
     let allowed = r.crash_recovery.map(|c| c.as_secs_f64());
     let fixed = ttl.map(|t| t.ttl.as_secs_f64());
-    let measured = kind.and_then(|k| ev.cell("crash/holder-killed", k));
+    let measured = kind.and_then(|k| ev.cell(Variant::CrashKilled, k));
     let vanished = kind.and_then(|k| vanished_host(ev, k));
     let chosen = match model.kind {
         ModelKind::FixedTtl => model.ttl_s,
@@ -845,8 +843,8 @@ fn backend_residual(
         BackendKind::Redis => Residual {
             risk: format!(
                 "a failover to a replica that lacked the key, or a restart under weaker persistence than prescribed, grants the lock twice{}",
-                ev.cell("failover/no-wait", BackendKind::Redis)
-                    .or_else(|| ev.cell("restart/no-persistence", BackendKind::Redis))
+                ev.cell(Variant::Failover { wait: false }, BackendKind::Redis)
+                    .or_else(|| ev.cell(Variant::Restart(Persistence::None), BackendKind::Redis))
                     .map(|c| format!(" ({})", describe(c)))
                     .unwrap_or_default()
             ),

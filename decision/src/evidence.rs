@@ -2,11 +2,12 @@
 //! backend's uncontended acquire latency, the job's TTL recommendation and its live replays. Built
 //! from the typed records of `lockbench_core::records`, whichever way they were read.
 
-use lockbench_core::BackendKind;
+use lockbench_core::fault::Variant;
 use lockbench_core::records::bench::BenchRecord;
 use lockbench_core::records::faults::{FaultCell, FaultsRecord};
 use lockbench_core::records::replay::ReplayRecord;
 use lockbench_core::records::ttl::TtlRecommendation;
+use lockbench_core::{BackendId, BackendKind};
 use lockbench_core::{format_count, format_readable_s};
 
 /// Everything measured that a decision may cite.
@@ -27,8 +28,8 @@ pub struct Evidence {
 /// One backend's uncontended acquisition, as `bench` measured it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AcquireCost {
-    /// Backend name.
-    pub backend: String,
+    /// The backend.
+    pub backend: BackendId,
     /// P99, microseconds.
     pub p99_us: f64,
     /// Acquisitions timed.
@@ -68,7 +69,7 @@ impl Evidence {
             // the same backend follow it).
             if !acquire.iter().any(|a| a.backend == row.backend) {
                 acquire.push(AcquireCost {
-                    backend: row.backend.clone(),
+                    backend: row.backend,
                     p99_us: row.acquire_us.p99,
                     samples: row.acquire_us.count,
                     max_us: row.acquire_us.max,
@@ -95,18 +96,14 @@ impl Evidence {
             && self.replays.is_empty()
     }
 
-    /// The cell of `label` (`scenario/variant`) on `backend`.
-    pub fn cell(&self, label: &str, backend: BackendKind) -> Option<&FaultCell> {
-        self.cells
-            .iter()
-            .find(|c| c.backend == backend.name() && c.label() == label)
+    /// The cell of `variant` on `backend`.
+    pub fn cell(&self, variant: Variant, backend: BackendKind) -> Option<&FaultCell> {
+        self.cells.iter().find(|c| c.is(variant, backend))
     }
 
     /// Every cell measured on `backend`.
     pub fn cells_on(&self, backend: BackendKind) -> impl Iterator<Item = &FaultCell> {
-        self.cells
-            .iter()
-            .filter(move |c| c.backend == backend.name())
+        self.cells.iter().filter(move |c| c.backend == backend)
     }
 
     /// The uncontended acquire P99 of `backend`, microseconds; the maximum where too few
@@ -123,7 +120,7 @@ impl Evidence {
 
     /// The uncontended acquisition of `backend`, as `bench` measured it.
     pub fn acquire_cost(&self, backend: BackendKind) -> Option<&AcquireCost> {
-        self.acquire.iter().find(|a| a.backend == backend.name())
+        self.acquire.iter().find(|a| a.backend == backend)
     }
 
     /// The TTL recommendation of `job`.

@@ -3,6 +3,7 @@
 //! prevented), or left to the fence alone. docs/DECISION.md gives each pairing its source.
 
 use lockbench_core::BackendKind;
+use lockbench_core::fault::{OnFailure, Persistence, PoolMode, Variant};
 
 /// A mechanism a design may include against a failure the lab injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,70 +28,59 @@ pub enum Mitigation {
 
 /// The mitigation of the failure a variant injects, and the variant that shows it working;
 /// `None` for a variant that is itself a control (or measures recovery), and for a failure only a
-/// fence can answer.
-pub fn mitigation(label: &str) -> Option<(Mitigation, &'static str)> {
-    Some(match label {
-        "pause/naive" => (Mitigation::Heartbeat, "pause/heartbeat-short"),
-        "partition/no-give-up" => (Mitigation::Heartbeat, "partition/heartbeat"),
-        "restart/no-persistence"
-        | "restart/rdb"
-        | "restart/aof-everysec"
-        | "restart/power-loss" => (Mitigation::AppendfsyncAlways, "restart/aof-always"),
-        "failover/no-wait" => (Mitigation::WaitReplicas, "failover/wait"),
-        "pool-leak/no-reset" | "pool-leak/unlock-all" => {
-            (Mitigation::OwnConnection, "pool-leak/xact")
+/// fence can answer. Exhaustive: a new variant does not compile until it says which it is.
+pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
+    Some(match variant {
+        Variant::PauseNaive => (Mitigation::Heartbeat, Variant::PauseHeartbeatShort),
+        Variant::PartitionNoGiveUp => (Mitigation::Heartbeat, Variant::PartitionHeartbeat),
+        Variant::Restart(Persistence::None | Persistence::Rdb | Persistence::AofEverysec)
+        | Variant::RestartPowerLoss => (
+            Mitigation::AppendfsyncAlways,
+            Variant::Restart(Persistence::AofAlways),
+        ),
+        Variant::Failover { wait: false } => {
+            (Mitigation::WaitReplicas, Variant::Failover { wait: true })
         }
-        "outage/run-unlocked" => (Mitigation::SkipPolicy, "outage/skip"),
-        "redlock/late-start" => (Mitigation::ValidityCheck, "redlock/late-start-checked"),
-        "crash/work-survives" => (Mitigation::DieWithHolder, "crash/holder-killed"),
-        _ => return None,
+        Variant::PoolLeak(PoolMode::NoReset | PoolMode::UnlockAll) => {
+            (Mitigation::OwnConnection, Variant::PoolLeak(PoolMode::Xact))
+        }
+        Variant::Outage(OnFailure::RunUnlocked) => {
+            (Mitigation::SkipPolicy, Variant::Outage(OnFailure::Skip))
+        }
+        Variant::RedlockLateStart { checked: false } => (
+            Mitigation::ValidityCheck,
+            Variant::RedlockLateStart { checked: true },
+        ),
+        Variant::CrashWorkSurvives => (Mitigation::DieWithHolder, Variant::CrashKilled),
+        // Controls, recovery measurements, and failures only a fence answers.
+        Variant::PauseHeartbeatShort
+        | Variant::PauseHeartbeatLong
+        | Variant::Restart(Persistence::AofAlways)
+        | Variant::RestartDelayed
+        | Variant::RedlockRestart
+        | Variant::RedlockClockJump
+        | Variant::RedlockRestartAndClockJump
+        | Variant::RedlockLateStart { checked: true }
+        | Variant::PoolLeak(PoolMode::Xact)
+        | Variant::PartitionHeartbeat
+        | Variant::PartitionKeepalive
+        | Variant::ClockJump
+        | Variant::CrashKilled
+        | Variant::CrashHostVanished { .. }
+        | Variant::Failover { wait: true }
+        | Variant::Outage(OnFailure::Skip | OnFailure::Queue) => return None,
     })
 }
 
 /// True for a variant whose overlap is the job's doing, not the backend's (work that outlives the
 /// lock's holder, a worker that runs without the lock): it belongs in no backend's "cannot
 /// prevent".
-pub fn about_the_job(label: &str) -> bool {
+pub fn about_the_job(variant: Variant) -> bool {
     matches!(
-        mitigation(label),
+        mitigation(variant),
         Some((Mitigation::DieWithHolder | Mitigation::SkipPolicy, _))
     )
 }
-
-/// Every `scenario/variant` the rules know: a test holds it equal to the lab's list, so a new
-/// variant cannot reach a decision unweighed.
-pub const KNOWN: [&str; 30] = [
-    "pause/naive",
-    "pause/heartbeat-short",
-    "pause/heartbeat-long",
-    "restart/no-persistence",
-    "restart/rdb",
-    "restart/aof-everysec",
-    "restart/aof-always",
-    "restart/power-loss",
-    "restart/delayed-restart",
-    "redlock/restart",
-    "redlock/clock-jump",
-    "redlock/restart+clock-jump",
-    "redlock/late-start",
-    "redlock/late-start-checked",
-    "pool-leak/no-reset",
-    "pool-leak/unlock-all",
-    "pool-leak/xact",
-    "partition/heartbeat",
-    "partition/no-give-up",
-    "partition/keepalive",
-    "clock-jump/forward",
-    "crash/holder-killed",
-    "crash/work-survives",
-    "crash/host-vanished",
-    "crash/host-vanished-keepalive",
-    "failover/no-wait",
-    "failover/wait",
-    "outage/skip",
-    "outage/queue",
-    "outage/run-unlocked",
-];
 
 /// The mitigations the design for `backend` includes (docs/DECISION.md, "Mechanisms").
 pub fn designed(backend: BackendKind, skip_policy: bool) -> Vec<Mitigation> {

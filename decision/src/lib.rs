@@ -93,7 +93,7 @@ pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> 
         basis: ev.basis(&job.job),
         answers: r.listed(job),
         role,
-        backend: chosen.map(|k| k.name().to_string()),
+        backend: chosen,
         lock_model: model,
         mechanisms,
         failure_policy: policy,

@@ -14,7 +14,7 @@ use crate::record::{Decision, MissingAnswer};
 pub fn brief(d: &Decision) -> String {
     format!(
         "{} ({}), {}",
-        d.backend.as_deref().unwrap_or("no backend"),
+        d.backend.map_or("no backend", |b| b.name()),
         d.lock_model.kind.name(),
         d.failure_policy.kind.name()
     )

@@ -1,6 +1,7 @@
 //! The decision as a value: what `lockbench decide --json` prints and what the report renders.
 //! Every choice carries its reason and, where the evidence holds one, the measurement behind it.
 
+use lockbench_core::BackendKind;
 use serde::{Deserialize, Serialize};
 
 /// The decision for one job.
@@ -21,7 +22,7 @@ pub struct Decision {
     /// Whether the lock is the job's correctness mechanism or a serialization aid, and why.
     pub role: Role,
     /// The chosen backend; `None` when every backend is rejected.
-    pub backend: Option<String>,
+    pub backend: Option<BackendKind>,
     /// How the chosen lock lasts: a fixed TTL, a heartbeat lease, a session or a transaction.
     pub lock_model: LockModel,
     /// What the design needs besides the lock, each with its reason.
@@ -186,12 +187,13 @@ impl PolicyKind {
     }
 
     /// The fault lab's `outage` variant that measures it.
-    pub fn outage_variant(self) -> &'static str {
-        match self {
-            PolicyKind::SkipAndAlert => "outage/skip",
-            PolicyKind::Queue | PolicyKind::RetryThenAlert => "outage/queue",
-            PolicyKind::RunUnlocked => "outage/run-unlocked",
-        }
+    pub fn outage_variant(self) -> lockbench_core::Variant {
+        use lockbench_core::fault::OnFailure;
+        lockbench_core::Variant::Outage(match self {
+            PolicyKind::SkipAndAlert => OnFailure::Skip,
+            PolicyKind::Queue | PolicyKind::RetryThenAlert => OnFailure::Queue,
+            PolicyKind::RunUnlocked => OnFailure::RunUnlocked,
+        })
     }
 }
 
@@ -251,8 +253,8 @@ pub enum FactBasis {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Verdict {
-    /// Backend name.
-    pub backend: String,
+    /// The backend.
+    pub backend: BackendKind,
     /// Its verdict.
     pub verdict: VerdictKind,
     /// The one fact that decides it.

@@ -3,6 +3,7 @@
 //! choice among those left. docs/DECISION.md states each rule with its source.
 
 use lockbench_core::BackendKind;
+use lockbench_core::fault::{Scenario, Variant};
 use lockbench_core::records::faults::FaultCell;
 use lockbench_workloads::{JobAnswers, Target};
 
@@ -203,18 +204,18 @@ pub(crate) fn verdicts(
             (None, None) => (VerdictKind::Acceptable, String::new(), FactBasis::Design),
         };
         out.push(Verdict {
-            backend: c.kind.name().to_string(),
+            backend: c.kind,
             verdict,
             fact,
             basis,
             acquire_p99_us: ev.acquire_p99_us(c.kind),
             acquire_samples: ev.acquire_cost(c.kind).map(|a| a.samples),
             overlapped_under: overlaps(ev, c.kind)
+                .filter(|c| !crate::lab::about_the_job(c.variant))
                 .map(FaultCell::label)
-                .filter(|l| !crate::lab::about_the_job(l))
                 .collect(),
             crash_recovery_s: ev
-                .cell("crash/holder-killed", c.kind)
+                .cell(Variant::CrashKilled, c.kind)
                 .and_then(|cell| cell.recovery_max_s),
             vanished_host_s: crate::design::vanished_recovery_s(ev, c.kind),
         });
@@ -274,10 +275,12 @@ fn rejection(
         return None;
     }
     if !linearizable(kind) {
+        // The server lost the key (a restart, a failover, a Redlock node), not the client.
         let lost = overlaps(ev, kind).find(|c| {
-            ["restart/", "failover/", "redlock/"]
-                .iter()
-                .any(|p| c.label().starts_with(p))
+            matches!(
+                c.variant.scenario(),
+                Scenario::Restart | Scenario::Failover | Scenario::Redlock
+            )
         });
         return Some(match lost {
             Some(cell) => (
@@ -315,7 +318,7 @@ fn rejection(
                 FactBasis::Measured,
             ));
         }
-        let prevented = mitigation(&cell.label()).is_some_and(|(m, _)| includes.contains(&m));
+        let prevented = mitigation(cell.variant).is_some_and(|(m, _)| includes.contains(&m));
         if !(prevented || r.fenced && fence_held(cell)) {
             return Some((describe(cell), FactBasis::Measured));
         }
@@ -433,14 +436,14 @@ fn why_chosen(
     };
     let clean: Vec<String> = ev
         .cells_on(c.kind)
-        .filter(|cell| cell.trials_with_overlap == 0 && mitigation(&cell.label()).is_none())
+        .filter(|cell| cell.trials_with_overlap == 0 && mitigation(cell.variant).is_none())
         .filter_map(|cell| {
             let label = cell.label();
             let failed: Vec<&str> = weighed
                 .iter()
                 .filter(|o| o.kind != c.kind)
                 .filter(|o| {
-                    ev.cell(&label, o.kind)
+                    ev.cell(cell.variant, o.kind)
                         .is_some_and(|x| x.trials_with_overlap > 0)
                 })
                 .map(|o| o.kind.name())

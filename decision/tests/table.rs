@@ -72,7 +72,7 @@ const CONDITIONAL_DB: S = (
 fn verdict(d: &Decision, backend: &str) -> VerdictKind {
     d.alternatives
         .iter()
-        .find(|v| v.backend == backend)
+        .find(|v| v.backend.name() == backend)
         .map(|v| v.verdict)
         .unwrap_or_else(|| panic!("{backend} has no verdict"))
 }
@@ -80,7 +80,7 @@ fn verdict(d: &Decision, backend: &str) -> VerdictKind {
 fn fact(d: &Decision, backend: &str) -> String {
     d.alternatives
         .iter()
-        .find(|v| v.backend == backend)
+        .find(|v| v.backend.name() == backend)
         .map(|v| v.fact.clone())
         .unwrap_or_default()
 }
@@ -273,7 +273,7 @@ fn every_row_of_the_table_gets_its_decision() {
     for row in rows {
         let d = decide(&row.job, &Evidence::default());
         let got = (
-            d.backend.as_deref(),
+            d.backend.map(|b| b.name()),
             d.lock_model.kind,
             d.failure_policy.kind,
             d.role.correctness,
@@ -389,11 +389,11 @@ fn each_rejection_names_the_fact_that_decides_it() {
 }
 
 fn cell(label: &str, backend: &str, overlapped: u32, expected: &str) -> FaultCell {
-    let (scenario, variant) = label.split_once('/').unwrap();
+    let variant = lockbench_core::Variant::parse_label(label).unwrap();
     FaultCell {
-        scenario: scenario.into(),
-        variant: variant.into(),
-        backend: backend.into(),
+        scenario: variant.scenario(),
+        variant,
+        backend: lockbench_core::BackendId::parse(backend).unwrap(),
         injected: String::new(),
         expected: expected.into(),
         fencing: "sequence".into(),
@@ -420,10 +420,8 @@ fn a_measured_overlap_where_the_design_predicts_none_overrules_the_rule() {
         &[UNGUARDED_DB],
     );
     assert_eq!(
-        decide(&fenced_postgres, &Evidence::default())
-            .backend
-            .as_deref(),
-        Some("pg-session")
+        decide(&fenced_postgres, &Evidence::default()).backend,
+        Some(lockbench_core::BackendKind::PgSession)
     );
     let evidence = Evidence {
         cells: vec![
@@ -433,11 +431,16 @@ fn a_measured_overlap_where_the_design_predicts_none_overrules_the_rule() {
         ..Evidence::default()
     };
     let d = decide(&fenced_postgres, &evidence);
-    assert_eq!(d.backend.as_deref(), Some("etcd"), "{:#?}", d.alternatives);
+    assert_eq!(
+        d.backend.map(|b| b.name()),
+        Some("etcd"),
+        "{:#?}",
+        d.alternatives
+    );
     let pg = d
         .alternatives
         .iter()
-        .find(|v| v.backend == "pg-session")
+        .find(|v| v.backend == lockbench_core::BackendKind::PgSession)
         .unwrap();
     assert_eq!(pg.verdict, VerdictKind::Rejected);
     assert_eq!(pg.basis, FactBasis::Measured);
@@ -467,11 +470,11 @@ fn a_measured_failure_is_cited_where_it_decides() {
         ..Evidence::default()
     };
     let d = decide(&ledger, &evidence);
-    assert_eq!(d.backend.as_deref(), Some("etcd"));
+    assert_eq!(d.backend.map(|b| b.name()), Some("etcd"));
     let redis = d
         .alternatives
         .iter()
-        .find(|v| v.backend == "redis")
+        .find(|v| v.backend == lockbench_core::BackendKind::Redis)
         .unwrap();
     assert_eq!(redis.basis, FactBasis::Measured);
     assert!(
@@ -611,7 +614,7 @@ fn a_crash_then_a_rerun_needs_a_guard_whatever_the_lock() {
         ),
         &Evidence::default(),
     );
-    assert_eq!(d.backend.as_deref(), Some("pg-xact"));
+    assert_eq!(d.backend.map(|b| b.name()), Some("pg-xact"));
     assert!(
         d.mechanisms.iter().all(|m| m.step.is_none()),
         "{:#?}",
@@ -628,7 +631,7 @@ fn a_fence_across_three_databases_needs_a_guard_per_operation() {
         ),
         &Evidence::default(),
     );
-    assert_eq!(d.backend.as_deref(), Some("etcd"));
+    assert_eq!(d.backend.map(|b| b.name()), Some("etcd"));
     assert!(mechanism(&d, "the fencing token checked by the resource").is_some());
     let guard =
         mechanism(&d, "a guard per operation in each database").expect("per-operation guard");
@@ -704,7 +707,7 @@ fn a_fixed_ttl_is_never_retried() {
         ..Evidence::default()
     };
     let d = decide(&j, &evidence);
-    assert_eq!(d.backend.as_deref(), Some("redis"));
+    assert_eq!(d.backend.map(|b| b.name()), Some("redis"));
     assert_eq!(d.lock_model.kind, ModelKind::FixedTtl);
     assert_eq!(d.failure_policy.kind, PolicyKind::SkipAndAlert);
     assert_eq!(d.failure_policy.retry_for_s, None);

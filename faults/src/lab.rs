@@ -19,7 +19,7 @@ use crate::matrix::{aggregate, event_row, trial_row};
 use crate::netns::Namespace;
 use crate::postgres::PrivatePostgres;
 use crate::resource::{Resource, schema_name};
-use crate::scenario::Variant;
+use crate::scenario::{Design, Variant};
 use crate::server::PrivateRedis;
 use crate::trial::{Kit, Partition, TrialContext, resource_addr};
 use crate::zookeeper::PrivateZookeeper;
@@ -145,9 +145,9 @@ impl FaultLab {
                 };
                 match missing {
                     Some(reason) => skipped.push(SkippedCell {
-                        scenario: variant.scenario().to_string(),
-                        variant: variant.name().to_string(),
-                        backend: config.label().to_string(),
+                        scenario: variant.scenario(),
+                        variant,
+                        backend: config.id(),
                         reason: reason.to_string(),
                     }),
                     None => run.push((variant, config.clone())),
@@ -213,9 +213,9 @@ impl FaultLab {
                         config.label()
                     ));
                     skipped.push(SkippedCell {
-                        scenario: variant.scenario().to_string(),
-                        variant: variant.name().to_string(),
-                        backend: config.label().to_string(),
+                        scenario: variant.scenario(),
+                        variant,
+                        backend: config.id(),
                         reason,
                     });
                 }
@@ -297,7 +297,7 @@ impl FaultLab {
             // host end, which its vanishing cuts; the servers expire it by their own timers.
             let mut urls = Vec::new();
             for url in &config.urls {
-                let (rerouted, through) = reroute(url, bind).await?;
+                let (rerouted, through) = reroute(url, default_port(config.kind), bind).await?;
                 urls.push(rerouted);
                 forwarders.extend(through);
             }
@@ -481,6 +481,17 @@ fn private_postgres(variant: Variant, kind: BackendKind) -> bool {
     }
 }
 
+/// The port a backend's server listens on when its URL names none.
+fn default_port(kind: BackendKind) -> u16 {
+    match kind {
+        BackendKind::Redis | BackendKind::Redlock => 6379,
+        BackendKind::PgSession | BackendKind::PgXact => 5432,
+        BackendKind::Etcd => 2379,
+        BackendKind::Zookeeper => 2181,
+        BackendKind::Memory => 0,
+    }
+}
+
 /// A Postgres URL with the lab's per-connection keepalive in its startup options.
 fn with_keepalive(url: &str) -> String {
     let (idle, interval, count) = crate::scenario::LAB_KEEPALIVE;
@@ -498,12 +509,16 @@ fn with_keepalive(url: &str) -> String {
 
 /// `url` with each server address in it replaced by a forwarder's on `ip` that passes on to it,
 /// and the forwarders. A URL is `scheme://host:port/...` or ZooKeeper's `host:port,host:port/chroot`.
-async fn reroute(url: &str, ip: Ipv4Addr) -> Result<(String, Vec<Forwarder>), FaultError> {
+async fn reroute(
+    url: &str,
+    port: u16,
+    ip: Ipv4Addr,
+) -> Result<(String, Vec<Forwarder>), FaultError> {
     let mut forwarders = Vec::new();
     if url.contains("://") {
         let mut parsed = url::Url::parse(url)
             .map_err(|e| FaultError::Server(format!("the lock server URL {url}: {e}")))?;
-        let target = crate::trial::server_addr(url, 0)?;
+        let target = crate::trial::server_addr(url, port)?;
         let forwarder = Forwarder::start(ip, target).await?;
         let _ = parsed.set_host(Some(&ip.to_string()));
         let _ = parsed.set_port(Some(forwarder.port()));
@@ -513,7 +528,7 @@ async fn reroute(url: &str, ip: Ipv4Addr) -> Result<(String, Vec<Forwarder>), Fa
     let (hosts, chroot) = url.split_at(url.find('/').unwrap_or(url.len()));
     let mut rerouted = Vec::new();
     for host in hosts.split(',') {
-        let target = crate::trial::server_addr(&format!("tcp://{host}"), 2181)?;
+        let target = crate::trial::server_addr(&format!("tcp://{host}"), port)?;
         let forwarder = Forwarder::start(ip, target).await?;
         rerouted.push(format!("{ip}:{}", forwarder.port()));
         forwarders.push(forwarder);

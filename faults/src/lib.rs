@@ -36,7 +36,9 @@ mod zookeeper;
 pub use lab::{FaultLab, LabOptions, LabOutput};
 pub use plan::{AnyPlan, BackendPlan, LeaseTracking, PoolMode, PoolPlan, WorkerPlan};
 pub use process::with_parent_death_signal;
-pub use scenario::{ALL as VARIANTS, LAB_KEEPALIVE, VANISHED_WAIT, Variant, lab_keepalive_bound_s};
+pub use scenario::{Design, LAB_KEEPALIVE, VANISHED_WAIT, Variant, lab_keepalive_bound_s};
+/// Every variant, in the matrix's order.
+pub const VARIANTS: [Variant; 30] = Variant::ALL;
 pub use server::{Persistence, redis_server_on_path};
 pub use worker::run;
 

@@ -4,7 +4,7 @@ use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow};
 use lockbench_locks::BackendConfig;
 
 use crate::resource::LoggedEvent;
-use crate::scenario::Variant;
+use crate::scenario::{Design, Variant};
 use crate::trial::TrialOutcome;
 
 fn seconds_from(zero: i64, ns: i64) -> f64 {
@@ -20,9 +20,9 @@ pub(crate) fn trial_row(
     let (f, window) = (&outcome.figures, &outcome.window);
     let fault_start_s = seconds_from(f.zero_ns, window.start_ns);
     FaultTrialRow {
-        scenario: variant.scenario().to_string(),
-        variant: variant.name().to_string(),
-        backend: config.label().to_string(),
+        scenario: variant.scenario(),
+        variant,
+        backend: config.id(),
         trial,
         granted_ttl_s: outcome.granted_ttl.as_secs_f64(),
         fault_start_s,
@@ -48,9 +48,9 @@ pub(crate) fn event_row(
     e: &LoggedEvent,
 ) -> FaultEventRow {
     FaultEventRow {
-        scenario: variant.scenario().to_string(),
-        variant: variant.name().to_string(),
-        backend: config.label().to_string(),
+        scenario: variant.scenario(),
+        variant,
+        backend: config.id(),
         trial,
         worker: e.worker.clone(),
         event: e.event.as_str().to_string(),
@@ -88,9 +88,9 @@ pub(crate) fn aggregate(
         rows.iter().map(f).try_fold(0, |acc, v| v.map(|v| acc + v))
     };
     FaultCell {
-        scenario: variant.scenario().to_string(),
-        variant: variant.name().to_string(),
-        backend: config.label().to_string(),
+        scenario: variant.scenario(),
+        variant,
+        backend: config.id(),
         injected: variant.injected(),
         expected: if variant.predicts_overlap(capabilities.scope) {
             "overlap"

@@ -8,6 +8,8 @@ use std::time::Duration;
 use lockbench_locks::{BackendConfig, BackendKind};
 use serde::{Deserialize, Serialize};
 
+pub use lockbench_core::fault::{OnFailure, PoolMode};
+
 use crate::FaultError;
 
 /// How the job makes sure it still holds the lock.
@@ -26,20 +28,6 @@ pub enum LeaseTracking {
     /// Trusts its TTL, but before starting compares the lease's validity (what Redlock says is
     /// left of it) with the job's length, and acquires again when it is shorter.
     ValidityFirst,
-}
-
-/// What a worker does when an acquisition fails (the server unreachable), as opposed to the
-/// lock being held.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnFailure {
-    /// Skips the run (says `timed-out`): a missed run.
-    Skip,
-    /// Tries again until its wait is over.
-    #[default]
-    Queue,
-    /// Runs the job without the lock.
-    RunUnlocked,
 }
 
 /// The backend as a worker connects to it (the config's fields; passwords travel on stdin, never
@@ -164,19 +152,6 @@ pub struct WriterPlan {
     pub write_every_ms: u64,
     /// The lab's process id: the job stops when the lab is gone.
     pub lab: u32,
-}
-
-/// How the pool treats a connection, and how the jobs lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PoolMode {
-    /// Session locks, connections given back as they are (sqlx's default, PgBouncer in
-    /// transaction mode without `server_reset_query`).
-    NoReset,
-    /// Session locks, `SELECT pg_advisory_unlock_all()` when a connection is given back.
-    UnlockAll,
-    /// Transaction locks: each job holds a transaction (and so its connection) to the end.
-    Xact,
 }
 
 /// What the pool process does.

@@ -13,20 +13,14 @@ use tokio::process::{Child, Command};
 
 use crate::FaultError;
 
-/// How a Redis server keeps its data across a restart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Persistence {
-    /// Nothing: a restart comes back empty.
-    None,
-    /// RDB snapshots on Redis's default save points (none is due within a trial).
-    Rdb,
-    /// Append-only file, fsynced every second (written before each reply).
-    AofEverysec,
-    /// Append-only file, fsynced before each reply.
-    AofAlways,
+pub use lockbench_core::fault::Persistence;
+
+/// The redis-server arguments of a persistence setting.
+trait ServerArgs {
+    fn args(self) -> Vec<&'static str>;
 }
 
-impl Persistence {
+impl ServerArgs for Persistence {
     fn args(self) -> Vec<&'static str> {
         match self {
             Persistence::None => vec!["--save", "", "--appendonly", "no"],

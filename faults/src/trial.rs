@@ -19,7 +19,7 @@ use crate::postgres::PrivatePostgres;
 use crate::process::WorkerProcess;
 use crate::protocol::Message;
 use crate::resource::{LoggedEvent, Resource};
-use crate::scenario::Variant;
+use crate::scenario::{Design, Variant};
 use crate::server::PrivateRedis;
 use crate::zookeeper::PrivateZookeeper;
 
@@ -79,8 +79,7 @@ pub(crate) fn resource_addr(url: &str) -> Result<std::net::SocketAddr, FaultErro
     server_addr(url, 5432)
 }
 
-/// The address a `scheme://host:port` URL names, `default_port` when it names none (then the
-/// scheme's own, for redis and http).
+/// The address a `scheme://host:port` URL names, `default_port` when it names none.
 pub(crate) fn server_addr(
     url: &str,
     default_port: u16,
@@ -88,11 +87,7 @@ pub(crate) fn server_addr(
     let parsed =
         url::Url::parse(url).map_err(|e| FaultError::Resource(format!("the URL {url}: {e}")))?;
     let host = parsed.host_str().unwrap_or("127.0.0.1");
-    let port = parsed.port().unwrap_or(match parsed.scheme() {
-        "redis" => 6379,
-        "http" => 2379,
-        _ => default_port,
-    });
+    let port = parsed.port().unwrap_or(default_port);
     std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
         .ok()
         .and_then(|mut a| a.next())

@@ -62,7 +62,7 @@ pub struct BackendConfig {
 
 /// The fair variant of Redis as results and `--backend` name it (`[backends.redis]` with
 /// `fair = true`).
-pub const REDIS_FAIR: &str = "redis-fair";
+pub use lockbench_core::REDIS_FAIR;
 
 impl BackendConfig {
     /// A configuration with default timeouts.
@@ -84,10 +84,14 @@ impl BackendConfig {
     /// The name results carry for this backend: its kind's, or [`REDIS_FAIR`] for Redis with a
     /// fair queue, whose figures and faults are its own.
     pub fn label(&self) -> &'static str {
-        if self.fair {
-            REDIS_FAIR
-        } else {
-            self.kind.name()
+        self.id().name()
+    }
+
+    /// The backend as results carry it: its kind, fair or not.
+    pub fn id(&self) -> lockbench_core::BackendId {
+        lockbench_core::BackendId {
+            kind: self.kind,
+            fair: self.fair && self.kind == BackendKind::Redis,
         }
     }
 

@@ -66,7 +66,7 @@ impl LiveReport {
         ReplayRecord {
             workload: model.workload.clone(),
             profile: model.profile.clone(),
-            backend: live.backend.label().to_string(),
+            backend: live.backend.id(),
             scale: model.scale,
             volume: model.volume,
             unit: context.unit.to_string(),
@@ -190,7 +190,7 @@ mod tests {
         };
         let r = report.record(&model, &options, context(Some(&simulated)));
         assert_eq!(
-            (r.mode, r.ttl_s, r.backend.as_str()),
+            (r.mode, r.ttl_s, r.backend.name()),
             (HoldMode::Ttl, 300.0, "redis")
         );
         assert_eq!(

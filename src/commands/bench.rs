@@ -96,7 +96,7 @@ async fn measure_all(command: &BenchSettings) -> Result<Measured> {
                     .find(|r| r.row.ops == 0 && r.row.errors > 0)
                 {
                     measured.failed.push(BenchFailure {
-                        backend: name.to_string(),
+                        backend: config.id(),
                         error: broken
                             .row
                             .first_error
@@ -104,7 +104,7 @@ async fn measure_all(command: &BenchSettings) -> Result<Measured> {
                             .unwrap_or_else(|| "every operation failed".to_string()),
                     });
                 }
-                measured.backends.push(facts(name, &m));
+                measured.backends.push(facts(config.id(), &m));
                 measured.results.append(&mut m.results);
             }
             Err(LevelsError::NotReady(e)) => return Err(e.into()),
@@ -112,7 +112,7 @@ async fn measure_all(command: &BenchSettings) -> Result<Measured> {
                 // One line, and the other backends go on.
                 eprintln!("lockbench: bench: {e}");
                 measured.failed.push(BenchFailure {
-                    backend: name.to_string(),
+                    backend: config.id(),
                     error: e.to_string(),
                 });
             }

@@ -8,8 +8,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use lockbench_core::fault::{Persistence, PoolMode, Scenario, Variant};
 use lockbench_core::records::bench::BenchRecord;
 use lockbench_core::records::{Body, read_dir};
+use lockbench_core::{BackendId, BackendKind};
 use lockbench_core::{ResultsDir, ResultsError};
 use lockbench_workloads::WorkloadSpec;
 
@@ -389,17 +391,20 @@ async fn faults_of(
     seed: &str,
     skipped: &mut Vec<String>,
 ) -> Result<()> {
-    let mut reached: Vec<&str> = Vec::new();
+    let mut reached: Vec<BackendId> = Vec::new();
     for r in bench
         .results
         .iter()
-        .filter(|r| r.ops > 0 && r.backend != "memory")
+        .filter(|r| r.ops > 0 && !r.backend.in_process())
     {
-        if !reached.contains(&r.backend.as_str()) {
-            reached.push(&r.backend);
+        if !reached.contains(&r.backend) {
+            reached.push(r.backend);
         }
     }
-    if !reached.iter().any(|b| b.starts_with("pg-")) {
+    if !reached
+        .iter()
+        .any(|b| b.kind.service() == Some(lockbench_core::Service::Postgres))
+    {
         skipped.push("the fault lab: it needs the configured Postgres (pg-session) for its protected resource, and the benchmark did not reach it".to_string());
         return Ok(());
     }
@@ -407,35 +412,36 @@ async fn faults_of(
     let mut args = s(&["faults", "--config", &config, "--ttl", "1s", "--seed", seed]);
     // Three trials a cell at least: a cell the decision cites shows "k of n trials", and one
     // trial cannot tell a rare overlap from none.
-    let (trials, scenarios): (&str, &[&str]) = if plan.quick {
-        (
-            "3",
-            &[
-                "pause/naive",
-                "restart/no-persistence",
-                "restart/aof-always",
-                "redlock/restart+clock-jump",
-                "pool-leak/no-reset",
-                "partition/heartbeat",
-                // What the decision needs: crash recovery on every backend, and each new
-                // scenario with the variant that must overlap and the one that must not.
-                "crash",
-                "failover",
-                "outage",
-                "redlock/late-start",
-                "redlock/late-start-checked",
-            ],
-        )
+    let scenarios: Vec<String> = if plan.quick {
+        let variants = [
+            Variant::PauseNaive,
+            Variant::Restart(Persistence::None),
+            Variant::Restart(Persistence::AofAlways),
+            Variant::RedlockRestartAndClockJump,
+            Variant::PoolLeak(PoolMode::NoReset),
+            Variant::PartitionHeartbeat,
+            Variant::RedlockLateStart { checked: false },
+            Variant::RedlockLateStart { checked: true },
+        ];
+        // What the decision needs: crash recovery on every backend (killed and vanished), and
+        // each scenario with the variant that must overlap and the one that must not.
+        let whole = [Scenario::Crash, Scenario::Failover, Scenario::Outage];
+        variants
+            .iter()
+            .map(|v| v.label())
+            .chain(whole.iter().map(|s| s.name().to_string()))
+            .collect()
     } else {
         // Every scenario (the command's default).
-        ("3", &[])
+        Vec::new()
     };
+    let trials = "3";
     args.extend(s(&["--trials", trials]));
     for scenario in scenarios {
-        args.extend(s(&["--scenario", scenario]));
+        args.extend(s(&["--scenario", scenario.as_str()]));
     }
     for backend in &reached {
-        args.extend(s(&["--backend", backend]));
+        args.extend(s(&["--backend", backend.name()]));
     }
     args.extend(s(&[
         "--out",
@@ -465,16 +471,21 @@ async fn replays_of(
     decided: &lockbench_decision::Decision,
 ) -> Result<()> {
     // The first networked backend the benchmark measured, else the in-process one.
-    let measured: Vec<&str> = bench
+    let measured: Vec<BackendId> = bench
         .results
         .iter()
         .filter(|r| r.ops > 0)
-        .map(|r| r.backend.as_str())
+        .map(|r| r.backend)
         .collect();
-    let backend = ["redis", "pg-session", "etcd", "zookeeper"]
-        .into_iter()
-        .find(|b| measured.contains(b))
-        .unwrap_or("memory");
+    let backend = [
+        BackendKind::Redis,
+        BackendKind::PgSession,
+        BackendKind::Etcd,
+        BackendKind::Zookeeper,
+    ]
+    .into_iter()
+    .find(|b| measured.contains(&BackendId::of(*b)))
+    .unwrap_or(BackendKind::Memory);
     let runs = if plan.quick { "2" } else { "5" };
     let ttl = format!("{}s", current_ttl.as_secs_f64() * REPLAY_SCALE);
     let profile = spec
@@ -499,7 +510,7 @@ async fn replays_of(
             "replay",
             &spec.path.display().to_string(),
             "--backend",
-            backend,
+            backend.name(),
         ]);
         args.extend(s(&["--config", &config, "--profile", profile]));
         args.extend(s(&["--scale", &scale, "--time-scale", REPLAY_TIME_SCALE]));
@@ -523,10 +534,13 @@ async fn replays_of(
             anyhow::bail!("replay of {name} ({mode}) failed ({code}); see above");
         }
     }
-    let Some(chosen) = decided.backend.as_deref() else {
+    let Some(chosen) = decided.backend else {
         return Ok(());
     };
-    if chosen == backend || chosen == "memory" || !measured.contains(&chosen) {
+    if chosen == backend
+        || chosen == BackendKind::Memory
+        || !measured.contains(&BackendId::of(chosen))
+    {
         return Ok(());
     }
     // A session or transaction lock has no TTL to pass (the backend ignores it); a heartbeat
@@ -540,7 +554,7 @@ async fn replays_of(
         "replay",
         &spec.path.display().to_string(),
         "--backend",
-        chosen,
+        chosen.name(),
     ]);
     args.extend(s(&["--config", &config, "--profile", profile]));
     args.extend(s(&["--scale", &scale, "--time-scale", REPLAY_TIME_SCALE]));

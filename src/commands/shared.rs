@@ -238,7 +238,7 @@ pub fn server_records(backends: &[lockbench_locks::BackendConfig]) -> Vec<Server
     backends
         .iter()
         .map(|c| ServerRecord {
-            backend: c.label().to_string(),
+            backend: c.id(),
             urls: c.display_url(),
             namespace: c.namespace.clone(),
         })

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_faults::Variant;
+use lockbench_faults::{Design, Variant};
 use lockbench_locks::{BackendConfig, BackendKind};
 
 use super::parse::{Refusal, configured_backend, read_config, resolve_seed, usage, whole_in};
@@ -68,7 +68,13 @@ impl FaultsSettings {
         {
             let mut what: Vec<String> = variants
                 .iter()
-                .map(|v| format!("{} applies to {}", v.scenario(), v.applies_to_names()))
+                .map(|v| {
+                    format!(
+                        "{} applies to {}",
+                        v.scenario().name(),
+                        v.applies_to_names()
+                    )
+                })
                 .collect();
             what.dedup();
             return Err(usage(

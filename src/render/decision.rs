@@ -18,7 +18,7 @@ pub fn decisions(decisions: &[Decision]) -> String {
 
 fn decision(out: &mut String, d: &Decision) {
     let _ = writeln!(out, "{}: {}", d.job, d.basis);
-    let backend = d.backend.as_deref().unwrap_or("none fits");
+    let backend = d.backend.map_or("none fits", |b| b.name());
     let _ = writeln!(out, "  status       {}", d.status.name());
     if d.status == Status::Undecided {
         let _ = writeln!(
@@ -65,7 +65,7 @@ fn decision(out: &mut String, d: &Decision) {
     let width = d
         .alternatives
         .iter()
-        .map(|v| v.backend.len())
+        .map(|v| v.backend.name().len())
         .max()
         .unwrap_or(8);
     for v in &d.alternatives {
@@ -78,7 +78,12 @@ fn decision(out: &mut String, d: &Decision) {
             VerdictKind::Acceptable => "ok",
             VerdictKind::Rejected => "no",
         };
-        let _ = writeln!(out, "    {:<width$}  {mark:<6}  {}{p99}", v.backend, v.fact);
+        let _ = writeln!(
+            out,
+            "    {:<width$}  {mark:<6}  {}{p99}",
+            v.backend.name(),
+            v.fact
+        );
     }
     let _ = writeln!(out, "  residual risk");
     for r in &d.residual {

@@ -41,7 +41,7 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
         .map(|c| {
             vec![
                 c.label(),
-                c.backend.clone(),
+                c.backend.to_string(),
                 c.fencing.clone(),
                 format!("{:.1}", c.granted_ttl_s),
                 format!("{}/{}", c.trials_with_overlap, c.trials),
@@ -87,8 +87,8 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
         .filter_map(|c| {
             c.idle_session_advisory_locks_max.map(|n| {
                 format!(
-                    "  {}/{}: the idle pooled session held {n} advisory lock(s) after its jobs (pg_locks)\n",
-                    c.scenario, c.variant
+                    "  {}: the idle pooled session held {n} advisory lock(s) after its jobs (pg_locks)\n",
+                    c.label()
                 )
             })
         })
@@ -100,10 +100,7 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
     if !r.skipped.is_empty() {
         out.push_str("\nnot run:\n");
         for s in &r.skipped {
-            out.push_str(&format!(
-                "  {}/{} on {}: {}\n",
-                s.scenario, s.variant, s.backend, s.reason
-            ));
+            out.push_str(&format!("  {} on {}: {}\n", s.label(), s.backend, s.reason));
         }
     }
     out

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::BackendId;
+
 use super::codec::present;
 use crate::histogram::RuntimeHistogram;
 
@@ -30,7 +32,7 @@ pub struct BenchRecord {
 #[serde(deny_unknown_fields)]
 pub struct BenchFailure {
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// Why, in one line.
     pub error: String,
 }
@@ -41,7 +43,7 @@ pub struct BenchFailure {
 #[serde(deny_unknown_fields)]
 pub struct BackendFacts {
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// Where its fencing tokens come from ("none" when it gives none).
     pub fencing: String,
     /// The server frees the lock by itself after the TTL.
@@ -128,7 +130,7 @@ impl fmt::Display for KeySpread {
 #[serde(deny_unknown_fields)]
 pub struct BenchRow {
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// Closed or open loop.
     pub mode: LoopKind,
     /// One key or many.
@@ -234,7 +236,7 @@ impl LatencySummary {
 #[serde(deny_unknown_fields)]
 pub struct BenchCsvRow {
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// Closed or open loop.
     pub mode: LoopKind,
     /// One key or many.
@@ -291,7 +293,7 @@ pub struct BenchCsvRow {
 impl From<&BenchRow> for BenchCsvRow {
     fn from(r: &BenchRow) -> Self {
         BenchCsvRow {
-            backend: r.backend.clone(),
+            backend: r.backend,
             mode: r.mode,
             keys: r.keys,
             contenders: r.contenders,

@@ -209,6 +209,7 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
             let events = from_csv(&events_file, &events_bytes)?;
             faults::check_rows(&record, &trials, &events).map_err(|mismatch| {
                 let (file, message) = match mismatch {
+                    faults::RowsMismatch::Results(m) => (file, m),
                     faults::RowsMismatch::Trials(m) => (trials_file, m),
                     faults::RowsMismatch::Events(m) => (events_file, m),
                 };

@@ -6,6 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::BackendId;
+use crate::fault::{CellId, Scenario, Variant};
+
 use super::codec::present;
 
 /// One row per trial.
@@ -38,11 +41,11 @@ pub struct FaultsRecord {
 #[serde(deny_unknown_fields)]
 pub struct FaultCell {
     /// The fault (`pause`, `restart`).
-    pub scenario: String,
+    pub scenario: Scenario,
     /// Its configuration (`naive`, `heartbeat-short`, `aof-always` ...).
-    pub variant: String,
+    pub variant: Variant,
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// What was injected and how, in one sentence.
     pub injected: String,
     /// What the backend's design predicts: "overlap" or "no overlap".
@@ -97,11 +100,11 @@ pub struct FaultCell {
 #[serde(deny_unknown_fields)]
 pub struct SkippedCell {
     /// The fault.
-    pub scenario: String,
+    pub scenario: Scenario,
     /// Its configuration.
-    pub variant: String,
+    pub variant: Variant,
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// What it needs that is missing, in one line.
     pub reason: String,
 }
@@ -109,7 +112,20 @@ pub struct SkippedCell {
 impl FaultCell {
     /// `scenario/variant`: the cell's name in every table, the grid and the decision rules.
     pub fn label(&self) -> String {
-        format!("{}/{}", self.scenario, self.variant)
+        self.variant.label()
+    }
+
+    /// What it measured: its variant on its backend.
+    pub fn id(&self) -> CellId {
+        CellId {
+            variant: self.variant,
+            backend: self.backend,
+        }
+    }
+
+    /// True when it is `variant` on `backend` (the backend's default configuration).
+    pub fn is(&self, variant: Variant, backend: crate::BackendKind) -> bool {
+        self.variant == variant && self.backend == backend
     }
 
     /// What the trials whose contender was not granted show: "not granted within 66 s", or
@@ -125,7 +141,7 @@ impl FaultCell {
 impl SkippedCell {
     /// `scenario/variant`, as [`FaultCell::label`].
     pub fn label(&self) -> String {
-        format!("{}/{}", self.scenario, self.variant)
+        self.variant.label()
     }
 }
 
@@ -134,11 +150,11 @@ impl SkippedCell {
 #[serde(deny_unknown_fields)]
 pub struct FaultTrialRow {
     /// The fault.
-    pub scenario: String,
+    pub scenario: Scenario,
     /// Its configuration.
-    pub variant: String,
+    pub variant: Variant,
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// Trial number in its cell, from 0.
     pub trial: u32,
     /// The TTL the backend granted the holder.
@@ -180,11 +196,11 @@ pub struct FaultTrialRow {
 #[serde(deny_unknown_fields)]
 pub struct FaultEventRow {
     /// The fault.
-    pub scenario: String,
+    pub scenario: Scenario,
     /// Its configuration.
-    pub variant: String,
+    pub variant: Variant,
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// Trial number in its cell.
     pub trial: u32,
     /// `holder` or `contender`.
@@ -206,6 +222,8 @@ pub struct FaultEventRow {
 /// Which file of a faults directory disagrees with its record, and how.
 #[derive(Debug, PartialEq)]
 pub enum RowsMismatch {
+    /// `results.json`.
+    Results(String),
     /// `trials.csv`.
     Trials(String),
     /// `events.csv`.
@@ -222,14 +240,42 @@ pub fn check_rows(
     events: &[FaultEventRow],
 ) -> Result<(), RowsMismatch> {
     use std::collections::{BTreeMap, BTreeSet};
-    let cell = |s: &str, v: &str, b: &str| format!("{s}/{v} on {b}");
+    let cell = |s: Scenario, v: Variant, b: BackendId| format!("{}/{} on {b}", s.name(), v.name());
+    // A variant names its scenario: a row that names another is not one lockbench wrote.
+    let stray = [
+        record
+            .cells
+            .iter()
+            .map(|c| (c.scenario, c.variant))
+            .chain(record.skipped.iter().map(|c| (c.scenario, c.variant)))
+            .find(|(s, v)| v.scenario() != *s)
+            .map(|(s, v)| (RowsMismatch::Results as fn(String) -> RowsMismatch, s, v)),
+        trials
+            .iter()
+            .map(|t| (t.scenario, t.variant))
+            .find(|(s, v)| v.scenario() != *s)
+            .map(|(s, v)| (RowsMismatch::Trials as fn(String) -> RowsMismatch, s, v)),
+        events
+            .iter()
+            .map(|e| (e.scenario, e.variant))
+            .find(|(s, v)| v.scenario() != *s)
+            .map(|(s, v)| (RowsMismatch::Events as fn(String) -> RowsMismatch, s, v)),
+    ];
+    if let Some((mismatch, s, v)) = stray.into_iter().flatten().next() {
+        return Err(mismatch(format!(
+            "variant {} belongs to scenario {}, not {}",
+            v.name(),
+            v.scenario().name(),
+            s.name()
+        )));
+    }
     let mut expected: BTreeMap<String, u32> = BTreeMap::new();
     for c in &record.cells {
-        expected.insert(cell(&c.scenario, &c.variant, &c.backend), c.trials);
+        expected.insert(cell(c.scenario, c.variant, c.backend), c.trials);
     }
     let mut seen: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
     for (i, t) in trials.iter().enumerate() {
-        let name = cell(&t.scenario, &t.variant, &t.backend);
+        let name = cell(t.scenario, t.variant, t.backend);
         let Some(&count) = expected.get(&name) else {
             return Err(RowsMismatch::Trials(format!(
                 "row {}: a trial of {name}, a cell results.json does not have",
@@ -253,10 +299,10 @@ pub fn check_rows(
             )));
         }
     }
-    let key = |s: &str, v: &str, b: &str, t: u32| (cell(s, v, b), t);
+    let key = |s: Scenario, v: Variant, b: BackendId, t: u32| (cell(s, v, b), t);
     let mut logged: BTreeMap<(String, u32), Vec<&FaultEventRow>> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
-        let k = key(&e.scenario, &e.variant, &e.backend, e.trial);
+        let k = key(e.scenario, e.variant, e.backend, e.trial);
         if !seen.get(&k.0).is_some_and(|t| t.contains(&k.1)) {
             return Err(RowsMismatch::Events(format!(
                 "row {}: an event of trial {} of {}, which trials.csv does not have",
@@ -268,7 +314,7 @@ pub fn check_rows(
         logged.entry(k).or_default().push(e);
     }
     for t in trials {
-        let k = key(&t.scenario, &t.variant, &t.backend, t.trial);
+        let k = key(t.scenario, t.variant, t.backend, t.trial);
         let of = logged.get(&k).map_or(&[][..], Vec::as_slice);
         let has =
             |worker: &str, event: &str| of.iter().any(|e| e.worker == worker && e.event == event);

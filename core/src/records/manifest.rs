@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::BackendId;
+
 use super::codec::present;
 
 /// What produced a results directory: enough to reproduce it (seed, flags, spec text, version),
@@ -158,7 +160,7 @@ pub struct SpecRecord {
 #[serde(deny_unknown_fields)]
 pub struct ServerRecord {
     /// Backend name.
-    pub backend: String,
+    pub backend: BackendId,
     /// Its URLs, comma-separated, passwords removed.
     pub urls: String,
     /// The namespace of every key it created.

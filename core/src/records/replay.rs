@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::BackendId;
+
 use super::codec::present;
 use super::summary::RuntimeSummary;
 use super::ttl::HeartbeatRecommendation;
@@ -31,7 +33,7 @@ pub struct ReplayRecord {
     /// Profile name.
     pub profile: String,
     /// Lock backend.
-    pub backend: String,
+    pub backend: BackendId,
     /// Volume multiplier.
     pub scale: f64,
     /// Units of volume.

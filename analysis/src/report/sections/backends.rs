@@ -1,9 +1,9 @@
 //! Section 1: the lock backend and its failure model, from the benchmark rows and what each
 //! backend declared about itself.
 
-use lockbench_core::format_count;
 use lockbench_core::records::bench::{BackendFacts, BenchRow, WaitKind};
 use lockbench_core::stats::percentile_supported;
+use lockbench_core::{BackendId, BackendKind, Service, format_count};
 
 use super::common::{ChartSpec, Doc, bench_rows, curve_points, us};
 use super::faults;
@@ -12,7 +12,7 @@ use crate::report::doc::Block;
 use crate::report::load::Evidence;
 
 /// What the benchmark recorded about `backend`, from the first directory that measured it.
-fn facts<'a>(evidence: &'a Evidence, backend: &str) -> Option<&'a BackendFacts> {
+fn facts(evidence: &Evidence, backend: BackendId) -> Option<&BackendFacts> {
     evidence
         .benches
         .iter()
@@ -37,10 +37,10 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
     ));
     // A row per backend and wait mode: the same backend measured waiting natively and polling is
     // two rows, not one of them hidden behind the other.
-    let mut groups: Vec<(&str, WaitKind)> = Vec::new();
+    let mut groups: Vec<(BackendId, WaitKind)> = Vec::new();
     for r in &rows {
-        if !groups.contains(&(r.backend.as_str(), r.wait_mode)) {
-            groups.push((&r.backend, r.wait_mode));
+        if !groups.contains(&(r.backend, r.wait_mode)) {
+            groups.push((r.backend, r.wait_mode));
         }
     }
     let mut table = Vec::new();
@@ -218,13 +218,13 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
 /// one node (redis://127.0.0.1:6390), through redis-rs 1.8.1".
 pub(crate) fn servers_measured(evidence: &Evidence) -> Vec<String> {
     let mut out = Vec::new();
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: Vec<BackendId> = Vec::new();
     for b in &evidence.benches {
         for f in &b.record.backends {
-            if f.backend == "memory" || seen.contains(&f.backend.as_str()) {
+            if f.backend.in_process() || seen.contains(&f.backend) {
                 continue;
             }
-            seen.push(&f.backend);
+            seen.push(f.backend);
             out.push(format!(
                 "`{}`: {}",
                 f.backend,
@@ -237,12 +237,12 @@ pub(crate) fn servers_measured(evidence: &Evidence) -> Vec<String> {
 
 /// One backend's server, topology and client, as a clause.
 pub(crate) fn server_line(f: &BackendFacts, servers: &[lockbench_core::ServerRecord]) -> String {
-    let product = match f.backend.as_str() {
-        "redis" | "redlock" => "Redis",
-        "pg-session" | "pg-xact" => "PostgreSQL",
-        "etcd" => "etcd",
-        "zookeeper" => "ZooKeeper",
-        other => other,
+    let product = match f.backend.kind.service() {
+        Some(Service::Redis) => "Redis",
+        Some(Service::Postgres) => "PostgreSQL",
+        Some(Service::Etcd) => "etcd",
+        Some(Service::Zookeeper) => "ZooKeeper",
+        None => "in-process",
     };
     let version = f
         .server_version
@@ -253,11 +253,12 @@ pub(crate) fn server_line(f: &BackendFacts, servers: &[lockbench_core::ServerRec
         .find(|s| s.backend == f.backend)
         .map(|s| s.urls.split(',').filter(|u| !u.is_empty()).collect())
         .unwrap_or_default();
-    let topology = match (f.backend.as_str(), urls.len()) {
+    let consensus = matches!(f.backend.kind, BackendKind::Etcd | BackendKind::Zookeeper);
+    let topology = match (f.backend.kind, urls.len()) {
         (_, 0) => "topology not recorded".to_string(),
-        ("redlock", n) => format!("{n} independent nodes ({})", urls.join(", ")),
-        ("etcd" | "zookeeper", 1) => format!("a single member ({}), not a quorum", urls[0]),
-        ("etcd" | "zookeeper", n) => format!("{n} members ({})", urls.join(", ")),
+        (BackendKind::Redlock, n) => format!("{n} independent nodes ({})", urls.join(", ")),
+        (_, 1) if consensus => format!("a single member ({}), not a quorum", urls[0]),
+        (_, n) if consensus => format!("{n} members ({})", urls.join(", ")),
         (_, 1) => format!("one server ({}), no replica", urls[0]),
         (_, n) => format!("{n} servers ({})", urls.join(", ")),
     };
@@ -269,7 +270,7 @@ pub(crate) fn server_line(f: &BackendFacts, servers: &[lockbench_core::ServerRec
 }
 
 /// The server, topology and client `backend` was measured against, when a bench measured it.
-pub(crate) fn server_of(evidence: &Evidence, backend: &str) -> Option<String> {
+pub(crate) fn server_of(evidence: &Evidence, backend: BackendKind) -> Option<String> {
     evidence.benches.iter().find_map(|b| {
         let f = b.record.backends.iter().find(|f| f.backend == backend)?;
         Some(server_line(f, &b.source.servers))

@@ -112,7 +112,7 @@ pub(crate) fn worst_networked(
     metric: impl Fn(&BenchRow) -> f64,
 ) -> Option<f64> {
     rows.iter()
-        .filter(|r| r.backend != "memory")
+        .filter(|r| !r.backend.in_process())
         .map(|r| metric(r))
         .reduce(f64::max)
 }

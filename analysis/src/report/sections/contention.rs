@@ -14,10 +14,9 @@ use crate::report::load::Evidence;
 /// (backend (wait mode), its rows by contenders).
 fn series<'a>(rows: &[&'a BenchRow]) -> Vec<(String, Vec<&'a BenchRow>)> {
     let mut out: Vec<(String, Vec<&BenchRow>)> = Vec::new();
-    for r in rows
-        .iter()
-        .filter(|r| r.mode == LoopKind::Closed && r.keys == KeySpread::One && r.backend != "memory")
-    {
+    for r in rows.iter().filter(|r| {
+        r.mode == LoopKind::Closed && r.keys == KeySpread::One && !r.backend.in_process()
+    }) {
         let label = format!("{} ({})", r.backend, r.wait_mode);
         match out.iter_mut().find(|(l, _)| *l == label) {
             Some((_, rs)) => rs.push(r),

@@ -2,6 +2,8 @@
 //! 1 to 4 that each job's decision writes (its alternatives, what the chosen backend must
 //! document, the crash-recovery reconciliation, the failure policy, the steps).
 
+use lockbench_core::BackendKind;
+use lockbench_core::fault::{Persistence, PoolMode, Variant};
 use lockbench_core::format_readable_s;
 use lockbench_core::records::faults::FaultCell;
 use lockbench_decision::{Decision, FactBasis, Status, VerdictKind};
@@ -160,7 +162,7 @@ fn model_figures(d: &Decision) -> String {
 pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
     doc.push(Block::Heading(3, alternatives_heading(&d.job)));
     let measured = !evidence.faults.is_empty();
-    let covered = |backend: &str| {
+    let covered = |backend: BackendKind| {
         evidence
             .faults
             .iter()
@@ -194,7 +196,7 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
                         lockbench_core::format_tail_us(0.99, x, n, x)
                     }),
                 recovery(v, evidence, measured),
-                match (measured, covered(&v.backend)) {
+                match (measured, covered(v.backend)) {
                     (false, _) => "no fault run".to_string(),
                     (true, false) => "not measured".to_string(),
                     (true, true) => overlapped(&v.overlapped_under),
@@ -219,19 +221,19 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
     if !points.is_empty() {
         doc.push(Block::Para(format!(
             "What the record must say about `{}`:",
-            d.backend.as_deref().unwrap_or_default()
+            d.backend.map_or("", BackendKind::name)
         )));
         doc.push(Block::List(points));
     }
 }
 
-/// The lab's cell `label` on `backend`, from any faults result of the run.
-fn cell_of<'a>(evidence: &'a Evidence, label: &str, backend: &str) -> Option<&'a FaultCell> {
+/// The lab's cell of `variant` on `backend`, from any faults result of the run.
+fn cell_of(evidence: &Evidence, variant: Variant, backend: BackendKind) -> Option<&FaultCell> {
     evidence
         .faults
         .iter()
         .flat_map(|f| &f.record.cells)
-        .find(|c| c.backend == backend && c.label() == label)
+        .find(|c| c.is(variant, backend))
 }
 
 /// A verdict's crash recovery as the lab measured it: after a killed process, and after a vanished
@@ -243,14 +245,14 @@ fn recovery(v: &lockbench_decision::Verdict, evidence: &Evidence, measured: bool
     } else {
         "no fault run"
     };
-    let cell = |label: &str| cell_of(evidence, label, &v.backend);
+    let cell = |variant: Variant| cell_of(evidence, variant, v.backend);
     let Some(killed) = v.crash_recovery_s.map(format_readable_s) else {
         return none.to_string();
     };
     let vanished = match (
         v.vanished_host_s,
-        cell("crash/host-vanished-keepalive"),
-        cell("crash/host-vanished"),
+        cell(Variant::CrashHostVanished { keepalive: true }),
+        cell(Variant::CrashHostVanished { keepalive: false }),
     ) {
         (Some(s), Some(_), defaults) => format!(
             "{} with its keepalive{}",
@@ -269,10 +271,12 @@ fn recovery(v: &lockbench_decision::Verdict, evidence: &Evidence, measured: bool
 /// The points the literature asks a locking decision record to document for the chosen backend,
 /// each with what the lab measured of it.
 fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
-    let find = |label: &str, backend: &str| cell_of(evidence, label, backend);
-    let cell = |label: &str, backend: &str| find(label, backend).map(lockbench_decision::describe);
-    let measured = |labels: &[&str], backend: &str| {
-        let found: Vec<String> = labels.iter().filter_map(|l| cell(l, backend)).collect();
+    let find = |variant: Variant, backend: BackendKind| cell_of(evidence, variant, backend);
+    let measured = |variants: &[Variant], backend: BackendKind| {
+        let found: Vec<String> = variants
+            .iter()
+            .filter_map(|v| find(*v, backend).map(lockbench_decision::describe))
+            .collect();
         if found.is_empty() {
             String::new()
         } else {
@@ -280,86 +284,108 @@ fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
         }
     };
     // A session ends, and frees its locks, when the server's TCP gives up on a vanished peer.
-    let vanished_point = |backend: &str| {
+    let vanished_point = |backend: BackendKind| {
         let found = lockbench_decision::describe_vanished(
-            find("crash/host-vanished-keepalive", backend),
-            find("crash/host-vanished", backend),
+            find(Variant::CrashHostVanished { keepalive: true }, backend),
+            find(Variant::CrashHostVanished { keepalive: false }, backend),
         );
         format!(
             "A vanished holder: the server ends its session, and frees the lock, only when its TCP gives up on the silent peer (about 2 h 11 min with Linux's defaults): the job's own connection sets `tcp_keepalives_idle`, `_interval` and `_count` for itself (section 3), never server-wide.{}",
             match found {
                 Some(text) => format!(" Measured: {text}."),
-                None => measured(&["partition/keepalive"], backend),
+                None => measured(&[Variant::PartitionKeepalive], backend),
             }
         )
     };
-    match d.backend.as_deref() {
-        Some("redis") => vec![
+    let Some(backend) = d.backend else {
+        return Vec::new();
+    };
+    match backend {
+        BackendKind::Redis => vec![
             format!(
                 "Persistence and its loss window on a crash: without persistence, or with RDB snapshots only, a restart forgets the key; `appendfsync everysec` loses what was not yet fsynced on a power loss (up to a second); `appendfsync always` keeps an acknowledged lock.{}",
                 measured(
                     &[
-                        "restart/no-persistence",
-                        "restart/power-loss",
-                        "restart/aof-always"
+                        Variant::Restart(Persistence::None),
+                        Variant::RestartPowerLoss,
+                        Variant::Restart(Persistence::AofAlways)
                     ],
-                    "redis"
+                    backend
                 )
             ),
             format!(
                 "Replica promotion: replication is asynchronous, so a replica promoted before it received the key grants the lock again; `WAIT 1` after acquiring closes that window at the cost of a replica round trip.{}",
-                measured(&["failover/no-wait", "failover/wait"], "redis")
+                measured(
+                    &[Variant::Failover { wait: false }, Variant::Failover { wait: true }],
+                    backend
+                )
             ),
             format!(
                 "Redis unreachable: the job {} (the failure policy, section 3).",
                 d.failure_policy.kind.name()
             ),
         ],
-        Some("redlock") => vec![
+        BackendKind::Redlock => vec![
             format!(
                 "Five independent nodes, a majority of three; each node's persistence decides whether a restart gives a second majority.{}",
-                measured(&["redlock/restart", "redlock/restart+clock-jump"], "redlock")
+                measured(
+                    &[Variant::RedlockRestart, Variant::RedlockRestartAndClockJump],
+                    backend
+                )
             ),
             format!(
                 "The client checks the validity left (TTL minus the acquisition's time minus drift) before its critical section.{}",
                 measured(
-                    &["redlock/late-start", "redlock/late-start-checked"],
-                    "redlock"
+                    &[
+                        Variant::RedlockLateStart { checked: false },
+                        Variant::RedlockLateStart { checked: true }
+                    ],
+                    backend
                 )
             ),
         ],
-        Some("pg-session") => vec![
+        BackendKind::PgSession => vec![
             format!(
                 "Scope: session (`pg_advisory_lock`), held on one connection for the whole job; the lock is re-entrant per session, so a pool that lends that connection lends the lock.{}",
-                measured(&["pool-leak/no-reset", "pool-leak/unlock-all"], "pg-session")
+                measured(
+                    &[
+                        Variant::PoolLeak(PoolMode::NoReset),
+                        Variant::PoolLeak(PoolMode::UnlockAll)
+                    ],
+                    backend
+                )
             ),
             "The pool's reset on return: `pg_advisory_unlock_all()` (or `DISCARD ALL`) before a connection goes back, and `pg_locks` watched for advisory locks held by idle sessions (section 5).".to_string(),
-            vanished_point("pg-session"),
+            vanished_point(backend),
         ],
-        Some("pg-xact") => vec![
+        BackendKind::PgXact => vec![
             format!(
                 "Scope: transaction (`pg_advisory_xact_lock`), taken inside the transaction that does the job's writes; COMMIT or ROLLBACK frees it, and nothing outside that transaction is protected.{}",
-                measured(&["pool-leak/xact"], "pg-session")
+                measured(&[Variant::PoolLeak(PoolMode::Xact)], BackendKind::PgSession)
             ),
             "The transaction's length: it stays open for the whole job, holding back vacuum; the database's operators must know its P99.9 (section 2).".to_string(),
-            vanished_point("pg-xact"),
+            vanished_point(backend),
         ],
-        Some(b @ ("etcd" | "zookeeper")) => vec![
+        BackendKind::Etcd | BackendKind::Zookeeper => vec![
             format!(
                 "A quorum: a three- or five-node cluster; without a majority no lock is granted and the failure policy applies. The {} is the lease the holder renews.",
-                if b == "etcd" { "lease TTL" } else { "session timeout" }
+                if backend == BackendKind::Etcd {
+                    "lease TTL"
+                } else {
+                    "session timeout"
+                }
             ),
             format!(
                 "The fencing token ({}) goes with every write the resource checks.{}",
-                if b == "etcd" {
+                if backend == BackendKind::Etcd {
                     "the key's create revision"
                 } else {
                     "the lock node's sequence number"
                 },
-                measured(&["pause/naive", "clock-jump/forward"], b)
+                measured(&[Variant::PauseNaive, Variant::ClockJump], backend)
             ),
         ],
-        _ => Vec::new(),
+        BackendKind::Memory => Vec::new(),
     }
 }
 
@@ -413,7 +439,6 @@ pub(super) fn policy(d: &Decision, doc: &mut Doc) {
             format!(
                 "The fault lab's `outage` scenario measures each policy (`lockbench faults --scenario outage`); these results hold no `outage` cell on {}, so nothing here measures this policy on the job's lock.",
                 d.backend
-                    .as_deref()
                     .map_or("the chosen backend".to_string(), |b| format!("`{b}`"))
             ),
         ));
@@ -421,7 +446,7 @@ pub(super) fn policy(d: &Decision, doc: &mut Doc) {
         doc.push(Block::Para(
             format!(
                 "What the fault lab measured on `{}` with the lock server unreachable as the job starts, under each policy:",
-                d.backend.as_deref().unwrap_or_default()
+                d.backend.map_or("", BackendKind::name)
             ),
         ));
         doc.push(Block::List(p.measured.clone()));

@@ -1,8 +1,9 @@
 //! What the fault lab measured, for section 1 (the matrix, a timeline per overlapping variant,
 //! each backend's measured "cannot prevent") and section 4 (stale writes and the fence).
 
-use lockbench_core::format_count;
+use lockbench_core::fault::{CellId, Variant};
 use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow};
+use lockbench_core::{BackendId, format_count};
 
 use super::common::{ChartSpec, Doc, secs_f};
 use crate::report::doc::{Block, Grid, GridCell, GridRow, Tone, slug};
@@ -62,7 +63,7 @@ pub(super) fn overlapped(labels: &[String]) -> String {
 /// on it (not those where the job's own conduct overlapped: work outliving its holder, a run
 /// without the lock), each linked to its grid row, or "none measured"; `None` when no fault run
 /// covered it.
-pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<String> {
+pub(super) fn cannot_prevent(evidence: &Evidence, backend: BackendId) -> Option<String> {
     let mine: Vec<&FaultCell> = cells(evidence)
         .map(|(_, c)| c)
         .filter(|c| c.backend == backend)
@@ -72,9 +73,8 @@ pub(super) fn cannot_prevent(evidence: &Evidence, backend: &str) -> Option<Strin
     }
     let labels: Vec<String> = mine
         .iter()
-        .filter(|c| c.trials_with_overlap > 0)
+        .filter(|c| c.trials_with_overlap > 0 && !lockbench_decision::lab::about_the_job(c.variant))
         .map(|c| c.label())
-        .filter(|l| !lockbench_decision::lab::about_the_job(l))
         .collect();
     Some(overlapped(&labels))
 }
@@ -134,36 +134,45 @@ pub(super) fn write_grid(evidence: &Evidence, doc: &mut Doc) {
         runs.join(", "),
         slug(APPENDIX_HEADING)
     )));
-    let mut backends: Vec<String> = Vec::new();
-    let mut variants: Vec<String> = Vec::new();
+    let mut backends: Vec<BackendId> = Vec::new();
+    let mut variants: Vec<Variant> = Vec::new();
     for (_, c) in cells(evidence) {
         if !backends.contains(&c.backend) {
-            backends.push(c.backend.clone());
+            backends.push(c.backend);
         }
-        if !variants.contains(&c.label()) {
-            variants.push(c.label());
+        if !variants.contains(&c.variant) {
+            variants.push(c.variant);
         }
     }
-    let skipped: Vec<(String, String)> = evidence
+    let skipped: Vec<CellId> = evidence
         .faults
         .iter()
         .flat_map(|f| &f.record.skipped)
-        .map(|s| (s.label(), s.backend.clone()))
+        .map(|s| CellId {
+            variant: s.variant,
+            backend: s.backend,
+        })
         .collect();
     let rows: Vec<GridRow> = variants
         .iter()
         .map(|v| GridRow {
             label: format!("`{v}`"),
-            anchor: grid_anchor(v),
+            anchor: grid_anchor(&v.label()),
             cells: backends
                 .iter()
                 .map(
-                    |b| match cells(evidence).find(|(_, c)| c.label() == *v && c.backend == *b) {
+                    |b| match cells(evidence).find(|(_, c)| c.variant == *v && c.backend == *b) {
                         Some((_, c)) => grid_cell(c),
-                        None if skipped.contains(&(v.clone(), b.clone())) => GridCell {
-                            text: "not run".to_string(),
-                            tone: Tone::Off,
-                        },
+                        None if skipped.contains(&CellId {
+                            variant: *v,
+                            backend: *b,
+                        }) =>
+                        {
+                            GridCell {
+                                text: "not run".to_string(),
+                                tone: Tone::Off,
+                            }
+                        }
                         None => GridCell {
                             text: "-".to_string(),
                             tone: Tone::Off,
@@ -203,17 +212,15 @@ pub(super) fn write_grid(evidence: &Evidence, doc: &mut Doc) {
 
 /// The first overlapping trial of `cell` as two lanes.
 fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
-    let same = |scenario: &str, variant: &str, backend: &str| {
-        scenario == c.scenario && variant == c.variant && backend == c.backend
-    };
+    let same = |variant: Variant, backend: BackendId| variant == c.variant && backend == c.backend;
     let trial: &FaultTrialRow = f
         .trials
         .iter()
-        .find(|t| same(&t.scenario, &t.variant, &t.backend) && t.overlap_s > 0.0)?;
+        .find(|t| same(t.variant, t.backend) && t.overlap_s > 0.0)?;
     let events: Vec<&FaultEventRow> = f
         .events
         .iter()
-        .filter(|e| same(&e.scenario, &e.variant, &e.backend) && e.trial == trial.trial)
+        .filter(|e| same(e.variant, e.backend) && e.trial == trial.trial)
         .collect();
     // A lane per worker that was granted, in the order of their grants.
     let mut grants: Vec<(&str, f64)> = events
@@ -349,12 +356,7 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
         .faults
         .iter()
         .flat_map(|f| &f.record.skipped)
-        .map(|s| {
-            format!(
-                "`{}/{}` on `{}`: {}",
-                s.scenario, s.variant, s.backend, s.reason
-            )
-        })
+        .map(|s| format!("`{}` on `{}`: {}", s.label(), s.backend, s.reason))
         .collect();
     if !skipped.is_empty() {
         doc.push(Block::Para("Not run:".to_string()));
@@ -362,17 +364,17 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
     }
     // One timeline per variant that overlapped on some backend: its first overlapping trial on
     // each such backend.
-    let mut variants: Vec<String> = Vec::new();
+    let mut variants: Vec<Variant> = Vec::new();
     for (_, c) in cells(evidence) {
-        if c.trials_with_overlap > 0 && !variants.contains(&c.label()) {
-            variants.push(c.label());
+        if c.trials_with_overlap > 0 && !variants.contains(&c.variant) {
+            variants.push(c.variant);
         }
     }
     for variant in variants {
         // At most twelve lanes in one chart.
         let mut trials: Vec<TrialLanes> = Vec::new();
         for t in cells(evidence)
-            .filter(|(_, c)| c.label() == variant)
+            .filter(|(_, c)| c.variant == variant)
             .filter_map(|(f, c)| trial_lanes(f, c))
         {
             if trials.iter().map(|t| t.lanes.len()).sum::<usize>() + t.lanes.len() > 12 {
@@ -385,6 +387,7 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
         }
         // File names of letters, digits and dashes only (`restart+clock-jump` too).
         let stem: String = variant
+            .label()
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();

@@ -102,10 +102,7 @@ pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
     }
     doc.push(Block::Toc);
     for d in decisions {
-        let server = d
-            .backend
-            .as_deref()
-            .and_then(|b| backends::server_of(evidence, b));
+        let server = d.backend.and_then(|b| backends::server_of(evidence, b));
         decision::block(d, &date, server, &mut doc);
     }
     summary::write(evidence, decisions, &mut doc);

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use lockbench_core::BackendKind;
 use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_decision::{Decision, ModelKind};
 
@@ -195,36 +196,36 @@ fn held(
 }
 
 /// How to find and clear a stale lock on a backend.
-fn stale_lock(backend: &str) -> Option<(&'static str, String)> {
+fn stale_lock(backend: BackendKind) -> Option<(&'static str, String)> {
     Some(match backend {
-        "redis" | "redlock" => (
+        BackendKind::Redis | BackendKind::Redlock => (
             "shell",
             format!(
                 "# {backend}: a lock key lives under the job's key prefix{}; one without an expiry (PTTL -1) is stale.\nredis-cli --scan --pattern '<prefix>:*' | while read k; do echo \"$k $(redis-cli PTTL \"$k\")\"; done\n# Clear one only once its holder is known gone: compare-and-delete with the holder's token, or DEL.\nredis-cli DEL '<prefix>:<job>'",
-                if backend == "redlock" {
+                if backend == BackendKind::Redlock {
                     ", on each of the five nodes"
                 } else {
                     ""
                 }
             ),
         ),
-        "pg-session" => (
+        BackendKind::PgSession => (
             "sql",
             "-- pg-session: advisory locks and the sessions that hold them; an idle holder is a leak.\nSELECT l.objid, a.pid, a.state, now() - a.state_change AS idle_for, a.application_name, a.client_addr\n  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid\n WHERE l.locktype = 'advisory' AND l.granted AND a.state <> 'active';\n-- Clear: end the holder's session, which frees its locks.\nSELECT pg_terminate_backend(<pid>);".to_string(),
         ),
-        "pg-xact" => (
+        BackendKind::PgXact => (
             "sql",
             "-- pg-xact: advisory locks with the age of the transactions that hold them.\nSELECT l.objid, a.pid, a.state, now() - a.xact_start AS open_for\n  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid\n WHERE l.locktype = 'advisory' AND l.granted ORDER BY open_for DESC;\n-- Clear: end the holder's transaction (it rolls back and frees the lock).\nSELECT pg_terminate_backend(<pid>);\n-- Prevent: ALTER ROLE <job_role> SET idle_in_transaction_session_timeout = '5min';".to_string(),
         ),
-        "etcd" => (
+        BackendKind::Etcd => (
             "shell",
             "# etcd: each lock key carries its lease; a lease whose holder is gone runs out by itself.\nETCDCTL_API=3 etcdctl get --prefix '<prefix>/' -w json\nETCDCTL_API=3 etcdctl lease timetolive <lease-id> --keys\n# Clear one only once its holder is known gone:\nETCDCTL_API=3 etcdctl lease revoke <lease-id>".to_string(),
         ),
-        "zookeeper" => (
+        BackendKind::Zookeeper => (
             "shell",
             "# zookeeper: each lock node is ephemeral; stat's ephemeralOwner names the holder's session, which the node ends with.\nzkCli.sh -server <host:port> ls /<prefix>/<job>\nzkCli.sh -server <host:port> stat /<prefix>/<job>/<node>\n# Clear one only once its session is known dead (it goes by itself at the session timeout):\nzkCli.sh -server <host:port> delete /<prefix>/<job>/<node>".to_string(),
         ),
-        _ => return None,
+        BackendKind::Memory => return None,
     })
 }
 
@@ -310,8 +311,8 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             text: rules,
         });
     }
-    let mut backends: Vec<&str> = Vec::new();
-    for b in decisions.iter().filter_map(|d| d.backend.as_deref()) {
+    let mut backends: Vec<BackendKind> = Vec::new();
+    for b in decisions.iter().filter_map(|d| d.backend) {
         if !backends.contains(&b) {
             backends.push(b);
         }

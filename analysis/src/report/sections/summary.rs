@@ -1,7 +1,7 @@
 //! The summary: each TTL, the cheapest backend, and the story a live replay reproduced.
 
 use lockbench_core::records::replay::HoldMode;
-use lockbench_core::{format_chance, format_count};
+use lockbench_core::{BackendId, BackendKind, format_chance, format_count};
 
 use lockbench_core::records::replay::LIVE_AGREEMENT;
 use lockbench_core::records::ttl::TtlRecommendation;
@@ -59,7 +59,7 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
     );
     let uncontended: Vec<_> = bench_rows(evidence)
         .into_iter()
-        .filter(|r| r.contenders == 1 && r.backend != "memory")
+        .filter(|r| r.contenders == 1 && !r.backend.in_process())
         .collect();
     if let Some(fastest) = uncontended
         .iter()
@@ -97,7 +97,7 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
             d.lock_model.kind,
             ModelKind::Session | ModelKind::Transaction | ModelKind::HeartbeatLease
         );
-        if d.backend.as_deref() != Some(r.backend.as_str()) || !held_as_decided || !r.undefended() {
+        if d.backend.map(BackendId::of) != Some(r.backend) || !held_as_decided || !r.undefended() {
             continue;
         }
         items.push(format!(
@@ -156,7 +156,7 @@ fn job_line(r: &TtlRecommendation, d: Option<&Decision>) -> String {
     let head = format!(
         "**{}** (`{}`, {})",
         r.workload,
-        d.backend.as_deref().unwrap_or_default(),
+        d.backend.map_or("", BackendKind::name),
         d.lock_model.kind.name()
     );
     match d.lock_model.kind {

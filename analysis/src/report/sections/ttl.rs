@@ -273,7 +273,7 @@ pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) 
 /// What a job's decision makes of this section's figures, when it is not a fixed TTL.
 fn decided_otherwise(d: Option<&Decision>) -> Option<String> {
     let d = d?;
-    let backend = d.backend.as_deref()?;
+    let backend = d.backend?;
     let what = match d.lock_model.kind {
         ModelKind::FixedTtl => return None,
         ModelKind::HeartbeatLease => {

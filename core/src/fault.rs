@@ -1,0 +1,382 @@
+//! The fault lab's identities: a [`Scenario`], a [`Variant`] of it (with the settings a variant
+//! is made of: [`Persistence`], [`PoolMode`], [`OnFailure`]), and the [`CellId`] of a measured
+//! cell. They are types wherever lockbench reads them (the records, the rules, the report), and
+//! strings only at the serde boundary, under the names results of schema 4 already carry: a
+//! `scenario` field and a `variant` field. A match on a [`Variant`] is exhaustive, so a new one does
+//! not compile until the rules and the report say what it means. What a variant injects and how
+//! is the lab's (`lockbench-faults`), not this module's.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::backend::BackendId;
+
+/// A fault the lab injects, of which each [`Variant`] is one configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// The holder stopped (SIGSTOP) while it holds the lock.
+    Pause,
+    /// A Redis server killed and restarted while the lock is held.
+    Restart,
+    /// Redlock's nodes restarted, their clocks jumped, or one of them slow.
+    Redlock,
+    /// A pooled Postgres connection given back holding the lock.
+    PoolLeak,
+    /// The holder cut off from its server for a while.
+    Partition,
+    /// A server's wall clock jumped ahead.
+    ClockJump,
+    /// The holder gone: killed, its work surviving it, or its host vanished.
+    Crash,
+    /// A replica promoted without the key.
+    Failover,
+    /// The lock server unreachable as a run starts.
+    Outage,
+}
+
+impl Scenario {
+    /// Every scenario, in the matrix's order.
+    pub const ALL: [Scenario; 9] = [
+        Scenario::Pause,
+        Scenario::Restart,
+        Scenario::Redlock,
+        Scenario::PoolLeak,
+        Scenario::Partition,
+        Scenario::ClockJump,
+        Scenario::Crash,
+        Scenario::Failover,
+        Scenario::Outage,
+    ];
+
+    /// Its name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Pause => "pause",
+            Scenario::Restart => "restart",
+            Scenario::Redlock => "redlock",
+            Scenario::PoolLeak => "pool-leak",
+            Scenario::Partition => "partition",
+            Scenario::ClockJump => "clock-jump",
+            Scenario::Crash => "crash",
+            Scenario::Failover => "failover",
+            Scenario::Outage => "outage",
+        }
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a Redis server keeps its data across a restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Persistence {
+    /// Nothing: a restart comes back empty.
+    None,
+    /// RDB snapshots on Redis's default save points (none is due within a trial).
+    Rdb,
+    /// Append-only file, fsynced every second (written before each reply).
+    AofEverysec,
+    /// Append-only file, fsynced before each reply.
+    AofAlways,
+}
+
+/// How a pool treats a connection given back, and how its jobs lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PoolMode {
+    /// Session locks, connections given back as they are (sqlx's default, PgBouncer in
+    /// transaction mode without `server_reset_query`).
+    NoReset,
+    /// Session locks, `SELECT pg_advisory_unlock_all()` when a connection is given back.
+    UnlockAll,
+    /// Transaction locks: each job holds a transaction (and so its connection) to the end.
+    Xact,
+}
+
+/// What a worker does when an acquisition fails (the server unreachable), as opposed to the
+/// lock being held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFailure {
+    /// Skips the run (says `timed-out`): a missed run.
+    Skip,
+    /// Tries again until its wait is over.
+    #[default]
+    Queue,
+    /// Runs the job without the lock.
+    RunUnlocked,
+}
+
+/// A fault and one configuration of it. Each has a name of its own among all variants (a test
+/// holds it), which is what results store beside the scenario's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// The holder is stopped for 2 x TTL; after SIGCONT it writes once, then checks its lease.
+    PauseNaive,
+    /// A heartbeat renews every TTL/3 and gives up after 2/3 TTL without one; the holder is
+    /// stopped for TTL/6, which never reaches the give-up deadline whenever the stop begins (the
+    /// last renewal is at most TTL/3 old: TTL/6 of margin).
+    PauseHeartbeatShort,
+    /// As above, stopped for 1.5 x TTL: longer than any time left on the lease.
+    PauseHeartbeatLong,
+    /// The lock server is killed (SIGKILL) while the lock is held and restarted at once.
+    Restart(Persistence),
+    /// As `Restart(AofEverysec)`, but the append-only files are put back as they were before the
+    /// acquisition (a power loss that dropped what was not yet fsynced).
+    RestartPowerLoss,
+    /// Killed, restarted empty only after the TTL has passed (the Redis distlock page's
+    /// mitigation).
+    RestartDelayed,
+    /// Redlock over five private servers: one restarts without the key.
+    RedlockRestart,
+    /// Redlock over five private servers: two nodes' wall clocks jump ahead by 2 x TTL.
+    RedlockClockJump,
+    /// Both at once: the seed's migration story (a stale node plus two clock jumps).
+    RedlockRestartAndClockJump,
+    /// Redlock with one node stopped during the holder's acquisition, so that little of the
+    /// validity is left when it returns. `checked`: the client compares the validity left with
+    /// its job before starting it.
+    RedlockLateStart {
+        /// The client checks the validity before its critical section.
+        checked: bool,
+    },
+    /// Two jobs on one pooled Postgres connection; the first skips its release.
+    PoolLeak(PoolMode),
+    /// The holder cut off from its server for 2 x TTL; a heartbeat renews and the job stops at
+    /// the give-up deadline.
+    PartitionHeartbeat,
+    /// As above, but the job never asks the heartbeat: it keeps working.
+    PartitionNoGiveUp,
+    /// Postgres: as `PartitionHeartbeat`, the server's TCP keepalive set to give up after about
+    /// 3 s (idle 1 s, 2 probes 1 s apart) instead of the system's two hours.
+    PartitionKeepalive,
+    /// A control: the lock server's wall clock jumps 2 x TTL ahead while the lock is held.
+    ClockJump,
+    /// The holder SIGKILLed mid-job: how long its lock blocks the next worker (crash recovery).
+    CrashKilled,
+    /// The process holding the lock SIGKILLed while the job process it started writes on.
+    CrashWorkSurvives,
+    /// The holder's host vanishes: its process frozen (SIGSTOP) and every packet of its network
+    /// namespace dropped, so that no FIN, RST or keepalive answer ever leaves it; how long until
+    /// the next worker is granted. `keepalive`: Postgres only, the holder's own connection
+    /// carries the per-connection TCP keepalive the decision prescribes (scaled to the lab).
+    CrashHostVanished {
+        /// The holder's connection sets `tcp_keepalives_*` for its own session.
+        keepalive: bool,
+    },
+    /// A private primary and replica, the replica held back while the holder acquires on the
+    /// primary; the primary killed, the replica promoted, a contender acquiring on it.
+    Failover {
+        /// `WAIT 1` after acquiring: the holder's grant waits for the replica.
+        wait: bool,
+    },
+    /// The lock server unreachable (SIGSTOPped) as the next run starts, which follows the policy.
+    Outage(OnFailure),
+}
+
+impl Variant {
+    /// Every variant, in the matrix's order.
+    pub const ALL: [Variant; 30] = [
+        Variant::PauseNaive,
+        Variant::PauseHeartbeatShort,
+        Variant::PauseHeartbeatLong,
+        Variant::Restart(Persistence::None),
+        Variant::Restart(Persistence::Rdb),
+        Variant::Restart(Persistence::AofEverysec),
+        Variant::Restart(Persistence::AofAlways),
+        Variant::RestartPowerLoss,
+        Variant::RestartDelayed,
+        Variant::RedlockRestart,
+        Variant::RedlockClockJump,
+        Variant::RedlockRestartAndClockJump,
+        Variant::RedlockLateStart { checked: false },
+        Variant::RedlockLateStart { checked: true },
+        Variant::PoolLeak(PoolMode::NoReset),
+        Variant::PoolLeak(PoolMode::UnlockAll),
+        Variant::PoolLeak(PoolMode::Xact),
+        Variant::PartitionHeartbeat,
+        Variant::PartitionNoGiveUp,
+        Variant::PartitionKeepalive,
+        Variant::ClockJump,
+        Variant::CrashKilled,
+        Variant::CrashWorkSurvives,
+        Variant::CrashHostVanished { keepalive: false },
+        Variant::CrashHostVanished { keepalive: true },
+        Variant::Failover { wait: false },
+        Variant::Failover { wait: true },
+        Variant::Outage(OnFailure::Skip),
+        Variant::Outage(OnFailure::Queue),
+        Variant::Outage(OnFailure::RunUnlocked),
+    ];
+
+    /// The scenario it belongs to.
+    pub fn scenario(self) -> Scenario {
+        match self {
+            Variant::PauseNaive | Variant::PauseHeartbeatShort | Variant::PauseHeartbeatLong => {
+                Scenario::Pause
+            }
+            Variant::Restart(_) | Variant::RestartPowerLoss | Variant::RestartDelayed => {
+                Scenario::Restart
+            }
+            Variant::RedlockRestart
+            | Variant::RedlockClockJump
+            | Variant::RedlockRestartAndClockJump
+            | Variant::RedlockLateStart { .. } => Scenario::Redlock,
+            Variant::PoolLeak(_) => Scenario::PoolLeak,
+            Variant::PartitionHeartbeat
+            | Variant::PartitionNoGiveUp
+            | Variant::PartitionKeepalive => Scenario::Partition,
+            Variant::ClockJump => Scenario::ClockJump,
+            Variant::CrashKilled
+            | Variant::CrashWorkSurvives
+            | Variant::CrashHostVanished { .. } => Scenario::Crash,
+            Variant::Failover { .. } => Scenario::Failover,
+            Variant::Outage(_) => Scenario::Outage,
+        }
+    }
+
+    /// Its name within the scenario, unique among all variants.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::PauseNaive => "naive",
+            Variant::PauseHeartbeatShort => "heartbeat-short",
+            Variant::PauseHeartbeatLong => "heartbeat-long",
+            Variant::Restart(Persistence::None) => "no-persistence",
+            Variant::Restart(Persistence::Rdb) => "rdb",
+            Variant::Restart(Persistence::AofEverysec) => "aof-everysec",
+            Variant::Restart(Persistence::AofAlways) => "aof-always",
+            Variant::RestartPowerLoss => "power-loss",
+            Variant::RestartDelayed => "delayed-restart",
+            Variant::RedlockRestart => "restart",
+            Variant::RedlockClockJump => "clock-jump",
+            Variant::RedlockRestartAndClockJump => "restart+clock-jump",
+            Variant::RedlockLateStart { checked: false } => "late-start",
+            Variant::RedlockLateStart { checked: true } => "late-start-checked",
+            Variant::PoolLeak(PoolMode::NoReset) => "no-reset",
+            Variant::PoolLeak(PoolMode::UnlockAll) => "unlock-all",
+            Variant::PoolLeak(PoolMode::Xact) => "xact",
+            Variant::PartitionHeartbeat => "heartbeat",
+            Variant::PartitionNoGiveUp => "no-give-up",
+            Variant::PartitionKeepalive => "keepalive",
+            Variant::ClockJump => "forward",
+            Variant::CrashKilled => "holder-killed",
+            Variant::CrashWorkSurvives => "work-survives",
+            Variant::CrashHostVanished { keepalive: false } => "host-vanished",
+            Variant::CrashHostVanished { keepalive: true } => "host-vanished-keepalive",
+            Variant::Failover { wait: false } => "no-wait",
+            Variant::Failover { wait: true } => "wait",
+            Variant::Outage(OnFailure::Skip) => "skip",
+            Variant::Outage(OnFailure::Queue) => "queue",
+            Variant::Outage(OnFailure::RunUnlocked) => "run-unlocked",
+        }
+    }
+
+    /// `scenario/variant`: its name in every table, the grid and the rules' sources.
+    pub fn label(self) -> String {
+        format!("{}/{}", self.scenario().name(), self.name())
+    }
+
+    /// The variant named `name` (its name alone: names are unique).
+    pub fn parse(name: &str) -> Option<Variant> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// The variant whose label is `label` (`scenario/variant`).
+    pub fn parse_label(label: &str) -> Option<Variant> {
+        Self::ALL.into_iter().find(|v| v.label() == label)
+    }
+
+    /// The variants `--scenario NAME` selects: a scenario (every variant of it) or one
+    /// `scenario/variant`; `None` when it names neither.
+    pub fn select(name: &str) -> Option<Vec<Variant>> {
+        let picked: Vec<Variant> = Self::ALL
+            .into_iter()
+            .filter(|v| v.scenario().name() == name || v.label() == name)
+            .collect();
+        (!picked.is_empty()).then_some(picked)
+    }
+
+    /// Every accepted `--scenario` value, comma-separated, for messages.
+    pub fn names() -> String {
+        let mut names: Vec<String> = Scenario::ALL.iter().map(|s| s.name().to_string()).collect();
+        names.extend(Self::ALL.iter().map(|v| v.label()));
+        names.join(", ")
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.scenario().name(), self.name())
+    }
+}
+
+/// Written as its name (the `variant` field of results).
+impl Serialize for Variant {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Variant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Variant::parse(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown fault variant {name:?}; expected one of {}",
+                Variant::ALL.map(Variant::name).join(", ")
+            ))
+        })
+    }
+}
+
+/// What a fault-lab cell measured: a variant on a backend. The next dimension (the client
+/// library a cell was measured through) is one more field here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CellId {
+    /// The fault.
+    pub variant: Variant,
+    /// The backend it was injected into.
+    pub backend: BackendId,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_a_name_of_its_own_and_reads_back_from_it() {
+        for v in Variant::ALL {
+            assert_eq!(Variant::parse(v.name()), Some(v), "{v}");
+            assert_eq!(Variant::parse_label(&v.label()), Some(v));
+            let json = serde_json::to_string(&v).unwrap();
+            assert_eq!(serde_json::from_str::<Variant>(&json).unwrap(), v);
+        }
+        let mut names: Vec<&str> = Variant::ALL.map(Variant::name).to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Variant::ALL.len(), "two variants share a name");
+        let err = serde_json::from_str::<Variant>("\"flood\"").unwrap_err();
+        assert!(
+            err.to_string().contains("unknown fault variant \"flood\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_scenario_selects_its_variants_and_a_label_selects_one() {
+        assert_eq!(Variant::select("pause").unwrap().len(), 3);
+        assert_eq!(Variant::select("restart").unwrap().len(), 6);
+        assert_eq!(Variant::select("crash").unwrap().len(), 4);
+        assert_eq!(
+            Variant::select("restart/aof-always").unwrap(),
+            vec![Variant::Restart(Persistence::AofAlways)]
+        );
+        assert!(Variant::select("flood").is_none());
+        for s in Scenario::ALL {
+            assert!(Variant::ALL.iter().any(|v| v.scenario() == s), "{s:?}");
+        }
+    }
+}
