@@ -562,15 +562,6 @@ pub fn describe_vanished(kept: Option<&FaultCell>, defaults: Option<&FaultCell>)
     }
 }
 
-/// The longest a vanished holder blocked the next grant in the lab with the design's settings
-/// (for Postgres, the per-connection keepalive); `None` when not measured or never granted.
-pub(crate) fn vanished_recovery_s(ev: &Evidence, kind: BackendKind) -> Option<f64> {
-    let keepalive = matches!(kind, BackendKind::PgSession | BackendKind::PgXact);
-    ev.cell(Variant::CrashHostVanished { keepalive }, kind)
-        .filter(|c| c.contender_timed_out == 0)
-        .and_then(|c| c.recovery_max_s)
-}
-
 /// `lock_timeout` for a job whose locking transaction may take table locks.
 fn lock_timeout(job: &JobAnswers, ev: &Evidence) -> Mechanism {
     Mechanism {

@@ -101,6 +101,15 @@ impl Evidence {
         self.cells.iter().find(|c| c.is(variant, backend))
     }
 
+    /// The longest a vanished holder blocked the next grant in the lab with the design's settings
+    /// (for Postgres, the per-connection keepalive); `None` when not measured or never granted.
+    pub fn vanished_recovery_s(&self, kind: BackendKind) -> Option<f64> {
+        let keepalive = matches!(kind, BackendKind::PgSession | BackendKind::PgXact);
+        self.cell(Variant::CrashHostVanished { keepalive }, kind)
+            .filter(|c| c.contender_timed_out == 0)
+            .and_then(|c| c.recovery_max_s)
+    }
+
     /// Every cell measured on `backend`.
     pub fn cells_on(&self, backend: BackendKind) -> impl Iterator<Item = &FaultCell> {
         self.cells.iter().filter(move |c| c.backend == backend)

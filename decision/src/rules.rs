@@ -217,7 +217,7 @@ pub(crate) fn verdicts(
             crash_recovery_s: ev
                 .cell(Variant::CrashKilled, c.kind)
                 .and_then(|cell| cell.recovery_max_s),
-            vanished_host_s: crate::design::vanished_recovery_s(ev, c.kind),
+            vanished_host_s: ev.vanished_recovery_s(c.kind),
         });
     }
     out.sort_by_key(|v| match v.verdict {

@@ -43,8 +43,10 @@ async fn pg_session_lock_dies_with_its_session() {
             .is_none()
     );
     a.close().await.unwrap();
+    // The server frees the lock when the closed session's backend process exits, a moment after
+    // the client's Terminate: wait for it rather than race it.
     let taken = b
-        .try_acquire(key, Duration::from_secs(30))
+        .acquire(key, Duration::from_secs(30), Duration::from_secs(5))
         .await
         .unwrap()
         .expect("closed session freed the lock");
