@@ -15,6 +15,7 @@ pub mod backend;
 pub mod fault;
 mod format;
 mod histogram;
+pub mod input;
 pub mod records;
 mod results;
 pub mod shards;

@@ -92,15 +92,17 @@ where
 
 /// `--config FILE`: its text and the backends it configures.
 pub(super) fn read_config(path: &std::path::Path) -> Result<(String, Vec<BackendConfig>), Refusal> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        usage(
-            "--config",
-            format!(
-                "{}: cannot read it ({e}); the default lockbench.toml sits at the repository root",
-                path.display()
-            ),
-        )
-    })?;
+    let text =
+        lockbench_core::input::read_input_text(path, lockbench_core::input::InputKind::Config)
+            .map_err(|e| {
+                usage(
+                    "--config",
+                    format!(
+                        "{}: {e}; the default lockbench.toml sits at the repository root",
+                        path.display()
+                    ),
+                )
+            })?;
     let configs = lockbench_locks::parse_config(&text).map_err(|e| config_error(path, e))?;
     Ok((text, configs))
 }

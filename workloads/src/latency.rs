@@ -420,8 +420,9 @@ fn empirical_cdf(sorted: &[f64], x: f64) -> f64 {
 }
 
 fn read_samples(path: &Path, unit: Option<f64>) -> Result<Arc<[f64]>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("empirical file {}: {e}", path.display()))?;
+    let text =
+        lockbench_core::input::read_input_text(path, lockbench_core::input::InputKind::Samples)
+            .map_err(|e| format!("empirical file {}: {e}", path.display()))?;
     let mut samples = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();

@@ -69,8 +69,11 @@ impl Input {
     /// Reads `path`; an empty file is refused, saying what the command reads (`expected`).
     pub fn load(path: &Path, expected: &str) -> Result<Self, ObservedError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| refuse(&file, format!("cannot read it: {e}")))?;
+        let text = lockbench_core::input::read_input_text(
+            path,
+            lockbench_core::input::InputKind::Observed,
+        )
+        .map_err(|e| refuse(&file, e.to_string()))?;
         if text.trim().is_empty() {
             return Err(refuse(&file, format!("empty: expected {expected}")));
         }

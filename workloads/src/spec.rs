@@ -207,23 +207,39 @@ fn positive_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
     positive(d).map(Some)
 }
 
+/// The longest name that becomes part of a file name.
+const MAX_NAME: usize = 100;
+
+/// Refuses a name that cannot be part of a file name: a path separator, `.` or `..`, a control
+/// character, or more than [`MAX_NAME`] characters.
+fn file_name_part(name: &str) -> Result<(), String> {
+    let why = if name.contains('/') || name.contains('\\') {
+        "a path separator"
+    } else if name == "." {
+        "nothing but `.`"
+    } else if name.contains("..") {
+        "`..`"
+    } else if name.chars().any(char::is_control) {
+        "a control character"
+    } else if name.chars().count() > MAX_NAME {
+        "more than 100 characters"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "expected a name that can be part of a file name (it names result directories and files), got {name:?}, which has {why}"
+    ))
+}
+
 impl WorkloadSpec {
     /// Reads and validates a spec file, loading any empirical latency files it names.
     pub fn load(path: &Path) -> Result<Self, SpecError> {
-        let bytes = std::fs::read(path).map_err(|e| SpecError::Read {
-            file: path.to_path_buf(),
-            reason: match e.kind() {
-                std::io::ErrorKind::NotFound => "no such file".to_string(),
-                _ => e.to_string(),
-            },
-        })?;
-        let text = String::from_utf8(bytes).map_err(|e| SpecError::Read {
-            file: path.to_path_buf(),
-            reason: format!(
-                "expected UTF-8 text, found an invalid byte at offset {}",
-                e.utf8_error().valid_up_to()
-            ),
-        })?;
+        let text =
+            lockbench_core::input::read_input_text(path, lockbench_core::input::InputKind::Spec)
+                .map_err(|e| SpecError::Read {
+                    file: path.to_path_buf(),
+                    reason: e.to_string(),
+                })?;
         Self::parse(&text, path)
     }
 
@@ -343,6 +359,14 @@ impl WorkloadSpec {
         let w = &self.workload;
         if w.name.trim().is_empty() {
             return Err(("workload.name".into(), "expected a non-empty name".into()));
+        }
+        // Names become parts of file names (`ttl-NAME`, `replay-NAME-MODE`, chart files).
+        file_name_part(&w.name).map_err(|why| ("workload.name".to_string(), why))?;
+        for (i, step) in self.steps.iter().enumerate() {
+            file_name_part(&step.name).map_err(|why| (format!("steps[{i}].name"), why))?;
+        }
+        for (p, profile) in self.profiles.iter().enumerate() {
+            file_name_part(&profile.name).map_err(|why| (format!("profiles[{p}].name"), why))?;
         }
         if !(1..=MAX_CONCURRENCY).contains(&w.concurrency) {
             return Err((

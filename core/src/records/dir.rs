@@ -86,11 +86,11 @@ struct Probe {
 }
 
 fn read(file: &Path) -> Result<Vec<u8>, RecordError> {
-    std::fs::read(file).map_err(|e| RecordError::Unreadable {
-        file: file.to_path_buf(),
-        message: format!(
-            "cannot read it ({e}); expected a results directory written by lockbench --out"
-        ),
+    crate::input::read_input(file, crate::input::InputKind::Record).map_err(|e| {
+        RecordError::Unreadable {
+            file: file.to_path_buf(),
+            message: format!("{e}; expected a results directory written by lockbench --out"),
+        }
     })
 }
 
