@@ -12,6 +12,7 @@ pub mod comparison;
 pub mod frames;
 mod growth;
 mod lease;
+mod main_job;
 mod merged;
 pub mod report;
 mod trigger;
@@ -26,6 +27,9 @@ pub use lease::{
 pub use lockbench_core::records::ttl::{
     CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, LeaseCurve, LeasePricing, ProfileP999,
     TriggerRun, TriggerSearch, TtlRecommendation, VolumePoint,
+};
+pub use main_job::{
+    BenchStep, FaultsStep, MainJobPlan, Replay, ReplayMode, ReplayStep, SimulateStep, TtlStep,
 };
 pub use merged::{merged_curves, merged_runs};
 pub use trigger::{

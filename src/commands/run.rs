@@ -8,10 +8,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use lockbench_core::fault::{Persistence, PoolMode, Scenario, Variant};
-use lockbench_core::records::bench::BenchRecord;
+use lockbench_analysis::{MainJobPlan, Replay};
+use lockbench_core::BackendId;
 use lockbench_core::records::{Body, read_dir};
-use lockbench_core::{BackendId, BackendKind};
 use lockbench_core::{ResultsDir, ResultsError};
 use lockbench_workloads::WorkloadSpec;
 
@@ -23,14 +22,9 @@ use crate::signals::{Interrupted, Stop, StopSignals};
 
 /// How long a step may take to clean up after the signal `run` passed on, before it is killed.
 const STEP_GRACE: Duration = Duration::from_secs(60);
-/// The live replay: a spec's incident at a tenth of its volume (its TTL scaled alike), 50 times
-/// faster.
-const REPLAY_SCALE: f64 = 0.1;
-const REPLAY_TIME_SCALE: &str = "0.02";
-
+/// The main job's plan (its steps as typed values) and what running it needs.
 struct Plan {
-    quick: bool,
-    seed: u64,
+    job: MainJobPlan,
     config: PathBuf,
     /// Every spec, read once: each may name the TTL it has today and the profile of its incident.
     specs: Vec<WorkloadSpec>,
@@ -81,8 +75,7 @@ pub fn run(args: &MainJobArgs) -> Outcome {
     ResultsDir::new(&out)?;
     let staging = staging_dir(&out)?;
     let plan = Plan {
-        quick,
-        seed,
+        job: MainJobPlan::new(quick, seed),
         config,
         specs,
         staging: staging.clone(),
@@ -225,10 +218,6 @@ async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<Exit> {
     Ok(Exit::of(status?.code()))
 }
 
-fn s(items: &[&str]) -> Vec<String> {
-    items.iter().map(|x| x.to_string()).collect()
-}
-
 fn spec_name(spec: &WorkloadSpec) -> String {
     spec.path
         .file_stem()
@@ -238,19 +227,11 @@ fn spec_name(spec: &WorkloadSpec) -> String {
 /// Every step; returns what was skipped, one line each.
 async fn steps(plan: &Plan) -> Result<Vec<String>> {
     let mut skipped = Vec::new();
-    let seed = plan.seed.to_string();
-    let replays = if plan.quick { "2000" } else { "20000" };
-    let out = |name: &str| plan.staging.join(name).display().to_string();
-    let specs: Vec<String> = plan
-        .specs
-        .iter()
-        .map(|s| s.path.display().to_string())
-        .collect();
+    let job = &plan.job;
+    let out = |name: &str| plan.staging.join(name);
+    let specs: Vec<&Path> = plan.specs.iter().map(|s| s.path.as_path()).collect();
 
-    let mut args = s(&["simulate"]);
-    args.extend(specs.iter().cloned());
-    args.extend(s(&["--scale", "1", "--scale", "10", "--replays", replays]));
-    args.extend(s(&["--seed", &seed, "--out", &out("simulate")]));
+    let args = job.simulate_args(&specs, &out("simulate"));
     let code = step(
         plan,
         "runtimes of every profile at today's volume and at 10x",
@@ -263,21 +244,11 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
 
     for spec in &plan.specs {
         let name = spec_name(spec);
-        let mut args = s(&[
-            "ttl",
-            &spec.path.display().to_string(),
-            "--target-scale",
-            "10",
-        ]);
-        args.extend(s(&["--replays", replays, "--seed", &seed]));
-        if plan.quick {
-            // 6,000 replays of a pausing profile instead of 60,000: a coarser lease bound.
-            args.extend(s(&["--max-lease-risk", "1e-3"]));
-        }
-        if let Some(ttl) = spec.workload.current_ttl {
-            args.extend(s(&["--current-ttl", &format!("{}s", ttl.as_secs_f64())]));
-        }
-        args.extend(s(&["--out", &out(&format!("ttl-{name}"))]));
+        let args = job.ttl_args(
+            &spec.path,
+            spec.workload.current_ttl,
+            &out(&format!("ttl-{name}")),
+        );
         let code = step(
             plan,
             &format!("TTL for {name} at 10x today's volume"),
@@ -289,28 +260,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         }
     }
 
-    let config = plan.config.display().to_string();
-    // Each level runs until it has timed enough acquisitions for the percentiles the record
-    // prints (1,000 for a P99.9; bench stops a level at 60 s whatever it reached): a level timed
-    // for one second gave etcd 153 acquisitions, whose "P99.9" was its maximum.
-    let (contenders, ops, warmup) = if plan.quick {
-        ("1,4", "1000", "200ms")
-    } else {
-        ("1,4,16", "5000", "1s")
-    };
-    let args = s(&[
-        "bench",
-        "--config",
-        &config,
-        "--contenders",
-        contenders,
-        "--ops",
-        ops,
-        "--warmup",
-        warmup,
-        "--out",
-        &out("bench"),
-    ]);
+    let args = job.bench_args(&plan.config, &out("bench"));
     let code = step(
         plan,
         "acquisition latency of every reachable backend",
@@ -331,7 +281,14 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     for failed in &bench.failed {
         skipped.push(format!("backend {}: {}", failed.backend, failed.error));
     }
-    faults_of(plan, &bench, &seed, &mut skipped).await?;
+    // The backends the benchmark timed at least one acquisition of.
+    let measured: Vec<BackendId> = bench
+        .results
+        .iter()
+        .filter(|r| r.ops > 0)
+        .map(|r| r.backend)
+        .collect();
+    faults_of(plan, &measured, &mut skipped).await?;
 
     let incidents: Vec<&WorkloadSpec> = plan
         .specs
@@ -368,9 +325,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
                 for spec in incidents {
                     let decided = lockbench_decision::decide(&spec.answers(), &evidence);
                     match spec.workload.current_ttl {
-                        Some(ttl) => {
-                            replays_of(plan, spec, ttl, &bench, &seed, &decided).await?
-                        }
+                        Some(ttl) => replays_of(plan, spec, ttl, &measured, &decided).await?,
                         None => skipped.push(format!(
                             "the live replay of {}: it names an incident_profile but no current_ttl to replay it with",
                             spec.path.display()
@@ -383,70 +338,16 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     Ok(skipped)
 }
 
-/// A short fault matrix on every networked backend the benchmark reached (about a minute with
-/// `--quick`, four without); it needs Postgres for its protected resource.
-async fn faults_of(
-    plan: &Plan,
-    bench: &BenchRecord,
-    seed: &str,
-    skipped: &mut Vec<String>,
-) -> Result<()> {
-    let mut reached: Vec<BackendId> = Vec::new();
-    for r in bench
-        .results
-        .iter()
-        .filter(|r| r.ops > 0 && !r.backend.in_process())
-    {
-        if !reached.contains(&r.backend) {
-            reached.push(r.backend);
-        }
-    }
-    if !reached
-        .iter()
-        .any(|b| b.kind.service() == Some(lockbench_core::Service::Postgres))
-    {
+/// A short fault matrix on every networked backend the benchmark reached (its cells are the
+/// plan's); it needs Postgres for its protected resource.
+async fn faults_of(plan: &Plan, measured: &[BackendId], skipped: &mut Vec<String>) -> Result<()> {
+    let Some(backends) = plan.job.fault_backends(measured) else {
         skipped.push("the fault lab: it needs the configured Postgres (pg-session) for its protected resource, and the benchmark did not reach it".to_string());
         return Ok(());
-    }
-    let config = plan.config.display().to_string();
-    let mut args = s(&["faults", "--config", &config, "--ttl", "1s", "--seed", seed]);
-    // Three trials a cell at least: a cell the decision cites shows "k of n trials", and one
-    // trial cannot tell a rare overlap from none.
-    let scenarios: Vec<String> = if plan.quick {
-        let variants = [
-            Variant::PauseNaive,
-            Variant::Restart(Persistence::None),
-            Variant::Restart(Persistence::AofAlways),
-            Variant::RedlockRestartAndClockJump,
-            Variant::PoolLeak(PoolMode::NoReset),
-            Variant::PartitionHeartbeat,
-            Variant::RedlockLateStart { checked: false },
-            Variant::RedlockLateStart { checked: true },
-        ];
-        // What the decision needs: crash recovery on every backend (killed and vanished), and
-        // each scenario with the variant that must overlap and the one that must not.
-        let whole = [Scenario::Crash, Scenario::Failover, Scenario::Outage];
-        variants
-            .iter()
-            .map(|v| v.label())
-            .chain(whole.iter().map(|s| s.name().to_string()))
-            .collect()
-    } else {
-        // Every scenario (the command's default).
-        Vec::new()
     };
-    let trials = "3";
-    args.extend(s(&["--trials", trials]));
-    for scenario in scenarios {
-        args.extend(s(&["--scenario", scenario.as_str()]));
-    }
-    for backend in &reached {
-        args.extend(s(&["--backend", backend.name()]));
-    }
-    args.extend(s(&[
-        "--out",
-        &plan.staging.join("faults").display().to_string(),
-    ]));
+    let args = plan
+        .job
+        .faults_args(&plan.config, &backends, &plan.staging.join("faults"));
     let code = step(plan,
         "what each backend cannot prevent: pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers, outages",
         &args,
@@ -466,108 +367,42 @@ async fn replays_of(
     plan: &Plan,
     spec: &WorkloadSpec,
     current_ttl: Duration,
-    bench: &BenchRecord,
-    seed: &str,
+    measured: &[BackendId],
     decided: &lockbench_decision::Decision,
 ) -> Result<()> {
-    // The first networked backend the benchmark measured, else the in-process one.
-    let measured: Vec<BackendId> = bench
-        .results
-        .iter()
-        .filter(|r| r.ops > 0)
-        .map(|r| r.backend)
-        .collect();
-    let backend = [
-        BackendKind::Redis,
-        BackendKind::PgSession,
-        BackendKind::Etcd,
-        BackendKind::Zookeeper,
-    ]
-    .into_iter()
-    .find(|b| measured.contains(&BackendId::of(*b)))
-    .unwrap_or(BackendKind::Memory);
-    let runs = if plan.quick { "2" } else { "5" };
-    let ttl = format!("{}s", current_ttl.as_secs_f64() * REPLAY_SCALE);
+    let job = &plan.job;
+    let backend = job.replay_backend(measured);
     let profile = spec
         .workload
         .incident_profile
         .as_deref()
         .unwrap_or("baseline");
     let name = spec_name(spec);
-    let scale = REPLAY_SCALE.to_string();
-    let config = plan.config.display().to_string();
-    let modes: [(&str, Vec<&str>); 4] = [
-        ("ttl", vec!["--ttl", &ttl]),
-        ("heartbeat", vec!["--heartbeat"]),
-        ("fencing", vec!["--ttl", &ttl, "--fencing"]),
-        (
-            "idempotency-keys",
-            vec!["--ttl", &ttl, "--idempotency-keys"],
-        ),
-    ];
-    for (mode, extra) in modes {
-        let mut args = s(&[
-            "replay",
-            &spec.path.display().to_string(),
-            "--backend",
-            backend.name(),
-        ]);
-        args.extend(s(&["--config", &config, "--profile", profile]));
-        args.extend(s(&["--scale", &scale, "--time-scale", REPLAY_TIME_SCALE]));
-        args.extend(s(&["--runs", runs, "--seed", seed]));
-        args.extend(extra.iter().map(|x| x.to_string()));
-        args.extend(s(&[
-            "--out",
-            &plan
-                .staging
-                .join(format!("replay-{name}-{mode}"))
-                .display()
-                .to_string(),
-        ]));
+    let replay = Replay {
+        spec: &spec.path,
+        profile,
+        current_ttl,
+        config: &plan.config,
+    };
+    for &mode in &job.replays.modes {
+        let mode_name = mode.name();
+        let out = plan.staging.join(format!("replay-{name}-{mode_name}"));
+        let args = job.replay_args(replay, backend, mode, &out);
         let code = step(
             plan,
-            &format!("live replay of the {name} incident ({profile}) on {backend}: {mode}"),
+            &format!("live replay of the {name} incident ({profile}) on {backend}: {mode_name}"),
             &args,
         )
         .await?;
         if code != Exit::Ok {
-            anyhow::bail!("replay of {name} ({mode}) failed ({code}); see above");
+            anyhow::bail!("replay of {name} ({mode_name}) failed ({code}); see above");
         }
     }
-    let Some(chosen) = decided.backend else {
+    let Some((chosen, mode)) = job.decided_replay(decided, backend, measured) else {
         return Ok(());
     };
-    if chosen == backend
-        || chosen == BackendKind::Memory
-        || !measured.contains(&BackendId::of(chosen))
-    {
-        return Ok(());
-    }
-    // A session or transaction lock has no TTL to pass (the backend ignores it); a heartbeat
-    // lease renews; a fixed TTL is today's.
-    use lockbench_decision::ModelKind;
-    let held: Vec<&str> = match decided.lock_model.kind {
-        ModelKind::HeartbeatLease => vec!["--heartbeat"],
-        ModelKind::FixedTtl | ModelKind::Session | ModelKind::Transaction => vec!["--ttl", &ttl],
-    };
-    let mut args = s(&[
-        "replay",
-        &spec.path.display().to_string(),
-        "--backend",
-        chosen.name(),
-    ]);
-    args.extend(s(&["--config", &config, "--profile", profile]));
-    args.extend(s(&["--scale", &scale, "--time-scale", REPLAY_TIME_SCALE]));
-    args.extend(s(&["--runs", runs, "--seed", seed]));
-    args.extend(held.iter().map(|x| x.to_string()));
-    args.extend(s(&[
-        "--out",
-        &plan
-            .staging
-            .join(format!("replay-{name}-decided"))
-            .display()
-            .to_string(),
-    ]));
+    let out = plan.staging.join(format!("replay-{name}-decided"));
+    let args = job.replay_args(replay, chosen, mode, &out);
     let code = step(
         plan,
         &format!(
