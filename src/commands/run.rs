@@ -33,6 +33,8 @@ struct Plan {
     current: std::cell::RefCell<Option<(String, u32)>>,
     /// The signal that stopped the run, once one came.
     stopped: tokio::sync::watch::Sender<Option<Stop>>,
+    /// Each step that ran, and how long it took.
+    took: std::cell::RefCell<Vec<(String, Duration)>>,
 }
 
 impl Plan {
@@ -81,6 +83,7 @@ pub fn run(args: &MainJobArgs) -> Outcome {
         staging: staging.clone(),
         current: std::cell::RefCell::new(None),
         stopped: tokio::sync::watch::Sender::new(None),
+        took: std::cell::RefCell::new(Vec::new()),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -109,6 +112,10 @@ pub fn run(args: &MainJobArgs) -> Outcome {
             })?;
             std::fs::rename(&staging, &out)
                 .with_context(|| format!("moving the results into {}", out.display()))?;
+            eprintln!("\nlockbench: run: step times on this machine:");
+            for (title, took) in plan.took.borrow().iter() {
+                eprintln!("  {:>8}  {title}", lockbench_core::format_readable(*took));
+            }
             eprintln!();
             for line in &skipped {
                 eprintln!("lockbench: run: skipped {line}");
@@ -177,6 +184,7 @@ async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<Exit> {
         return Err(interrupted(by, "stopped before the next step"));
     }
     eprintln!("\n== {title}");
+    let started = std::time::Instant::now();
     let exe = std::env::current_exe().context("finding the lockbench binary")?;
     let mut command = tokio::process::Command::new(exe);
     // The main job is one whole run, even inside a Job or an array that splits others.
@@ -209,6 +217,9 @@ async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<Exit> {
     }
     .with_context(|| format!("waiting for lockbench {name}"));
     *plan.current.borrow_mut() = None;
+    let took = started.elapsed();
+    eprintln!("== {name}: {}", lockbench_core::format_readable(took));
+    plan.took.borrow_mut().push((title.to_string(), took));
     if let Some(by) = plan.stopped() {
         return Err(interrupted(
             by,
