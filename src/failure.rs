@@ -146,7 +146,7 @@ mod tests {
             reason: "refused".into(),
         };
         assert_eq!(Failure::from(unreachable).exit, Exit::Partial);
-        let refusal = crate::options::usage("--replays", "expected a number");
+        let refusal = crate::options::Refusal::new("--replays", "expected a number");
         let plain: anyhow::Result<()> = Err(anyhow::Error::new(refusal));
         assert_eq!(
             Failure::from(plain.context("resolving").unwrap_err()).exit,

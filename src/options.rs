@@ -20,7 +20,7 @@ pub mod shard;
 mod shard_settings;
 pub use calibrate::CalibrateSettings;
 pub use faults::FaultsSettings;
-pub use parse::{Refusal, resolve_seed, usage};
+pub use parse::{Refusal, resolve_seed};
 use parse::{
     configured_backend, parse_number, parse_scale, positive_duration, read_config, whole_in,
 };
@@ -80,7 +80,7 @@ impl SimulationSettings {
         if let Some(s) = &shard
             && args.seed.is_none()
         {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--seed",
                 format!(
                     "shard {}/{} of run {}: every shard must draw from the same seed, give --seed",
@@ -108,7 +108,7 @@ impl SimulationSettings {
     pub fn resolve_whole(args: &SimulationArgs, command: &str) -> Result<Self, Refusal> {
         let options = Self::resolve_in(args, &|_| None)?;
         if let Some(s) = &options.shard {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--shard",
                 format!(
                     "{command} runs whole: shard {}/{} cannot be merged; run it without --shard",
@@ -163,7 +163,7 @@ impl TtlSettings {
         let safety_factor: f64 =
             parse_number("--safety-factor", &args.safety_factor, "a factor such as 3")?;
         if !(safety_factor.is_finite() && (1.0..=100.0).contains(&safety_factor)) {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--safety-factor",
                 format!(
                     "expected a factor from 1 to 100 (default {DEFAULT_SAFETY_FACTOR}), got {safety_factor}"
@@ -173,9 +173,9 @@ impl TtlSettings {
         let current_ttl = match &args.current_ttl {
             Some(text) => {
                 let d = lockbench_workloads::duration::parse(text)
-                    .map_err(|m| usage("--current-ttl", m))?;
+                    .map_err(|m| Refusal::new("--current-ttl", m))?;
                 if d.is_zero() {
-                    return Err(usage("--current-ttl", "expected a TTL above zero"));
+                    return Err(Refusal::new("--current-ttl", "expected a TTL above zero"));
                 }
                 Some(d)
             }
@@ -184,7 +184,7 @@ impl TtlSettings {
         let runs_per_year = match &args.runs_per_year {
             Some(text) => {
                 let n: f64 = parse_number("--runs-per-year", text, "a number of runs such as 12")?;
-                Some(Frequency::of_flag(n).map_err(|m| usage("--runs-per-year", m))?)
+                Some(Frequency::of_flag(n).map_err(|m| Refusal::new("--runs-per-year", m))?)
             }
             None => None,
         };
@@ -195,14 +195,14 @@ impl TtlSettings {
         )?;
         // Below 1e-7 the replays the bound needs (about 6 / P) pass MAX_REPLAYS.
         if !(max_lease_risk.is_finite() && (1e-7..=0.5).contains(&max_lease_risk)) {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--max-lease-risk",
                 format!("expected a chance per run from 1e-7 to 0.5, got {max_lease_risk}"),
             ));
         }
         let simulation = SimulationSettings::resolve(&args.simulation)?;
         if args.observed.is_some() && simulation.shard.is_some() {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--observed",
                 "a sharded ttl cannot check the model: run `lockbench check` on its own",
             ));
@@ -268,7 +268,7 @@ impl BenchSettings {
                 if (1..=MAX_CONTENDERS).contains(&n) {
                     Ok(n)
                 } else {
-                    Err(usage(
+                    Err(Refusal::new(
                         "--contenders",
                         format!("expected 1 to {MAX_CONTENDERS} contenders, got {n}"),
                     ))
@@ -279,7 +279,7 @@ impl BenchSettings {
             Some(text) => {
                 let n: u64 = parse_number("--ops", text, "a whole number of acquisitions")?;
                 if n == 0 {
-                    return Err(usage("--ops", "expected at least 1"));
+                    return Err(Refusal::new("--ops", "expected at least 1"));
                 }
                 Some(n)
             }
@@ -287,7 +287,7 @@ impl BenchSettings {
         };
         let duration = match (&args.duration, ops) {
             (Some(_), Some(_)) => {
-                return Err(usage(
+                return Err(Refusal::new(
                     "--ops",
                     "--ops and --duration are two ways to end a run: give --ops N (each run stops after N acquisitions, within 60 s) or --duration D (each run measures for D), not both",
                 ));
@@ -297,13 +297,13 @@ impl BenchSettings {
             (None, None) => Duration::from_secs(5),
         };
         if duration > Duration::from_secs(3600) {
-            return Err(usage("--duration", "expected at most 1h per run"));
+            return Err(Refusal::new("--duration", "expected at most 1h per run"));
         }
         let mode = match &args.rate {
             Some(text) => {
                 let rate: f64 = parse_number("--rate", text, "arrivals per second such as 1000")?;
                 if !(rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0) {
-                    return Err(usage(
+                    return Err(Refusal::new(
                         "--rate",
                         format!("expected 0 < rate <= 1000000 per second, got {text}"),
                     ));
@@ -316,14 +316,14 @@ impl BenchSettings {
             "one" => KeyMode::One,
             "many" => KeyMode::Many,
             other => {
-                return Err(usage(
+                return Err(Refusal::new(
                     "--keys",
                     format!("expected \"one\" or \"many\", got \"{other}\""),
                 ));
             }
         };
         let parse = |flag: &str, text: &str| {
-            lockbench_workloads::duration::parse(text).map_err(|m| usage(flag, m))
+            lockbench_workloads::duration::parse(text).map_err(|m| Refusal::new(flag, m))
         };
         let bench = BenchOptions {
             mode,
@@ -338,7 +338,7 @@ impl BenchSettings {
                 "native" => WaitMode::Native,
                 "poll" => WaitMode::Poll,
                 other => {
-                    return Err(usage(
+                    return Err(Refusal::new(
                         "--wait-mode",
                         format!("expected \"native\" or \"poll\", got \"{other}\""),
                     ));
@@ -351,12 +351,12 @@ impl BenchSettings {
         };
         let (shard, start_at) = shard::bench(args, ops.is_some(), backends.len())?;
         if bench.warmup > Duration::from_secs(3600) {
-            return Err(usage("--warmup", "expected at most 1h"));
+            return Err(Refusal::new("--warmup", "expected at most 1h"));
         }
         if let (Some(s), LoadMode::Open { .. }) = (&shard, mode)
             && let Some(&few) = contenders.iter().find(|&&c| (c as u64) < s.count)
         {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--contenders",
                 format!(
                     "an open loop over {} shards needs a client in every shard: {few} clients leave some shards' arrivals unsent; give at least {}",
@@ -385,7 +385,7 @@ impl BenchSettings {
 /// `--poll MIN..MAX`: two durations, MIN above zero and at most MAX, MAX at most 1 s.
 fn poll_policy(text: &str) -> Result<PollPolicy, Refusal> {
     let Some((first, max)) = text.split_once("..") else {
-        return Err(usage(
+        return Err(Refusal::new(
             "--poll",
             format!("expected MIN..MAX such as 1ms..20ms, got \"{text}\""),
         ));
@@ -395,7 +395,7 @@ fn poll_policy(text: &str) -> Result<PollPolicy, Refusal> {
         positive_duration("--poll", max)?,
     );
     if first > max || max > Duration::from_secs(1) {
-        return Err(usage(
+        return Err(Refusal::new(
             "--poll",
             format!("expected MIN <= MAX <= 1s, got \"{text}\""),
         ));
@@ -452,7 +452,7 @@ impl MainJobSettings {
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("results/run-{}", stamp())));
         if !args.config.is_file() {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--config",
                 format!(
                     "{}: no such file; the default lockbench.toml sits at the repository root",
@@ -462,13 +462,13 @@ impl MainJobSettings {
             .into());
         }
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.specs)
-            .map_err(|e| usage("--specs", format!("{}: {e}", args.specs.display())))?
+            .map_err(|e| Refusal::new("--specs", format!("{}: {e}", args.specs.display())))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
             .collect();
         paths.sort();
         if paths.is_empty() {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--specs",
                 format!("{}: no .toml workload specs in it", args.specs.display()),
             )

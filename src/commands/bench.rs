@@ -26,27 +26,27 @@ struct Measured {
 }
 
 pub fn run(args: &BenchArgs) -> Outcome {
-    let command = BenchSettings::resolve(args)?;
-    let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
+    let settings = BenchSettings::resolve(args)?;
+    let out = settings.out.as_deref().map(ResultsDir::new).transpose()?;
     // One thread: a request and its answer are handled where they were issued, without a
     // cross-thread wake-up per operation that would add tens of microseconds to every figure.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let measured = runtime.block_on(measure_all(&command))?;
+    let measured = runtime.block_on(measure_all(&settings))?;
     let record = BenchRecord {
         results: measured.results.iter().map(|r| r.row.clone()).collect(),
         failed: measured.failed,
         backends: measured.backends,
     };
-    render::show(command.json, &record, |r| render::bench_table(&r.results))?;
+    render::show(settings.json, &record, |r| render::bench_table(&r.results))?;
     let failed = !record.failed.is_empty();
     if let Some(out) = out {
         shared::write_bench_results(out, &measured.results, &record, |out| {
-            let servers = shared::server_records(&command.backends);
+            let servers = shared::server_records(&settings.backends);
             lockbench_core::Manifest {
-                shard: command.shard.clone().map(|mut s| {
+                shard: settings.shard.clone().map(|mut s| {
                     s.clock_offset_ms = measured.clock.map(|c| c.0);
                     s.clock_rtt_ms = measured.clock.map(|c| c.1);
                     s
@@ -57,7 +57,7 @@ pub fn run(args: &BenchArgs) -> Outcome {
                     None,
                     Vec::new(),
                     servers,
-                    &command.config_path,
+                    &settings.config_path,
                 )
             }
         })?;
@@ -69,12 +69,12 @@ pub fn run(args: &BenchArgs) -> Outcome {
     })
 }
 
-async fn measure_all(command: &BenchSettings) -> Result<Measured> {
+async fn measure_all(settings: &BenchSettings) -> Result<Measured> {
     let levels = Levels {
-        options: command.bench.clone(),
-        contenders: command.contenders.clone(),
-        shard: command.shard.clone(),
-        start_at: command.start_at,
+        options: settings.bench.clone(),
+        contenders: settings.contenders.clone(),
+        shard: settings.shard.clone(),
+        start_at: settings.start_at,
     };
     let mut measured = Measured {
         results: Vec::new(),
@@ -82,7 +82,7 @@ async fn measure_all(command: &BenchSettings) -> Result<Measured> {
         backends: Vec::new(),
         clock: None,
     };
-    for config in &command.backends {
+    for config in &settings.backends {
         let name = config.label();
         match measure_levels(config, &levels, &Spinners::default()).await {
             Ok(mut m) => {

@@ -12,7 +12,7 @@ use lockbench_workloads::calibration::{Calibration, calibrate};
 
 use crate::cli::CalibrateArgs;
 use crate::failure::Outcome;
-use crate::options::{CalibrateSettings, usage};
+use crate::options::{CalibrateSettings, Refusal};
 use crate::render;
 
 pub fn run(args: &CalibrateArgs) -> Outcome {
@@ -41,7 +41,7 @@ fn write(out: &Path, calibration: &Calibration) -> Result<()> {
         .map(|(name, text)| (folder.join(name), text.as_str()))
         .collect();
     if let Some((taken, _)) = files.iter().find(|(path, _)| path.exists()) {
-        return Err(usage(
+        return Err(Refusal::new(
             &format!("--out {}", out.display()),
             format!(
                 "the samples file {} beside it exists; remove it or choose another --out",

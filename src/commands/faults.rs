@@ -33,15 +33,15 @@ pub fn run(args: &FaultsArgs) -> Outcome {
             ExitCode::FAILURE
         });
     }
-    let command = FaultsSettings::resolve(args)?;
-    let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
+    let settings = FaultsSettings::resolve(args)?;
+    let out = settings.out.as_deref().map(ResultsDir::new).transpose()?;
     let options = LabOptions {
-        backends: command.backends.clone(),
-        resource_url: command.resource_url.clone(),
-        variants: command.variants.clone(),
-        ttl: command.ttl,
-        trials: command.trials,
-        seed: command.seed,
+        backends: settings.backends.clone(),
+        resource_url: settings.resource_url.clone(),
+        variants: settings.variants.clone(),
+        ttl: settings.ttl,
+        trials: settings.trials,
+        seed: settings.seed,
         worker_exe: std::env::current_exe().context("finding the lockbench binary")?,
         redis_server: lockbench_faults::redis_server_on_path(),
     };
@@ -52,10 +52,10 @@ pub fn run(args: &FaultsArgs) -> Outcome {
         .context("starting the async runtime")?;
     let output = runtime.block_on(run_lab(options))?;
     let record = &output.record;
-    render::show(command.json, record, render::fault_matrix)?;
+    render::show(settings.json, record, render::fault_matrix)?;
     let skipped = !record.skipped.is_empty();
     if let Some(out) = out {
-        write_results(out, &command, &output)?;
+        write_results(out, &settings, &output)?;
     }
     Ok(if skipped {
         Exit::Partial.into()
@@ -113,18 +113,18 @@ async fn run_lab(options: LabOptions) -> Result<LabOutput> {
     }
 }
 
-fn write_results(mut out: ResultsDir, command: &FaultsSettings, output: &LabOutput) -> Result<()> {
+fn write_results(mut out: ResultsDir, settings: &FaultsSettings, output: &LabOutput) -> Result<()> {
     out.add(faults::CSV, to_csv(&output.trials))?;
     out.add(faults::EVENTS_CSV, to_csv(&output.events))?;
     out.add(RESULTS_JSON, to_json::<FaultsRecord>(&output.record))?;
-    let servers = shared::server_records(&command.backends);
+    let servers = shared::server_records(&settings.backends);
     let manifest = shared::manifest_with_servers(
         &out,
         "faults",
-        Some(command.seed),
+        Some(settings.seed),
         Vec::new(),
         servers,
-        &command.config_path,
+        &settings.config_path,
     );
     shared::commit(out, manifest)
 }

@@ -12,7 +12,7 @@ use lockbench_workloads::{JobModel, Shard, SimOptions, simulate};
 use crate::cli::ReplayArgs;
 use crate::commands::shared;
 use crate::failure::Outcome;
-use crate::options::{ReplaySettings, usage};
+use crate::options::{Refusal, ReplaySettings};
 use crate::progress::Progress;
 use crate::render;
 use crate::signals::{Interrupted, StopSignals};
@@ -21,53 +21,53 @@ use crate::signals::{Interrupted, StopSignals};
 const TIMEOUT_REPLAYS: u64 = 2_000;
 
 pub fn run(args: &ReplayArgs) -> Outcome {
-    let mut command = ReplaySettings::resolve(args)?;
-    let out = command.out.as_deref().map(ResultsDir::new).transpose()?;
-    let model = JobModel::new(&command.spec, &command.profile, command.scale)?;
+    let mut settings = ReplaySettings::resolve(args)?;
+    let out = settings.out.as_deref().map(ResultsDir::new).transpose()?;
+    let model = JobModel::new(&settings.spec, &settings.profile, settings.scale)?;
     let simulated = simulate(
         &model,
         &SimOptions {
-            replays: command.compare_replays.max(TIMEOUT_REPLAYS),
-            seed: command.live.seed,
+            replays: settings.compare_replays.max(TIMEOUT_REPLAYS),
+            seed: settings.live.seed,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             thresholds: Vec::new(),
             shard: Shard::WHOLE,
         },
         &|_| {},
     );
-    command.live.run_timeout = run_timeout(&command.live, simulated.max());
+    settings.live.run_timeout = run_timeout(&settings.live, simulated.max());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let report = runtime.block_on(replay(&model, &command))?;
+    let report = runtime.block_on(replay(&model, &settings))?;
     let record = report.record(
         &model,
-        &command.live,
+        &settings.live,
         RecordContext {
-            unit: &command.spec.workload.unit,
-            heartbeat: command.heartbeat.clone(),
-            simulated: (command.compare_replays > 0).then_some(&simulated),
+            unit: &settings.spec.workload.unit,
+            heartbeat: settings.heartbeat.clone(),
+            simulated: (settings.compare_replays > 0).then_some(&simulated),
         },
     );
-    render::show(command.json, &record, render::replay_summary)?;
+    render::show(settings.json, &record, render::replay_summary)?;
     for warning in &report.warnings {
         eprintln!("lockbench: replay: note: {warning}");
     }
     if let Some(out) = out {
-        write_results(out, &command, &report, &simulated, &record)?;
+        write_results(out, &settings, &report, &simulated, &record)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-async fn replay(model: &JobModel, command: &ReplaySettings) -> Result<LiveReport> {
-    let live = &command.live;
+async fn replay(model: &JobModel, settings: &ReplaySettings) -> Result<LiveReport> {
+    let live = &settings.live;
     // Listening from here on: a Ctrl-C during the set-up waits for it to finish (it is bounded by
     // connection timeouts), then stops the run before it starts, with the same cleanup.
     let mut signals = StopSignals::listen()?;
     let mut replay = LiveReplay::prepare(model, live)
         .await
-        .map_err(|e| live_error(e, command))?;
+        .map_err(|e| live_error(e, settings))?;
     let progress = Progress::bar(u64::from(live.runs), "runs");
     progress.set_message(format!(
         "{} / {} x{} on {}",
@@ -93,7 +93,7 @@ async fn replay(model: &JobModel, command: &ReplaySettings) -> Result<LiveReport
             Err(Interrupted { by, what }.into())
         }
         Ok(result) => {
-            let report = result.map_err(|e| live_error(e, command))?;
+            let report = result.map_err(|e| live_error(e, settings))?;
             cleaned.context("removing the replay's tables and lock keys")?;
             Ok(report)
         }
@@ -101,11 +101,11 @@ async fn replay(model: &JobModel, command: &ReplaySettings) -> Result<LiveReport
 }
 
 /// What the user can fix is a usage error (exit 2); the rest names the server.
-fn live_error(e: LiveError, command: &ReplaySettings) -> anyhow::Error {
+fn live_error(e: LiveError, settings: &ReplaySettings) -> anyhow::Error {
     match e {
         LiveError::Unsupported { input, message } => {
-            let spec = command.spec.path.display().to_string();
-            usage(input.unwrap_or(&spec), message).into()
+            let spec = settings.spec.path.display().to_string();
+            Refusal::new(input.unwrap_or(&spec), message).into()
         }
         other => anyhow::Error::new(other),
     }
@@ -113,7 +113,7 @@ fn live_error(e: LiveError, command: &ReplaySettings) -> anyhow::Error {
 
 fn write_results(
     out: ResultsDir,
-    command: &ReplaySettings,
+    settings: &ReplaySettings,
     report: &LiveReport,
     simulated: &RuntimeHistogram,
     record: &ReplayRecord,
@@ -134,9 +134,9 @@ fn write_results(
     )?;
     out.add(RESULTS_JSON, to_json(record))?;
     let spec = SpecRecord {
-        path: command.spec.path.display().to_string(),
-        text: command.spec.text.clone(),
+        path: settings.spec.path.display().to_string(),
+        text: settings.spec.text.clone(),
     };
-    let manifest = shared::manifest(&out, "replay", Some(command.live.seed), 2, vec![spec]);
+    let manifest = shared::manifest(&out, "replay", Some(settings.live.seed), 2, vec![spec]);
     shared::commit(out, manifest)
 }

@@ -16,36 +16,36 @@ use crate::progress::Progress;
 use crate::render;
 
 pub fn run(args: &SimulateArgs) -> Outcome {
-    let options = SimulateSettings::resolve(args)?;
-    let specs = options
+    let settings = SimulateSettings::resolve(args)?;
+    let specs = settings
         .specs
         .iter()
         .map(|p| WorkloadSpec::load(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let out = prepare_out(&options.simulation)?;
+    let out = prepare_out(&settings.simulation)?;
     // Compile every model first: a bad profile name or scale fails before any work is done.
     let mut models = Vec::new();
     for spec in &specs {
-        let names: Vec<&str> = if options.profiles.is_empty() {
+        let names: Vec<&str> = if settings.profiles.is_empty() {
             spec.profiles.iter().map(|p| p.name.as_str()).collect()
         } else {
-            options.profiles.iter().map(String::as_str).collect()
+            settings.profiles.iter().map(String::as_str).collect()
         };
         for name in names {
-            for scale in &options.scales {
+            for scale in &settings.scales {
                 models.push((spec, JobModel::new(spec, name, *scale)?));
             }
         }
     }
-    let per_model = options
+    let per_model = settings
         .simulation
         .engine_shard()
-        .replays_of(options.simulation.replays);
+        .replays_of(settings.simulation.replays);
     let progress = Progress::new(per_model * models.len() as u64);
     let started = Instant::now();
     let simulated: Vec<Simulated> = models
         .iter()
-        .map(|(spec, model)| simulate_one(model, spec, &options.simulation, &[], &progress))
+        .map(|(spec, model)| simulate_one(model, spec, &settings.simulation, &[], &progress))
         .collect();
     let elapsed = started.elapsed();
     progress.finish();
@@ -58,21 +58,21 @@ pub fn run(args: &SimulateArgs) -> Outcome {
         .sum();
     let record = SimulationRecord {
         shards: 1,
-        seed: options.simulation.seed,
-        threads: options.simulation.threads,
+        seed: settings.simulation.seed,
+        threads: settings.simulation.threads,
         results: simulated.iter().map(|s| s.row.clone()).collect(),
         latency_samples: samples,
         elapsed_s: elapsed.as_secs_f64(),
         samples_per_s: samples as f64 / elapsed.as_secs_f64().max(1e-9),
     };
-    render::show(options.simulation.json, &record, render::simulation_text)?;
+    render::show(settings.simulation.json, &record, render::simulation_text)?;
     if let Some(out) = out {
         let spec_refs: Vec<&WorkloadSpec> = specs.iter().collect();
         let bytes = to_json(&record);
         write_results(
             out,
             "simulate",
-            &options.simulation,
+            &settings.simulation,
             &spec_refs,
             &simulated,
             bytes,

@@ -17,15 +17,15 @@ use crate::progress::Progress;
 use crate::render;
 
 pub fn run(args: &TtlArgs) -> Outcome {
-    let options = TtlSettings::resolve(args)?;
-    let spec = WorkloadSpec::load(&options.spec)?;
-    let out = prepare_out(&options.simulation)?;
+    let settings = TtlSettings::resolve(args)?;
+    let spec = WorkloadSpec::load(&settings.spec)?;
+    let out = prepare_out(&settings.simulation)?;
     // Past runs are read before anything is simulated, so bad input fails at once.
-    let observed = match &options.observed {
+    let observed = match &settings.observed {
         Some(path) => {
             // Runs that name no profile are the one the TTL is asked for, else the spec's first.
             let profile = spec
-                .profile_or_first(options.profile.as_deref())?
+                .profile_or_first(settings.profile.as_deref())?
                 .name
                 .clone();
             Some((
@@ -37,14 +37,14 @@ pub fn run(args: &TtlArgs) -> Outcome {
     };
     let plan = TtlPlan::new(
         &spec,
-        options.profile.as_deref(),
-        options.target_scale,
-        options.simulation.replays,
-        options.max_lease_risk,
-        options.simulation.shard.is_some(),
+        settings.profile.as_deref(),
+        settings.target_scale,
+        settings.simulation.replays,
+        settings.max_lease_risk,
+        settings.simulation.shard.is_some(),
     )?;
-    let thresholds: Vec<_> = options.current_ttl.into_iter().collect();
-    let shard = options.simulation.engine_shard();
+    let thresholds: Vec<_> = settings.current_ttl.into_iter().collect();
+    let shard = settings.simulation.engine_shard();
     let candidate_replays: u64 = plan
         .candidates
         .iter()
@@ -63,7 +63,7 @@ pub fn run(args: &TtlArgs) -> Outcome {
         let (s, lost) = simulate_priced(
             model,
             &spec,
-            &options.simulation,
+            &settings.simulation,
             &thresholds,
             replays,
             &leases,
@@ -83,7 +83,7 @@ pub fn run(args: &TtlArgs) -> Outcome {
             growth.push(simulate_one(
                 &model,
                 &spec,
-                &options.simulation,
+                &settings.simulation,
                 &[],
                 &progress,
             ));
@@ -91,18 +91,18 @@ pub fn run(args: &TtlArgs) -> Outcome {
     }
     progress.finish();
 
-    let frequency = options
+    let frequency = settings
         .runs_per_year
         .clone()
         .unwrap_or_else(|| spec.frequency());
     let params = TtlOptions {
-        target_scale: options.target_scale,
-        safety_factor: options.safety_factor,
-        current_ttl: options.current_ttl,
+        target_scale: settings.target_scale,
+        safety_factor: settings.safety_factor,
+        current_ttl: settings.current_ttl,
         runs_per_year: frequency.runs_per_year,
         runs_per_year_from: frequency.from,
-        max_lease_risk: options.max_lease_risk,
-        seed: options.simulation.seed,
+        max_lease_risk: settings.max_lease_risk,
+        seed: settings.simulation.seed,
     };
     let runs = TtlRuns {
         candidates: &candidates,
@@ -110,13 +110,13 @@ pub fn run(args: &TtlArgs) -> Outcome {
     };
     let mut recommendation = derive(&spec, &params, runs, curves)?.recommendation;
     // 3. The review trigger, searched by simulation; a shard leaves it to `merge`.
-    if options.simulation.shard.is_none() {
-        search_review_trigger(&spec, &mut recommendation, &options.simulation)?;
+    if settings.simulation.shard.is_none() {
+        search_review_trigger(&spec, &mut recommendation, &settings.simulation)?;
     }
     if let Some((path, runs)) = &observed {
-        let checked = check_model(&spec, path, runs, &options.simulation)?;
+        let checked = check_model(&spec, path, runs, &settings.simulation)?;
         recommendation.model_check = Some(checked.summary());
-        if !checked.record.consistent && options.simulation.json {
+        if !checked.record.consistent && settings.simulation.json {
             eprintln!(
                 "lockbench: ttl: warning: {}",
                 render::rejected_model(&checked.summary())
@@ -126,12 +126,16 @@ pub fn run(args: &TtlArgs) -> Outcome {
     // A whole run writes the candidates, then the growth runs.
     candidates.extend(growth);
     let record = to_json(&recommendation);
-    render::show(options.simulation.json, &recommendation, render::ttl_report)?;
+    render::show(
+        settings.simulation.json,
+        &recommendation,
+        render::ttl_report,
+    )?;
     if let Some(out) = out {
         write_results(
             out,
             "ttl",
-            &options.simulation,
+            &settings.simulation,
             &[&spec],
             &candidates,
             record,

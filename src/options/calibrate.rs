@@ -6,7 +6,7 @@ use lockbench_workloads::WorkloadSpec;
 use lockbench_workloads::calibration::CalibrationOptions;
 use lockbench_workloads::observed::CsvColumns;
 
-use super::parse::{Refusal, usage};
+use super::parse::Refusal;
 use crate::cli::CalibrateArgs;
 
 /// `calibrate`'s flags, checked: what to fit and the spec file to write.
@@ -49,7 +49,7 @@ fn renames(pairs: &[String]) -> Result<Vec<(String, String)>, Refusal> {
             Some((from, to)) if !from.is_empty() && !to.is_empty() => {
                 Ok((from.to_string(), to.to_string()))
             }
-            _ => Err(usage(
+            _ => Err(Refusal::new(
                 "--rename",
                 format!("expected FROM=TO (a span or row name and a step), got \"{p}\""),
             )),
@@ -60,14 +60,20 @@ fn renames(pairs: &[String]) -> Result<Vec<(String, String)>, Refusal> {
 fn check_out(out: &Path) -> Result<(), Refusal> {
     let flag = format!("--out {}", out.display());
     if out.exists() {
-        return Err(usage(&flag, "exists; remove it or choose another file"));
+        return Err(Refusal::new(
+            &flag,
+            "exists; remove it or choose another file",
+        ));
     }
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
     if dir.is_some_and(|d| !d.is_dir()) {
-        return Err(usage(&flag, "its folder does not exist"));
+        return Err(Refusal::new(&flag, "its folder does not exist"));
     }
     if out.file_stem().is_none() {
-        return Err(usage(&flag, "expected a file name such as calibrated.toml"));
+        return Err(Refusal::new(
+            &flag,
+            "expected a file name such as calibrated.toml",
+        ));
     }
     Ok(())
 }

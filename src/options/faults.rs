@@ -6,7 +6,7 @@ use std::time::Duration;
 use lockbench_faults::{Design, Variant};
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::parse::{Refusal, configured_backend, read_config, resolve_seed, usage, whole_in};
+use super::parse::{Refusal, configured_backend, read_config, resolve_seed, whole_in};
 use crate::cli::FaultsArgs;
 
 /// Most trials per cell: each takes a few TTLs.
@@ -45,7 +45,7 @@ impl FaultsSettings {
         let mut variants = Vec::new();
         for name in &args.scenarios {
             let picked = Variant::select(name).ok_or_else(|| {
-                usage(
+                Refusal::new(
                     "--scenario",
                     format!(
                         "unknown scenario \"{name}\"; expected one of: {}",
@@ -77,7 +77,7 @@ impl FaultsSettings {
                 })
                 .collect();
             what.dedup();
-            return Err(usage(
+            return Err(Refusal::new(
                 "--scenario",
                 format!(
                     "nothing to run: {} (memory, the in-process baseline, takes no faults)",
@@ -92,7 +92,7 @@ impl FaultsSettings {
             .find_map(|k| configs.iter().find(|c| c.kind == *k))
             .and_then(|c| c.urls.first().cloned())
             .ok_or_else(|| {
-                usage(
+                Refusal::new(
                     "--config",
                     format!(
                         "{}: the fault lab's protected resource is a Postgres table; configure [backends.pg-session] with a Postgres URL",
@@ -100,9 +100,10 @@ impl FaultsSettings {
                     ),
                 )
             })?;
-        let ttl = lockbench_workloads::duration::parse(&args.ttl).map_err(|m| usage("--ttl", m))?;
+        let ttl = lockbench_workloads::duration::parse(&args.ttl)
+            .map_err(|m| Refusal::new("--ttl", m))?;
         if ttl < Duration::from_millis(200) || ttl > Duration::from_secs(60) {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--ttl",
                 format!(
                     "expected 200ms to 60s (each trial lasts a few TTLs), got \"{}\"",

@@ -18,11 +18,13 @@ pub struct Refusal {
     message: String,
 }
 
-/// A refusal of `place` (a flag, a file): see [`Refusal`].
-pub fn usage(place: &str, message: impl Into<String>) -> Refusal {
-    Refusal {
-        place: place.to_string(),
-        message: message.into(),
+impl Refusal {
+    /// A refusal of `place` (a flag, a file), saying what was expected.
+    pub fn new(place: &str, message: impl Into<String>) -> Self {
+        Refusal {
+            place: place.to_string(),
+            message: message.into(),
+        }
     }
 }
 
@@ -34,13 +36,13 @@ pub(super) fn parse_number<T: std::str::FromStr>(
     text.trim()
         .replace('_', "")
         .parse()
-        .map_err(|_| usage(flag, format!("expected {expected}, got \"{text}\"")))
+        .map_err(|_| Refusal::new(flag, format!("expected {expected}, got \"{text}\"")))
 }
 
 pub(super) fn parse_scale(flag: &str, text: &str) -> Result<f64, Refusal> {
     let x: f64 = parse_number(flag, text, "a volume multiplier such as 1 or 10")?;
     if !(x.is_finite() && x > 0.0 && x <= MAX_SCALE) {
-        return Err(usage(
+        return Err(Refusal::new(
             flag,
             format!("expected a multiplier above 0 and at most {MAX_SCALE}, got {text}"),
         ));
@@ -83,7 +85,7 @@ where
     if range.contains(&n) {
         Ok(n)
     } else {
-        Err(usage(
+        Err(Refusal::new(
             flag,
             format!("expected {} to {}, got {n}", range.start(), range.end()),
         ))
@@ -95,7 +97,7 @@ pub(super) fn read_config(path: &std::path::Path) -> Result<(String, Vec<Backend
     let text =
         lockbench_core::input::read_input_text(path, lockbench_core::input::InputKind::Config)
             .map_err(|e| {
-                usage(
+                Refusal::new(
                     "--config",
                     format!(
                         "{}: {e}; the default lockbench.toml sits at the repository root",
@@ -108,7 +110,7 @@ pub(super) fn read_config(path: &std::path::Path) -> Result<(String, Vec<Backend
 }
 
 pub(super) fn config_error(path: &std::path::Path, e: lockbench_locks::ConfigError) -> Refusal {
-    usage("--config", format!("{}: {e}", path.display()))
+    Refusal::new("--config", format!("{}: {e}", path.display()))
 }
 
 /// `--backend NAME`: the backend of that name in the config (`redis-fair`: its Redis entry with
@@ -120,11 +122,11 @@ pub(super) fn configured_backend(
 ) -> Result<BackendConfig, Refusal> {
     match BackendConfig::select(configs, name) {
         Some(Some(config)) => Ok(config),
-        Some(None) => Err(usage(
+        Some(None) => Err(Refusal::new(
             "--backend",
             format!("{name} is not configured in {}", path.display()),
         )),
-        None => Err(usage(
+        None => Err(Refusal::new(
             "--backend",
             format!(
                 "unknown backend \"{name}\"; expected one of: {}, {}",
@@ -136,9 +138,9 @@ pub(super) fn configured_backend(
 }
 
 pub(super) fn positive_duration(flag: &str, text: &str) -> Result<Duration, Refusal> {
-    let d = lockbench_workloads::duration::parse(text).map_err(|m| usage(flag, m))?;
+    let d = lockbench_workloads::duration::parse(text).map_err(|m| Refusal::new(flag, m))?;
     if d.is_zero() {
-        return Err(usage(flag, "expected a duration above zero"));
+        return Err(Refusal::new(flag, "expected a duration above zero"));
     }
     Ok(d)
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use lockbench_workloads::MAX_REPLAYS;
 
 use super::parse::{
-    config_error, configured_backend, parse_number, parse_scale, positive_duration, read_config,
-    resolve_seed, usage, whole_in,
+    Refusal, config_error, configured_backend, parse_number, parse_scale, positive_duration,
+    read_config, resolve_seed, whole_in,
 };
 use crate::cli::ReplayArgs;
 
@@ -54,7 +54,7 @@ impl ReplaySettings {
         let database = lockbench_locks::replay_database(&text)
             .map_err(|e| config_error(&args.config, e))?
             .ok_or_else(|| {
-                usage(
+                Refusal::new(
                     "--config",
                     format!(
                         "{} names no Postgres for the replay's tables; add [replay] database = \"postgres://...\"",
@@ -69,7 +69,7 @@ impl ReplaySettings {
             "a factor such as 0.05 (1 s of the job takes 50 ms)",
         )?;
         if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= 1.0) {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--time-scale",
                 format!(
                     "expected a factor above 0 and at most 1, got {}",
@@ -87,7 +87,7 @@ impl ReplaySettings {
             "a whole number of simulated replays",
         )?;
         if compare_replays > MAX_REPLAYS {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--compare-replays",
                 format!("expected at most {MAX_REPLAYS}, got {compare_replays}"),
             )

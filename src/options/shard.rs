@@ -4,7 +4,7 @@
 
 use lockbench_core::ShardRecord;
 
-use super::parse::{Refusal, usage};
+use super::parse::Refusal;
 
 /// The variables through which an engine makes a process a shard (`run`, which is not split,
 /// removes them from its steps).
@@ -28,7 +28,7 @@ pub fn resolve(
 ) -> Result<Option<ShardRecord>, Refusal> {
     let Some((index, count, from)) = place(flag, env)? else {
         if let Some(id) = run_id {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--run-id",
                 format!(
                     "`{id}` names the run of a sharded run, but this run is not split: give --shard I/N too"
@@ -43,7 +43,7 @@ pub fn resolve(
     {
         Some(id) => id,
         None => {
-            return Err(usage(
+            return Err(Refusal::new(
                 "--run-id",
                 format!(
                     "shard {index}/{count} ({from}) needs the run id its shards share, for `lockbench merge`: give --run-id ID or set LOCKBENCH_RUN_ID"
@@ -57,7 +57,7 @@ pub fn resolve(
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
-        return Err(usage(
+        return Err(Refusal::new(
             "--run-id",
             format!("expected 1 to 64 letters, digits, '-', '_' or '.', got `{run_id}`"),
         ));
@@ -76,7 +76,7 @@ fn place(
 ) -> Result<Option<(u64, u64, &'static str)>, Refusal> {
     if let Some(text) = flag {
         let bad = || {
-            usage(
+            Refusal::new(
                 "--shard",
                 format!(
                     "expected I/N with 0 <= I < N <= {MAX_SHARDS} (shard I of N, from 0), got `{text}`"
@@ -95,7 +95,7 @@ fn place(
     }
     let number = |name: &str, value: String| -> Result<u64, Refusal> {
         value.trim().parse().map_err(|_| {
-            usage(
+            Refusal::new(
                 name,
                 format!("expected a whole number in the environment, got `{value}`"),
             )
@@ -104,7 +104,7 @@ fn place(
     if let Some(index) = env("JOB_COMPLETION_INDEX") {
         let index = number("JOB_COMPLETION_INDEX", index)?;
         let count = env("LOCKBENCH_SHARDS").ok_or_else(|| {
-            usage(
+            Refusal::new(
                 "LOCKBENCH_SHARDS",
                 "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job), so this is a shard: set LOCKBENCH_SHARDS to the Job's completions, or give --shard I/N",
             )
@@ -121,7 +121,7 @@ fn place(
         let id = number("SLURM_ARRAY_TASK_ID", id)?;
         let count = number("SLURM_ARRAY_TASK_COUNT", count)?;
         let index = id.checked_sub(first).ok_or_else(|| {
-            usage(
+            Refusal::new(
                 "SLURM_ARRAY_TASK_ID",
                 format!("{id} is below SLURM_ARRAY_TASK_MIN {first}"),
             )
@@ -141,7 +141,7 @@ fn checked(
     from: &'static str,
 ) -> Result<Option<(u64, u64, &'static str)>, Refusal> {
     if count == 0 || count > MAX_SHARDS || index >= count {
-        return Err(usage(
+        return Err(Refusal::new(
             from,
             format!("shard {index} of {count}: expected 0 <= index < count <= {MAX_SHARDS}"),
         ));
@@ -152,7 +152,7 @@ fn checked(
 /// `bench --start-at`: an RFC 3339 time (`2026-12-01T15:00:00Z`), which must lie ahead.
 pub fn start_at(text: &str) -> Result<std::time::SystemTime, Refusal> {
     let at = humantime::parse_rfc3339_weak(text).map_err(|e| {
-        usage(
+        Refusal::new(
             "--start-at",
             format!(
                 "expected a time such as 2026-12-01T15:00:00Z (RFC 3339, UTC), got `{text}` ({e})"
@@ -160,7 +160,7 @@ pub fn start_at(text: &str) -> Result<std::time::SystemTime, Refusal> {
         )
     })?;
     if at <= std::time::SystemTime::now() {
-        return Err(usage(
+        return Err(Refusal::new(
             "--start-at",
             format!("{text} has passed: every shard must be started before it"),
         ));
@@ -181,7 +181,7 @@ pub fn bench(
     })?;
     let start_at = args.start_at.as_deref().map(start_at).transpose()?;
     if start_at.is_some() && backends != 1 {
-        return Err(usage(
+        return Err(Refusal::new(
             "--backend",
             format!(
                 "--start-at puts every shard on one schedule, one backend at a time: give one --backend (this config has {backends})"
@@ -196,7 +196,7 @@ pub fn bench(
         shard.index, shard.count, shard.run_id
     );
     let Some(at) = start_at else {
-        return Err(usage(
+        return Err(Refusal::new(
             "--start-at",
             format!(
                 "{what}: shards contend as one run only if they measure together: give --start-at TIME (RFC 3339, e.g. 2026-12-01T15:00:00Z), the same for every shard"
@@ -204,7 +204,7 @@ pub fn bench(
         ));
     };
     if ends_by_count {
-        return Err(usage(
+        return Err(Refusal::new(
             "--ops",
             format!("{what}: shards end together by time: give --duration, not --ops"),
         ));
