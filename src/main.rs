@@ -6,6 +6,7 @@ mod commands;
 mod exit;
 mod failure;
 mod options;
+mod output;
 mod progress;
 mod render;
 mod signals;

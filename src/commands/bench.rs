@@ -9,10 +9,10 @@ use lockbench_core::ResultsDir;
 use lockbench_core::records::bench::{BackendFacts, BenchFailure, BenchRecord};
 
 use crate::cli::BenchArgs;
-use crate::commands::shared;
 use crate::exit::Exit;
 use crate::failure::Outcome;
 use crate::options::BenchSettings;
+use crate::output;
 use crate::progress::Progress;
 use crate::render;
 
@@ -43,15 +43,15 @@ pub fn run(args: &BenchArgs) -> Outcome {
     render::show(settings.json, &record, |r| render::bench_table(&r.results))?;
     let failed = !record.failed.is_empty();
     if let Some(out) = out {
-        shared::write_bench_results(out, &measured.results, &record, |out| {
-            let servers = shared::server_records(&settings.backends);
+        output::write_bench_results(out, &measured.results, &record, |out| {
+            let servers = output::server_records(&settings.backends);
             lockbench_core::Manifest {
                 shard: settings.shard.clone().map(|mut s| {
                     s.clock_offset_ms = measured.clock.map(|c| c.0);
                     s.clock_rtt_ms = measured.clock.map(|c| c.1);
                     s
                 }),
-                ..shared::manifest_with_servers(
+                ..output::manifest_with_servers(
                     out,
                     "bench",
                     None,

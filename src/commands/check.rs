@@ -8,9 +8,9 @@ use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
 use lockbench_workloads::observed::read_runs;
 
 use crate::cli::CheckArgs;
-use crate::commands::shared::{check_model, commit, manifest, prepare_out};
 use crate::failure::Outcome;
 use crate::options::CheckSettings;
+use crate::output::{check_model, commit, manifest, prepare_out};
 use crate::render;
 
 pub fn run(args: &CheckArgs) -> Outcome {

@@ -9,10 +9,10 @@ use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
 use lockbench_faults::{FaultLab, LabOptions, LabOutput};
 
 use crate::cli::FaultsArgs;
-use crate::commands::shared;
 use crate::exit::Exit;
 use crate::failure::Outcome;
 use crate::options::FaultsSettings;
+use crate::output;
 use crate::progress::Progress;
 use crate::render;
 use crate::signals::{Interrupted, StopSignals};
@@ -117,8 +117,8 @@ fn write_results(mut out: ResultsDir, settings: &FaultsSettings, output: &LabOut
     out.add(faults::CSV, to_csv(&output.trials))?;
     out.add(faults::EVENTS_CSV, to_csv(&output.events))?;
     out.add(RESULTS_JSON, to_json::<FaultsRecord>(&output.record))?;
-    let servers = shared::server_records(&settings.backends);
-    let manifest = shared::manifest_with_servers(
+    let servers = output::server_records(&settings.backends);
+    let manifest = output::manifest_with_servers(
         &out,
         "faults",
         Some(settings.seed),
@@ -126,5 +126,5 @@ fn write_results(mut out: ResultsDir, settings: &FaultsSettings, output: &LabOut
         servers,
         &settings.config_path,
     );
-    shared::commit(out, manifest)
+    output::commit(out, manifest)
 }

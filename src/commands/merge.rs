@@ -22,9 +22,9 @@ use lockbench_core::{Manifest, ResultsDir, ShardOrigin};
 use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::MergeArgs;
-use crate::commands::shared::{self, Simulated, write_bench_results, write_results};
 use crate::failure::Outcome;
 use crate::options::SimulationSettings;
+use crate::output::{self, Simulated, write_bench_results, write_results};
 use crate::render;
 
 pub fn run(args: &MergeArgs) -> Outcome {
@@ -42,7 +42,7 @@ pub fn run(args: &MergeArgs) -> Outcome {
             backends: m.backends.clone(),
             config: m.config.clone(),
             merged_from: set.origins(),
-            ..shared::manifest(out, "bench", None, 0, Vec::new())
+            ..output::manifest(out, "bench", None, 0, Vec::new())
         })?;
         say_merged(&set);
         return Ok(ExitCode::SUCCESS);
@@ -114,7 +114,7 @@ pub fn run(args: &MergeArgs) -> Outcome {
             let mut recommendation = derived.recommendation;
             // The search is adaptive, so no shard can run a part of it: it runs here, whole, with
             // the run's seed and replays, as the whole run did.
-            shared::search_review_trigger(&specs[0], &mut recommendation, &simulation)?;
+            output::search_review_trigger(&specs[0], &mut recommendation, &simulation)?;
             // What a whole run writes: the candidates and the chosen profile's growth runs.
             let n = candidates.len();
             let (below, above) = (derived.below + n, derived.above + n);

@@ -15,5 +15,3 @@ pub mod shell;
 pub mod simulate;
 pub mod ttl;
 pub mod validate;
-
-pub mod shared;

@@ -10,9 +10,9 @@ use lockbench_replay::{LiveError, LiveReplay, LiveReport, RecordContext, run_tim
 use lockbench_workloads::{JobModel, Shard, SimOptions, simulate};
 
 use crate::cli::ReplayArgs;
-use crate::commands::shared;
 use crate::failure::Outcome;
 use crate::options::{Refusal, ReplaySettings};
+use crate::output;
 use crate::progress::Progress;
 use crate::render;
 use crate::signals::{Interrupted, StopSignals};
@@ -137,6 +137,6 @@ fn write_results(
         path: settings.spec.path.display().to_string(),
         text: settings.spec.text.clone(),
     };
-    let manifest = shared::manifest(&out, "replay", Some(settings.live.seed), 2, vec![spec]);
-    shared::commit(out, manifest)
+    let manifest = output::manifest(&out, "replay", Some(settings.live.seed), 2, vec![spec]);
+    output::commit(out, manifest)
 }

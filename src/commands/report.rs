@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use lockbench_core::ResultsDir;
 
 use crate::cli::ReportArgs;
-use crate::commands::shared;
 use crate::failure::Outcome;
+use crate::output;
 
 pub fn run(args: &ReportArgs) -> Outcome {
     let out = match &args.out {
@@ -14,6 +14,6 @@ pub fn run(args: &ReportArgs) -> Outcome {
         None => args.dirs[0].join("report"),
     };
     let out = ResultsDir::new(&out)?;
-    shared::write_report(&args.dirs, out, true)?;
+    output::write_report(&args.dirs, out, true)?;
     Ok(ExitCode::SUCCESS)
 }

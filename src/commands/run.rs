@@ -102,7 +102,7 @@ pub fn run(args: &MainJobArgs) -> Outcome {
     });
     match outcome {
         Ok(skipped) => {
-            crate::commands::shared::write_report(
+            crate::output::write_report(
                 std::slice::from_ref(&staging),
                 ResultsDir::new(&staging.join("report"))?,
                 false,
@@ -196,7 +196,7 @@ async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<Exit> {
     let mut child =
         lockbench_faults::with_parent_death_signal(&mut command, rustix::process::Signal::TERM)
             .args(args)
-            .env(crate::commands::shared::STAGED, "1")
+            .env(crate::output::STAGED, "1")
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("running lockbench {}", args.join(" ")))?;

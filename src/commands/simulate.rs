@@ -9,9 +9,9 @@ use lockbench_core::records::to_json;
 use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::SimulateArgs;
-use crate::commands::shared::{Simulated, prepare_out, simulate_one, write_results};
 use crate::failure::Outcome;
 use crate::options::SimulateSettings;
+use crate::output::{Simulated, prepare_out, simulate_one, write_results};
 use crate::progress::Progress;
 use crate::render;
 

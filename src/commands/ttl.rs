@@ -8,11 +8,11 @@ use lockbench_workloads::observed::read_runs;
 use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::TtlArgs;
-use crate::commands::shared::{
-    check_model, prepare_out, search_review_trigger, simulate_one, simulate_priced, write_results,
-};
 use crate::failure::Outcome;
 use crate::options::TtlSettings;
+use crate::output::{
+    check_model, prepare_out, search_review_trigger, simulate_one, simulate_priced, write_results,
+};
 use crate::progress::Progress;
 use crate::render;
 

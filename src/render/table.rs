@@ -30,3 +30,8 @@ pub(super) fn table(header: &[&str], rows: &[Vec<String>], text_columns: usize) 
     }
     out
 }
+
+/// A figure in seconds as a duration (zero for one that is negative or not finite).
+pub(super) fn seconds(s: f64) -> std::time::Duration {
+    std::time::Duration::try_from_secs_f64(s).unwrap_or_default()
+}

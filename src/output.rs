@@ -1,6 +1,7 @@
-//! What the commands share: one model simulated with progress (simulate, ttl, check), the model
-//! check against past runs (check, ttl --observed), and a results directory assembled and
-//! committed (its manifest, the simulate and bench files).
+//! The binary's output layer, where bytes go, shared by the commands: one model simulated with
+//! progress (simulate, ttl, check), the model check against past runs (check, ttl --observed), a
+//! review trigger searched, and a results directory assembled and committed (its manifest, the
+//! simulate and bench files, the report).
 
 use std::path::Path;
 

@@ -1,0 +1,188 @@
+//! `bench`'s flags resolved and checked: contention levels, load, wait mode, backends.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use lockbench_bench::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
+use lockbench_locks::BackendConfig;
+
+use super::parse::{Refusal, configured_backend, parse_number, positive_duration, read_config};
+use super::shard;
+use crate::cli::BenchArgs;
+
+/// Options of `bench`.
+#[derive(Clone, Debug)]
+pub struct BenchSettings {
+    pub backends: Vec<BackendConfig>,
+    pub contenders: Vec<usize>,
+    pub bench: BenchOptions,
+    pub json: bool,
+    pub out: Option<PathBuf>,
+    pub config_path: PathBuf,
+    /// This process's shard of a benchmark split over several; `None` for a whole run.
+    pub shard: Option<lockbench_core::ShardRecord>,
+    /// When the measured part starts (`--start-at`).
+    pub start_at: Option<std::time::SystemTime>,
+}
+
+/// Most contenders in one run: each holds a connection or session of its own.
+const MAX_CONTENDERS: usize = 256;
+
+impl BenchSettings {
+    /// Checks `bench`'s flags and reads the config file.
+    pub fn resolve(args: &BenchArgs) -> Result<Self, Refusal> {
+        let (_, configs) = read_config(&args.config)?;
+        let backends = if args.backends.is_empty() {
+            configs
+        } else {
+            args.backends
+                .iter()
+                .map(|name| configured_backend(&configs, name, &args.config))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        let contenders = args
+            .contenders
+            .split(',')
+            .map(|part| {
+                let n: usize = parse_number(
+                    "--contenders",
+                    part,
+                    "comma-separated whole numbers such as 1,4,16",
+                )?;
+                if (1..=MAX_CONTENDERS).contains(&n) {
+                    Ok(n)
+                } else {
+                    Err(Refusal::new(
+                        "--contenders",
+                        format!("expected 1 to {MAX_CONTENDERS} contenders, got {n}"),
+                    ))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ops = match &args.ops {
+            Some(text) => {
+                let n: u64 = parse_number("--ops", text, "a whole number of acquisitions")?;
+                if n == 0 {
+                    return Err(Refusal::new("--ops", "expected at least 1"));
+                }
+                Some(n)
+            }
+            None => None,
+        };
+        let duration = match (&args.duration, ops) {
+            (Some(_), Some(_)) => {
+                return Err(Refusal::new(
+                    "--ops",
+                    "--ops and --duration are two ways to end a run: give --ops N (each run stops after N acquisitions, within 60 s) or --duration D (each run measures for D), not both",
+                ));
+            }
+            (Some(text), None) => positive_duration("--duration", text)?,
+            (None, Some(_)) => Duration::from_secs(60),
+            (None, None) => Duration::from_secs(5),
+        };
+        if duration > Duration::from_secs(3600) {
+            return Err(Refusal::new("--duration", "expected at most 1h per run"));
+        }
+        let mode = match &args.rate {
+            Some(text) => {
+                let rate: f64 = parse_number("--rate", text, "arrivals per second such as 1000")?;
+                if !(rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0) {
+                    return Err(Refusal::new(
+                        "--rate",
+                        format!("expected 0 < rate <= 1000000 per second, got {text}"),
+                    ));
+                }
+                LoadMode::Open { rate_per_s: rate }
+            }
+            None => LoadMode::Closed,
+        };
+        let keys = match args.keys.as_str() {
+            "one" => KeyMode::One,
+            "many" => KeyMode::Many,
+            other => {
+                return Err(Refusal::new(
+                    "--keys",
+                    format!("expected \"one\" or \"many\", got \"{other}\""),
+                ));
+            }
+        };
+        let parse = |flag: &str, text: &str| {
+            lockbench_workloads::duration::parse(text).map_err(|m| Refusal::new(flag, m))
+        };
+        let bench = BenchOptions {
+            mode,
+            keys,
+            ops,
+            duration,
+            warmup: parse("--warmup", &args.warmup)?,
+            hold: parse("--hold", &args.hold)?,
+            ttl: positive_duration("--ttl", &args.ttl)?,
+            wait: positive_duration("--wait", &args.wait)?,
+            wait_mode: match args.wait_mode.as_str() {
+                "native" => WaitMode::Native,
+                "poll" => WaitMode::Poll,
+                other => {
+                    return Err(Refusal::new(
+                        "--wait-mode",
+                        format!("expected \"native\" or \"poll\", got \"{other}\""),
+                    ));
+                }
+            },
+            poll: poll_policy(&args.poll)?,
+            renew: !args.no_renew,
+            max_in_flight: 1024,
+            ..BenchOptions::default()
+        };
+        let (shard, start_at) = shard::bench(args, ops.is_some(), backends.len())?;
+        if bench.warmup > Duration::from_secs(3600) {
+            return Err(Refusal::new("--warmup", "expected at most 1h"));
+        }
+        if let (Some(s), LoadMode::Open { .. }) = (&shard, mode)
+            && let Some(&few) = contenders.iter().find(|&&c| (c as u64) < s.count)
+        {
+            return Err(Refusal::new(
+                "--contenders",
+                format!(
+                    "an open loop over {} shards needs a client in every shard: {few} clients leave some shards' arrivals unsent; give at least {}",
+                    s.count, s.count
+                ),
+            ));
+        }
+        let mut command = BenchSettings {
+            backends,
+            contenders,
+            bench,
+            json: args.json,
+            out: args.out.clone(),
+            config_path: args.config.clone(),
+            shard,
+            start_at,
+        };
+        let settings = command.shard_settings();
+        if let Some(shard) = &mut command.shard {
+            shard.settings = settings;
+        }
+        Ok(command)
+    }
+}
+
+/// `--poll MIN..MAX`: two durations, MIN above zero and at most MAX, MAX at most 1 s.
+fn poll_policy(text: &str) -> Result<PollPolicy, Refusal> {
+    let Some((first, max)) = text.split_once("..") else {
+        return Err(Refusal::new(
+            "--poll",
+            format!("expected MIN..MAX such as 1ms..20ms, got \"{text}\""),
+        ));
+    };
+    let (first, max) = (
+        positive_duration("--poll", first)?,
+        positive_duration("--poll", max)?,
+    );
+    if first > max || max > Duration::from_secs(1) {
+        return Err(Refusal::new(
+            "--poll",
+            format!("expected MIN <= MAX <= 1s, got \"{text}\""),
+        ));
+    }
+    Ok(PollPolicy { first, max })
+}

@@ -1,0 +1,173 @@
+//! `ttl`'s recommendation as people read it.
+
+use std::fmt::Write as _;
+
+use lockbench_analysis::{ALERT_SHARE, TtlRecommendation, describe_trigger, heartbeat_derivation};
+use lockbench_core::records::tail_samples_needed;
+use lockbench_core::{
+    format_chance, format_count, format_duration, format_long, format_readable, format_seconds,
+};
+
+use super::table::seconds;
+
+/// The `ttl` recommendation, each figure with how it was derived.
+pub fn ttl_report(r: &TtlRecommendation) -> String {
+    let mut o = String::new();
+    let unit = &r.unit;
+    if let Some(check) = r.model_check.as_ref().filter(|c| !c.consistent) {
+        let _ = writeln!(o, "WARNING: {}", rejected_model(check));
+    }
+    let _ = writeln!(
+        o,
+        "TTL for {} at scale {} ({} {unit}), profile {}",
+        r.workload,
+        r.target_scale,
+        format_count(r.target_volume),
+        r.profile
+    );
+    if let Some(check) = r.model_check.as_ref().filter(|c| c.consistent) {
+        let _ = writeln!(
+            o,
+            "  model checked against {} past runs in {}: {}",
+            format_count(check.runs),
+            check.observed,
+            check.verdict
+        );
+    }
+    if r.profiles_considered.len() > 1 {
+        let list: Vec<String> = r
+            .profiles_considered
+            .iter()
+            .map(|p| format!("{} {}", p.profile, format_readable(p.p999)))
+            .collect();
+        let _ = writeln!(o, "  chosen as the highest P99.9 of: {}", list.join(", "));
+    }
+    let _ = writeln!(
+        o,
+        "  seed {}, {} replays per scale\n",
+        r.seed,
+        format_count(r.replays)
+    );
+
+    let ci = format!(
+        "95% CI {} - {}{}",
+        format_seconds(seconds(r.p999_ci_s[0])),
+        format_seconds(seconds(r.p999_ci_s[1])),
+        if r.p999_ci_open {
+            " (upper end unbounded)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        o,
+        "  measured P99.9 runtime   {}   ({ci})",
+        format_long(r.measured_p999)
+    );
+    let _ = writeln!(o, "  safety factor            {}", r.safety_factor);
+    let _ = writeln!(
+        o,
+        "  fixed TTL                {}   = measured P99.9 x safety factor",
+        format_long(r.ttl)
+    );
+    if r.replays < tail_samples_needed(0.999) {
+        let _ = writeln!(
+            o,
+            "  warning: {} replays are too few for P99.9; use --replays {} or more",
+            format_count(r.replays),
+            tail_samples_needed(0.999)
+        );
+    }
+
+    let hb = &r.heartbeat;
+    let _ = writeln!(
+        o,
+        "\n  heartbeat alternative (for jobs whose runtime has no safe bound)"
+    );
+    let derivation = heartbeat_derivation(hb);
+    let _ = writeln!(
+        o,
+        "    lease TTL              {}   = {}",
+        format_duration(hb.lease_ttl),
+        derivation.lease
+    );
+    // A priced lease (the only kind with a risk line) always has its chance.
+    if let (Some(risk), Some(p)) = (&derivation.risk, hb.p_lease_lost) {
+        let _ = writeln!(
+            o,
+            "    lease risk per run     {}   {risk}",
+            format_chance(p)
+        );
+    }
+    if let Some(closed) = &derivation.closed_form {
+        let _ = writeln!(o, "    closed form            {closed}");
+    }
+    let _ = writeln!(
+        o,
+        "    renewal interval       {}   = {}",
+        format_duration(hb.renewal_interval),
+        derivation.renewal
+    );
+    let _ = writeln!(
+        o,
+        "    give up after          {}   = {}",
+        format_duration(hb.give_up_after),
+        derivation.give_up
+    );
+    let _ = writeln!(
+        o,
+        "    a crashed holder frees the lock within {}; the last third of the lease covers the renewal round trip and clock drift",
+        format_duration(hb.lease_ttl)
+    );
+
+    let _ = writeln!(
+        o,
+        "\n  alert threshold          {}   = {:.0} % of the TTL: a run holding the lock longer is investigated",
+        format_long(r.alert_hold),
+        ALERT_SHARE * 100.0
+    );
+    let (mut trigger, how) = describe_trigger(r);
+    if r.review_trigger_volume.is_some_and(|v| v > r.target_volume) {
+        trigger = format!("re-derive before volume exceeds {trigger}");
+    }
+    let _ = writeln!(
+        o,
+        "  review trigger           {trigger}\n                           {how}"
+    );
+    if let Some(c) = &r.current_ttl {
+        let _ = writeln!(o, "\n  current TTL {}", format_duration(c.ttl));
+        let _ = writeln!(
+            o,
+            "    chance per run that the job outlives it   {}   (95% upper bound {}; {} of {} replays)",
+            format_chance(c.p_exceed),
+            format_chance(c.p_exceed_upper95),
+            format_count(c.replays_exceeding),
+            format_count(r.replays)
+        );
+        let _ = writeln!(
+            o,
+            "    expected double executions per year       {:.3}   (upper bound {:.3}; {}, a second worker waiting)",
+            c.expected_double_runs_per_year,
+            c.expected_double_runs_per_year_upper95,
+            r.runs_per_year_from.runs_a_year(r.runs_per_year)
+        );
+        if c.ttl < r.ttl {
+            let _ = writeln!(
+                o,
+                "    it is shorter than the recommended {}",
+                format_long(r.ttl)
+            );
+        }
+    }
+    o
+}
+
+/// The first line of a TTL whose model the observed runs reject.
+pub fn rejected_model(check: &lockbench_core::records::model::ModelCheck) -> String {
+    format!(
+        "the model behind this TTL is rejected by the {} past runs in {}: {}. The figures below come from that model; recalibrate the spec (lockbench calibrate) before filing them",
+        format_count(check.runs),
+        check.observed,
+        check.verdict
+    )
+}
