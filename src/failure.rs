@@ -124,7 +124,7 @@ classified! {
     lockbench_bench::NotReady => |_| Some(Exit::NotReady),
     // Failures, nothing more.
     std::io::Error => |_| None,
-    lockbench_analysis::MissingRun => |_| None,
+    lockbench_analysis::MissingSimulation => |_| None,
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use lockbench_core::records::simulate::SimulationCsvRow;
 use lockbench_core::records::ttl::TtlRecommendation;
 use serde::Serialize;
 
-use crate::report::{Evidence, ReportError};
+use crate::report::{Inputs, ReportError};
 
 /// The frames of one set of results directories.
 pub struct Frames {
@@ -304,7 +304,7 @@ fn fault_frame(rows: &[&FaultCell]) -> Frame {
 /// Loads the frames of `dirs` (results directories or folders of them), every file read through
 /// its record.
 pub fn load_frames(dirs: &[PathBuf]) -> Result<Frames, ReportError> {
-    let evidence: Evidence = crate::report::load(dirs)?;
+    let evidence: Inputs = crate::report::load(dirs)?;
     let runtime_rows: Vec<&SimulationCsvRow> = evidence
         .simulations
         .iter()

@@ -39,4 +39,6 @@ pub use ttl::{
     ALERT_SHARE, DEFAULT_SAFETY_FACTOR, MIN_LEASE, TtlInputs, exceedance, heartbeat,
     heartbeat_derivation, heartbeat_with_lease, recommend, review_scales,
 };
-pub use ttl_plan::{Derived, MissingRun, Simulated, TtlOptions, TtlPlan, TtlRuns, derive};
+pub use ttl_plan::{
+    Derived, MissingSimulation, Simulated, TtlOptions, TtlPlan, TtlSimulations, derive,
+};

@@ -184,14 +184,14 @@ fn worst(candidates: &[Simulated]) -> usize {
 
 /// The runs a recommendation is derived from.
 #[derive(Clone, Copy, Debug)]
-pub struct TtlRuns<'a> {
+pub struct TtlSimulations<'a> {
     /// Every candidate profile at the target scale (counted above the current TTL).
     pub candidates: &'a [Simulated],
     /// Profiles at half and double the target: the worst candidate's at least.
     pub growth: &'a [Simulated],
 }
 
-/// A recommendation and which growth runs it used (indexes into [`TtlRuns::growth`]): a whole
+/// A recommendation and which growth runs it used (indexes into [`TtlSimulations::growth`]): a whole
 /// run writes the candidates, then the chosen profile below and above the target.
 #[derive(Clone, Debug)]
 pub struct Derived {
@@ -203,7 +203,7 @@ pub struct Derived {
 /// The growth runs lack the worst candidate at half or double the target.
 #[derive(Debug, thiserror::Error)]
 #[error("no run of profile {profile} at scale {scale}")]
-pub struct MissingRun {
+pub struct MissingSimulation {
     pub profile: String,
     pub scale: f64,
 }
@@ -213,9 +213,9 @@ pub struct MissingRun {
 pub fn derive(
     spec: &WorkloadSpec,
     params: &TtlOptions,
-    runs: TtlRuns<'_>,
+    runs: TtlSimulations<'_>,
     curves: Vec<LeaseCurve>,
-) -> Result<Derived, MissingRun> {
+) -> Result<Derived, MissingSimulation> {
     let worst = &runs.candidates[worst(runs.candidates)];
     let chosen = &worst.row.profile;
     let [below, _, above] = review_scales(params.target_scale);
@@ -223,7 +223,7 @@ pub fn derive(
         runs.growth
             .iter()
             .position(|s| &s.row.profile == chosen && s.row.scale == scale)
-            .ok_or_else(|| MissingRun {
+            .ok_or_else(|| MissingSimulation {
                 profile: chosen.clone(),
                 scale,
             })
@@ -404,7 +404,7 @@ mod tests {
         let derived = derive(
             &spec,
             &params(),
-            TtlRuns {
+            TtlSimulations {
                 candidates: &candidates,
                 growth: &growth,
             },
@@ -434,7 +434,7 @@ mod tests {
         let err = derive(
             &spec,
             &params(),
-            TtlRuns {
+            TtlSimulations {
                 candidates: &candidates,
                 growth: &growth,
             },

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use lockbench_analysis::{TtlOptions, TtlRuns, derive, merged_curves, merged_runs};
+use lockbench_analysis::{TtlOptions, TtlSimulations, derive, merged_curves, merged_runs};
 use lockbench_bench::{merge_bench, start_skew};
 use lockbench_core::records::simulate::SimulationRecord;
 use lockbench_core::records::{Body, to_json};
@@ -109,7 +109,7 @@ pub fn run(args: &MergeArgs) -> Outcome {
             let params = TtlOptions::of(record);
             let curves = merged_curves(&set)?;
             let (candidates, growth) = merged.split_at(record.profiles_considered.len());
-            let runs = TtlRuns { candidates, growth };
+            let runs = TtlSimulations { candidates, growth };
             let derived = derive(&specs[0], &params, runs, curves)?;
             let mut recommendation = derived.recommendation;
             // The search is adaptive, so no shard can run a part of it: it runs here, whole, with

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlRuns, derive};
+use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlSimulations, derive};
 use lockbench_core::records::to_json;
 use lockbench_workloads::observed::read_runs;
 use lockbench_workloads::{JobModel, WorkloadSpec};
@@ -104,7 +104,7 @@ pub fn run(args: &TtlArgs) -> Outcome {
         max_lease_risk: settings.max_lease_risk,
         seed: settings.simulation.seed,
     };
-    let runs = TtlRuns {
+    let runs = TtlSimulations {
         candidates: &candidates,
         growth: &growth,
     };

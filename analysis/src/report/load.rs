@@ -104,7 +104,6 @@ pub struct Faults {
     pub events: Vec<FaultEventRow>,
 }
 
-/// Everything the report draws on, in the order the directories were given.
 /// A `check` directory: past runs against the model.
 #[derive(Clone, Debug)]
 pub struct Check {
@@ -113,8 +112,10 @@ pub struct Check {
     pub runs: Vec<CheckedRun>,
 }
 
+/// Everything the report draws on, in the order the directories were given: the report's
+/// inputs (the decision's are `lockbench_decision::Evidence`, made by [`Inputs::for_decision`]).
 #[derive(Clone, Debug, Default)]
-pub struct Evidence {
+pub struct Inputs {
     /// `simulate` directories.
     pub simulations: Vec<Simulation>,
     /// `ttl` directories.
@@ -131,7 +132,7 @@ pub struct Evidence {
     pub skipped: Vec<(PathBuf, String)>,
 }
 
-impl Evidence {
+impl Inputs {
     /// Every source, in order.
     pub fn sources(&self) -> Vec<&Source> {
         self.simulations
@@ -211,8 +212,8 @@ impl Evidence {
 
 /// Loads every results directory in `dirs`; a directory without a manifest is searched one level
 /// down (the output of `lockbench run` holds one directory per step).
-pub fn load(dirs: &[PathBuf]) -> Result<Evidence, ReportError> {
-    let mut evidence = Evidence::default();
+pub fn load(dirs: &[PathBuf]) -> Result<Inputs, ReportError> {
+    let mut evidence = Inputs::default();
     for dir in dirs {
         if !dir.is_dir() {
             return Err(ReportError::Input {
@@ -251,7 +252,7 @@ pub fn load(dirs: &[PathBuf]) -> Result<Evidence, ReportError> {
     Ok(evidence)
 }
 
-fn load_one(dir: &Path, label: String, evidence: &mut Evidence) -> Result<(), ReportError> {
+fn load_one(dir: &Path, label: String, evidence: &mut Inputs) -> Result<(), ReportError> {
     let read = read_dir(dir)?;
     let m = &read.manifest;
     let source = Source {

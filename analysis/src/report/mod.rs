@@ -3,7 +3,7 @@
 //!
 //! [`load`] reads what `simulate`, `ttl`, `bench`, `replay` and `faults` wrote with `--out` (a directory
 //! without a manifest is searched one level down, as `lockbench run` nests them); [`build`] turns
-//! that [`Evidence`] into the document and its charts. Nothing here knows how the figures were
+//! that [`Inputs`] into the document and its charts. Nothing here knows how the figures were
 //! produced: only what the results directories say.
 
 pub mod charts;
@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 pub use doc::{Block, html, markdown};
 pub use error::ReportError;
-pub use load::{Bench, Evidence, Faults, Histograms, Replay, Simulation, Source, Ttl, load};
+pub use load::{Bench, Faults, Histograms, Inputs, Replay, Simulation, Source, Ttl, load};
 
 /// A report ready to write.
 pub struct Report {
@@ -35,7 +35,7 @@ pub struct Report {
 
 /// The report of `evidence`: the decision for every job its `ttl` and `simulate` directories
 /// name, then the evidence.
-pub fn build(evidence: &Evidence) -> Result<Report, ReportError> {
+pub fn build(evidence: &Inputs) -> Result<Report, ReportError> {
     let decisions = evidence.decisions()?;
     let content = sections::content(evidence, &decisions);
     let mut rendered = Vec::new();

@@ -9,10 +9,10 @@ use super::common::{ChartSpec, Doc, bench_rows, curve_points, us};
 use super::faults;
 use crate::report::charts::{Curve, HBars, PercentileCurves, Unit};
 use crate::report::doc::Block;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
 /// What the benchmark recorded about `backend`, from the first directory that measured it.
-fn facts(evidence: &Evidence, backend: BackendId) -> Option<&BackendFacts> {
+fn facts(evidence: &Inputs, backend: BackendId) -> Option<&BackendFacts> {
     evidence
         .benches
         .iter()
@@ -23,7 +23,7 @@ fn facts(evidence: &Evidence, backend: BackendId) -> Option<&BackendFacts> {
 /// The heading of the backend measurements.
 const HEADING: &str = "What each backend costs";
 
-pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     doc.push(Block::Heading(3, HEADING.to_string()));
     let rows = bench_rows(evidence);
     if rows.is_empty() {
@@ -216,7 +216,7 @@ pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
 
 /// Each measured backend's server version, topology and client library: "`redis`: Redis 7.0.15,
 /// one node (redis://127.0.0.1:6390), through redis-rs 1.8.1".
-pub(crate) fn servers_measured(evidence: &Evidence) -> Vec<String> {
+pub(crate) fn servers_measured(evidence: &Inputs) -> Vec<String> {
     let mut out = Vec::new();
     let mut seen: Vec<BackendId> = Vec::new();
     for b in &evidence.benches {
@@ -270,7 +270,7 @@ pub(crate) fn server_line(f: &BackendFacts, servers: &[lockbench_core::ServerRec
 }
 
 /// The server, topology and client `backend` was measured against, when a bench measured it.
-pub(crate) fn server_of(evidence: &Evidence, backend: BackendKind) -> Option<String> {
+pub(crate) fn server_of(evidence: &Inputs, backend: BackendKind) -> Option<String> {
     evidence.benches.iter().find_map(|b| {
         let f = b.record.backends.iter().find(|f| f.backend == backend)?;
         Some(server_line(f, &b.source.servers))

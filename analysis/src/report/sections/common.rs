@@ -17,7 +17,7 @@ use crate::report::check_chart::ModelCheckChart;
 use crate::report::doc::Block;
 use crate::report::grid_chart::FaultGridChart;
 use crate::report::lines::ContentionLines;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 use crate::report::runtime_chart::{RuntimePanel, RuntimePanels};
 use crate::report::timeline::FaultTimeline;
 
@@ -98,7 +98,7 @@ pub(crate) fn number(x: f64) -> String {
 }
 
 /// Every benchmark row, in the order the directories were given.
-pub(crate) fn bench_rows(evidence: &Evidence) -> Vec<&BenchRow> {
+pub(crate) fn bench_rows(evidence: &Inputs) -> Vec<&BenchRow> {
     evidence
         .benches
         .iter()
@@ -137,7 +137,7 @@ pub(crate) type ScaledCurve = (String, f64, Vec<(f64, f64)>);
 
 /// The runtime histograms of a workload, from every simulate and ttl directory: (profile, scale,
 /// curve points), at most eight.
-pub(crate) fn workload_curves(evidence: &Evidence, workload: &str) -> Vec<ScaledCurve> {
+pub(crate) fn workload_curves(evidence: &Inputs, workload: &str) -> Vec<ScaledCurve> {
     let mut curves: Vec<ScaledCurve> = Vec::new();
     for (tag, h) in evidence.runtime_histograms() {
         let parts: Vec<&str> = tag.split('/').collect();
@@ -172,12 +172,7 @@ pub(crate) struct RuntimeLines {
 /// The runtime-by-percentile chart of `workload`: today's volume in one panel (with today's TTL),
 /// the other scales in another (with the TTL and its alert); nothing when no histogram of it was
 /// recorded.
-pub(crate) fn runtime_chart(
-    evidence: &Evidence,
-    workload: &str,
-    lines: RuntimeLines,
-    doc: &mut Doc,
-) {
+pub(crate) fn runtime_chart(evidence: &Inputs, workload: &str, lines: RuntimeLines, doc: &mut Doc) {
     let curves = workload_curves(evidence, workload);
     if curves.is_empty() {
         return;
@@ -283,7 +278,7 @@ pub(crate) fn yearly(c: &CurrentTtlRisk) -> String {
 /// Today's TTL against today's volume, from the simulated rows at scale 1: how often the worst
 /// profile outlives it, in words ("in more than half of its runs"), and the figures behind that.
 pub(crate) fn today_against(
-    evidence: &Evidence,
+    evidence: &Inputs,
     r: &TtlRecommendation,
     ttl: Duration,
 ) -> Option<(&'static str, String)> {

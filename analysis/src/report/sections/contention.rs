@@ -9,7 +9,7 @@ use lockbench_core::stats::percentile_supported;
 
 use crate::report::charts::{HBars, Unit};
 use crate::report::lines::{ContentionLines, Line};
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
 /// (backend (wait mode), its rows by contenders).
 fn series<'a>(rows: &[&'a BenchRow]) -> Vec<(String, Vec<&'a BenchRow>)> {
@@ -30,7 +30,7 @@ fn series<'a>(rows: &[&'a BenchRow]) -> Vec<(String, Vec<&'a BenchRow>)> {
     out
 }
 
-pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     let rows = bench_rows(evidence);
     let series = series(&rows);
     // Curves need two contention levels and a handoff somewhere (one contender never hands off).

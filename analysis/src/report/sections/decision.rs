@@ -11,7 +11,7 @@ use lockbench_decision::{Decision, FactBasis, Status, VerdictKind};
 use super::common::Doc;
 use super::faults::overlapped;
 use crate::report::doc::{Block, slug};
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
 /// The heading of a job's decision block (its anchor is the slug).
 pub(super) fn heading(d: &Decision) -> String {
@@ -159,7 +159,7 @@ fn model_figures(d: &Decision) -> String {
 
 /// Section 1's part for one job: every backend's verdict and the points the record must document
 /// for the chosen one.
-pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn alternatives(d: &Decision, evidence: &Inputs, doc: &mut Doc) {
     doc.push(Block::Heading(3, alternatives_heading(&d.job)));
     let measured = !evidence.faults.is_empty();
     let covered = |backend: BackendKind| {
@@ -228,7 +228,7 @@ pub(super) fn alternatives(d: &Decision, evidence: &Evidence, doc: &mut Doc) {
 }
 
 /// The lab's cell of `variant` on `backend`, from any faults result of the run.
-fn cell_of(evidence: &Evidence, variant: Variant, backend: BackendKind) -> Option<&FaultCell> {
+fn cell_of(evidence: &Inputs, variant: Variant, backend: BackendKind) -> Option<&FaultCell> {
     evidence
         .faults
         .iter()
@@ -239,7 +239,7 @@ fn cell_of(evidence: &Evidence, variant: Variant, backend: BackendKind) -> Optio
 /// A verdict's crash recovery as the lab measured it: after a killed process, and after a vanished
 /// host with the design's settings (Postgres: the per-connection keepalive, and what Linux's
 /// defaults gave).
-fn recovery(v: &lockbench_decision::Verdict, evidence: &Evidence, measured: bool) -> String {
+fn recovery(v: &lockbench_decision::Verdict, evidence: &Inputs, measured: bool) -> String {
     let none = if measured {
         "not measured"
     } else {
@@ -270,7 +270,7 @@ fn recovery(v: &lockbench_decision::Verdict, evidence: &Evidence, measured: bool
 
 /// The points the literature asks a locking decision record to document for the chosen backend,
 /// each with what the lab measured of it.
-fn chosen_points(d: &Decision, evidence: &Evidence) -> Vec<String> {
+fn chosen_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
     let find = |variant: Variant, backend: BackendKind| cell_of(evidence, variant, backend);
     let measured = |variants: &[Variant], backend: BackendKind| {
         let found: Vec<String> = variants

@@ -8,10 +8,10 @@ use lockbench_core::{BackendId, format_count};
 use super::common::{ChartSpec, Doc, secs_f};
 use crate::report::doc::{Block, Grid, GridCell, GridRow, Tone, slug};
 use crate::report::grid_chart::FaultGridChart;
-use crate::report::load::{Evidence, Faults};
+use crate::report::load::{Faults, Inputs};
 use crate::report::timeline::{FaultTimeline, Lane, Mark, TrialLanes};
 
-fn cells(evidence: &Evidence) -> impl Iterator<Item = (&Faults, &FaultCell)> {
+fn cells(evidence: &Inputs) -> impl Iterator<Item = (&Faults, &FaultCell)> {
     evidence
         .faults
         .iter()
@@ -63,7 +63,7 @@ pub(super) fn overlapped(labels: &[String]) -> String {
 /// on it (not those where the job's own conduct overlapped: work outliving its holder, a run
 /// without the lock), each linked to its grid row, or "none measured"; `None` when no fault run
 /// covered it.
-pub(super) fn cannot_prevent(evidence: &Evidence, backend: BackendId) -> Option<String> {
+pub(super) fn cannot_prevent(evidence: &Inputs, backend: BackendId) -> Option<String> {
     let mine: Vec<&FaultCell> = cells(evidence)
         .map(|(_, c)| c)
         .filter(|c| c.backend == backend)
@@ -103,7 +103,7 @@ fn grid_cell(c: &FaultCell) -> GridCell {
 
 /// Section 1's part: the fault grid, as a table (HTML) and a chart (Markdown), with a link to
 /// the appendix of every cell's figures.
-pub(super) fn write_grid(evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn write_grid(evidence: &Inputs, doc: &mut Doc) {
     doc.push(Block::Heading(3, GRID_HEADING.to_string()));
     if evidence.faults.is_empty() {
         doc.push(Block::Para(
@@ -271,7 +271,7 @@ fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
 
 /// The appendix: every cell's figures, what each variant injected, and a timeline per variant
 /// that overlapped somewhere.
-pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn write_matrix(evidence: &Inputs, doc: &mut Doc) {
     if evidence.faults.is_empty() {
         return;
     }
@@ -407,7 +407,7 @@ pub(super) fn write_matrix(evidence: &Evidence, doc: &mut Doc) {
 }
 
 /// Section 4's paragraph: what reached the protected resource after the lock had passed on.
-pub(super) fn stale_writes(evidence: &Evidence) -> Option<String> {
+pub(super) fn stale_writes(evidence: &Inputs) -> Option<String> {
     let all: Vec<&FaultCell> = cells(evidence).map(|(_, c)| c).collect();
     if all.is_empty() {
         return None;

@@ -7,7 +7,7 @@ use lockbench_core::records::replay::{HoldMode, ReplayRecord};
 use super::common::{ChartSpec, Doc, number, secs, secs_f};
 use crate::report::charts::{HBars, Unit};
 use crate::report::doc::Block;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
 fn mode_label(r: &ReplayRecord) -> String {
     let mut label = match r.mode {
@@ -39,7 +39,7 @@ fn optional_count(v: Option<u64>, absent: &str) -> String {
 }
 
 /// Section 4's evidence (its heading and each job's steps come first, from the decisions).
-pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     if let Some(text) = super::faults::stale_writes(evidence) {
         doc.push(Block::Para(text));
     }

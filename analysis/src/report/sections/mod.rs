@@ -22,7 +22,7 @@ use common::Doc;
 use lockbench_decision::Decision;
 
 use super::doc::Block;
-use super::load::Evidence;
+use super::load::Inputs;
 
 /// The blocks and the charts they refer to.
 pub struct Content {
@@ -50,7 +50,7 @@ fn title(decisions: &[Decision]) -> String {
 
 /// Builds the document from `evidence` and the decisions it supports: each job's decision
 /// first, then the evidence in the record's five sections, the appendix and the sources.
-pub fn content(evidence: &Evidence, decisions: &[Decision]) -> Content {
+pub fn content(evidence: &Inputs, decisions: &[Decision]) -> Content {
     let title = title(decisions);
     let mut doc = Doc {
         blocks: vec![Block::Heading(1, title.clone())],

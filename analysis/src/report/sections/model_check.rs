@@ -6,10 +6,10 @@ use lockbench_core::format_count;
 use super::common::{ChartSpec, Doc, secs_f};
 use crate::report::check_chart::{ModelCheckChart, RunPoint};
 use crate::report::doc::Block;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
 /// The checks of `workload`'s model: a paragraph and a chart each.
-pub(super) fn write(evidence: &Evidence, workload: &str, doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, workload: &str, doc: &mut Doc) {
     for (i, c) in evidence
         .checks
         .iter()

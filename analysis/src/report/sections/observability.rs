@@ -11,7 +11,7 @@ use lockbench_decision::{Decision, ModelKind};
 
 use super::common::{Doc, bench_rows, decision_of, p999_or_max, secs, secs_f, us, worst_networked};
 use crate::report::doc::Block;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
 /// `billing-run` -> `BillingRun`, for an alert name.
 fn camel_case(workload: &str) -> String {
@@ -229,7 +229,7 @@ fn stale_lock(backend: BackendKind) -> Option<(&'static str, String)> {
     })
 }
 
-pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
     doc.push(Block::Heading(
         2,
         "5. Lock observability and monitoring".to_string(),

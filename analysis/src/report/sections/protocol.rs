@@ -6,9 +6,9 @@ use lockbench_decision::{Decision, ModelKind};
 
 use super::common::{Doc, bench_rows, decision_of, p999_or_max, secs, us, worst_networked};
 use crate::report::doc::Block;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
-pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
     doc.push(Block::Heading(
         2,
         "3. Lock acquisition and release protocol".to_string(),

@@ -2,9 +2,9 @@
 
 use super::common::Doc;
 use crate::report::doc::Block;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
-pub(super) fn write(evidence: &Evidence, doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     doc.push(Block::Heading(2, "Sources".to_string()));
     let rows = evidence
         .sources()

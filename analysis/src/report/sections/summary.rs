@@ -11,9 +11,9 @@ use super::common::{
     Doc, bench_rows, decision_of, number, secs, secs_f, simulated_at, today_against, us, yearly,
 };
 use crate::report::doc::Block;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 
-pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
     let mut items = Vec::new();
     for t in &evidence.ttls {
         let r = &t.record;
@@ -195,7 +195,7 @@ fn check_line(c: &crate::report::load::Check) -> String {
 /// Per workload replayed live, where its live P50 runtime and the simulator's at the same volume
 /// disagree by more than `replay` holds each call to ([`LIVE_AGREEMENT`]): by how much, and what
 /// it means for the TTL derived from the simulation.
-fn live_against_simulated(evidence: &Evidence) -> Vec<String> {
+fn live_against_simulated(evidence: &Inputs) -> Vec<String> {
     let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
     // A heartbeat replay first: one holder at a time, as one simulated run has (under a TTL that

@@ -10,13 +10,13 @@ use super::common::{
 };
 use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TODAY_COLOUR, TTL_COLOUR};
 use crate::report::doc::Block;
-use crate::report::load::Evidence;
+use crate::report::load::Inputs;
 use crate::{
     ALERT_SHARE, TriggerRun, TriggerSearch, TtlRecommendation, describe_trigger,
     heartbeat_derivation,
 };
 
-pub(super) fn write(evidence: &Evidence, decisions: &[Decision], doc: &mut Doc) {
+pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
     doc.push(Block::Heading(
         2,
         "2. Lock TTL and heartbeat model".to_string(),
