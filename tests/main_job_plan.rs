@@ -87,15 +87,11 @@ fn run_quick_is_the_plan_that_made_the_committed_sample() {
         same(&step, plan.ttl_args(spec, today, &out(&step)));
     }
     same("bench", plan.bench_args(config, &out("bench")));
-    let networked = [
-        BackendKind::Redis,
-        BackendKind::Redlock,
-        BackendKind::PgSession,
-        BackendKind::PgXact,
-        BackendKind::Etcd,
-        BackendKind::Zookeeper,
-    ]
-    .map(BackendId::of);
+    let networked: Vec<BackendId> = BackendKind::ALL
+        .into_iter()
+        .filter(|k| *k != BackendKind::Memory)
+        .map(BackendId::of)
+        .collect();
     let backends = plan.fault_backends(&networked).unwrap();
     same(
         "faults",

@@ -19,7 +19,7 @@ use crate::postgres::PrivatePostgres;
 use crate::process::WorkerProcess;
 use crate::protocol::Message;
 use crate::resource::{LoggedEvent, Resource};
-use crate::scenario::{Design, Variant};
+use crate::scenario::{Design, Scenario, Variant};
 use crate::server::PrivateRedis;
 use crate::zookeeper::PrivateZookeeper;
 
@@ -297,10 +297,7 @@ pub(crate) async fn run(
         monotonic_ns()
     };
     let mut end_ns = None;
-    let crashed = matches!(
-        variant,
-        Variant::CrashKilled | Variant::CrashWorkSurvives | Variant::CrashHostVanished { .. }
-    );
+    let crashed = variant.scenario() == Scenario::Crash;
     // A vanished host's contender answers before the lab ends the fault: its grant, or its
     // giving up, is the end of the window.
     let mut contender_step = None;

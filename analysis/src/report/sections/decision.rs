@@ -229,10 +229,8 @@ pub(super) fn alternatives(d: &Decision, evidence: &Inputs, doc: &mut Doc) {
 
 /// The lab's cell of `variant` on `backend`, from any faults result of the run.
 fn cell_of(evidence: &Inputs, variant: Variant, backend: BackendKind) -> Option<&FaultCell> {
-    evidence
-        .faults
-        .iter()
-        .flat_map(|f| &f.record.cells)
+    super::faults::cells(evidence)
+        .map(|(_, c)| c)
         .find(|c| c.is(variant, backend))
 }
 

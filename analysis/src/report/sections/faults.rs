@@ -11,7 +11,8 @@ use crate::report::grid_chart::FaultGridChart;
 use crate::report::load::{Faults, Inputs};
 use crate::report::timeline::{FaultTimeline, Lane, Mark, TrialLanes};
 
-fn cells(evidence: &Inputs) -> impl Iterator<Item = (&Faults, &FaultCell)> {
+/// Every fault-lab cell of the run, with the faults result it came from.
+pub(super) fn cells(evidence: &Inputs) -> impl Iterator<Item = (&Faults, &FaultCell)> {
     evidence
         .faults
         .iter()
