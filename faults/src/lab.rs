@@ -2,7 +2,6 @@
 //! `trial`), the cell's private servers and namespace set up around them, the figures gathered
 //! into the record (`matrix`), and everything the run made removed at the end.
 
-use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,16 +12,12 @@ use lockbench_locks::{BackendConfig, BackendKind, Redacted};
 use rand::SeedableRng;
 
 use crate::FaultError;
-use crate::forward::Forwarder;
-use crate::link::ReplicationLink;
+use crate::fault::Fault;
 use crate::matrix::{aggregate, event_row, trial_row};
-use crate::netns::Namespace;
-use crate::postgres::PrivatePostgres;
 use crate::resource::{Resource, schema_name};
 use crate::scenario::{Design, Variant};
-use crate::server::PrivateRedis;
-use crate::trial::{Kit, Partition, TrialContext, resource_addr};
-use crate::zookeeper::PrivateZookeeper;
+use crate::stage::{Need, Partition, Stage, StageSetup};
+use crate::trial::TrialContext;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -99,50 +94,23 @@ impl FaultLab {
         })
     }
 
-    /// Cells to run, in order: (variant, backend), and the ones that cannot run here.
+    /// Cells to run, in order: (variant, backend), and the ones that cannot run here (the first
+    /// of its fault's needs this machine does not meet).
     fn cells(&self) -> (Vec<(Variant, BackendConfig)>, Vec<SkippedCell>) {
         let mut run = Vec::new();
         let mut skipped = Vec::new();
         for &variant in &self.options.variants {
+            let fault = crate::fault::of(variant);
             for config in &self.options.backends {
-                // Private Redis servers, except for a partition on Postgres (a private postgres).
-                let needs_server = variant.persistence().is_some()
-                    && !(variant.partitions() && config.kind == BackendKind::PgSession)
-                    && self.options.redis_server.is_none();
                 // A variant that does not apply to a backend is not a cell (the options refuse a
                 // selection with no cell at all).
                 if !variant.applies_to(config.kind) {
                     continue;
                 }
-                let missing = if needs_server {
-                    Some(
-                        "needs redis-server on PATH for a private server (scripts/services.sh up installs it)",
-                    )
-                } else if variant.jumps_clocks() && WALLCLOCK_SHIM.is_empty() {
-                    Some(
-                        "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)",
-                    )
-                } else if variant == Variant::ClockJump && config.kind == BackendKind::Etcd {
-                    Some(
-                        "etcd is a Go binary: it reads the wall clock from the vDSO, which no LD_PRELOAD reaches, and the machine's clock is not the lab's to change (its leases expire by Go's monotonic clock)",
-                    )
-                } else if variant == Variant::ClockJump {
-                    if WALLCLOCK_SHIM.is_empty() {
-                        Some(
-                            "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)",
-                        )
-                    } else {
-                        crate::zookeeper::unavailable()
-                    }
-                } else if variant.isolates() {
-                    crate::netns::unavailable().or_else(|| {
-                        private_postgres(variant, config.kind)
-                            .then(crate::postgres::unavailable)
-                            .flatten()
-                    })
-                } else {
-                    None
-                };
+                let missing = fault
+                    .needs(config.kind)
+                    .into_iter()
+                    .find_map(|need| self.unmet(need));
                 match missing {
                     Some(reason) => skipped.push(SkippedCell {
                         scenario: variant.scenario(),
@@ -155,6 +123,21 @@ impl FaultLab {
             }
         }
         (run, skipped)
+    }
+
+    /// Why `need` is not met here, if it is not.
+    fn unmet(&self, need: Need) -> Option<&'static str> {
+        const NO_SHIM: &str = "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)";
+        match need {
+            Need::RedisServer => self.options.redis_server.is_none().then_some(
+                "needs redis-server on PATH for a private server (scripts/services.sh up installs it)",
+            ),
+            Need::Shim => WALLCLOCK_SHIM.is_empty().then_some(NO_SHIM),
+            Need::Zookeeper => crate::zookeeper::unavailable(),
+            Need::Netns => crate::netns::unavailable(),
+            Need::Postgres => crate::postgres::unavailable(),
+            Need::Impossible(reason) => Some(reason),
+        }
     }
 
     /// How many trials the run will do (for a progress bar).
@@ -233,6 +216,7 @@ impl FaultLab {
         rng: &mut rand::rngs::StdRng,
         progress: &(dyn Fn(&str) + Sync),
     ) -> Result<(FaultCell, Vec<FaultTrialRow>, Vec<FaultEventRow>), FaultError> {
+        let fault = crate::fault::of(variant);
         let mut config = config.clone();
         config.namespace = self.namespace();
         // ZooKeeper's lock lives as long as its session: the TTL is the session timeout, which
@@ -242,115 +226,9 @@ impl FaultLab {
         if let Some(timeout) = variant.operation_timeout(ttl) {
             config.operation_timeout = timeout;
         }
-        // A partition: the holder in a namespace of the lab's, the server on its host end, the
-        // resource reached through a forwarder the partition does not cut.
-        let partition = if variant.isolates() {
-            let ns = Namespace::create(&format!("{}{index}", self.run_id))?;
-            let forwarder =
-                Forwarder::start(ns.host_ip(), resource_addr(&self.options.resource_url)?).await?;
-            let mut inside = url::Url::parse(&self.options.resource_url)
-                .map_err(|e| FaultError::Resource(format!("the resource URL: {e}")))?;
-            let _ = inside.set_host(Some(&ns.host_ip().to_string()));
-            let _ = inside.set_port(Some(forwarder.port()));
-            Some(Partition {
-                ns,
-                _forwarder: forwarder,
-                resource_url: inside.to_string(),
-            })
-        } else {
-            None
-        };
-        let bind = partition
-            .as_ref()
-            .map_or(Ipv4Addr::LOCALHOST, |p| p.ns.host_ip());
-        let mut servers = Vec::new();
-        let mut postgres = None;
-        let mut zookeeper = None;
-        let mut link = None;
-        let mut holder_urls = None;
-        let mut forwarders = Vec::new();
-        if variant == Variant::ClockJump {
-            let shim = self.shim()?;
-            let server = PrivateZookeeper::start(&shim).await?;
-            config.urls = vec![server.url()];
-            zookeeper = Some(server);
-        } else if private_postgres(variant, config.kind) {
-            let settings: Vec<String> = if variant == Variant::PartitionKeepalive {
-                [
-                    "tcp_keepalives_idle=1",
-                    "tcp_keepalives_interval=1",
-                    "tcp_keepalives_count=2",
-                ]
-                .map(String::from)
-                .to_vec()
-            } else {
-                Vec::new()
-            };
-            let server = PrivatePostgres::start(bind, &settings).await?;
-            config.urls = vec![server.url()];
-            if variant == (Variant::CrashHostVanished { keepalive: true }) {
-                holder_urls = Some(vec![with_keepalive(&server.url())]);
-            }
-            postgres = Some(server);
-        } else if variant.vanishes() {
-            // The holder reaches the configured servers through forwarders on its namespace's
-            // host end, which its vanishing cuts; the servers expire it by their own timers.
-            let mut urls = Vec::new();
-            for url in &config.urls {
-                let (rerouted, through) = reroute(url, default_port(config.kind), bind).await?;
-                urls.push(rerouted);
-                forwarders.extend(through);
-            }
-            holder_urls = Some(urls);
-        } else if let (Some(persistence), Some(binary)) =
-            (variant.persistence(), self.options.redis_server.clone())
-        {
-            let shim = if variant.jumps_clocks() {
-                Some(self.shim()?)
-            } else {
-                None
-            };
-            for _ in 0..variant.private_servers() {
-                servers
-                    .push(PrivateRedis::start(&binary, persistence, shim.as_deref(), bind).await?);
-            }
-            config.urls = servers.iter().map(PrivateRedis::url).collect();
-            // A failover's second server replicates the first; the lab's client locks on the
-            // primary, where the workers of a trial are pointed one each (trial.rs).
-            if let [primary, replica] = &servers[..]
-                && matches!(variant, Variant::Failover { .. })
-            {
-                let primary_addr = std::net::SocketAddr::from((bind, primary.port()));
-                let through = ReplicationLink::start(primary_addr).await?;
-                replica.replicate(through.addr()).await?;
-                link = Some(through);
-                config.urls.truncate(1);
-            }
-        }
-        // On a shared server (none of the lab's own), a SIGKILL would leave the run's keys that
-        // outlive their TTL there: the register names them first.
-        let private = !servers.is_empty() || postgres.is_some() || zookeeper.is_some();
-        let entry = (config.kind, config.urls.clone());
-        if !private && config.kind != BackendKind::Memory && !self.shared.contains(&entry) {
-            crate::register::record(crate::register::Leftover::Keys {
-                backend: config.kind,
-                urls: config.urls.clone(),
-                namespace: config.namespace.clone(),
-            });
-            self.shared.push(entry);
-        }
+        let mut stage = self.stage(index, fault.as_ref(), &mut config).await?;
         let client = lockbench_locks::connect(&config).await?;
         let capabilities = client.capabilities();
-        let mut kit = Kit {
-            client,
-            servers,
-            postgres,
-            zookeeper,
-            partition,
-            link,
-            holder_urls,
-            _forwarders: forwarders,
-        };
         let mut rows = Vec::new();
         let mut events = Vec::new();
         let mut outcome = Ok(());
@@ -369,12 +247,21 @@ impl FaultLab {
             keys.push(key.clone());
             // Keys on a private server go with it; the shared servers' are removed at the end
             // even when the run is interrupted.
-            if kit.servers.is_empty() && kit.postgres.is_none() && kit.zookeeper.is_none() {
+            if !stage.private() {
                 self.used.push((config.clone(), key.clone()));
             }
             let id = format!("{}:{}:{trial}", variant.label(), config.label());
-            let result =
-                crate::trial::run(&mut context, variant, &config, &mut kit, &id, &key, rng).await;
+            let result = fault
+                .trial(
+                    &mut context,
+                    &config,
+                    client.as_ref(),
+                    &mut stage,
+                    &id,
+                    &key,
+                    rng,
+                )
+                .await;
             match result {
                 Ok(outcome) => {
                     let zero = outcome.figures.zero_ns;
@@ -394,24 +281,53 @@ impl FaultLab {
             progress(&format!("{} on {}", variant.label(), config.label()));
         }
         for key in &keys {
-            let _ = kit.client.cleanup(key).await;
+            let _ = client.cleanup(key).await;
         }
         self.used.retain(|(c, _)| c.namespace != config.namespace);
-        let _ = kit.client.cleanup_namespace().await;
-        let _ = kit.client.close().await;
-        for server in &mut kit.servers {
-            server.kill().await;
-        }
-        if let Some(pg) = &mut kit.postgres {
-            pg.stop().await;
-        }
-        if let Some(zk) = &mut kit.zookeeper {
-            zk.stop().await;
-        }
+        let _ = client.cleanup_namespace().await;
+        let _ = client.close().await;
+        stage.stop().await;
         outcome?;
         let cell = aggregate(variant, &config, capabilities, &rows);
         Ok((cell, rows, events))
     }
+
+    /// The cell's stage: the holder's namespace where the variant isolates it (the resource
+    /// reached through a forwarder the cut does not cut), then what the fault's prepare phase
+    /// starts. A shared server's keys are put in the register first: a SIGKILL would leave the
+    /// run's keys there, outliving their TTL.
+    async fn stage(
+        &mut self,
+        index: usize,
+        fault: &dyn Fault,
+        config: &mut BackendConfig,
+    ) -> Result<Stage, FaultError> {
+        let mut stage = Stage::default();
+        if fault.variant().isolates() {
+            let tag = format!("{}{index}", self.run_id);
+            stage.partition = Some(Partition::create(&tag, &self.options.resource_url).await?);
+        }
+        let redis_server = self.options.redis_server.clone();
+        let mut shim = || self.shim();
+        let mut setup = StageSetup {
+            config,
+            stage: &mut stage,
+            redis_server: redis_server.as_deref(),
+            shim: &mut shim,
+        };
+        fault.prepare(&mut setup).await?;
+        let entry = (config.kind, config.urls.clone());
+        if !stage.private() && config.kind != BackendKind::Memory && !self.shared.contains(&entry) {
+            crate::register::record(crate::register::Leftover::Keys {
+                backend: config.kind,
+                urls: config.urls.clone(),
+                namespace: config.namespace.clone(),
+            });
+            self.shared.push(entry);
+        }
+        Ok(stage)
+    }
+
     /// The wall-clock shim as a file a server can preload (written once per run).
     fn shim(&mut self) -> Result<PathBuf, FaultError> {
         let dir = std::env::temp_dir().join(format!(
@@ -469,71 +385,6 @@ impl FaultLab {
         crate::register::lab_ended(dropped.is_ok());
         dropped
     }
-}
-
-/// True when the cell runs on a private Postgres of the lab's, listening on its namespace's host
-/// end, so that the server's own socket meets the holder's cut (a partition, a vanished host).
-fn private_postgres(variant: Variant, kind: BackendKind) -> bool {
-    match kind {
-        BackendKind::PgSession => variant.isolates(),
-        BackendKind::PgXact => variant.vanishes(),
-        _ => false,
-    }
-}
-
-/// The port a backend's server listens on when its URL names none.
-fn default_port(kind: BackendKind) -> u16 {
-    match kind {
-        BackendKind::Redis | BackendKind::Redlock => 6379,
-        BackendKind::PgSession | BackendKind::PgXact => 5432,
-        BackendKind::Etcd => 2379,
-        BackendKind::Zookeeper => 2181,
-        BackendKind::Memory => 0,
-    }
-}
-
-/// A Postgres URL with the lab's per-connection keepalive in its startup options.
-fn with_keepalive(url: &str) -> String {
-    let (idle, interval, count) = crate::scenario::LAB_KEEPALIVE;
-    let options = format!(
-        "-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={interval} -c tcp_keepalives_count={count}"
-    );
-    match url::Url::parse(url) {
-        Ok(mut parsed) => {
-            parsed.query_pairs_mut().append_pair("options", &options);
-            parsed.to_string()
-        }
-        Err(_) => url.to_string(),
-    }
-}
-
-/// `url` with each server address in it replaced by a forwarder's on `ip` that passes on to it,
-/// and the forwarders. A URL is `scheme://host:port/...` or ZooKeeper's `host:port,host:port/chroot`.
-async fn reroute(
-    url: &str,
-    port: u16,
-    ip: Ipv4Addr,
-) -> Result<(String, Vec<Forwarder>), FaultError> {
-    let mut forwarders = Vec::new();
-    if url.contains("://") {
-        let mut parsed = url::Url::parse(url)
-            .map_err(|e| FaultError::Server(format!("the lock server URL {url}: {e}")))?;
-        let target = crate::trial::server_addr(url, port)?;
-        let forwarder = Forwarder::start(ip, target).await?;
-        let _ = parsed.set_host(Some(&ip.to_string()));
-        let _ = parsed.set_port(Some(forwarder.port()));
-        forwarders.push(forwarder);
-        return Ok((parsed.to_string(), forwarders));
-    }
-    let (hosts, chroot) = url.split_at(url.find('/').unwrap_or(url.len()));
-    let mut rerouted = Vec::new();
-    for host in hosts.split(',') {
-        let target = crate::trial::server_addr(&format!("tcp://{host}"), port)?;
-        let forwarder = Forwarder::start(ip, target).await?;
-        rerouted.push(format!("{ip}:{}", forwarder.port()));
-        forwarders.push(forwarder);
-    }
-    Ok((format!("{}{chroot}", rerouted.join(",")), forwarders))
 }
 
 /// FNV-1a of a cell's name: its share of the seed.

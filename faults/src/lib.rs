@@ -13,6 +13,7 @@
 //! run's Postgres schema, and every lock key it used.
 
 mod clock;
+mod fault;
 mod forward;
 mod lab;
 pub mod leftovers;
@@ -29,6 +30,7 @@ mod register;
 pub mod resource;
 mod scenario;
 mod server;
+mod stage;
 mod trial;
 mod worker;
 mod zookeeper;
