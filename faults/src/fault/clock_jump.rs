@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use lockbench_locks::BackendKind;
 
-use super::{Fault, Trial};
+use super::phases::{Fault, Trial};
 use crate::FaultError;
 use crate::scenario::Variant;
 use crate::stage::{Need, Stage, StageSetup};

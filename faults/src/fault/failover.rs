@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::{Fault, Shape, Trial};
+use super::phases::{Fault, Shape, Trial};
 use crate::FaultError;
 use crate::link::ReplicationLink;
 use crate::plan::BackendPlan;

@@ -23,22 +23,14 @@ mod failover;
 mod outage;
 mod partition;
 mod pause;
+mod phases;
 mod pool_leak;
 mod redlock;
 mod restart;
 
-use std::time::Duration;
+use crate::scenario::Variant;
 
-use async_trait::async_trait;
-use lockbench_locks::{BackendConfig, BackendKind, LockBackend};
-
-use crate::FaultError;
-use crate::plan::{BackendPlan, LeaseTracking, OnFailure};
-use crate::process::WorkerProcess;
-use crate::protocol::Message;
-use crate::scenario::{Design, Variant};
-use crate::stage::{Need, Stage, StageSetup};
-use crate::trial::{TrialContext, TrialOutcome, WRITES};
+pub(crate) use phases::Fault;
 
 /// The fault of `variant`: one row per scenario.
 pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
@@ -53,180 +45,5 @@ pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
         Scenario::Crash => Box::new(crash::Crash(variant)),
         Scenario::Failover => Box::new(failover::Failover(variant)),
         Scenario::Outage => Box::new(outage::Outage(variant)),
-    }
-}
-
-/// When, in the holder's job, the fault begins (the moment within it is drawn from the seed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Onset {
-    /// As the holder says it finished its n-th write (read as it is said: the lab is waiting on
-    /// the line), so that a stop falls in its sleep before the next write.
-    AfterWrite,
-    /// n write intervals after the contender was told to go.
-    AfterIntervals,
-    /// At the holder's acquisition (a fault that is over once the holder is granted).
-    AtAcquisition,
-}
-
-/// How a trial's workers run: the default for a variant, which a fault's `shape` phase adjusts.
-pub(crate) struct Shape {
-    /// The TTL the workers ask for.
-    pub(crate) ttl: Duration,
-    /// The holder's job: its length and its writes.
-    pub(crate) job: Duration,
-    pub(crate) writes: u32,
-    /// Where each worker locks.
-    pub(crate) holder: BackendPlan,
-    pub(crate) contender: BackendPlan,
-    /// How the holder checks its lease.
-    pub(crate) tracking: LeaseTracking,
-    /// What the contender does when its acquisition fails.
-    pub(crate) contender_on_failure: OnFailure,
-    /// The holder runs its job in a process of its own, which outlives it.
-    pub(crate) detached: bool,
-    /// The lab slows the holder's acquisition: the holder waits to be told to go.
-    pub(crate) slowed: bool,
-    /// The contender is told to go by the fault (at its onset), not before it.
-    pub(crate) contender_waits_for_fault: bool,
-    /// How long the holder's job may outlive the holder, in granted TTLs.
-    pub(crate) survivor_ttls: u32,
-    pub(crate) onset: Onset,
-}
-
-impl Shape {
-    /// The default shape of `variant`'s trial on `config` (the holder at `holder_urls` when the
-    /// stage gave it URLs of its own): a job sized to two thirds of the TTL for a holder that
-    /// trusts its TTL (a TTL recommendation is for that), to one TTL for one that checks.
-    pub(crate) fn of(
-        variant: Variant,
-        ttl: Duration,
-        config: &BackendConfig,
-        holder_urls: Option<&[String]>,
-    ) -> Shape {
-        let tracking = variant.tracking();
-        let job = match tracking {
-            LeaseTracking::AtRelease | LeaseTracking::ValidityFirst => ttl * 2 / 3,
-            _ => ttl,
-        };
-        let holder = match holder_urls {
-            Some(urls) => {
-                let mut holder = config.clone();
-                holder.urls = urls.to_vec();
-                BackendPlan::of(&holder)
-            }
-            None => BackendPlan::of(config),
-        };
-        Shape {
-            ttl,
-            job,
-            writes: WRITES,
-            holder,
-            contender: BackendPlan::of(config),
-            tracking,
-            contender_on_failure: OnFailure::Queue,
-            detached: false,
-            slowed: false,
-            contender_waits_for_fault: false,
-            survivor_ttls: 0,
-            onset: Onset::AfterIntervals,
-        }
-    }
-}
-
-/// A trial as the inject phase sees it: the stage, both workers, and the fault's timing.
-pub(crate) struct Trial<'a> {
-    pub(crate) stage: &'a mut Stage,
-    pub(crate) holder: &'a mut WorkerProcess,
-    pub(crate) contender: &'a mut WorkerProcess,
-    /// The TTL the holder was granted.
-    pub(crate) granted: Duration,
-    /// The fault's length (the `length` phase's answer).
-    pub(crate) length: Duration,
-    /// The longest any worker may have to wait in this trial.
-    pub(crate) longest: Duration,
-    /// The contender's answer, when it came during the fault.
-    pub(crate) contender_step: Option<Message>,
-    /// The fault window's end, when the fault dates it itself.
-    pub(crate) end_ns: Option<i64>,
-}
-
-/// A fault: a variant's needs, its stage, and its phases (see the module's documentation).
-#[async_trait]
-pub(crate) trait Fault: Send + Sync {
-    /// The variant it injects.
-    fn variant(&self) -> Variant;
-
-    /// What a cell on `backend` needs on this machine, in the order they are checked.
-    fn needs(&self, _backend: BackendKind) -> Vec<Need> {
-        Vec::new()
-    }
-
-    /// Prepare (once per cell): starts the private servers the cell locks on, and says where
-    /// the workers reach them. The default uses the configured servers.
-    async fn prepare(&self, _setup: &mut StageSetup<'_>) -> Result<(), FaultError> {
-        Ok(())
-    }
-
-    /// Shape: adjusts the trial's default [`Shape`].
-    fn shape(&self, shape: Shape, _stage: &Stage, _config: &BackendConfig) -> Shape {
-        shape
-    }
-
-    /// Before the workers start.
-    async fn before(&self, _stage: &Stage) -> Result<(), FaultError> {
-        Ok(())
-    }
-
-    /// While the holder acquires (only for a shape that slows it): tells the holder to go (it
-    /// waits at most 2 x `ttl`), and holds something back meanwhile.
-    async fn acquire(
-        &self,
-        _stage: &Stage,
-        holder: &mut WorkerProcess,
-        ttl: Duration,
-    ) -> Result<(), FaultError> {
-        holder.go(ttl * 2).await
-    }
-
-    /// The fault's length, once the holder's grant (`granted`) is known.
-    fn length(&self, _granted: Duration, _shape: &Shape, _stage: &Stage) -> Duration {
-        Duration::ZERO
-    }
-
-    /// Inject: the fault, from its onset to its end.
-    async fn inject(&self, trial: &mut Trial<'_>) -> Result<(), FaultError>;
-
-    /// Ends the holder: waits for its job and its exit. A fault that killed it overrides this.
-    async fn end_holder(
-        &self,
-        holder: WorkerProcess,
-        _context: &mut TrialContext<'_>,
-        _id: &str,
-        longest: Duration,
-    ) -> Result<(), FaultError> {
-        let mut holder = holder;
-        holder.done(longest).await?;
-        holder.finish(Duration::from_secs(10)).await
-    }
-
-    /// Heal: puts the stage back as it was before the trial.
-    async fn heal(&self, _stage: &mut Stage) -> Result<(), FaultError> {
-        Ok(())
-    }
-
-    /// One trial: the two workers through the phases above. A fault that does not run two lock
-    /// workers (a pool leak: one pool process) runs its own.
-    #[allow(clippy::too_many_arguments)]
-    async fn trial(
-        &self,
-        context: &mut TrialContext<'_>,
-        config: &BackendConfig,
-        client: &dyn LockBackend,
-        stage: &mut Stage,
-        id: &str,
-        key: &str,
-        rng: &mut rand::rngs::StdRng,
-    ) -> Result<TrialOutcome, FaultError> {
-        crate::trial::run(context, self, config, client, stage, id, key, rng).await
     }
 }

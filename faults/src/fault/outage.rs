@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockbench_locks::{BackendConfig, BackendKind};
 
+use super::phases::{Fault, Shape, Trial};
 use super::restart::first_server;
-use super::{Fault, Shape, Trial};
 use crate::FaultError;
 use crate::scenario::{OnFailure, Persistence, Variant};
 use crate::stage::{Need, Stage, StageSetup};

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::{Fault, Onset, Shape, Trial};
+use super::phases::{Fault, Onset, Shape, Trial};
 use crate::FaultError;
 use crate::scenario::Variant;
 use crate::stage::{Need, Stage, StageSetup};

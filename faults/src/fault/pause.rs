@@ -5,7 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockbench_locks::BackendConfig;
 
-use super::{Fault, Onset, Shape, Trial};
+use super::phases::{Fault, Onset, Shape, Trial};
 use crate::FaultError;
 use crate::scenario::{Design, Variant};
 use crate::stage::Stage;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockbench_locks::{BackendConfig, LockBackend};
 
-use super::{Fault, Trial};
+use super::phases::{Fault, Trial};
 use crate::FaultError;
 use crate::clock::monotonic_ns;
 use crate::plan::{AnyPlan, BackendPlan, LeaseTracking, OnFailure, PoolMode, PoolPlan, WorkerPlan};

@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockbench_locks::{BackendConfig, BackendKind};
 
+use super::phases::{Fault, Onset, Shape, Trial};
 use super::restart::first_server;
-use super::{Fault, Onset, Shape, Trial};
 use crate::FaultError;
 use crate::process::WorkerProcess;
 use crate::scenario::{Design, Persistence, Variant};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lockbench_locks::BackendKind;
 
-use super::{Fault, Shape, Trial};
+use super::phases::{Fault, Shape, Trial};
 use crate::FaultError;
 use crate::scenario::{Design, Persistence, Variant};
 use crate::stage::{Need, Stage, StageSetup};

@@ -1,0 +1,358 @@
+//! The phases of a fault (the [`Fault`] trait), the default shape of a trial ([`Shape`]) and the
+//! runner that calls the phases in order ([`run`]), knowing no scenario by name.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lockbench_locks::{BackendConfig, BackendKind, LockBackend};
+use rand::RngExt;
+
+use crate::FaultError;
+use crate::clock::monotonic_ns;
+use crate::plan::{AnyPlan, BackendPlan, LeaseTracking, OnFailure, WorkerPlan};
+use crate::process::WorkerProcess;
+use crate::protocol::Message;
+use crate::scenario::{Design, Variant};
+use crate::stage::{Need, Stage, StageSetup};
+use crate::trial::{CONTENDER, HOLDER, TrialContext, TrialOutcome, WRITES, Window, judge};
+
+/// When, in the holder's job, the fault begins (the moment within it is drawn from the seed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Onset {
+    /// As the holder says it finished its n-th write (read as it is said: the lab is waiting on
+    /// the line), so that a stop falls in its sleep before the next write.
+    AfterWrite,
+    /// n write intervals after the contender was told to go.
+    AfterIntervals,
+    /// At the holder's acquisition (a fault that is over once the holder is granted).
+    AtAcquisition,
+}
+
+/// How a trial's workers run: the default for a variant, which a fault's `shape` phase adjusts.
+pub(crate) struct Shape {
+    /// The TTL the workers ask for.
+    pub(crate) ttl: Duration,
+    /// The holder's job: its length and its writes.
+    pub(crate) job: Duration,
+    pub(crate) writes: u32,
+    /// Where each worker locks.
+    pub(crate) holder: BackendPlan,
+    pub(crate) contender: BackendPlan,
+    /// How the holder checks its lease.
+    pub(crate) tracking: LeaseTracking,
+    /// What the contender does when its acquisition fails.
+    pub(crate) contender_on_failure: OnFailure,
+    /// The holder runs its job in a process of its own, which outlives it.
+    pub(crate) detached: bool,
+    /// The lab slows the holder's acquisition: the holder waits to be told to go.
+    pub(crate) slowed: bool,
+    /// The contender is told to go by the fault (at its onset), not before it.
+    pub(crate) contender_waits_for_fault: bool,
+    /// How long the holder's job may outlive the holder, in granted TTLs.
+    pub(crate) survivor_ttls: u32,
+    pub(crate) onset: Onset,
+}
+
+impl Shape {
+    /// The default shape of `variant`'s trial on `config` (the holder at `holder_urls` when the
+    /// stage gave it URLs of its own): a job sized to two thirds of the TTL for a holder that
+    /// trusts its TTL (a TTL recommendation is for that), to one TTL for one that checks.
+    pub(crate) fn of(
+        variant: Variant,
+        ttl: Duration,
+        config: &BackendConfig,
+        holder_urls: Option<&[String]>,
+    ) -> Shape {
+        let tracking = variant.tracking();
+        let job = match tracking {
+            LeaseTracking::AtRelease | LeaseTracking::ValidityFirst => ttl * 2 / 3,
+            _ => ttl,
+        };
+        let holder = match holder_urls {
+            Some(urls) => {
+                let mut holder = config.clone();
+                holder.urls = urls.to_vec();
+                BackendPlan::of(&holder)
+            }
+            None => BackendPlan::of(config),
+        };
+        Shape {
+            ttl,
+            job,
+            writes: WRITES,
+            holder,
+            contender: BackendPlan::of(config),
+            tracking,
+            contender_on_failure: OnFailure::Queue,
+            detached: false,
+            slowed: false,
+            contender_waits_for_fault: false,
+            survivor_ttls: 0,
+            onset: Onset::AfterIntervals,
+        }
+    }
+}
+
+/// A trial as the inject phase sees it: the stage, both workers, and the fault's timing.
+pub(crate) struct Trial<'a> {
+    pub(crate) stage: &'a mut Stage,
+    pub(crate) holder: &'a mut WorkerProcess,
+    pub(crate) contender: &'a mut WorkerProcess,
+    /// The TTL the holder was granted.
+    pub(crate) granted: Duration,
+    /// The fault's length (the `length` phase's answer).
+    pub(crate) length: Duration,
+    /// The longest any worker may have to wait in this trial.
+    pub(crate) longest: Duration,
+    /// The contender's answer, when it came during the fault.
+    pub(crate) contender_step: Option<Message>,
+    /// The fault window's end, when the fault dates it itself.
+    pub(crate) end_ns: Option<i64>,
+}
+
+/// A fault: a variant's needs, its stage, and its phases (see the module's documentation).
+#[async_trait]
+pub(crate) trait Fault: Send + Sync {
+    /// The variant it injects.
+    fn variant(&self) -> Variant;
+
+    /// What a cell on `backend` needs on this machine, in the order they are checked.
+    fn needs(&self, _backend: BackendKind) -> Vec<Need> {
+        Vec::new()
+    }
+
+    /// Prepare (once per cell): starts the private servers the cell locks on, and says where
+    /// the workers reach them. The default uses the configured servers.
+    async fn prepare(&self, _setup: &mut StageSetup<'_>) -> Result<(), FaultError> {
+        Ok(())
+    }
+
+    /// Shape: adjusts the trial's default [`Shape`].
+    fn shape(&self, shape: Shape, _stage: &Stage, _config: &BackendConfig) -> Shape {
+        shape
+    }
+
+    /// Before the workers start.
+    async fn before(&self, _stage: &Stage) -> Result<(), FaultError> {
+        Ok(())
+    }
+
+    /// While the holder acquires (only for a shape that slows it): tells the holder to go (it
+    /// waits at most 2 x `ttl`), and holds something back meanwhile.
+    async fn acquire(
+        &self,
+        _stage: &Stage,
+        holder: &mut WorkerProcess,
+        ttl: Duration,
+    ) -> Result<(), FaultError> {
+        holder.go(ttl * 2).await
+    }
+
+    /// The fault's length, once the holder's grant (`granted`) is known.
+    fn length(&self, _granted: Duration, _shape: &Shape, _stage: &Stage) -> Duration {
+        Duration::ZERO
+    }
+
+    /// Inject: the fault, from its onset to its end.
+    async fn inject(&self, trial: &mut Trial<'_>) -> Result<(), FaultError>;
+
+    /// Ends the holder: waits for its job and its exit. A fault that killed it overrides this.
+    async fn end_holder(
+        &self,
+        holder: WorkerProcess,
+        _context: &mut TrialContext<'_>,
+        _id: &str,
+        longest: Duration,
+    ) -> Result<(), FaultError> {
+        let mut holder = holder;
+        holder.done(longest).await?;
+        holder.finish(Duration::from_secs(10)).await
+    }
+
+    /// Heal: puts the stage back as it was before the trial.
+    async fn heal(&self, _stage: &mut Stage) -> Result<(), FaultError> {
+        Ok(())
+    }
+
+    /// One trial: the two workers through the phases above. A fault that does not run two lock
+    /// workers (a pool leak: one pool process) runs its own.
+    #[allow(clippy::too_many_arguments)]
+    async fn trial(
+        &self,
+        context: &mut TrialContext<'_>,
+        config: &BackendConfig,
+        client: &dyn LockBackend,
+        stage: &mut Stage,
+        id: &str,
+        key: &str,
+        rng: &mut rand::rngs::StdRng,
+    ) -> Result<TrialOutcome, FaultError> {
+        run(context, self, config, client, stage, id, key, rng).await
+    }
+}
+
+/// Runs one trial of `fault` on `stage`, as trial `id`, with the lock `key`: the fault's phases
+/// in order (`fault`'s module documentation lists them), then the judging, which is the same
+/// for every fault (the resource's log).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run<F: Fault + ?Sized>(
+    context: &mut TrialContext<'_>,
+    fault: &F,
+    config: &BackendConfig,
+    client: &dyn LockBackend,
+    stage: &mut Stage,
+    id: &str,
+    key: &str,
+    rng: &mut rand::rngs::StdRng,
+) -> Result<TrialOutcome, FaultError> {
+    let variant = fault.variant();
+    let ttl = variant.trial_ttl(context.ttl);
+    warm_up(client, key, ttl).await?;
+    fault.before(stage).await?;
+    let default = Shape::of(variant, ttl, config, stage.holder_urls.as_deref());
+    let shape = fault.shape(default, stage, config);
+    let every = shape.job / shape.writes;
+    let connect = config.connect_timeout + Duration::from_secs(10);
+    // The contender first: its start-up (a process, two connections) then cannot eat into the
+    // holder's job; it asks for the lock when told to, just after the holder's grant.
+    let (mut holder, mut contender) =
+        spawn_workers(context, &shape, stage, (id, key), ttl, connect).await?;
+    let acquisition_start = monotonic_ns();
+    if shape.slowed {
+        fault.acquire(stage, &mut holder, ttl * 2).await?;
+    }
+    let granted = holder.granted(ttl * 2 + connect).await?;
+    // The fault's length, and how long anyone may have to wait for the lock because of it.
+    let length = fault.length(granted, &shape, stage);
+    let survivor = granted * shape.survivor_ttls;
+    let longest = length + granted + shape.job * 2 + survivor + Duration::from_secs(5);
+    if !shape.contender_waits_for_fault {
+        contender.go(longest).await?;
+    }
+    // The fault begins somewhere in the first third of the job, by the seed.
+    let after = rng.random_range(2..=WRITES / 3);
+    match shape.onset {
+        Onset::AfterWrite => loop {
+            let n = holder.wrote(every * 4 + Duration::from_secs(5)).await?;
+            if n >= after {
+                break;
+            }
+        },
+        Onset::AfterIntervals => tokio::time::sleep(every * after).await,
+        Onset::AtAcquisition => {}
+    }
+    let start_ns = match shape.onset {
+        Onset::AtAcquisition => acquisition_start,
+        _ => monotonic_ns(),
+    };
+    let mut trial = Trial {
+        stage,
+        holder: &mut holder,
+        contender: &mut contender,
+        granted,
+        length,
+        longest,
+        contender_step: None,
+        end_ns: None,
+    };
+    fault.inject(&mut trial).await?;
+    let window = Window {
+        start_ns,
+        end_ns: trial.end_ns.unwrap_or_else(monotonic_ns),
+    };
+    let contender_step = trial.contender_step.take();
+    fault.end_holder(holder, context, id, longest).await?;
+    // A contender says either `granted` (then its job, then `done`) or `timed-out`.
+    let step = match contender_step {
+        Some(step) => step,
+        None => contender.next_step(longest).await?,
+    };
+    if let Message::Granted { .. } = step {
+        contender.done(longest).await?;
+    }
+    contender.finish(Duration::from_secs(10)).await?;
+    fault.heal(stage).await?;
+    judge(context, id, window, granted, None).await
+}
+
+/// A warm-up acquisition, so that fencing counters are past their first value, as in any
+/// deployment that has run for a while (a counter that restarts then goes back). The lab's own
+/// connection may have been closed by the last trial's restart: the first request after one
+/// fails and reconnects, so it is tried again.
+async fn warm_up(client: &dyn LockBackend, key: &str, ttl: Duration) -> Result<(), FaultError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match client.try_acquire(key, ttl).await {
+            Ok(Some(lease)) => {
+                client.release(&lease).await?;
+                return Ok(());
+            }
+            Ok(None) => return Ok(()),
+            Err(_) if tries < 3 => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Starts the contender, then the holder (inside the stage's namespace, if it has one), each
+/// connected, from the trial's shape.
+async fn spawn_workers(
+    context: &TrialContext<'_>,
+    shape: &Shape,
+    stage: &Stage,
+    (id, key): (&str, &str),
+    ttl: Duration,
+    connect: Duration,
+) -> Result<(WorkerProcess, WorkerProcess), FaultError> {
+    let every = shape.job / shape.writes;
+    let plan = |worker: &str, wait: Duration| {
+        let holding = worker == HOLDER;
+        WorkerPlan {
+            trial: id.to_string(),
+            worker: worker.to_string(),
+            backend: if holding {
+                shape.holder.clone()
+            } else {
+                shape.contender.clone()
+            },
+            // The holder of a partition reaches the resource from inside its namespace.
+            resource_url: match &stage.partition {
+                Some(p) if holding => p.resource_url.clone(),
+                _ => context.resource_url.to_string(),
+            },
+            resource_schema: context.resource_schema.to_string(),
+            key: key.to_string(),
+            ttl_ms: ttl.as_millis() as u64,
+            wait_ms: wait.as_millis() as u64,
+            // A holder whose acquisition the lab slows waits to be told, once it is connected.
+            wait_for_go: !holding || shape.slowed,
+            writes: shape.writes,
+            write_every_ms: every.as_millis() as u64,
+            tracking: if holding {
+                shape.tracking
+            } else {
+                LeaseTracking::AtRelease
+            },
+            on_failure: if holding {
+                OnFailure::Queue
+            } else {
+                shape.contender_on_failure
+            },
+            detached: holding && shape.detached,
+        }
+    };
+    let exe = context.worker_exe;
+    let mut contender =
+        WorkerProcess::spawn(exe, CONTENDER, &AnyPlan::Lock(plan(CONTENDER, ttl))).await?;
+    contender.connected(connect).await?;
+    let prefix = stage
+        .partition
+        .as_ref()
+        .map_or(Vec::new(), |p| p.ns.prefix());
+    let mut holder =
+        WorkerProcess::spawn_in(&prefix, exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2)))
+            .await?;
+    holder.connected(connect).await?;
+    Ok((holder, contender))
+}
