@@ -64,7 +64,12 @@ pub fn exit_of(error: &anyhow::Error) -> Exit {
 }
 
 fn unreachable_lock(e: &LockError) -> Option<Exit> {
-    matches!(e, LockError::Unreachable { .. }).then_some(Exit::Partial)
+    match e {
+        LockError::Unreachable { .. } => Some(Exit::Partial),
+        // A URL the backend cannot be trusted on is bad input.
+        LockError::Refused { .. } => Some(Exit::BadInput),
+        _ => None,
+    }
 }
 
 /// Lists each error type with its meaning: its [`Classify`] impl, and its place in
@@ -110,10 +115,12 @@ classified! {
         )
         .then_some(Exit::BadInput)
     },
-    // A server out of reach: one line names it and how to start it.
+    // A server out of reach: one line names it and how to start it (or a URL refused).
     LockError => unreachable_lock,
-    lockbench_faults::FaultError => |e| {
-        matches!(e, lockbench_faults::FaultError::Unreachable(_)).then_some(Exit::Partial)
+    lockbench_faults::FaultError => |e| match e {
+        lockbench_faults::FaultError::Unreachable(_) => Some(Exit::Partial),
+        lockbench_faults::FaultError::Lock(lock) => unreachable_lock(lock),
+        _ => None,
     },
     lockbench_replay::LiveError => |e| match e {
         lockbench_replay::LiveError::Lock(lock) => unreachable_lock(lock),

@@ -70,6 +70,7 @@ static WALLCLOCK_SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libwall
 impl FaultLab {
     /// Connects to the resource and creates the run's schema.
     pub async fn prepare(options: LabOptions) -> Result<Self, FaultError> {
+        refuse_pooled_session_locks(&options.backends).await?;
         let run_id = format!("{:08x}", rand::random::<u32>());
         let namespace = options
             .backends
@@ -385,6 +386,22 @@ impl FaultLab {
         crate::register::lab_ended(dropped.is_ok());
         dropped
     }
+}
+
+/// Refuses a pg-session backend whose URL goes through a transaction-mode pooler before any cell
+/// runs (the client's connect finds it, and says so in one line). Any other failure to connect is
+/// the cell's, recorded when it runs.
+async fn refuse_pooled_session_locks(backends: &[BackendConfig]) -> Result<(), FaultError> {
+    for config in backends.iter().filter(|c| c.kind == BackendKind::PgSession) {
+        match lockbench_locks::connect(config).await {
+            Ok(client) => {
+                let _ = client.close().await;
+            }
+            Err(e @ lockbench_locks::LockError::Refused { .. }) => return Err(e.into()),
+            Err(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// FNV-1a of a cell's name: its share of the seed.

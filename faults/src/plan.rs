@@ -57,6 +57,9 @@ pub struct BackendPlan {
     /// Redis's fair queue: how long a waiter's place outlives its last renewal, ms.
     #[serde(default)]
     pub waiter_timeout_ms: u64,
+    /// pg-session through a transaction-mode pooler, which the lab measures.
+    #[serde(default)]
+    pub through_transaction_pooler: bool,
 }
 
 impl BackendPlan {
@@ -73,6 +76,7 @@ impl BackendPlan {
             wait_replicas: config.wait_replicas,
             fair: config.fair,
             waiter_timeout_ms: config.waiter_timeout.as_millis() as u64,
+            through_transaction_pooler: config.through_transaction_pooler,
         }
     }
 
@@ -87,6 +91,7 @@ impl BackendPlan {
         c.fencing = self.fencing;
         c.wait_replicas = self.wait_replicas;
         c.fair = self.fair;
+        c.through_transaction_pooler = self.through_transaction_pooler;
         if self.waiter_timeout_ms > 0 {
             c.waiter_timeout = Duration::from_millis(self.waiter_timeout_ms);
         }

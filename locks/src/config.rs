@@ -58,6 +58,10 @@ pub struct BackendConfig {
     /// (it renews every third of this while it waits); a waiter that died delays the next grant
     /// by at most this.
     pub waiter_timeout: Duration,
+    /// pg-session: the URL may go through a transaction-mode pooler. Only the fault lab sets it,
+    /// to measure what such a pooler does to a session lock; everyone else's session lock is
+    /// refused there ([`crate::backends::postgres::transaction_pooler`]).
+    pub through_transaction_pooler: bool,
 }
 
 /// The fair variant of Redis as results and `--backend` name it (`[backends.redis]` with
@@ -78,6 +82,7 @@ impl BackendConfig {
             wait_replicas: 0,
             fair: false,
             waiter_timeout: Duration::from_secs(5),
+            through_transaction_pooler: false,
         }
     }
 

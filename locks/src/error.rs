@@ -18,6 +18,17 @@ pub enum LockError {
         /// Why, in words.
         reason: String,
     },
+    /// The backend cannot be trusted on this URL (a session lock through a transaction-mode
+    /// pooler): bad input, exit 2.
+    #[error("{backend}: refused on {url}: {reason}")]
+    Refused {
+        /// Backend name.
+        backend: &'static str,
+        /// The URL (credentials removed).
+        url: String,
+        /// What was found, and what works instead.
+        reason: String,
+    },
     /// An operation did not finish in time.
     #[error("{backend}: {operation} timed out after {after:?}")]
     Timeout {

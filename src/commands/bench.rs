@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use lockbench_bench::{BenchResult, LevelProgress, Levels, LevelsError, facts, measure_levels};
 use lockbench_core::ResultsDir;
 use lockbench_core::records::bench::{BackendFacts, BenchFailure, BenchRecord};
+use lockbench_locks::LockError;
 
 use crate::cli::BenchArgs;
 use crate::exit::Exit;
@@ -108,6 +109,8 @@ async fn measure_all(settings: &BenchSettings) -> Result<Measured> {
                 measured.results.append(&mut m.results);
             }
             Err(LevelsError::NotReady(e)) => return Err(e.into()),
+            // A URL the backend cannot be trusted on is the user's to fix: nothing is measured.
+            Err(LevelsError::Lock(e @ LockError::Refused { .. })) => return Err(e.into()),
             Err(LevelsError::Lock(e)) => {
                 // One line, and the other backends go on.
                 eprintln!("lockbench: bench: {e}");

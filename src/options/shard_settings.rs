@@ -143,6 +143,7 @@ fn backend(out: &mut ShardSettings, i: usize, b: &BackendConfig) {
         wait_replicas,
         fair,
         waiter_timeout,
+        through_transaction_pooler: _,
     } = b;
     let urls: Vec<String> = urls.iter().map(|u| Redacted(u).to_string()).collect();
     put(

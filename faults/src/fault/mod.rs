@@ -1,5 +1,5 @@
 //! A fault as a value: what a variant needs on this machine, what it sets up for its cell, and the
-//! phases of each of its trials. The trial runner (`trial::run`) calls the phases in order and
+//! phases of each of its trials. The trial runner (`phases::run`) calls the phases in order and
 //! knows no scenario by name; [`of`] is the one table from a [`Variant`] to its fault.
 //!
 //! The phases of a trial, in order:
@@ -13,7 +13,8 @@
 //! 6. **heal**: the cell put back as it was, for the next trial (clocks, a failed-over primary).
 //!
 //! The judging is the same for every fault: the protected resource's log of the trial
-//! (`overlap::figures`). A new variant is a row in [`of`] and, for a new scenario, one file here
+//! (`overlap::figures`). A new variant of a scenario is an arm in that scenario's file; a new
+//! scenario is a row in [`of`] and one file here
 //! that implements [`Fault`] (docs/ARCHITECTURE.md lists the rest: its name, its rule, its
 //! test).
 

@@ -135,6 +135,9 @@ pub struct PgLock {
     held: Mutex<HashMap<String, Held>>,
     /// Query strings sent (a multi-statement string is one).
     requests: Requests,
+    /// Simple-protocol queries only: the URL goes through a transaction-mode pooler, which the
+    /// config allows (the fault lab measuring one).
+    simple: bool,
 }
 
 /// The advisory lock id of a namespaced key: FNV-1a, kept positive so that it reads back from
@@ -166,17 +169,46 @@ impl PgLock {
             reason,
         };
         // Set once per session at its start rather than per wait: a backend blocked on a lock
-        // does not read its socket, and this has it notice a closed connection.
-        let options = PgConnectOptions::from_str(&url)
-            .map_err(|e| unreachable(e.to_string()))?
-            .options([(
-                "client_connection_check_interval",
-                format!("{}ms", DISCONNECT_CHECK.as_millis()),
-            )]);
-        let mut first = tokio::time::timeout(config.connect_timeout, options.connect())
-            .await
-            .map_err(|_| unreachable(format!("no answer within {:?}", config.connect_timeout)))?
-            .map_err(|e| unreachable(e.to_string()))?;
+        // does not read its socket, and this has it notice a closed connection. A pooler that
+        // refuses startup options (PgBouncer without `ignore_startup_parameters = options`) gets
+        // a connection without it.
+        let plain = PgConnectOptions::from_str(&url).map_err(|e| unreachable(e.to_string()))?;
+        let checked = plain.clone().options([(
+            "client_connection_check_interval",
+            format!("{}ms", DISCONNECT_CHECK.as_millis()),
+        )]);
+        let connect = |options: PgConnectOptions| async move {
+            let first = tokio::time::timeout(config.connect_timeout, options.connect())
+                .await
+                .map_err(|_| format!("no answer within {:?}", config.connect_timeout))?
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>((first, options))
+        };
+        let (mut first, options) = match connect(checked).await {
+            Err(e) if e.contains("unsupported startup parameter") => connect(plain).await,
+            other => other,
+        }
+        .map_err(unreachable)?;
+        if scope == Scope::Session && !config.through_transaction_pooler && !pinned(&url) {
+            let found = transaction_pooler(&options, &mut first, config.connect_timeout)
+                .await
+                .map_err(|e| LockError::server(backend, "look for a pooler", e))?;
+            if found.is_none() {
+                PINNED
+                    .lock()
+                    .expect("pinned URLs poisoned")
+                    .push(url.clone());
+            }
+            if let Some(evidence) = found {
+                return Err(LockError::Refused {
+                    backend,
+                    url: Redacted(&url).to_string(),
+                    reason: format!(
+                        "a transaction-mode pooler is in the path ({evidence}): a session lock would stay on a server connection the pooler then hands to other clients, and its unlock could go to another; use pg-xact, a direct connection to Postgres, or a session-mode pooler"
+                    ),
+                });
+            }
+        }
         let sequence = identifier(&config.namespace);
         if config.fencing {
             sqlx::raw_sql(AssertSqlSafe(format!(
@@ -209,6 +241,7 @@ impl PgLock {
             timeout: config.operation_timeout,
             held: Mutex::new(HashMap::new()),
             requests: Requests::default(),
+            simple: config.through_transaction_pooler,
         })
     }
 
@@ -221,6 +254,56 @@ impl PgLock {
 
     fn backend(&self) -> &'static str {
         self.kind().name()
+    }
+
+    /// The one row of `sql`, whose `$1` is the lock id and `$2` (if any) the fencing sequence:
+    /// a prepared statement, as pgbench's `-M prepared`. Through a transaction-mode pooler (which
+    /// only the fault lab lets a session lock use, to measure it) one simple-protocol query with
+    /// both written in instead: a prepared statement lives on a server connection such a pooler
+    /// hands to other clients.
+    async fn row(
+        &self,
+        conn: &mut PgConnection,
+        sql: &'static str,
+        id: i64,
+    ) -> Result<sqlx::postgres::PgRow, sqlx::Error> {
+        if self.simple {
+            return sqlx::raw_sql(AssertSqlSafe(self.inlined(sql, id)))
+                .fetch_one(conn)
+                .await;
+        }
+        let query = sqlx::query(sql).bind(id);
+        let query = if sql.contains("$2") {
+            query.bind(&self.sequence)
+        } else {
+            query
+        };
+        query.fetch_one(conn).await
+    }
+
+    /// [`PgLock::row`] of a blocking wait: through a transaction-mode pooler, with its
+    /// `lock_timeout` set in the same query (one transaction, so one server connection).
+    async fn waiting_row(
+        &self,
+        conn: &mut PgConnection,
+        sql: &'static str,
+        id: i64,
+        wait_ms: u128,
+    ) -> Result<sqlx::postgres::PgRow, sqlx::Error> {
+        if self.simple {
+            let text = format!(
+                "SET lock_timeout = '{wait_ms}ms'; {}",
+                self.inlined(sql, id)
+            );
+            return sqlx::raw_sql(AssertSqlSafe(text)).fetch_one(conn).await;
+        }
+        self.row(conn, sql, id).await
+    }
+
+    /// `sql` with the lock id and the sequence's name (an identifier of ours) written in.
+    fn inlined(&self, sql: &str, id: i64) -> String {
+        sql.replace("$1", &id.to_string())
+            .replace("$2", &format!("'{}'", self.sequence))
     }
 
     fn take(&self, token: &str) -> Option<Held> {
@@ -262,19 +345,20 @@ impl PgLock {
         // One round trip: the lock, and the fencing number only if the lock was granted.
         // Some(Some(n)): granted with fencing token n; Some(None): granted without; None: held.
         let granted: Option<Option<i64>> = match self.scope {
-            Scope::Session if self.fencing => sqlx::query_scalar::<_, Option<i64>>(
-                "SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval($2::regclass) END",
-            )
-            .bind(id)
-            .bind(&self.sequence)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(|e| LockError::server(backend, "acquire", e))?
-            .map(Some),
-            Scope::Session => sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)")
-                .bind(id)
-                .fetch_one(&mut *conn)
+            Scope::Session if self.fencing => self
+                .row(
+                    conn,
+                    "SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval($2::regclass) END",
+                    id,
+                )
                 .await
+                .and_then(|r| r.try_get::<Option<i64>, _>(0))
+                .map_err(|e| LockError::server(backend, "acquire", e))?
+                .map(Some),
+            Scope::Session => self
+                .row(conn, "SELECT pg_try_advisory_lock($1)", id)
+                .await
+                .and_then(|r| r.try_get::<bool, _>(0))
                 .map_err(|e| LockError::server(backend, "acquire", e))?
                 .then_some(None),
             Scope::Transaction => {
@@ -357,7 +441,9 @@ impl PgLock {
         let (namespaced, id, mut session) = self.open(key).await?;
         // lock_timeout is whole milliseconds, and 0 would mean no limit at all.
         let wait_ms = wait.as_millis().max(1);
-        if session.lock_timeout_ms != Some(wait_ms) {
+        // Through a transaction-mode pooler a SET outlives its transaction on a server
+        // connection the next query may not get: the wait's own query sets it (`row`).
+        if session.lock_timeout_ms != Some(wait_ms) && !self.simple {
             self.requests.sent();
             sqlx::raw_sql(AssertSqlSafe(format!("SET lock_timeout = '{wait_ms}ms'")))
                 .execute(session.conn())
@@ -369,16 +455,17 @@ impl PgLock {
         self.requests.sent();
         let granted: Result<i64, sqlx::Error> = match self.scope {
             // The materialized CTE takes the lock before the sequence is read.
-            Scope::Session if self.fencing => sqlx::query_scalar(
-                "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1)) SELECT nextval($2::regclass) FROM l",
-            )
-            .bind(id)
-            .bind(&self.sequence)
-            .fetch_one(&mut *conn)
-            .await,
-            Scope::Session => sqlx::query("SELECT pg_advisory_lock($1)")
-                .bind(id)
-                .execute(&mut *conn)
+            Scope::Session if self.fencing => self
+                .waiting_row(
+                    conn,
+                    "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1)) SELECT nextval($2::regclass) FROM l",
+                    id,
+                    wait_ms,
+                )
+                .await
+                .and_then(|r| r.try_get::<i64, _>(0)),
+            Scope::Session => self
+                .waiting_row(conn, "SELECT pg_advisory_lock($1)", id, wait_ms)
                 .await
                 .map(|_| 0),
             // The transaction stays open: the lock is held until release commits it.
@@ -425,6 +512,78 @@ impl PgLock {
     }
 }
 
+/// URLs this process found no transaction-mode pooler on: checked once, not for every client
+/// (a bench connects one per contender, and each check needs a second server connection).
+static PINNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn pinned(url: &str) -> bool {
+    PINNED
+        .lock()
+        .expect("pinned URLs poisoned")
+        .iter()
+        .any(|u| u == url)
+}
+
+/// What shows a transaction-mode pooler (PgBouncer's `pool_mode = transaction`, or statement
+/// mode) between this client and Postgres, if one is there. A setting is made on `first`'s
+/// session, then read back on it and on a second connection: directly, or through a
+/// session-mode pooler, the first always reads its own value and the second never does; through
+/// a transaction-mode pooler the setting stays on a server connection, which the pooler hands to
+/// whoever asks next. Tried twice (a busy pooler may hand that connection to a third client in
+/// between): one more connection and five round trips, the setting reset after.
+///
+/// A second connection that gets no server within `within` finds nothing: a transaction-mode
+/// pooler would have handed it the first's, idle between its queries; a session-mode pooler at
+/// its pool size has none to give.
+pub async fn transaction_pooler(
+    options: &PgConnectOptions,
+    first: &mut PgConnection,
+    within: Duration,
+) -> Result<Option<String>, sqlx::Error> {
+    const READ: &str =
+        "SELECT current_setting('lockbench.pooler_probe', true), pg_backend_pid()::bigint";
+    let token = new_token();
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "SET lockbench.pooler_probe = '{token}'"
+    )))
+    .execute(&mut *first)
+    .await?;
+    let Ok(second) = tokio::time::timeout(within, options.connect()).await else {
+        return Ok(None);
+    };
+    let mut second = second?;
+    let mut found = None;
+    for _ in 0..2 {
+        let own = sqlx::raw_sql(READ).fetch_one(&mut *first).await?;
+        if own.try_get::<Option<String>, _>(0)?.as_deref() != Some(&token) {
+            found = Some(
+                "a setting made on one session was gone from it at its next query".to_string(),
+            );
+            break;
+        }
+        let Ok(other) =
+            tokio::time::timeout(within, sqlx::raw_sql(READ).fetch_one(&mut second)).await
+        else {
+            break;
+        };
+        let other = other?;
+        if other.try_get::<Option<String>, _>(0)?.as_deref() == Some(&token) {
+            found = Some(format!(
+                "a setting made on one client connection was read on another, both served by server process {}",
+                other.try_get::<i64, _>(1)?
+            ));
+            break;
+        }
+    }
+    let _ = second.close().await;
+    if found.is_none() {
+        sqlx::raw_sql("RESET lockbench.pooler_probe")
+            .execute(&mut *first)
+            .await?;
+    }
+    Ok(found)
+}
+
 /// Postgres's answer when an object created concurrently already exists: a unique violation
 /// on the catalog (23505) or duplicate_table (42P07).
 fn is_duplicate_object(e: &sqlx::Error) -> bool {
@@ -455,9 +614,10 @@ impl LockBackend for PgLock {
                     .take()
                     .await
                     .map_err(|e| LockError::server(backend, "take a connection", e))?;
-                let version = sqlx::query_scalar::<_, String>("SHOW server_version")
-                    .fetch_one(session.conn())
+                let version = self
+                    .row(session.conn(), "SHOW server_version", 0)
                     .await
+                    .and_then(|r| r.try_get::<String, _>(0))
                     .map_err(|e| LockError::server(backend, "version", e))?;
                 session.clean = true;
                 Ok(version)
@@ -479,12 +639,15 @@ impl LockBackend for PgLock {
                     .take()
                     .await
                     .map_err(|e| LockError::server(backend, "take a connection", e))?;
-                let us = sqlx::query_scalar::<_, i64>(
-                    "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
-                )
-                .fetch_one(session.conn())
-                .await
-                .map_err(|e| LockError::server(backend, "clock", e))?;
+                let us = self
+                    .row(
+                        session.conn(),
+                        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+                        0,
+                    )
+                    .await
+                    .and_then(|r| r.try_get::<i64, _>(0))
+                    .map_err(|e| LockError::server(backend, "clock", e))?;
                 session.clean = true;
                 Ok(us.max(0) as u64)
             })
@@ -542,13 +705,14 @@ impl LockBackend for PgLock {
         let backend = self.backend();
         self.requests.sent();
         let still = timed(backend, "renew", self.timeout, async {
-            sqlx::query_scalar::<_, bool>(
+            self.row(
+                held.session.conn(),
                 "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
                  AND pid = pg_backend_pid() AND ((classid::bigint << 32) | objid::bigint) = $1)",
+                held.lock_id,
             )
-            .bind(held.lock_id)
-            .fetch_one(held.session.conn())
             .await
+            .and_then(|r| r.try_get::<bool, _>(0))
             .map_err(|e| LockError::server(backend, "renew", e))
         })
         .await;
@@ -574,10 +738,10 @@ impl LockBackend for PgLock {
                 // A session takes one lock per lease, once: when this unlock says it released
                 // it, the session holds nothing and may go back. When it says not held,
                 // something else happened on this session and it is closed instead.
-                Scope::Session => sqlx::query_scalar::<_, bool>("SELECT pg_advisory_unlock($1)")
-                    .bind(held.lock_id)
-                    .fetch_one(&mut *conn)
+                Scope::Session => self
+                    .row(conn, "SELECT pg_advisory_unlock($1)", held.lock_id)
                     .await
+                    .and_then(|r| r.try_get::<bool, _>(0))
                     .map_err(|e| LockError::server(backend, "release", e))?,
                 Scope::Transaction => {
                     sqlx::raw_sql("COMMIT")
