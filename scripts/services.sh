@@ -24,6 +24,8 @@ PG_PORT=$(config_port pg-session)
 ETCD_PORT=$(config_port etcd)
 ETCD_PEER_PORT=$((ETCD_PORT + 1))
 ZK_PORT=$(config_port zookeeper)
+PGB_TX_PORT=$(config_ports pg-session deploy/poolers/pgbouncer-transaction.toml | head -n 1)
+PGB_SESSION_PORT=$(config_ports pg-session deploy/poolers/pgbouncer-session.toml | head -n 1)
 PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 WAIT_SECONDS=60
 
@@ -44,7 +46,7 @@ wait_for() {
 install() {
     # iproute2 and nftables: the fault lab's partitions (a network namespace of its own).
     ensure_packages redis-server redis-tools postgresql etcd-server etcd-client zookeeper protobuf-compiler \
-        iproute2 nftables
+        iproute2 nftables pgbouncer
     [ -n "$PG_BIN" ] || PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 }
 
@@ -129,6 +131,34 @@ CFG
     wait_for zookeeper "$ZK_PORT" "$STATE/zookeeper.log"
 }
 
+# pgbouncer_up MODE PORT: PgBouncer in MODE (transaction or session) in front of the local
+# Postgres, as the postgres user (PgBouncer refuses root), any user name let through as postgres.
+pgbouncer_up() {
+    local mode=$1 port=$2 dir="$STATE/pgbouncer-$1"
+    if port_open "$port"; then return 0; fi
+    mkdir -p "$dir"
+    cat >"$dir/pgbouncer.ini" <<CFG
+[databases]
+* = host=127.0.0.1 port=$PG_PORT user=postgres
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $port
+unix_socket_dir =
+auth_type = any
+pool_mode = $mode
+max_client_conn = 500
+default_pool_size = 20
+ignore_startup_parameters = extra_float_digits,options
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+CFG
+    [ "$(id -u)" -eq 0 ] && chown -R postgres:postgres "$dir"
+    as_postgres /usr/sbin/pgbouncer -d "$dir/pgbouncer.ini" >"$dir/stdout.log" 2>&1 \
+        || { tail -n 20 "$dir/stdout.log" >&2; die "pgbouncer ($mode) did not start"; }
+    wait_for "pgbouncer ($mode)" "$port" "$dir/pgbouncer.log"
+}
+
 stop_pid() {
     local file="$STATE/$1.pid"
     [ -f "$file" ] || return 0
@@ -143,6 +173,8 @@ up() {
     postgres_up
     etcd_up
     zookeeper_up
+    pgbouncer_up transaction "$PGB_TX_PORT"
+    pgbouncer_up session "$PGB_SESSION_PORT"
     status
 }
 
@@ -155,6 +187,8 @@ down() {
     fi
     stop_pid etcd
     stop_pid zookeeper
+    stop_pid pgbouncer-transaction/pgbouncer
+    stop_pid pgbouncer-session/pgbouncer
     say "stopped (state kept in $STATE)"
 }
 
@@ -169,6 +203,8 @@ status() {
     report postgres "$PG_PORT" "postgres://postgres@127.0.0.1:$PG_PORT/postgres"
     report etcd "$ETCD_PORT" "http://127.0.0.1:$ETCD_PORT"
     report zookeeper "$ZK_PORT" "127.0.0.1:$ZK_PORT"
+    report pgbouncer "$PGB_TX_PORT" "postgres://postgres@127.0.0.1:$PGB_TX_PORT/postgres (transaction mode)"
+    report pgbouncer "$PGB_SESSION_PORT" "postgres://postgres@127.0.0.1:$PGB_SESSION_PORT/postgres (session mode)"
     return $failed
 }
 

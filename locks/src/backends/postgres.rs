@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -135,8 +135,8 @@ pub struct PgLock {
     held: Mutex<HashMap<String, Held>>,
     /// Query strings sent (a multi-statement string is one).
     requests: Requests,
-    /// Simple-protocol queries only: the URL goes through a transaction-mode pooler, which the
-    /// config allows (the fault lab measuring one).
+    /// Simple-protocol queries only: the URL goes through a transaction-mode pooler (a prepared
+    /// statement lives on one server connection, which such a pooler hands to other clients).
     simple: bool,
 }
 
@@ -189,25 +189,36 @@ impl PgLock {
             other => other,
         }
         .map_err(unreachable)?;
-        if scope == Scope::Session && !config.through_transaction_pooler && !pinned(&url) {
-            let found = transaction_pooler(&options, &mut first, config.connect_timeout)
-                .await
-                .map_err(|e| LockError::server(backend, "look for a pooler", e))?;
-            if found.is_none() {
-                PINNED
+        // Once per URL in this process: a bench connects a client per contender, and each look
+        // needs a second server connection.
+        let cached = POOLERS
+            .lock()
+            .expect("pooler findings poisoned")
+            .get(&url)
+            .cloned();
+        let pooled = match cached {
+            Some(found) => found,
+            None => {
+                let found = transaction_pooler(&options, &mut first, config.connect_timeout)
+                    .await
+                    .map_err(|e| LockError::server(backend, "look for a pooler", e))?;
+                POOLERS
                     .lock()
-                    .expect("pinned URLs poisoned")
-                    .push(url.clone());
+                    .expect("pooler findings poisoned")
+                    .insert(url.clone(), found.clone());
+                found
             }
-            if let Some(evidence) = found {
-                return Err(LockError::Refused {
-                    backend,
-                    url: Redacted(&url).to_string(),
-                    reason: format!(
-                        "a transaction-mode pooler is in the path ({evidence}): a session lock would stay on a server connection the pooler then hands to other clients, and its unlock could go to another; use pg-xact, a direct connection to Postgres, or a session-mode pooler"
-                    ),
-                });
-            }
+        };
+        if let (Scope::Session, Some(evidence), false) =
+            (scope, &pooled, config.through_transaction_pooler)
+        {
+            return Err(LockError::Refused {
+                backend,
+                url: Redacted(&url).to_string(),
+                reason: format!(
+                    "a transaction-mode pooler is in the path ({evidence}): a session lock would stay on a server connection the pooler then hands to other clients, and its unlock could go to another; use pg-xact, a direct connection to Postgres, or a session-mode pooler"
+                ),
+            });
         }
         let sequence = identifier(&config.namespace);
         if config.fencing {
@@ -241,7 +252,7 @@ impl PgLock {
             timeout: config.operation_timeout,
             held: Mutex::new(HashMap::new()),
             requests: Requests::default(),
-            simple: config.through_transaction_pooler,
+            simple: pooled.is_some() || config.through_transaction_pooler,
         })
     }
 
@@ -257,10 +268,10 @@ impl PgLock {
     }
 
     /// The one row of `sql`, whose `$1` is the lock id and `$2` (if any) the fencing sequence:
-    /// a prepared statement, as pgbench's `-M prepared`. Through a transaction-mode pooler (which
-    /// only the fault lab lets a session lock use, to measure it) one simple-protocol query with
-    /// both written in instead: a prepared statement lives on a server connection such a pooler
-    /// hands to other clients.
+    /// a prepared statement, as pgbench's `-M prepared`. Through a transaction-mode pooler (pg-xact,
+    /// or a session lock the fault lab measures there) one simple-protocol query with both
+    /// written in instead: a prepared statement lives on a server connection such a pooler hands
+    /// to other clients.
     async fn row(
         &self,
         conn: &mut PgConnection,
@@ -512,17 +523,10 @@ impl PgLock {
     }
 }
 
-/// URLs this process found no transaction-mode pooler on: checked once, not for every client
-/// (a bench connects one per contender, and each check needs a second server connection).
-static PINNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-fn pinned(url: &str) -> bool {
-    PINNED
-        .lock()
-        .expect("pinned URLs poisoned")
-        .iter()
-        .any(|u| u == url)
-}
+/// What this process found on each URL it connected to: what showed a transaction-mode pooler,
+/// or `None`.
+static POOLERS: LazyLock<Mutex<HashMap<String, Option<String>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// What shows a transaction-mode pooler (PgBouncer's `pool_mode = transaction`, or statement
 /// mode) between this client and Postgres, if one is there. A setting is made on `first`'s
