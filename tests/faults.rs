@@ -493,6 +493,50 @@ fn redlock_takes_a_restarted_node_and_two_clock_jumps_together_to_grant_a_second
     assert_left_nothing(&record, pid);
 }
 
+/// Through the lab's PgBouncer: in transaction mode a session lock is handed to the contender on
+/// the server connection that still holds it (every trial overlaps, and the fence refuses the
+/// holder's writes after the grant); a transaction lock never overlaps. In session mode a killed
+/// holder's lock is freed by `DISCARD ALL` at once, and without the reset it blocks the contender
+/// until PgBouncer closes the idle connection (5 s in the lab), with no holder.
+#[test]
+fn a_session_lock_through_a_transaction_mode_pgbouncer_is_handed_on_and_a_transaction_lock_is_not()
+{
+    let (record, pid) = faults(&[
+        "--scenario",
+        "pooler",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+        "--backend",
+        "pg-session",
+        "--backend",
+        "pg-xact",
+    ]);
+    let handed = cell(&record, "pooler/transaction-mode", "pg-session");
+    assert_eq!(n(&handed["trials_with_overlap"]), 2, "{handed}");
+    assert!(n(&handed["stale_writes"]) > 0, "{handed}");
+    assert_eq!(
+        handed["stale_rejected_by_fence"], handed["stale_writes"],
+        "the sequence's token refuses them: {handed}"
+    );
+    let pinned = cell(&record, "pooler/transaction-mode", "pg-xact");
+    assert_eq!(n(&pinned["trials_with_overlap"]), 0, "{pinned}");
+    for backend in ["pg-session", "pg-xact"] {
+        let reset = cell(&record, "pooler/session-mode", backend);
+        assert_eq!(n(&reset["trials_with_overlap"]), 0, "{reset}");
+        assert!(reset["recovery_max_s"].as_f64().unwrap() < 1.0, "{reset}");
+    }
+    let kept = cell(&record, "pooler/session-mode-no-reset", "pg-session");
+    assert_eq!(n(&kept["trials_with_overlap"]), 0, "{kept}");
+    let blocked = kept["recovery_p50_s"].as_f64().unwrap();
+    assert!(
+        (4.0..12.0).contains(&blocked),
+        "blocked until the idle server connection closed (5 s): {kept}"
+    );
+    assert_left_nothing(&record, pid);
+}
+
 #[test]
 fn a_session_lock_leaks_through_a_pool_that_does_not_reset_and_a_transaction_lock_does_not() {
     let (record, pid) = faults(&[

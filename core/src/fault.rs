@@ -32,11 +32,13 @@ pub enum Scenario {
     Failover,
     /// The lock server unreachable as a run starts.
     Outage,
+    /// Postgres reached through PgBouncer.
+    Pooler,
 }
 
 impl Scenario {
     /// Every scenario, in the matrix's order.
-    pub const ALL: [Scenario; 9] = [
+    pub const ALL: [Scenario; 10] = [
         Scenario::Pause,
         Scenario::Restart,
         Scenario::Redlock,
@@ -46,6 +48,7 @@ impl Scenario {
         Scenario::Crash,
         Scenario::Failover,
         Scenario::Outage,
+        Scenario::Pooler,
     ];
 
     /// Its name on the command line and in results.
@@ -60,6 +63,7 @@ impl Scenario {
             Scenario::Crash => "crash",
             Scenario::Failover => "failover",
             Scenario::Outage => "outage",
+            Scenario::Pooler => "pooler",
         }
     }
 }
@@ -94,6 +98,19 @@ pub enum PoolMode {
     UnlockAll,
     /// Transaction locks: each job holds a transaction (and so its connection) to the end.
     Xact,
+}
+
+/// How the lab's PgBouncer pools server connections, and whether it resets one given back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PoolerMode {
+    /// `pool_mode = transaction`: a server connection is a client's for one transaction.
+    Transaction,
+    /// `pool_mode = session`: a client's for its whole connection, reset with `DISCARD ALL`
+    /// (PgBouncer's default `server_reset_query`) when the client goes.
+    Session,
+    /// Session mode with `server_reset_query` empty: given back as it is.
+    SessionNoReset,
 }
 
 /// What a worker does when an acquisition fails (the server unreachable), as opposed to the
@@ -175,11 +192,14 @@ pub enum Variant {
     },
     /// The lock server unreachable (SIGSTOPped) as the next run starts, which follows the policy.
     Outage(OnFailure),
+    /// Holder and contender reach Postgres through the lab's PgBouncer: in transaction mode, a
+    /// plain job; in session mode, the holder killed mid-job, with and without the reset.
+    Pooler(PoolerMode),
 }
 
 impl Variant {
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 30] = [
+    pub const ALL: [Variant; 33] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -210,6 +230,9 @@ impl Variant {
         Variant::Outage(OnFailure::Skip),
         Variant::Outage(OnFailure::Queue),
         Variant::Outage(OnFailure::RunUnlocked),
+        Variant::Pooler(PoolerMode::Transaction),
+        Variant::Pooler(PoolerMode::Session),
+        Variant::Pooler(PoolerMode::SessionNoReset),
     ];
 
     /// The scenario it belongs to.
@@ -235,6 +258,7 @@ impl Variant {
             | Variant::CrashHostVanished { .. } => Scenario::Crash,
             Variant::Failover { .. } => Scenario::Failover,
             Variant::Outage(_) => Scenario::Outage,
+            Variant::Pooler(_) => Scenario::Pooler,
         }
     }
 
@@ -271,6 +295,9 @@ impl Variant {
             Variant::Outage(OnFailure::Skip) => "skip",
             Variant::Outage(OnFailure::Queue) => "queue",
             Variant::Outage(OnFailure::RunUnlocked) => "run-unlocked",
+            Variant::Pooler(PoolerMode::Transaction) => "transaction-mode",
+            Variant::Pooler(PoolerMode::Session) => "session-mode",
+            Variant::Pooler(PoolerMode::SessionNoReset) => "session-mode-no-reset",
         }
     }
 

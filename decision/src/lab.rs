@@ -3,7 +3,7 @@
 //! prevented), or left to the fence alone. docs/DECISION.md gives each pairing its source.
 
 use lockbench_core::BackendKind;
-use lockbench_core::fault::{OnFailure, Persistence, PoolMode, Variant};
+use lockbench_core::fault::{OnFailure, Persistence, PoolMode, PoolerMode, Variant};
 
 /// A mechanism a design may include against a failure the lab injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +52,12 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
             Variant::RedlockLateStart { checked: true },
         ),
         Variant::CrashWorkSurvives => (Mitigation::DieWithHolder, Variant::CrashKilled),
+        // A session lock through a transaction-mode pooler: the lock on a connection of the
+        // job's own, which a session-mode pooler (or none) gives it.
+        Variant::Pooler(PoolerMode::Transaction) => (
+            Mitigation::OwnConnection,
+            Variant::Pooler(PoolerMode::Session),
+        ),
         // Controls, recovery measurements, and failures only a fence answers.
         Variant::PauseHeartbeatShort
         | Variant::PauseHeartbeatLong
@@ -68,7 +74,8 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         | Variant::CrashKilled
         | Variant::CrashHostVanished { .. }
         | Variant::Failover { wait: true }
-        | Variant::Outage(OnFailure::Skip | OnFailure::Queue) => return None,
+        | Variant::Outage(OnFailure::Skip | OnFailure::Queue)
+        | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset) => return None,
     })
 }
 

@@ -137,6 +137,7 @@ impl FaultLab {
             Need::Zookeeper => crate::zookeeper::unavailable(),
             Need::Netns => crate::netns::unavailable(),
             Need::Postgres => crate::postgres::unavailable(),
+            Need::Pgbouncer => crate::pgbouncer::unavailable(),
             Need::Impossible(reason) => Some(reason),
         }
     }

@@ -50,7 +50,7 @@ fn bin_dir() -> Result<PathBuf, FaultError> {
 }
 
 /// The `postgres` user's uid and gid, from /etc/passwd.
-fn postgres_user() -> Result<(u32, u32), FaultError> {
+pub(crate) fn postgres_user() -> Result<(u32, u32), FaultError> {
     let passwd = std::fs::read_to_string("/etc/passwd").map_err(fail)?;
     passwd
         .lines()

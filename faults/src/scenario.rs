@@ -5,13 +5,17 @@ use std::time::Duration;
 
 use lockbench_locks::{BackendKind, LockScope};
 
-pub use lockbench_core::fault::{OnFailure, Persistence, PoolMode, Scenario, Variant};
+pub use lockbench_core::fault::{OnFailure, Persistence, PoolMode, PoolerMode, Scenario, Variant};
 
 use crate::plan::LeaseTracking;
 
 /// How long the contender of a vanished host waits for the lock after the host vanished (at
 /// least): long enough to tell a keepalive of seconds from Linux's default of 2 h 11 min.
 pub const VANISHED_WAIT: Duration = Duration::from_secs(60);
+
+/// How long the lab's PgBouncer keeps an idle server connection (PgBouncer's default is 600 s):
+/// what bounds a lock left on one with no holder.
+pub const POOLER_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The per-connection keepalive of `crash/host-vanished-keepalive`: idle, interval (seconds),
 /// count. The decision prescribes the same three settings sized from the job's budget.
@@ -82,6 +86,9 @@ impl Design for Variant {
                 kind == BackendKind::Redis && self != Variant::PartitionKeepalive
             }
             (Scenario::PoolLeak, kind) => kind == BackendKind::PgSession,
+            (Scenario::Pooler, kind) => {
+                matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
+            }
             (Scenario::Redlock, kind) => kind == BackendKind::Redlock,
         }
     }
@@ -93,7 +100,11 @@ impl Design for Variant {
             Scenario::Restart | Scenario::Partition | Scenario::Outage => 1,
             Scenario::Failover => 2,
             Scenario::Redlock => 5,
-            Scenario::Pause | Scenario::PoolLeak | Scenario::ClockJump | Scenario::Crash => 0,
+            Scenario::Pause
+            | Scenario::PoolLeak
+            | Scenario::ClockJump
+            | Scenario::Crash
+            | Scenario::Pooler => 0,
         }
     }
 
@@ -251,6 +262,9 @@ impl Design for Variant {
             Variant::CrashWorkSurvives => "the holder runs its job in a process of its own (a wrapper that holds the lock and starts the job); the wrapper is SIGKILLed, its lock freed as in holder-killed, while the job process writes on".to_string(),
             Variant::Failover { wait: false } => "a private primary and replica (no persistence); the replica SIGSTOPped so that it never receives the key, the holder granted on the primary, then the primary SIGKILLed, the replica resumed and promoted (REPLICAOF NO ONE) and a contender acquiring on it".to_string(),
             Variant::Failover { wait: true } => "as failover/no-wait, the holder's acquisition followed by WAIT 1: refused while the replica is stopped, granted once it has the key (the TTL counted from the SET: a grant with less left than the job is given back); then the same kill and promotion".to_string(),
+            Variant::Pooler(PoolerMode::Transaction) => format!("holder and contender reach a private Postgres through a PgBouncer of the lab's in transaction mode (server_idle_timeout {} s); the holder takes the lock, works through its job and releases it, the contender asks for it just after the grant", POOLER_IDLE_TIMEOUT.as_secs()),
+            Variant::Pooler(PoolerMode::Session) => "as pooler/transaction-mode, PgBouncer in session mode with its default server_reset_query (DISCARD ALL); the holder SIGKILLed mid-job, its server connection given back to the pool".to_string(),
+            Variant::Pooler(PoolerMode::SessionNoReset) => format!("as pooler/session-mode, server_reset_query empty: the dead holder's server connection goes back to the pool as it is, until PgBouncer closes it idle (server_idle_timeout {} s in the lab, 600 s by default)", POOLER_IDLE_TIMEOUT.as_secs()),
             Variant::Outage(policy) => format!("the holder granted on a private redis-server, which is then SIGSTOPped for TTL/3 (every request times out) as the contender's run starts; the contender's acquisition fails and it {}", match policy {
                 OnFailure::Skip => "skips the run (and would alert)",
                 OnFailure::Queue => "retries with backoff until it is granted",
@@ -295,6 +309,11 @@ impl Design for Variant {
             Variant::Failover { wait } => !wait,
             Variant::Outage(policy) => policy == OnFailure::RunUnlocked,
             Variant::RedlockLateStart { checked } => !checked,
+            // A session lock stays on a server connection the pooler hands to the contender; a
+            // transaction lock pins its connection to its transaction.
+            Variant::Pooler(PoolerMode::Transaction) => scope == LockScope::Session,
+            // A dead holder's lock, reset or not, blocks; it writes nothing.
+            Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset) => false,
         }
     }
 }

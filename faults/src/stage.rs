@@ -29,6 +29,8 @@ pub(crate) enum Need {
     Netns,
     /// A PostgreSQL server installation, for a private Postgres.
     Postgres,
+    /// PgBouncer, for a private pooler.
+    Pgbouncer,
     /// Nothing this machine can give: the cell cannot be measured, for this reason.
     Impossible(&'static str),
 }
@@ -42,6 +44,8 @@ pub(crate) struct Stage {
     pub(crate) postgres: Option<PrivatePostgres>,
     /// The clock-jump control's private ZooKeeper.
     pub(crate) zookeeper: Option<PrivateZookeeper>,
+    /// A pooler's PgBouncer, in front of the private Postgres.
+    pub(crate) pgbouncer: Option<crate::pgbouncer::PrivatePgbouncer>,
     /// The holder's namespace, when the variant isolates it.
     pub(crate) partition: Option<Partition>,
     /// A failover's replication link, between its primary and its replica.
@@ -70,6 +74,9 @@ impl Stage {
 
     /// Stops every private server.
     pub(crate) async fn stop(&mut self) {
+        if let Some(pooler) = &mut self.pgbouncer {
+            pooler.stop().await;
+        }
         for server in &mut self.servers {
             server.kill().await;
         }

@@ -26,6 +26,7 @@ mod partition;
 mod pause;
 mod phases;
 mod pool_leak;
+mod pooler;
 mod redlock;
 mod restart;
 
@@ -46,5 +47,6 @@ pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
         Scenario::Crash => Box::new(crash::Crash(variant)),
         Scenario::Failover => Box::new(failover::Failover(variant)),
         Scenario::Outage => Box::new(outage::Outage(variant)),
+        Scenario::Pooler => Box::new(pooler::Pooler(variant)),
     }
 }
