@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lockbench_core::{Service, format_readable};
-use lockbench_workloads::{DoubleRun, JobAnswers, StepAnswers, Target};
+use lockbench_workloads::{DoubleRun, JobAnswers, PostgresVia, StepAnswers, Target};
 
 use crate::record::Answer;
 
@@ -17,18 +17,20 @@ pub(crate) struct Resolved {
     pub(crate) one_transaction: bool,
     pub(crate) fenced: bool,
     pub(crate) crash_recovery: Option<Duration>,
+    pub(crate) postgres_via: PostgresVia,
     /// Which of the above the spec gave (same order as [`FIELDS`]).
-    pub(crate) given: [bool; 6],
+    pub(crate) given: [bool; 7],
 }
 
 /// The `[decision]` fields, in the order of [`Resolved::given`].
-pub(crate) const FIELDS: [&str; 6] = [
+pub(crate) const FIELDS: [&str; 7] = [
     "double_run",
     "already_runs",
     "databases",
     "one_transaction",
     "fenced",
     "crash_recovery",
+    "postgres_via",
 ];
 
 impl Resolved {
@@ -44,6 +46,9 @@ impl Resolved {
             one_transaction: d.one_transaction.unwrap_or(false),
             fenced: d.fenced.unwrap_or(false),
             crash_recovery: d.crash_recovery,
+            // As a connection string says: straight to the server. The record lists it as
+            // assumed, with what a pooler would change.
+            postgres_via: d.postgres_via.unwrap_or(PostgresVia::Direct),
             given: [
                 d.double_run.is_some(),
                 d.already_runs.is_some(),
@@ -51,6 +56,7 @@ impl Resolved {
                 d.one_transaction.is_some(),
                 d.fenced.is_some(),
                 d.crash_recovery.is_some(),
+                d.postgres_via.is_some(),
             ],
         }
     }
@@ -78,6 +84,7 @@ impl Resolved {
             self.fenced.to_string(),
             self.crash_recovery
                 .map_or("no bound".to_string(), format_readable),
+            self.postgres_via.name().to_string(),
         ];
         let mut out: Vec<Answer> = FIELDS
             .iter()

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lockbench_core::Service;
-use lockbench_workloads::{DoubleRun, JobAnswers};
+use lockbench_workloads::{DoubleRun, JobAnswers, PostgresVia};
 
 use crate::answers::{FIELDS, Resolved};
 use crate::evidence::Evidence;
@@ -55,6 +55,10 @@ pub(crate) fn missing(
             3 if r.databases > 1 => Vec::new(),
             3 => vec![("true".to_string(), with(&|a| a.one_transaction = true))],
             4 => vec![("true".to_string(), with(&|a| a.fenced = true))],
+            6 => vec![(
+                format!("\"{}\"", PostgresVia::TransactionPooler.name()),
+                with(&|a| a.postgres_via = PostgresVia::TransactionPooler),
+            )],
             _ => vec![(
                 "\"1m\"".to_string(),
                 with(&|a| a.crash_recovery = Some(Duration::from_secs(60))),
@@ -74,7 +78,8 @@ pub(crate) fn missing(
             2 => "1".to_string(),
             3 => "false".to_string(),
             4 => "false".to_string(),
-            _ => "no bound".to_string(),
+            5 => "no bound".to_string(),
+            _ => "direct (no pooler between the job and Postgres)".to_string(),
         };
         let mut changes: Vec<String> = alternatives(i)
             .into_iter()

@@ -3,9 +3,9 @@
 //! choice among those left. docs/DECISION.md states each rule with its source.
 
 use lockbench_core::BackendKind;
-use lockbench_core::fault::{Scenario, Variant};
+use lockbench_core::fault::{PoolerMode, Scenario, Variant};
 use lockbench_core::records::faults::FaultCell;
-use lockbench_workloads::{JobAnswers, Target};
+use lockbench_workloads::{JobAnswers, PostgresVia, Target};
 
 use crate::answers::{Exposure, Resolved, effect, list, names};
 use crate::evidence::{Evidence, describe, fence_held};
@@ -253,6 +253,27 @@ fn rejection(
             ),
             FactBasis::Answer,
         ));
+    }
+    if kind == BackendKind::PgSession && r.postgres_via == PostgresVia::TransactionPooler {
+        let measured = ev
+            .cell(Variant::Pooler(PoolerMode::Transaction), kind)
+            .filter(|c| c.trials_with_overlap > 0);
+        let instead = "use pg-xact, or a direct connection for the lock";
+        return Some(match measured {
+            Some(cell) => (
+                format!(
+                    "through a transaction-mode pooler, {}: {instead}",
+                    describe(cell)
+                ),
+                FactBasis::Measured,
+            ),
+            None => (
+                format!(
+                    "reaches Postgres through a transaction-mode pooler, which hands the server connection holding a session lock to other clients: {instead}"
+                ),
+                FactBasis::Answer,
+            ),
+        });
     }
     if kind == BackendKind::PgXact && !r.one_transaction {
         let calls = if api.is_empty() {

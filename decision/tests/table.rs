@@ -12,7 +12,7 @@ use lockbench_decision::{
     Decision, Evidence, FactBasis, ModelKind, PolicyKind, Status, VerdictKind, decide,
 };
 use lockbench_workloads::{
-    DecisionAnswers, DoubleRun, Frequency, Guard, JobAnswers, StepAnswers, Target,
+    DecisionAnswers, DoubleRun, Frequency, Guard, JobAnswers, PostgresVia, StepAnswers, Target,
 };
 
 /// A step: name, target, idempotent, guard.
@@ -50,6 +50,7 @@ fn answers(
         one_transaction: Some(one_transaction),
         fenced: Some(fenced),
         crash_recovery: Some(Duration::from_secs(900)),
+        postgres_via: Some(PostgresVia::Direct),
     }
 }
 
@@ -254,6 +255,38 @@ fn rows() -> Vec<Row> {
             model: ModelKind::HeartbeatLease,
             policy: PolicyKind::Queue,
             correctness: false,
+        },
+        Row {
+            what: "billing through a transaction-mode pooler: never a session lock there",
+            job: job(
+                DecisionAnswers {
+                    postgres_via: Some(PostgresVia::TransactionPooler),
+                    ..answers(Charges, &[Postgres], 1, false, false)
+                },
+                &[
+                    ("read", Target::Db, Some(true), None),
+                    GUARDED_CHARGE,
+                    CONDITIONAL_DB,
+                ],
+            ),
+            backend: "redis",
+            model: ModelKind::HeartbeatLease,
+            policy: PolicyKind::SkipAndAlert,
+            correctness: false,
+        },
+        Row {
+            what: "the migration, one transaction, through a transaction-mode pooler",
+            job: job(
+                DecisionAnswers {
+                    postgres_via: Some(PostgresVia::TransactionPooler),
+                    ..answers(Corrupts, &[Postgres], 1, true, false)
+                },
+                &[UNGUARDED_DB],
+            ),
+            backend: "pg-xact",
+            model: ModelKind::Transaction,
+            policy: PolicyKind::RetryThenAlert,
+            correctness: true,
         },
         Row {
             what: "corrupts, nothing run yet, fenced",
@@ -526,7 +559,18 @@ fn missing_answers_are_listed_with_what_each_would_change() {
         "{}",
         double_run.would_change
     );
-    assert_eq!(d.missing.len(), 7, "{:#?}", d.missing);
+    assert_eq!(d.missing.len(), 8, "{:#?}", d.missing);
+    let via = d
+        .missing
+        .iter()
+        .find(|m| m.field == "decision.postgres_via")
+        .expect("postgres_via listed");
+    assert!(via.assumed.starts_with("direct"), "{via:?}");
+    assert!(
+        via.would_change
+            .starts_with("postgres_via = \"transaction-pooler\": "),
+        "{via:?}"
+    );
 }
 
 /// A job across several databases cannot be one transaction: the missing answer says so instead
@@ -735,4 +779,51 @@ fn every_residual_risk_says_why_it_is_acceptable_and_who_owns_it() {
             );
         }
     }
+}
+
+/// Billing reaching Postgres through a transaction-mode pooler is never decided pg-session: the
+/// rejection names the pooler and what works instead, from the answer alone and, with the lab's
+/// `pooler/transaction-mode` cell, from the measurement.
+#[test]
+fn a_session_lock_is_never_chosen_through_a_transaction_mode_pooler() {
+    let billing = || {
+        job(
+            DecisionAnswers {
+                postgres_via: Some(PostgresVia::TransactionPooler),
+                ..answers(DoubleRun::Charges, &[Service::Postgres], 1, false, false)
+            },
+            &[
+                ("read", Target::Db, Some(true), None),
+                GUARDED_CHARGE,
+                CONDITIONAL_DB,
+            ],
+        )
+    };
+    let d = decide(&billing(), &Evidence::default());
+    assert_ne!(d.backend.map(|b| b.name()), Some("pg-session"));
+    assert_eq!(verdict(&d, "pg-session"), VerdictKind::Rejected);
+    assert_fact(&d, "pg-session", "through a transaction-mode pooler");
+    assert_fact(
+        &d,
+        "pg-session",
+        "use pg-xact, or a direct connection for the lock",
+    );
+    let measured = Evidence {
+        cells: vec![cell("pooler/transaction-mode", "pg-session", 3, "overlap")],
+        ..Evidence::default()
+    };
+    let d = decide(&billing(), &measured);
+    assert_eq!(verdict(&d, "pg-session"), VerdictKind::Rejected);
+    assert_fact(&d, "pg-session", "pooler/transaction-mode: overlap in 3/");
+    let v = d
+        .alternatives
+        .iter()
+        .find(|v| v.backend.name() == "pg-session")
+        .unwrap();
+    assert_eq!(v.basis, FactBasis::Measured);
+    // Answered direct, the same job keeps its session lock.
+    let mut direct = billing();
+    direct.decision.as_mut().unwrap().postgres_via = Some(PostgresVia::Direct);
+    let d = decide(&direct, &Evidence::default());
+    assert_eq!(d.backend.map(|b| b.name()), Some("pg-session"));
 }

@@ -24,7 +24,8 @@ fn fail(what: impl std::fmt::Display) -> FaultError {
 
 /// Why the lab could not run a private PgBouncer here, if it could not.
 pub fn unavailable() -> Option<&'static str> {
-    let found = std::path::Path::new(BINARY).is_file() || crate::find_on_path("pgbouncer").is_some();
+    let found =
+        std::path::Path::new(BINARY).is_file() || crate::find_on_path("pgbouncer").is_some();
     (!found || crate::postgres::unavailable().is_some())
         .then_some("needs pgbouncer and postgresql (scripts/services.sh up installs them)")
 }
@@ -43,9 +44,8 @@ impl PrivatePgbouncer {
         let binary = if std::path::Path::new(BINARY).is_file() {
             PathBuf::from(BINARY)
         } else {
-            crate::find_on_path("pgbouncer").ok_or_else(|| {
-                fail("not installed; scripts/services.sh up installs pgbouncer")
-            })?
+            crate::find_on_path("pgbouncer")
+                .ok_or_else(|| fail("not installed; scripts/services.sh up installs pgbouncer"))?
         };
         let (uid, gid) = crate::postgres::postgres_user()?;
         let dir = private_dir("pgbouncer")?;

@@ -84,6 +84,38 @@ impl Guard {
     }
 }
 
+/// What the job's Postgres URL goes through to reach the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PostgresVia {
+    /// Straight to the server (or a connection of the lock's own that bypasses any pooler).
+    Direct,
+    /// A pooler that gives each client connection one server connection for its life (PgBouncer
+    /// `pool_mode = session`).
+    SessionPooler,
+    /// A pooler that hands server connections out per transaction (PgBouncer `pool_mode =
+    /// transaction` or `statement`, and most managed poolers' default).
+    TransactionPooler,
+}
+
+impl PostgresVia {
+    /// Every answer.
+    pub const ALL: [PostgresVia; 3] = [
+        PostgresVia::Direct,
+        PostgresVia::SessionPooler,
+        PostgresVia::TransactionPooler,
+    ];
+
+    /// Its name in specs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PostgresVia::Direct => "direct",
+            PostgresVia::SessionPooler => "session-pooler",
+            PostgresVia::TransactionPooler => "transaction-pooler",
+        }
+    }
+}
+
 /// The `[decision]` table of a spec. Every answer may be left out: the decision then says which
 /// are missing and what each would change.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -111,6 +143,10 @@ pub struct DecisionAnswers {
         serialize_with = "seconds_option"
     )]
     pub crash_recovery: Option<Duration>,
+    /// What the job's Postgres URL goes through: a session lock through a transaction-mode
+    /// pooler stays on a server connection the pooler hands to other clients.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_via: Option<PostgresVia>,
 }
 
 /// One step's answers (read as they are from a recorded spec's `[[steps]]`, other fields ignored).

@@ -29,7 +29,7 @@ mod spec;
 pub mod spec_writer;
 mod target;
 
-pub use answers::{DecisionAnswers, DoubleRun, Guard, JobAnswers, StepAnswers};
+pub use answers::{DecisionAnswers, DoubleRun, Guard, JobAnswers, PostgresVia, StepAnswers};
 pub use error::SpecError;
 pub use model::{CompiledStep, JobModel, MAX_ITEMS};
 pub use schedule::Frequency;
