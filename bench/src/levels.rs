@@ -58,6 +58,8 @@ pub struct Measured {
     /// The server's version, where it told it, and the client library measured through.
     pub server_version: Option<String>,
     pub client: Option<&'static str>,
+    /// Postgres: whether a transaction-mode pooler was found on the URL.
+    pub transaction_pooler: Option<bool>,
     /// A shard's clock against the server's: (offset, round trip) in milliseconds.
     pub clock: Option<(f64, f64)>,
     /// A cleanup that failed after the levels were measured (their figures stand).
@@ -118,6 +120,7 @@ pub fn facts(backend: BackendId, m: &Measured) -> BackendFacts {
     BackendFacts {
         server_version: m.server_version.clone(),
         client: m.client.map(str::to_string),
+        transaction_pooler: m.transaction_pooler,
         backend,
         fencing: c.fencing.describe().to_string(),
         native_ttl: c.native_ttl,
@@ -153,6 +156,7 @@ pub async fn measure_levels(
         _ => None,
     };
     let client = clients[0].client_library();
+    let transaction_pooler = clients[0].transaction_pooler();
     // Shards on several hosts keep --start-at by their own clocks: how far each is from the
     // server's says how far apart they really start.
     let clock = if levels.shard.is_some() {
@@ -219,6 +223,7 @@ pub async fn measure_levels(
         capabilities,
         server_version,
         client,
+        transaction_pooler,
         clock,
         cleanup_error,
     })

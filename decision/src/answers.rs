@@ -6,6 +6,7 @@ use std::time::Duration;
 use lockbench_core::{Service, format_readable};
 use lockbench_workloads::{DoubleRun, JobAnswers, PostgresVia, StepAnswers, Target};
 
+use crate::evidence::Evidence;
 use crate::record::Answer;
 
 /// Every answer with a value.
@@ -18,6 +19,8 @@ pub(crate) struct Resolved {
     pub(crate) fenced: bool,
     pub(crate) crash_recovery: Option<Duration>,
     pub(crate) postgres_via: PostgresVia,
+    /// What bench measured of the path to Postgres, when it did, as the record says it.
+    pub(crate) postgres_via_measured: Option<String>,
     /// Which of the above the spec gave (same order as [`FIELDS`]).
     pub(crate) given: [bool; 7],
 }
@@ -49,6 +52,7 @@ impl Resolved {
             // As a connection string says: straight to the server. The record lists it as
             // assumed, with what a pooler would change.
             postgres_via: d.postgres_via.unwrap_or(PostgresVia::Direct),
+            postgres_via_measured: None,
             given: [
                 d.double_run.is_some(),
                 d.already_runs.is_some(),
@@ -59,6 +63,40 @@ impl Resolved {
                 d.postgres_via.is_some(),
             ],
         }
+    }
+
+    /// The answers with what bench measured of the path to Postgres. A transaction-mode pooler
+    /// found overrides the answer. Finding none stands for an answer left out, but not against
+    /// an answered pooler: the URL bench measured (staging's) may not be the job's.
+    pub(crate) fn measured(mut self, ev: &Evidence) -> Self {
+        let Some((backend, found)) = ev.transaction_pooler else {
+            return self;
+        };
+        let answered = self.given[6];
+        let note = match (found, answered, self.postgres_via) {
+            (true, _, PostgresVia::TransactionPooler) => {
+                format!("measured: bench found a transaction-mode pooler on {backend}'s URL")
+            }
+            (true, true, was) => format!(
+                "measured: bench found a transaction-mode pooler on {backend}'s URL, which overrides the answer `{}`",
+                was.name()
+            ),
+            (true, false, _) => {
+                format!("measured: bench found a transaction-mode pooler on {backend}'s URL")
+            }
+            (false, false, _) => {
+                format!("measured: bench found no transaction-mode pooler on {backend}'s URL")
+            }
+            (false, true, _) => format!(
+                "answered; bench found no transaction-mode pooler on {backend}'s URL, which may not be the job's"
+            ),
+        };
+        if found {
+            self.postgres_via = PostgresVia::TransactionPooler;
+        }
+        self.given[6] = true;
+        self.postgres_via_measured = Some(note);
+        self
     }
 
     /// True when the job already depends on `service`.
@@ -84,7 +122,10 @@ impl Resolved {
             self.fenced.to_string(),
             self.crash_recovery
                 .map_or("no bound".to_string(), format_readable),
-            self.postgres_via.name().to_string(),
+            match &self.postgres_via_measured {
+                Some(note) => format!("{} ({note})", self.postgres_via.name()),
+                None => self.postgres_via.name().to_string(),
+            },
         ];
         let mut out: Vec<Answer> = FIELDS
             .iter()

@@ -23,6 +23,9 @@ pub struct Evidence {
     pub ttls: Vec<TtlRecommendation>,
     /// Live replays.
     pub replays: Vec<ReplayRecord>,
+    /// What bench found between it and Postgres, on the first Postgres backend it measured:
+    /// true for a transaction-mode pooler.
+    pub transaction_pooler: Option<(BackendId, bool)>,
 }
 
 /// One backend's uncontended acquisition, as `bench` measured it.
@@ -76,7 +79,12 @@ impl Evidence {
                 });
             }
         }
+        let transaction_pooler = benches
+            .iter()
+            .flat_map(|b| &b.backends)
+            .find_map(|f| f.transaction_pooler.map(|found| (f.backend, found)));
         Evidence {
+            transaction_pooler,
             cells: faults.iter().flat_map(|f| f.cells.clone()).collect(),
             fault_runs: faults
                 .iter()

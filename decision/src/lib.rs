@@ -32,7 +32,7 @@ use crate::answers::Resolved;
 
 /// The decision for `job` on `evidence`.
 pub fn decide(job: &JobAnswers, evidence: &Evidence) -> Decision {
-    let resolved = Resolved::of(job);
+    let resolved = Resolved::of(job).measured(evidence);
     let mut decision = decide_resolved(job, &resolved, evidence);
     decision.missing = missing::missing(job, &resolved, evidence, &decision);
     if job.frequency.from.assumed() {

@@ -826,4 +826,33 @@ fn a_session_lock_is_never_chosen_through_a_transaction_mode_pooler() {
     direct.decision.as_mut().unwrap().postgres_via = Some(PostgresVia::Direct);
     let d = decide(&direct, &Evidence::default());
     assert_eq!(d.backend.map(|b| b.name()), Some("pg-session"));
+    // A pooler bench found overrides the answer, and the record says so; finding none does not
+    // override an answered pooler (staging's URL may not be the job's).
+    let pg_xact = lockbench_core::BackendId::from(lockbench_core::BackendKind::PgXact);
+    let found = Evidence {
+        transaction_pooler: Some((pg_xact, true)),
+        ..Evidence::default()
+    };
+    let d = decide(&direct, &found);
+    assert_ne!(d.backend.map(|b| b.name()), Some("pg-session"));
+    let via = d
+        .answers
+        .iter()
+        .find(|a| a.field == "postgres_via")
+        .unwrap();
+    assert_eq!(
+        via.value,
+        "transaction-pooler (measured: bench found a transaction-mode pooler on pg-xact's URL, which overrides the answer `direct`)"
+    );
+    let none = Evidence {
+        transaction_pooler: Some((pg_xact, false)),
+        ..Evidence::default()
+    };
+    let d = decide(&billing(), &none);
+    assert_ne!(d.backend.map(|b| b.name()), Some("pg-session"));
+    let mut unanswered = billing();
+    unanswered.decision.as_mut().unwrap().postgres_via = None;
+    let d = decide(&unanswered, &none);
+    assert_eq!(d.backend.map(|b| b.name()), Some("pg-session"));
+    assert!(!d.missing.iter().any(|m| m.field == "decision.postgres_via"));
 }

@@ -119,6 +119,12 @@ pub trait LockBackend: Send + Sync {
         None
     }
 
+    /// Postgres: whether a transaction-mode pooler was found between this client and the server
+    /// (looked for once per URL at connect); `None` for a backend that is not Postgres.
+    fn transaction_pooler(&self) -> Option<bool> {
+        None
+    }
+
     /// Removes what the namespace itself left on the server (sequences, folders). Call once at the
     /// end of a run, when no client uses the namespace any more.
     async fn cleanup_namespace(&self) -> Result<(), LockError> {

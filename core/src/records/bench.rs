@@ -65,6 +65,11 @@ pub struct BackendFacts {
     /// as `server_version` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// pg-session, pg-xact: whether a transaction-mode pooler was found between lockbench and
+    /// the server (looked for at connect: a setting of one client connection read on another).
+    /// Added without a schema bump, absent for other backends and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_pooler: Option<bool>,
 }
 
 /// Closed loop (each contender acquires again as soon as it released) or open loop (arrivals at a

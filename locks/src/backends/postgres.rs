@@ -634,6 +634,10 @@ impl LockBackend for PgLock {
         Some(crate::clients::POSTGRES)
     }
 
+    fn transaction_pooler(&self) -> Option<bool> {
+        Some(self.simple)
+    }
+
     async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
         let backend = self.backend();
         Some(

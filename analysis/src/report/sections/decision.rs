@@ -3,7 +3,7 @@
 //! document, the crash-recovery reconciliation, the failure policy, the steps).
 
 use lockbench_core::BackendKind;
-use lockbench_core::fault::{Persistence, PoolMode, Variant};
+use lockbench_core::fault::{Persistence, PoolMode, PoolerMode, Variant};
 use lockbench_core::format_readable_s;
 use lockbench_core::records::faults::FaultCell;
 use lockbench_decision::{Decision, FactBasis, Status, VerdictKind};
@@ -295,6 +295,32 @@ fn chosen_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
             }
         )
     };
+    // The path to Postgres: what the answer (or bench) says, and what the lab measured through
+    // its own PgBouncer.
+    let path_point = |backend: BackendKind| {
+        let via = d
+            .answers
+            .iter()
+            .find(|a| a.field == "postgres_via")
+            .map_or("not known".to_string(), |a| {
+                format!("`{}`{}", a.value, if a.given { "" } else { " (assumed)" })
+            });
+        let pooled = [
+            Variant::Pooler(PoolerMode::Transaction),
+            Variant::Pooler(PoolerMode::Session),
+            Variant::Pooler(PoolerMode::SessionNoReset),
+        ];
+        match backend {
+            BackendKind::PgSession => format!(
+                "The path to Postgres: {via}. A session lock holds only on a connection that is the job's for its whole run (direct, or through a session-mode pooler with its reset): through a transaction-mode pooler the server connection holding it is handed to other clients.{}",
+                measured(&pooled, backend)
+            ),
+            _ => format!(
+                "The path to Postgres: {via}. A transaction lock holds through any pooler mode: its transaction pins the server connection.{}",
+                measured(&pooled[..1], backend)
+            ),
+        }
+    };
     let Some(backend) = d.backend else {
         return Vec::new();
     };
@@ -354,6 +380,7 @@ fn chosen_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
                 )
             ),
             "The pool's reset on return: `pg_advisory_unlock_all()` (or `DISCARD ALL`) before a connection goes back, and `pg_locks` watched for advisory locks held by idle sessions (section 5).".to_string(),
+            path_point(backend),
             vanished_point(backend),
         ],
         BackendKind::PgXact => vec![
@@ -362,6 +389,7 @@ fn chosen_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
                 measured(&[Variant::PoolLeak(PoolMode::Xact)], BackendKind::PgSession)
             ),
             "The transaction's length: it stays open for the whole job, holding back vacuum; the database's operators must know its P99.9 (section 2).".to_string(),
+            path_point(backend),
             vanished_point(backend),
         ],
         BackendKind::Etcd | BackendKind::Zookeeper => vec![

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use lockbench_core::BackendKind;
 use lockbench_decision::{Decision, ModelKind};
 
 use super::common::{Doc, bench_rows, decision_of, p999_or_max, secs, us, worst_networked};
@@ -29,6 +30,31 @@ pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
             us(worst(|r| p999_or_max(&r.release_us))),
             us(worst(|r| p999_or_max(&r.renew_us))),
             secs(Duration::from_secs_f64((acquire * 10.0 / 1e6).max(1.0)))
+        ));
+    }
+    // The path to Postgres, for each job that locks there.
+    for d in decisions.iter().filter(|d| {
+        matches!(
+            d.backend,
+            Some(BackendKind::PgSession | BackendKind::PgXact)
+        )
+    }) {
+        items.push(format!(
+            "{}: the lock's connection to Postgres is {}; {}",
+            d.job,
+            d.answers
+                .iter()
+                .find(|a| a.field == "postgres_via")
+                .map_or("not known".to_string(), |a| if a.given {
+                    format!("`{}`", a.value)
+                } else {
+                    format!("`{}` (assumed)", a.value)
+                }),
+            if d.backend == Some(BackendKind::PgSession) {
+                "a session lock holds only on a connection that is the job's for its whole run: open it direct to the server or through a session-mode pooler, never through a transaction-mode one (PgBouncer `pool_mode = transaction`), where lockbench refuses it."
+            } else {
+                "a transaction lock holds through any pooler mode: its transaction pins the server connection until COMMIT."
+            }
         ));
     }
     // Renewal only for a job whose decided lock is renewed (or that no decision covers).
