@@ -376,8 +376,8 @@ pub struct Replay<'a> {
 }
 
 /// `run --quick`'s fault cells: what the decision needs. Crash recovery on every backend (a
-/// killed process and a vanished host), each scenario with the variant that must overlap and the
-/// one that must not.
+/// killed process and a vanished host), Postgres through PgBouncer in each mode, each scenario
+/// with the variant that must overlap and the one that must not.
 fn quick_variants() -> Vec<Variant> {
     let mut variants = vec![
         Variant::PauseNaive,
@@ -390,7 +390,7 @@ fn quick_variants() -> Vec<Variant> {
     variants.extend(Variant::ALL.iter().copied().filter(|v| {
         matches!(
             v.scenario(),
-            Scenario::Crash | Scenario::Failover | Scenario::Outage
+            Scenario::Crash | Scenario::Failover | Scenario::Outage | Scenario::Pooler
         )
     }));
     variants.extend([
@@ -460,7 +460,12 @@ mod tests {
     fn quick_runs_crash_failover_and_outage_whole_and_both_sides_of_the_rest() {
         let plan = MainJobPlan::new(true, 1);
         let v = &plan.faults.variants;
-        for scenario in [Scenario::Crash, Scenario::Failover, Scenario::Outage] {
+        for scenario in [
+            Scenario::Crash,
+            Scenario::Failover,
+            Scenario::Outage,
+            Scenario::Pooler,
+        ] {
             let all = Variant::ALL.iter().filter(|x| x.scenario() == scenario);
             for x in all {
                 assert!(v.contains(x), "{x}");

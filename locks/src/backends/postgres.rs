@@ -528,6 +528,16 @@ impl PgLock {
 static POOLERS: LazyLock<Mutex<HashMap<String, Option<String>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// Connects to `url` and looks for a transaction-mode pooler in its path, every time (what
+/// [`PgLock::connect`] does once per URL): for the benchmark of what the look costs.
+pub async fn look_for_pooler(url: &str, within: Duration) -> Result<Option<String>, sqlx::Error> {
+    let options = PgConnectOptions::from_str(url)?;
+    let mut first = options.connect().await?;
+    let found = transaction_pooler(&options, &mut first, within).await;
+    let _ = first.close().await;
+    found
+}
+
 /// What shows a transaction-mode pooler (PgBouncer's `pool_mode = transaction`, or statement
 /// mode) between this client and Postgres, if one is there. A setting is made on `first`'s
 /// session, then read back on it and on a second connection: directly, or through a

@@ -43,77 +43,10 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
             groups.push((r.backend, r.wait_mode));
         }
     }
-    let mut table = Vec::new();
-    for &(name, wait) in &groups {
-        let mine: Vec<&BenchRow> = rows
-            .iter()
-            .copied()
-            .filter(|r| r.backend == name && r.wait_mode == wait)
-            .collect();
-        let alone = mine.iter().find(|r| r.contenders == 1);
-        let most = mine.iter().max_by_key(|r| r.contenders);
-        // P50 / P99 / P99.9, and the longest wait when contended.
-        let figures = |r: Option<&&BenchRow>, longest: bool| {
-            r.map_or("not measured".to_string(), |r| {
-                if r.ops == 0 {
-                    return format!("no grant in {}", super::common::secs_f(r.measured_s));
-                }
-                let a = &r.acquire_us;
-                let tail = if longest {
-                    format!("; {}", us(a.max))
-                } else {
-                    String::new()
-                };
-                format!("{}{tail}", super::common::tail_figures(a))
-            })
-        };
-        let facts = facts(evidence, name);
-        table.push(vec![
-            format!("`{name}`"),
-            facts.map_or("not recorded".to_string(), |f| f.fencing.clone()),
-            figures(alone, false),
-            most.map_or("-".to_string(), |r| {
-                format!("{} ({})", r.contenders, r.wait_mode)
-            }),
-            figures(most, true),
-            most.map_or("-".to_string(), |r| {
-                if r.ops == 0 {
-                    "no grant".to_string()
-                } else if r.handoff_us.count == 0 {
-                    "no handoff (never waited)".to_string()
-                } else {
-                    format!(
-                        "{} / {}",
-                        us(r.handoff_us.p50),
-                        lockbench_core::format_tail_us(
-                            0.99,
-                            r.handoff_us.p99,
-                            r.handoff_us.count,
-                            r.handoff_us.max
-                        )
-                    )
-                }
-            }),
-            most.map_or("-".to_string(), |r| match (r.requests_per_grant, r.ops) {
-                (Some(n), _) => format!("{n:.2}"),
-                (None, 0) => "no grant".to_string(),
-                (None, _) => "no server".to_string(),
-            }),
-            most.map_or("-".to_string(), |r| {
-                format_count(r.throughput_per_s.round() as u64)
-            }),
-            most.map_or("-".to_string(), |r| match (r.fairness_jain, r.ops) {
-                (Some(j), _) => format!("{j:.3}"),
-                (None, 0) => "no grant".to_string(),
-                (None, _) => "one contender or open loop".to_string(),
-            }),
-            faults::cannot_prevent(evidence, name).unwrap_or_else(|| {
-                facts.map_or("not recorded".to_string(), |f| {
-                    format!("by design (no fault run): {}", f.cannot_prevent)
-                })
-            }),
-        ]);
-    }
+    let table: Vec<Vec<String>> = groups
+        .iter()
+        .map(|&(name, wait)| cost_row(evidence, &rows, name, wait))
+        .collect();
     doc.push(Block::Table {
         head: [
             "backend",
@@ -148,7 +81,85 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
         doc.push(Block::Para("Not measured:".to_string()));
         doc.push(Block::List(failed));
     }
-    // Percentile curves of uncontended acquire latency, from the histograms.
+    acquire_curves(evidence, doc);
+    acquire_bars(&rows, doc);
+    super::contention::write(evidence, doc);
+}
+
+/// One row of the cost table: `name` waiting by `wait`, alone and at its highest contention.
+fn cost_row(evidence: &Inputs, rows: &[&BenchRow], name: BackendId, wait: WaitKind) -> Vec<String> {
+    let mine: Vec<&BenchRow> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.backend == name && r.wait_mode == wait)
+        .collect();
+    let alone = mine.iter().find(|r| r.contenders == 1);
+    let most = mine.iter().max_by_key(|r| r.contenders);
+    // P50 / P99 / P99.9, and the longest wait when contended.
+    let figures = |r: Option<&&BenchRow>, longest: bool| {
+        r.map_or("not measured".to_string(), |r| {
+            if r.ops == 0 {
+                return format!("no grant in {}", super::common::secs_f(r.measured_s));
+            }
+            let a = &r.acquire_us;
+            let tail = if longest {
+                format!("; {}", us(a.max))
+            } else {
+                String::new()
+            };
+            format!("{}{tail}", super::common::tail_figures(a))
+        })
+    };
+    let facts = facts(evidence, name);
+    vec![
+        format!("`{name}`"),
+        facts.map_or("not recorded".to_string(), |f| f.fencing.clone()),
+        figures(alone, false),
+        most.map_or("-".to_string(), |r| {
+            format!("{} ({})", r.contenders, r.wait_mode)
+        }),
+        figures(most, true),
+        most.map_or("-".to_string(), |r| {
+            if r.ops == 0 {
+                "no grant".to_string()
+            } else if r.handoff_us.count == 0 {
+                "no handoff (never waited)".to_string()
+            } else {
+                format!(
+                    "{} / {}",
+                    us(r.handoff_us.p50),
+                    lockbench_core::format_tail_us(
+                        0.99,
+                        r.handoff_us.p99,
+                        r.handoff_us.count,
+                        r.handoff_us.max
+                    )
+                )
+            }
+        }),
+        most.map_or("-".to_string(), |r| match (r.requests_per_grant, r.ops) {
+            (Some(n), _) => format!("{n:.2}"),
+            (None, 0) => "no grant".to_string(),
+            (None, _) => "no server".to_string(),
+        }),
+        most.map_or("-".to_string(), |r| {
+            format_count(r.throughput_per_s.round() as u64)
+        }),
+        most.map_or("-".to_string(), |r| match (r.fairness_jain, r.ops) {
+            (Some(j), _) => format!("{j:.3}"),
+            (None, 0) => "no grant".to_string(),
+            (None, _) => "one contender or open loop".to_string(),
+        }),
+        faults::cannot_prevent(evidence, name).unwrap_or_else(|| {
+            facts.map_or("not recorded".to_string(), |f| {
+                format!("by design (no fault run): {}", f.cannot_prevent)
+            })
+        }),
+    ]
+}
+
+/// Percentile curves of uncontended acquire latency, from the histograms.
+fn acquire_curves(evidence: &Inputs, doc: &mut Doc) {
     let mut curves: Vec<Curve> = Vec::new();
     for b in &evidence.benches {
         for (tag, h) in &b.histograms {
@@ -175,6 +186,10 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
         let caption = "Uncontended acquire latency by percentile, every backend (log scale)";
         doc.chart(caption.to_string(), spec);
     }
+}
+
+/// Acquire P50, P99 and P99.9 per backend and contention level.
+fn acquire_bars(rows: &[&BenchRow], doc: &mut Doc) {
     let bars: Vec<(String, Vec<f64>)> = rows
         .iter()
         .map(|r| {
@@ -211,7 +226,6 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     );
     let caption = "Acquire latency P50, P99 and P99.9 per backend and contention level (log scale); a P99 from fewer than 100 acquisitions or a P99.9 from fewer than 1,000 is left out";
     doc.chart(caption.to_string(), spec);
-    super::contention::write(evidence, doc);
 }
 
 /// Each measured backend's server version, topology and client library: "`redis`: Redis 7.0.15,
