@@ -335,3 +335,16 @@ pub(crate) fn p999_or_max(s: &LatencySummary) -> f64 {
         s.max
     }
 }
+
+/// The job's path to Postgres as its decision used it: "`direct` (measured: ...)", "`direct`
+/// (assumed)".
+pub(crate) fn postgres_via(d: &Decision) -> String {
+    d.answers
+        .iter()
+        .find(|a| a.field == "postgres_via")
+        .map_or("not known".to_string(), |a| {
+            let (name, note) = a.value.split_once(' ').unwrap_or((&a.value, ""));
+            let note = if a.given { note } else { "(assumed)" };
+            format!("`{name}` {note}").trim_end().to_string()
+        })
+}

@@ -298,13 +298,7 @@ fn chosen_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
     // The path to Postgres: what the answer (or bench) says, and what the lab measured through
     // its own PgBouncer.
     let path_point = |backend: BackendKind| {
-        let via = d
-            .answers
-            .iter()
-            .find(|a| a.field == "postgres_via")
-            .map_or("not known".to_string(), |a| {
-                format!("`{}`{}", a.value, if a.given { "" } else { " (assumed)" })
-            });
+        let via = super::common::postgres_via(d);
         let pooled = [
             Variant::Pooler(PoolerMode::Transaction),
             Variant::Pooler(PoolerMode::Session),

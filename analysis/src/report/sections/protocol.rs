@@ -42,14 +42,7 @@ pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
         items.push(format!(
             "{}: the lock's connection to Postgres is {}; {}",
             d.job,
-            d.answers
-                .iter()
-                .find(|a| a.field == "postgres_via")
-                .map_or("not known".to_string(), |a| if a.given {
-                    format!("`{}`", a.value)
-                } else {
-                    format!("`{}` (assumed)", a.value)
-                }),
+            super::common::postgres_via(d),
             if d.backend == Some(BackendKind::PgSession) {
                 "a session lock holds only on a connection that is the job's for its whole run: open it direct to the server or through a session-mode pooler, never through a transaction-mode one (PgBouncer `pool_mode = transaction`), where lockbench refuses it."
             } else {
