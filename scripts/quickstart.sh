@@ -16,7 +16,7 @@ say "== building lockbench (release; the first build takes a few minutes)"
 cargo build --release --quiet --bin lockbench
 out=results/quickstart-$(date +%Y%m%d-%H%M%S)
 
-say "== lockbench run: about 25 minutes on 2 cores (--quick: about 11); each step prints its time as it ends"
+say "== lockbench run: about 25 minutes on 2 cores (--quick: about 12); each step prints its time as it ends"
 target/release/lockbench run --out "$out" "$@"
 
 say "results: $out; the decision record: $out/report/report.md (and report.html beside it)"

@@ -123,6 +123,7 @@ impl SpecWriter {
             .optional("one_transaction", d.one_transaction)
             .optional("fenced", d.fenced)
             .optional("crash_recovery", d.crash_recovery.map(exact_duration))
+            .optional("postgres_via", d.postgres_via)
     }
 
     /// One `[[steps]]` entry, its latencies written at `precision`.
