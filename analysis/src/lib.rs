@@ -26,12 +26,12 @@ pub use lease::{
 };
 pub use lockbench_core::records::ttl::{
     CurrentTtlRisk, GrowthFit, HeartbeatRecommendation, LeaseCurve, LeasePricing, ProfileP999,
-    TriggerRun, TriggerSearch, TtlRecommendation, VolumePoint,
+    TriggerSearch, TriggerSimulation, TtlRecommendation, VolumePoint,
 };
 pub use main_job::{
     BenchStep, FaultsStep, MainJobPlan, Replay, ReplayMode, ReplayStep, SimulateStep, TtlStep,
 };
-pub use merged::{merged_curves, merged_runs};
+pub use merged::{merged_curves, merged_simulations};
 pub use trigger::{
     CEILING, NARROWING_REPLAYS, RESOLUTION, Trigger, TriggerPlan, describe_trigger, search_trigger,
 };

@@ -9,9 +9,9 @@ use crate::lease::add_curves;
 use crate::ttl_plan::Simulated;
 
 /// Every simulated run of the shards, histograms added, in the order a whole run writes them.
-pub fn merged_runs(set: &ShardSet) -> Result<Vec<Simulated>, MergeError> {
+pub fn merged_simulations(set: &ShardSet) -> Result<Vec<Simulated>, MergeError> {
     Ok(set
-        .merged_runs()?
+        .merged_simulations()?
         .into_iter()
         .map(|(row, histogram)| Simulated { row, histogram })
         .collect())
@@ -71,7 +71,7 @@ mod tests {
     fn two_shards_of_a_ttl_run_add_their_runs_and_their_lease_losses() {
         let set = ShardSet::new(vec![shard(0), shard(1)]).unwrap();
         let one = &set.first().read;
-        let runs = merged_runs(&set).unwrap();
+        let runs = merged_simulations(&set).unwrap();
         assert_eq!(runs.len(), one.histograms.len());
         for (run, (_, h)) in runs.iter().zip(&one.histograms) {
             assert_eq!(run.histogram.count(), 2 * h.count());

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use lockbench_core::records::ttl::{TriggerRun, TriggerSearch};
+use lockbench_core::records::ttl::{TriggerSearch, TriggerSimulation};
 use lockbench_core::{format_count, format_duration_s};
 
 use crate::{ProfileP999, TtlRecommendation};
@@ -112,7 +112,7 @@ pub fn search_trigger<E>(
 struct Search<'a, F> {
     plan: &'a TriggerPlan,
     simulate: F,
-    runs: Vec<TriggerRun>,
+    runs: Vec<TriggerSimulation>,
 }
 
 impl<E, F: FnMut(&str, f64, u64) -> Result<(u64, Duration), E>> Search<'_, F> {
@@ -123,7 +123,7 @@ impl<E, F: FnMut(&str, f64, u64) -> Result<(u64, Duration), E>> Search<'_, F> {
             return Ok(false);
         }
         let (volume, p999) = (self.simulate)(profile, scale, replays)?;
-        self.runs.push(TriggerRun {
+        self.runs.push(TriggerSimulation {
             profile: profile.to_string(),
             scale,
             volume,
@@ -369,7 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn narrowing_runs_that_read_high_are_corrected_by_full_runs() {
+    fn narrowing_simulations_that_read_high_are_corrected_by_full_ones() {
         // Few replays read 10 % high; the full count tells the truth: linear, 100 s per scale.
         let noisy = |_: &str, scale: f64, replays: u64| -> Result<(u64, Duration), ()> {
             let bias = if replays < 20_000 { 1.1 } else { 1.0 };

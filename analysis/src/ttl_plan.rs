@@ -123,7 +123,7 @@ impl TtlPlan {
     }
 
     /// How many runs of [`TtlPlan::replays`] follow the candidates: two per growing profile.
-    pub fn growth_runs(&self) -> usize {
+    pub fn growth_simulations(&self) -> usize {
         2 * if self.grow_every_candidate {
             self.candidates.len()
         } else {
@@ -341,7 +341,7 @@ mod tests {
         let whole = TtlPlan::new(&spec, None, 1.0, 1000, DEFAULT_MAX_LEASE_RISK, false).unwrap();
         assert_eq!(whole.candidates.len(), spec.profiles.len());
         assert_eq!((whole.below, whole.above), (0.5, 2.0));
-        assert_eq!(whole.growth_runs(), 2);
+        assert_eq!(whole.growth_simulations(), 2);
         let candidates: Vec<Simulated> = whole
             .candidates
             .iter()
@@ -353,7 +353,7 @@ mod tests {
             vec![candidates[1].row.profile.clone()]
         );
         let shard = TtlPlan::new(&spec, None, 1.0, 1000, DEFAULT_MAX_LEASE_RISK, true).unwrap();
-        assert_eq!(shard.growth_runs(), 2 * spec.profiles.len());
+        assert_eq!(shard.growth_simulations(), 2 * spec.profiles.len());
         assert_eq!(shard.growing(&candidates).len(), spec.profiles.len());
         let one = TtlPlan::new(
             &spec,

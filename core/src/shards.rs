@@ -240,7 +240,7 @@ impl ShardSet {
     /// Every simulated run of a simulate or ttl run, histograms added (their shapes were
     /// checked), rows summarised again from the sums: summary.csv names each run, in the log's
     /// order.
-    pub fn merged_runs(&self) -> Result<Vec<(SimulationRow, RuntimeHistogram)>, MergeError> {
+    pub fn merged_simulations(&self) -> Result<Vec<(SimulationRow, RuntimeHistogram)>, MergeError> {
         let first = self.first();
         let (Body::Simulate { rows, .. } | Body::Ttl { rows, .. }) = &first.read.body else {
             return Err(refuse(&first.dir, "has no summary rows"));
@@ -340,7 +340,7 @@ mod tests {
         let set = ShardSet::new(vec![shard(1, 2, "1000"), shard(0, 2, "1000")]).unwrap();
         assert_eq!(set.first().shard.index, 0);
         let whole = &set.first().read.histograms;
-        let merged = set.merged_runs().unwrap();
+        let merged = set.merged_simulations().unwrap();
         assert_eq!(merged.len(), whole.len());
         for ((row, sum), (_, one)) in merged.iter().zip(whole) {
             assert_eq!(sum.count(), 2 * one.count());

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use lockbench_analysis::{TtlOptions, TtlSimulations, derive, merged_curves, merged_runs};
+use lockbench_analysis::{TtlOptions, TtlSimulations, derive, merged_curves, merged_simulations};
 use lockbench_bench::{merge_bench, start_skew};
 use lockbench_core::records::simulate::SimulationRecord;
 use lockbench_core::records::{Body, to_json};
@@ -48,7 +48,7 @@ pub fn run(args: &MergeArgs) -> Outcome {
         return Ok(ExitCode::SUCCESS);
     }
     let specs = specs(&first.read.manifest)?;
-    let merged = merged_runs(&set)?;
+    let merged = merged_simulations(&set)?;
     let simulation = SimulationSettings {
         // The runs' own --replays: ttl's pausing profiles run more, to price the lease.
         replays: merged

@@ -51,7 +51,7 @@ pub fn run(args: &TtlArgs) -> Outcome {
         .map(|m| shard.replays_of(plan.priced(m).0))
         .sum();
     let progress = Progress::new(
-        candidate_replays + shard.replays_of(plan.replays) * plan.growth_runs() as u64,
+        candidate_replays + shard.replays_of(plan.replays) * plan.growth_simulations() as u64,
     );
 
     // 1. Every candidate profile at the target scale; the worst P99.9 decides. A profile that

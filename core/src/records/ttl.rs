@@ -144,7 +144,7 @@ pub enum TriggerSearch {
         narrowing_replays: u64,
         confirming_replays: u64,
         /// Every run of the search, in the order run.
-        runs: Vec<TriggerRun>,
+        runs: Vec<TriggerSimulation>,
     },
 }
 
@@ -155,16 +155,16 @@ impl TriggerSearch {
     }
 }
 
-/// One run of the trigger search.
+/// One simulation of the trigger search: a profile at a scale, for some replays.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TriggerRun {
+pub struct TriggerSimulation {
     /// Profile simulated.
     pub profile: String,
     /// Volume multiplier and the volume it means.
     pub scale: f64,
     pub volume: u64,
-    /// Replays of the run: a narrowing run has few, a confirming run the full count.
+    /// Its replays: a narrowing simulation has few, a confirming one the full count.
     pub replays: u64,
     /// Its P99.9 runtime.
     #[serde(rename = "p999_s", with = "seconds")]

@@ -12,7 +12,7 @@ use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TODAY_COLOUR, TTL_COL
 use crate::report::doc::Block;
 use crate::report::load::Inputs;
 use crate::{
-    ALERT_SHARE, TriggerRun, TriggerSearch, TtlRecommendation, describe_trigger,
+    ALERT_SHARE, TriggerSearch, TriggerSimulation, TtlRecommendation, describe_trigger,
     heartbeat_derivation,
 };
 
@@ -328,7 +328,7 @@ fn decided_otherwise(d: Option<&Decision>) -> Option<String> {
 /// runs, and the review trigger's search, a full-count run preferred over a narrowing one at the
 /// same volume.
 fn volume_series(r: &TtlRecommendation) -> Vec<(String, Vec<(f64, f64)>)> {
-    let runs: &[TriggerRun] = match &r.review_trigger_from {
+    let runs: &[TriggerSimulation] = match &r.review_trigger_from {
         TriggerSearch::Simulated { runs, .. } => runs,
         _ => &[],
     };
