@@ -269,7 +269,8 @@ fn pair(ev: &Evidence, kind: BackendKind, failure: Variant) -> Option<String> {
     })
 }
 
-/// Everything the design needs besides the lock.
+/// Everything the design needs besides the lock: the steps' own guards, what protects the
+/// database writes, what the lock model needs, and what the backend and the policy need.
 pub(crate) fn mechanisms(
     job: &JobAnswers,
     r: &Resolved,
@@ -279,6 +280,18 @@ pub(crate) fn mechanisms(
     policy: &FailurePolicy,
 ) -> Vec<Mechanism> {
     let x = Exposure::of(job, r.double_run);
+    let mut out = step_guards(job, r, ev, &x);
+    let Some(kind) = kind else {
+        return out;
+    };
+    out.extend(write_protection(r, ev, kind, &x));
+    out.extend(model_mechanisms(job, r, ev, kind, model));
+    out.extend(backend_mechanisms(ev, kind, r, policy));
+    out
+}
+
+/// The guards the steps keep (in place) and the ones the steps outside the database need.
+fn step_guards(job: &JobAnswers, r: &Resolved, ev: &Evidence, x: &Exposure) -> Vec<Mechanism> {
     let mut out = Vec::new();
     let replay = |keys: bool| {
         ev.replays_of(&job.job)
@@ -331,38 +344,63 @@ pub(crate) fn mechanisms(
             }),
         });
     }
-    let Some(kind) = kind else {
-        return out;
-    };
+    out
+}
+
+/// What protects the unguarded database writes on `kind`: the locking transaction, or a fence
+/// and a guard per write against a rerun.
+fn write_protection(
+    r: &Resolved,
+    ev: &Evidence,
+    kind: BackendKind,
+    x: &Exposure,
+) -> Vec<Mechanism> {
     let by_fence = crate::rules::by_fence(kind, r);
-    let by_transaction = crate::rules::by_transaction(kind, r);
-    if !x.inside.is_empty() {
-        if by_transaction {
-            out.push(Mechanism {
-                name: "every write in the locking transaction".into(),
-                step: None,
-                in_place: true,
-                reason: format!(
-                    "{} commit or roll back with the lock: a lost lock cannot leave a stale write, and a crash rolls them back, so a rerun starts clean",
-                    names(&x.inside)
-                ),
-                measured: ev.cell(Variant::PoolLeak(PoolMode::Xact), BackendKind::PgSession).map(describe),
-            });
+    if x.inside.is_empty() {
+        return if r.fenced && kind.fencing() != lockbench_core::FencingSource::None {
+            vec![fence(kind, ev, "every write")]
         } else {
-            if by_fence {
-                out.push(fence(
-                    kind,
-                    ev,
-                    &format!("every write of {}", names(&x.inside)),
-                ));
-            }
-            for s in &x.inside {
-                out.push(rerun_guard(s, r, by_fence, ev, kind));
-            }
-        }
-    } else if r.fenced && kind.fencing() != lockbench_core::FencingSource::None {
-        out.push(fence(kind, ev, "every write"));
+            Vec::new()
+        };
     }
+    if crate::rules::by_transaction(kind, r) {
+        return vec![Mechanism {
+            name: "every write in the locking transaction".into(),
+            step: None,
+            in_place: true,
+            reason: format!(
+                "{} commit or roll back with the lock: a lost lock cannot leave a stale write, and a crash rolls them back, so a rerun starts clean",
+                names(&x.inside)
+            ),
+            measured: ev
+                .cell(Variant::PoolLeak(PoolMode::Xact), BackendKind::PgSession)
+                .map(describe),
+        }];
+    }
+    let mut out = Vec::new();
+    if by_fence {
+        out.push(fence(
+            kind,
+            ev,
+            &format!("every write of {}", names(&x.inside)),
+        ));
+    }
+    for s in &x.inside {
+        out.push(rerun_guard(s, r, by_fence, ev, kind));
+    }
+    out
+}
+
+/// What the lock model needs: a heartbeat's renewal and give-up deadline, or a session's own
+/// connection, its keepalive and (a transaction) its lock timeout.
+fn model_mechanisms(
+    job: &JobAnswers,
+    r: &Resolved,
+    ev: &Evidence,
+    kind: BackendKind,
+    model: &LockModel,
+) -> Vec<Mechanism> {
+    let mut out = Vec::new();
     match model.kind {
         ModelKind::HeartbeatLease => out.push(Mechanism {
             name: format!(
@@ -398,6 +436,19 @@ pub(crate) fn mechanisms(
         }
         ModelKind::FixedTtl => {}
     }
+    out
+}
+
+/// What the backend and the failure policy need: Redlock's validity check, Redis's persistence,
+/// a completion record for a retry, token-checked release, and processes that die with the
+/// holder.
+fn backend_mechanisms(
+    ev: &Evidence,
+    kind: BackendKind,
+    r: &Resolved,
+    policy: &FailurePolicy,
+) -> Vec<Mechanism> {
+    let mut out = Vec::new();
     if kind == BackendKind::Redlock {
         out.push(Mechanism {
             name: "check the validity left before the critical section".into(),
