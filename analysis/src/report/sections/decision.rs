@@ -269,144 +269,191 @@ fn recovery(v: &lockbench_decision::Verdict, evidence: &Inputs, measured: bool) 
 /// The points the literature asks a locking decision record to document for the chosen backend,
 /// each with what the lab measured of it.
 fn chosen_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
-    let find = |variant: Variant, backend: BackendKind| cell_of(evidence, variant, backend);
-    let measured = |variants: &[Variant], backend: BackendKind| {
-        let found: Vec<String> = variants
-            .iter()
-            .filter_map(|v| find(*v, backend).map(lockbench_decision::describe))
-            .collect();
-        if found.is_empty() {
-            String::new()
-        } else {
-            format!(" Measured: {}.", found.join("; "))
-        }
-    };
-    // A session ends, and frees its locks, when the server's TCP gives up on a vanished peer.
-    let vanished_point = |backend: BackendKind| {
-        let found = lockbench_decision::describe_vanished(
-            find(Variant::CrashHostVanished { keepalive: true }, backend),
-            find(Variant::CrashHostVanished { keepalive: false }, backend),
-        );
-        format!(
-            "A vanished holder: the server ends its session, and frees the lock, only when its TCP gives up on the silent peer (about 2 h 11 min with Linux's defaults): the job's own connection sets `tcp_keepalives_idle`, `_interval` and `_count` for itself (section 3), never server-wide.{}",
-            match found {
-                Some(text) => format!(" Measured: {text}."),
-                None => measured(&[Variant::PartitionKeepalive], backend),
-            }
-        )
-    };
-    // The path to Postgres: what the answer (or bench) says, and what the lab measured through
-    // its own PgBouncer.
-    let path_point = |backend: BackendKind| {
-        let via = super::common::postgres_via(d);
-        let pooled = [
-            Variant::Pooler(PoolerMode::Transaction),
-            Variant::Pooler(PoolerMode::Session),
-            Variant::Pooler(PoolerMode::SessionNoReset),
-        ];
-        match backend {
-            BackendKind::PgSession => format!(
-                "The path to Postgres: {via}. A session lock holds only on a connection that is the job's for its whole run (direct, or through a session-mode pooler with its reset): through a transaction-mode pooler the server connection holding it is handed to other clients.{}",
-                measured(&pooled, backend)
-            ),
-            _ => format!(
-                "The path to Postgres: {via}. A transaction lock holds through any pooler mode: its transaction pins the server connection.{}",
-                measured(&pooled[..1], backend)
-            ),
-        }
-    };
     let Some(backend) = d.backend else {
         return Vec::new();
     };
     match backend {
-        BackendKind::Redis => vec![
-            format!(
-                "Persistence and its loss window on a crash: without persistence, or with RDB snapshots only, a restart forgets the key; `appendfsync everysec` loses what was not yet fsynced on a power loss (up to a second); `appendfsync always` keeps an acknowledged lock.{}",
-                measured(
-                    &[
-                        Variant::Restart(Persistence::None),
-                        Variant::RestartPowerLoss,
-                        Variant::Restart(Persistence::AofAlways)
-                    ],
-                    backend
-                )
-            ),
-            format!(
-                "Replica promotion: replication is asynchronous, so a replica promoted before it received the key grants the lock again; `WAIT 1` after acquiring closes that window at the cost of a replica round trip.{}",
-                measured(
-                    &[Variant::Failover { wait: false }, Variant::Failover { wait: true }],
-                    backend
-                )
-            ),
-            format!(
-                "Redis unreachable: the job {} (the failure policy, section 3).",
-                d.failure_policy.kind.name()
-            ),
-        ],
-        BackendKind::Redlock => vec![
-            format!(
-                "Five independent nodes, a majority of three; each node's persistence decides whether a restart gives a second majority.{}",
-                measured(
-                    &[Variant::RedlockRestart, Variant::RedlockRestartAndClockJump],
-                    backend
-                )
-            ),
-            format!(
-                "The client checks the validity left (TTL minus the acquisition's time minus drift) before its critical section.{}",
-                measured(
-                    &[
-                        Variant::RedlockLateStart { checked: false },
-                        Variant::RedlockLateStart { checked: true }
-                    ],
-                    backend
-                )
-            ),
-        ],
-        BackendKind::PgSession => vec![
-            format!(
-                "Scope: session (`pg_advisory_lock`), held on one connection for the whole job; the lock is re-entrant per session, so a pool that lends that connection lends the lock.{}",
-                measured(
-                    &[
-                        Variant::PoolLeak(PoolMode::NoReset),
-                        Variant::PoolLeak(PoolMode::UnlockAll)
-                    ],
-                    backend
-                )
-            ),
-            "The pool's reset on return: `pg_advisory_unlock_all()` (or `DISCARD ALL`) before a connection goes back, and `pg_locks` watched for advisory locks held by idle sessions (section 5).".to_string(),
-            path_point(backend),
-            vanished_point(backend),
-        ],
-        BackendKind::PgXact => vec![
-            format!(
-                "Scope: transaction (`pg_advisory_xact_lock`), taken inside the transaction that does the job's writes; COMMIT or ROLLBACK frees it, and nothing outside that transaction is protected.{}",
-                measured(&[Variant::PoolLeak(PoolMode::Xact)], BackendKind::PgSession)
-            ),
-            "The transaction's length: it stays open for the whole job, holding back vacuum; the database's operators must know its P99.9 (section 2).".to_string(),
-            path_point(backend),
-            vanished_point(backend),
-        ],
-        BackendKind::Etcd | BackendKind::Zookeeper => vec![
-            format!(
-                "A quorum: a three- or five-node cluster; without a majority no lock is granted and the failure policy applies. The {} is the lease the holder renews.",
-                if backend == BackendKind::Etcd {
-                    "lease TTL"
-                } else {
-                    "session timeout"
-                }
-            ),
-            format!(
-                "The fencing token ({}) goes with every write the resource checks.{}",
-                if backend == BackendKind::Etcd {
-                    "the key's create revision"
-                } else {
-                    "the lock node's sequence number"
-                },
-                measured(&[Variant::PauseNaive, Variant::ClockJump], backend)
-            ),
-        ],
+        BackendKind::Redis => redis_points(d, evidence),
+        BackendKind::Redlock => redlock_points(evidence),
+        BackendKind::PgSession => pg_session_points(d, evidence),
+        BackendKind::PgXact => pg_xact_points(d, evidence),
+        BackendKind::Etcd | BackendKind::Zookeeper => quorum_points(evidence, backend),
         BackendKind::Memory => Vec::new(),
     }
+}
+
+/// " Measured: ..." of the lab's cells of `variants` on `backend`, or nothing.
+fn measured(evidence: &Inputs, variants: &[Variant], backend: BackendKind) -> String {
+    let found: Vec<String> = variants
+        .iter()
+        .filter_map(|v| cell_of(evidence, *v, backend).map(lockbench_decision::describe))
+        .collect();
+    if found.is_empty() {
+        String::new()
+    } else {
+        format!(" Measured: {}.", found.join("; "))
+    }
+}
+
+/// A session ends, and frees its locks, when the server's TCP gives up on a vanished peer.
+fn vanished_point(evidence: &Inputs, backend: BackendKind) -> String {
+    let found = lockbench_decision::describe_vanished(
+        cell_of(
+            evidence,
+            Variant::CrashHostVanished { keepalive: true },
+            backend,
+        ),
+        cell_of(
+            evidence,
+            Variant::CrashHostVanished { keepalive: false },
+            backend,
+        ),
+    );
+    format!(
+        "A vanished holder: the server ends its session, and frees the lock, only when its TCP gives up on the silent peer (about 2 h 11 min with Linux's defaults): the job's own connection sets `tcp_keepalives_idle`, `_interval` and `_count` for itself (section 3), never server-wide.{}",
+        match found {
+            Some(text) => format!(" Measured: {text}."),
+            None => measured(evidence, &[Variant::PartitionKeepalive], backend),
+        }
+    )
+}
+
+/// The path to Postgres: what the answer (or bench) says, and what the lab measured through its
+/// own PgBouncer.
+fn path_point(d: &Decision, evidence: &Inputs, backend: BackendKind) -> String {
+    let via = super::common::postgres_via(d);
+    let pooled = [
+        Variant::Pooler(PoolerMode::Transaction),
+        Variant::Pooler(PoolerMode::Session),
+        Variant::Pooler(PoolerMode::SessionNoReset),
+    ];
+    match backend {
+        BackendKind::PgSession => format!(
+            "The path to Postgres: {via}. A session lock holds only on a connection that is the job's for its whole run (direct, or through a session-mode pooler with its reset): through a transaction-mode pooler the server connection holding it is handed to other clients.{}",
+            measured(evidence, &pooled, backend)
+        ),
+        _ => format!(
+            "The path to Postgres: {via}. A transaction lock holds through any pooler mode: its transaction pins the server connection.{}",
+            measured(evidence, &pooled[..1], backend)
+        ),
+    }
+}
+
+fn redis_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
+    let backend = BackendKind::Redis;
+    vec![
+        format!(
+            "Persistence and its loss window on a crash: without persistence, or with RDB snapshots only, a restart forgets the key; `appendfsync everysec` loses what was not yet fsynced on a power loss (up to a second); `appendfsync always` keeps an acknowledged lock.{}",
+            measured(
+                evidence,
+                &[
+                    Variant::Restart(Persistence::None),
+                    Variant::RestartPowerLoss,
+                    Variant::Restart(Persistence::AofAlways)
+                ],
+                backend
+            )
+        ),
+        format!(
+            "Replica promotion: replication is asynchronous, so a replica promoted before it received the key grants the lock again; `WAIT 1` after acquiring closes that window at the cost of a replica round trip.{}",
+            measured(
+                evidence,
+                &[
+                    Variant::Failover { wait: false },
+                    Variant::Failover { wait: true }
+                ],
+                backend
+            )
+        ),
+        format!(
+            "Redis unreachable: the job {} (the failure policy, section 3).",
+            d.failure_policy.kind.name()
+        ),
+    ]
+}
+
+fn redlock_points(evidence: &Inputs) -> Vec<String> {
+    let backend = BackendKind::Redlock;
+    vec![
+        format!(
+            "Five independent nodes, a majority of three; each node's persistence decides whether a restart gives a second majority.{}",
+            measured(
+                evidence,
+                &[Variant::RedlockRestart, Variant::RedlockRestartAndClockJump],
+                backend
+            )
+        ),
+        format!(
+            "The client checks the validity left (TTL minus the acquisition's time minus drift) before its critical section.{}",
+            measured(
+                evidence,
+                &[
+                    Variant::RedlockLateStart { checked: false },
+                    Variant::RedlockLateStart { checked: true }
+                ],
+                backend
+            )
+        ),
+    ]
+}
+
+fn pg_session_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
+    let backend = BackendKind::PgSession;
+    vec![
+        format!(
+            "Scope: session (`pg_advisory_lock`), held on one connection for the whole job; the lock is re-entrant per session, so a pool that lends that connection lends the lock.{}",
+            measured(evidence,
+                &[
+                    Variant::PoolLeak(PoolMode::NoReset),
+                    Variant::PoolLeak(PoolMode::UnlockAll)
+                ],
+                backend
+            )
+        ),
+        "The pool's reset on return: `pg_advisory_unlock_all()` (or `DISCARD ALL`) before a connection goes back, and `pg_locks` watched for advisory locks held by idle sessions (section 5).".to_string(),
+        path_point(d, evidence, backend),
+        vanished_point(evidence, backend),
+    ]
+}
+
+fn pg_xact_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
+    let backend = BackendKind::PgXact;
+    vec![
+        format!(
+            "Scope: transaction (`pg_advisory_xact_lock`), taken inside the transaction that does the job's writes; COMMIT or ROLLBACK frees it, and nothing outside that transaction is protected.{}",
+            measured(evidence, &[Variant::PoolLeak(PoolMode::Xact)], BackendKind::PgSession)
+        ),
+        "The transaction's length: it stays open for the whole job, holding back vacuum; the database's operators must know its P99.9 (section 2).".to_string(),
+        path_point(d, evidence, backend),
+        vanished_point(evidence, backend),
+    ]
+}
+
+/// etcd's and ZooKeeper's: a quorum, and the fencing token that goes with every write.
+fn quorum_points(evidence: &Inputs, backend: BackendKind) -> Vec<String> {
+    vec![
+        format!(
+            "A quorum: a three- or five-node cluster; without a majority no lock is granted and the failure policy applies. The {} is the lease the holder renews.",
+            if backend == BackendKind::Etcd {
+                "lease TTL"
+            } else {
+                "session timeout"
+            }
+        ),
+        format!(
+            "The fencing token ({}) goes with every write the resource checks.{}",
+            if backend == BackendKind::Etcd {
+                "the key's create revision"
+            } else {
+                "the lock node's sequence number"
+            },
+            measured(
+                evidence,
+                &[Variant::PauseNaive, Variant::ClockJump],
+                backend
+            )
+        ),
+    ]
 }
 
 /// The heading of a job's crash-recovery reconciliation in section 2.
