@@ -228,7 +228,8 @@ pub(crate) fn verdicts(
     (out, chosen)
 }
 
-/// The first fact that rules `kind` out, if one does.
+/// The first fact that rules `kind` out, if one does: an answer or how it locks, then (when the
+/// lock keeps the job correct) what its server loses or what the lab measured.
 fn rejection(
     kind: BackendKind,
     r: &Resolved,
@@ -236,6 +237,22 @@ fn rejection(
     role: &Role,
     api: &[&str],
     skip_policy: bool,
+) -> Option<(String, FactBasis)> {
+    rejected_by_answers(kind, r, ev, api).or_else(|| {
+        role.correctness
+            .then(|| rejected_for_safety(kind, r, ev, skip_policy))
+            .flatten()
+    })
+}
+
+/// What rules `kind` out whatever the lock's role: the in-process baseline, an answer it cannot
+/// serve (several databases, a transaction-mode pooler, a critical section of several
+/// transactions).
+fn rejected_by_answers(
+    kind: BackendKind,
+    r: &Resolved,
+    ev: &Evidence,
+    api: &[&str],
 ) -> Option<(String, FactBasis)> {
     let postgres = matches!(kind, BackendKind::PgSession | BackendKind::PgXact);
     if kind == BackendKind::Memory {
@@ -292,9 +309,17 @@ fn rejection(
             FactBasis::Answer,
         ));
     }
-    if !role.correctness {
-        return None;
-    }
+    None
+}
+
+/// What rules `kind` out when the lock keeps the job correct: a server that loses the key, or a
+/// measured overlap its design does not prevent.
+fn rejected_for_safety(
+    kind: BackendKind,
+    r: &Resolved,
+    ev: &Evidence,
+    skip_policy: bool,
+) -> Option<(String, FactBasis)> {
     if !linearizable(kind) {
         // The server lost the key (a restart, a failover, a Redlock node), not the client.
         let lost = overlaps(ev, kind).find(|c| {
