@@ -135,6 +135,38 @@ pub(super) fn write_grid(evidence: &Inputs, doc: &mut Doc) {
         runs.join(", "),
         slug(APPENDIX_HEADING)
     )));
+    let (backends, rows) = grid_rows(evidence);
+    let grid = Grid {
+        corner: "scenario/variant".to_string(),
+        columns: backends.iter().map(|b| format!("`{b}`")).collect(),
+        rows,
+        legend: vec![
+            (Tone::Bad, "overlap".to_string()),
+            (
+                Tone::Caught,
+                "overlap, the fence refused every stale write".to_string(),
+            ),
+            (Tone::Good, "no overlap".to_string()),
+            (Tone::Off, "not applicable, or not run here".to_string()),
+        ],
+        chart: Some((
+            "fault-grid".to_string(),
+            "The fault grid: trials with an overlap per scenario/variant and backend, the longest overlap, coloured by outcome".to_string(),
+        )),
+    };
+    doc.charts.push(ChartSpec::Grid(
+        "fault-grid".to_string(),
+        FaultGridChart {
+            title: "Fault lab: trials with an overlap, and the longest".to_string(),
+            grid: grid.clone(),
+        },
+    ));
+    doc.push(Block::Grid(grid));
+}
+
+/// The grid's columns (every backend a cell ran on) and its rows (one per variant): each cell
+/// measured, not run here, or not applicable.
+fn grid_rows(evidence: &Inputs) -> (Vec<BackendId>, Vec<GridRow>) {
     let mut backends: Vec<BackendId> = Vec::new();
     let mut variants: Vec<Variant> = Vec::new();
     for (_, c) in cells(evidence) {
@@ -183,32 +215,7 @@ pub(super) fn write_grid(evidence: &Inputs, doc: &mut Doc) {
                 .collect(),
         })
         .collect();
-    let grid = Grid {
-        corner: "scenario/variant".to_string(),
-        columns: backends.iter().map(|b| format!("`{b}`")).collect(),
-        rows,
-        legend: vec![
-            (Tone::Bad, "overlap".to_string()),
-            (
-                Tone::Caught,
-                "overlap, the fence refused every stale write".to_string(),
-            ),
-            (Tone::Good, "no overlap".to_string()),
-            (Tone::Off, "not applicable, or not run here".to_string()),
-        ],
-        chart: Some((
-            "fault-grid".to_string(),
-            "The fault grid: trials with an overlap per scenario/variant and backend, the longest overlap, coloured by outcome".to_string(),
-        )),
-    };
-    doc.charts.push(ChartSpec::Grid(
-        "fault-grid".to_string(),
-        FaultGridChart {
-            title: "Fault lab: trials with an overlap, and the longest".to_string(),
-            grid: grid.clone(),
-        },
-    ));
-    doc.push(Block::Grid(grid));
+    (backends, rows)
 }
 
 /// The first overlapping trial of `cell` as two lanes.
@@ -283,35 +290,7 @@ pub(super) fn write_matrix(evidence: &Inputs, doc: &mut Doc) {
             f.source.label, f.record.trials_per_cell, secs_f(f.record.ttl_s), f.record.seed, f.record.resource
         )));
     }
-    let rows: Vec<Vec<String>> = cells(evidence)
-        .map(|(_, c)| {
-            vec![
-                format!("`{}`", c.label()),
-                format!("`{}`", c.backend),
-                format!("{}/{}", c.trials_with_overlap, c.trials),
-                format!("{} / {}", s2(c.overlap_p50_s), s2(c.overlap_max_s)),
-                format_count(c.stale_writes),
-                fence_words(c),
-                c.legitimate_rejected_by_fence
-                    .map_or("no token".to_string(), format_count),
-                match c.contender_timed_out {
-                    0 => format!("{} / {}", s2(c.recovery_p50_s), s2(c.recovery_max_s)),
-                    n if n == c.trials => c.not_granted(),
-                    n => format!(
-                        "{} / {} ({n} {})",
-                        s2(c.recovery_p50_s),
-                        s2(c.recovery_max_s),
-                        c.not_granted()
-                    ),
-                },
-                if (c.trials_with_overlap > 0) == (c.expected == "overlap") {
-                    c.expected.clone()
-                } else {
-                    format!("{} (measured otherwise)", c.expected)
-                },
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = cells(evidence).map(|(_, c)| matrix_row(c)).collect();
     doc.push(Block::Table {
         head: [
             "scenario/variant",
@@ -363,8 +342,41 @@ pub(super) fn write_matrix(evidence: &Inputs, doc: &mut Doc) {
         doc.push(Block::Para("Not run:".to_string()));
         doc.push(Block::List(skipped));
     }
-    // One timeline per variant that overlapped on some backend: its first overlapping trial on
-    // each such backend.
+    timelines(evidence, doc);
+}
+
+/// A cell's row in the appendix's matrix.
+fn matrix_row(c: &FaultCell) -> Vec<String> {
+    vec![
+        format!("`{}`", c.label()),
+        format!("`{}`", c.backend),
+        format!("{}/{}", c.trials_with_overlap, c.trials),
+        format!("{} / {}", s2(c.overlap_p50_s), s2(c.overlap_max_s)),
+        format_count(c.stale_writes),
+        fence_words(c),
+        c.legitimate_rejected_by_fence
+            .map_or("no token".to_string(), format_count),
+        match c.contender_timed_out {
+            0 => format!("{} / {}", s2(c.recovery_p50_s), s2(c.recovery_max_s)),
+            n if n == c.trials => c.not_granted(),
+            n => format!(
+                "{} / {} ({n} {})",
+                s2(c.recovery_p50_s),
+                s2(c.recovery_max_s),
+                c.not_granted()
+            ),
+        },
+        if (c.trials_with_overlap > 0) == (c.expected == "overlap") {
+            c.expected.clone()
+        } else {
+            format!("{} (measured otherwise)", c.expected)
+        },
+    ]
+}
+
+/// One timeline per variant that overlapped on some backend: its first overlapping trial on each
+/// such backend.
+fn timelines(evidence: &Inputs, doc: &mut Doc) {
     let mut variants: Vec<Variant> = Vec::new();
     for (_, c) in cells(evidence) {
         if c.trials_with_overlap > 0 && !variants.contains(&c.variant) {
