@@ -26,6 +26,35 @@ pub(super) fn alternatives_heading(job: &str) -> String {
 /// The block a job's record opens with.
 pub(super) fn block(d: &Decision, date: &str, server: Option<String>, doc: &mut Doc) {
     let mut inner = vec![Block::Heading(2, heading(d))];
+    inner.push(Block::List(summary_items(d, date, server)));
+    if !d.missing.is_empty() {
+        inner.push(Block::Para(
+            "Not answered, with what each answer would change:".to_string(),
+        ));
+        inner.push(Block::List(
+            d.missing
+                .iter()
+                .map(|m| format!("`{}`: assumed {}; {}", m.field, m.assumed, m.would_change))
+                .collect(),
+        ));
+    }
+    for o in &d.overruled {
+        inner.push(Block::Para(format!("**Measurement over rule**: {o}")));
+    }
+    inner.push(Block::Para(format!(
+        "Evidence: [alternatives](#{}) · [crash recovery and TTL](#{}) · [failure policy](#{}) · [steps](#{}) · [fault grid](#{})",
+        slug(&alternatives_heading(&d.job)),
+        slug(&reconciliation_heading(&d.job)),
+        slug(&policy_heading(&d.job)),
+        slug(&steps_heading(&d.job)),
+        slug(super::faults::GRID_HEADING),
+    )));
+    doc.push(Block::Boxed(inner));
+}
+
+/// The block's list: status, backend, model, policy, role, mechanisms, the answers it rests
+/// on, its residual risk and what it was measured against.
+fn summary_items(d: &Decision, date: &str, server: Option<String>) -> Vec<String> {
     let backend = match (&d.backend, d.status) {
         (None, _) => "no backend fits the answers".to_string(),
         (Some(b), Status::Undecided) => {
@@ -109,30 +138,7 @@ pub(super) fn block(d: &Decision, date: &str, server: Option<String>, doc: &mut 
         items.push(format!("**Measured against**: {server}"));
     }
     items.push(format!("**And on**: {}", d.basis));
-    inner.push(Block::List(items));
-    if !d.missing.is_empty() {
-        inner.push(Block::Para(
-            "Not answered, with what each answer would change:".to_string(),
-        ));
-        inner.push(Block::List(
-            d.missing
-                .iter()
-                .map(|m| format!("`{}`: assumed {}; {}", m.field, m.assumed, m.would_change))
-                .collect(),
-        ));
-    }
-    for o in &d.overruled {
-        inner.push(Block::Para(format!("**Measurement over rule**: {o}")));
-    }
-    inner.push(Block::Para(format!(
-        "Evidence: [alternatives](#{}) · [crash recovery and TTL](#{}) · [failure policy](#{}) · [steps](#{}) · [fault grid](#{})",
-        slug(&alternatives_heading(&d.job)),
-        slug(&reconciliation_heading(&d.job)),
-        slug(&policy_heading(&d.job)),
-        slug(&steps_heading(&d.job)),
-        slug(super::faults::GRID_HEADING),
-    )));
-    doc.push(Block::Boxed(inner));
+    items
 }
 
 fn model_figures(d: &Decision) -> String {
