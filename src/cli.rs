@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// lockbench: measure how long a distributed-lock TTL must be.
 #[derive(Debug, Parser)]
@@ -309,8 +309,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PER_SECOND", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// "one": every contender on one key; "many": a key each (no contention).
-    #[arg(long, value_name = "one|many", default_value = "one")]
-    pub keys: String,
+    #[arg(long, value_enum, value_name = "one|many", default_value_t = KeysArg::One)]
+    pub keys: KeysArg,
     /// How long each holder keeps the lock before releasing.
     #[arg(
         long,
@@ -337,8 +337,8 @@ pub struct BenchArgs {
     pub wait: String,
     /// How a contender waits for a held lock: `native` (the backend's own queue where it has one:
     /// a blocking advisory lock for pg-session and pg-xact; the others poll) or `poll`.
-    #[arg(long, value_name = "MODE", default_value = "native")]
-    pub wait_mode: String,
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = WaitModeArg::Native)]
+    pub wait_mode: WaitModeArg,
     /// Backoff of a polling contender: first pause..longest pause, doubled after each refused
     /// try and jittered.
     #[arg(long, value_name = "MIN..MAX", default_value = "500us..20ms")]
@@ -584,4 +584,22 @@ pub struct MergeArgs {
     /// Print the merged record as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `bench --keys`: the contenders' keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KeysArg {
+    /// Every contender on one key.
+    One,
+    /// A key each (no contention).
+    Many,
+}
+
+/// `bench --wait-mode`: how a contender waits for a held lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WaitModeArg {
+    /// The backend's own queue where it has one.
+    Native,
+    /// Polling with backoff.
+    Poll,
 }

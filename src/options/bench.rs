@@ -8,7 +8,7 @@ use lockbench_locks::BackendConfig;
 
 use super::parse::{Refusal, configured_backend, parse_number, positive_duration, read_config};
 use super::shard;
-use crate::cli::BenchArgs;
+use crate::cli::{BenchArgs, KeysArg, WaitModeArg};
 
 /// Options of `bench`.
 #[derive(Clone, Debug)]
@@ -96,15 +96,9 @@ impl BenchSettings {
             }
             None => LoadMode::Closed,
         };
-        let keys = match args.keys.as_str() {
-            "one" => KeyMode::One,
-            "many" => KeyMode::Many,
-            other => {
-                return Err(Refusal::new(
-                    "--keys",
-                    format!("expected \"one\" or \"many\", got \"{other}\""),
-                ));
-            }
+        let keys = match args.keys {
+            KeysArg::One => KeyMode::One,
+            KeysArg::Many => KeyMode::Many,
         };
         let parse = |flag: &str, text: &str| {
             lockbench_workloads::duration::parse(text).map_err(|m| Refusal::new(flag, m))
@@ -118,15 +112,9 @@ impl BenchSettings {
             hold: parse("--hold", &args.hold)?,
             ttl: positive_duration("--ttl", &args.ttl)?,
             wait: positive_duration("--wait", &args.wait)?,
-            wait_mode: match args.wait_mode.as_str() {
-                "native" => WaitMode::Native,
-                "poll" => WaitMode::Poll,
-                other => {
-                    return Err(Refusal::new(
-                        "--wait-mode",
-                        format!("expected \"native\" or \"poll\", got \"{other}\""),
-                    ));
-                }
+            wait_mode: match args.wait_mode {
+                WaitModeArg::Native => WaitMode::Native,
+                WaitModeArg::Poll => WaitMode::Poll,
             },
             poll: poll_policy(&args.poll)?,
             renew: !args.no_renew,
