@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lockbench_locks::{Heartbeat, HeartbeatPolicy, LockBackend};
+use lockbench_locks::{Heartbeat, HeartbeatPolicy, Lease, LockBackend};
 
 use crate::FaultError;
 use crate::plan::{AnyPlan, LeaseTracking, OnFailure, WorkerPlan, WriterPlan};
@@ -138,6 +138,88 @@ async fn run_detached(
     }
 }
 
+/// The worker's acquisition within its wait: `Some(lease)` once granted (`Some(None)` for a
+/// worker that runs without the lock after a failure), `None` when it said it timed out or
+/// skipped.
+async fn acquire(
+    plan: &WorkerPlan,
+    backend: &dyn LockBackend,
+    ttl: Duration,
+    deadline: tokio::time::Instant,
+    job: Duration,
+) -> Result<Option<Option<Lease>>, FaultError> {
+    let lease = loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match backend.acquire(&plan.key, ttl, left).await {
+            Ok(Some(lease)) if plan.tracking == LeaseTracking::ValidityFirst && lease.ttl < job => {
+                // Too little left to finish within it: give it back and try again, while the
+                // wait lasts.
+                let _ = backend.release(&lease).await;
+                if left.is_zero() {
+                    say(&Message::TimedOut { skipped: false });
+                    return Ok(None);
+                }
+            }
+            Ok(Some(lease)) => break Some(lease),
+            Ok(None) => {
+                say(&Message::TimedOut { skipped: false });
+                return Ok(None);
+            }
+            Err(_) if plan.on_failure == OnFailure::Skip => {
+                say(&Message::TimedOut { skipped: true });
+                return Ok(None);
+            }
+            Err(_) if plan.on_failure == OnFailure::RunUnlocked => break None,
+            // A server restarting: try again until the wait is over.
+            Err(_) if !left.is_zero() => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    Ok(Some(lease))
+}
+
+/// The job: its writes at their pace (or, detached, a job process of its own), checking the lease
+/// as the plan's tracking says; how it stopped early ("gave-up", "lost"), if it did.
+async fn work(
+    plan: &WorkerPlan,
+    backend: &dyn LockBackend,
+    resource: &mut Resource,
+    lease: Option<&Lease>,
+    heartbeat: Option<&Heartbeat>,
+) -> Result<Option<&'static str>, FaultError> {
+    let every = Duration::from_millis(plan.write_every_ms);
+    let ttl = Duration::from_millis(plan.ttl_ms);
+    let fencing = lease.and_then(|l| l.fencing);
+    let mut how = None;
+    if plan.detached {
+        // The job writes from a process of its own; this one holds the lock and waits for it.
+        run_detached(plan, fencing, lease.map_or(ttl, |l| l.ttl)).await?;
+    } else {
+        for n in 1..=plan.writes {
+            tokio::time::sleep(every).await;
+            if let Some(h) = heartbeat
+                && plan.tracking == LeaseTracking::Heartbeat
+                && !h.may_continue()
+            {
+                how = Some("gave-up");
+                break;
+            }
+            resource
+                .write(&plan.trial, &plan.worker, Event::Write, fencing)
+                .await?;
+            if let Some(lease) = lease
+                && plan.tracking == LeaseTracking::AfterEachWrite
+                && !matches!(backend.renew(lease, lease.ttl).await, Ok(true))
+            {
+                how = Some("lost");
+                break;
+            }
+            say(&Message::Wrote { n });
+        }
+    }
+    Ok(how)
+}
+
 /// Runs the worker to the end of its job. Errors are the lab's to report; the lease, if any, goes
 /// with the process.
 pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
@@ -159,32 +241,8 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     let deadline = tokio::time::Instant::now() + wait;
     let every = Duration::from_millis(plan.write_every_ms);
     let job = every * plan.writes;
-    let lease = loop {
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        match backend.acquire(&plan.key, ttl, left).await {
-            Ok(Some(lease)) if plan.tracking == LeaseTracking::ValidityFirst && lease.ttl < job => {
-                // Too little left to finish within it: give it back and try again, while the
-                // wait lasts.
-                let _ = backend.release(&lease).await;
-                if left.is_zero() {
-                    say(&Message::TimedOut { skipped: false });
-                    return Ok(());
-                }
-            }
-            Ok(Some(lease)) => break Some(lease),
-            Ok(None) => {
-                say(&Message::TimedOut { skipped: false });
-                return Ok(());
-            }
-            Err(_) if plan.on_failure == OnFailure::Skip => {
-                say(&Message::TimedOut { skipped: true });
-                return Ok(());
-            }
-            Err(_) if plan.on_failure == OnFailure::RunUnlocked => break None,
-            // A server restarting: try again until the wait is over.
-            Err(_) if !left.is_zero() => tokio::time::sleep(Duration::from_millis(20)).await,
-            Err(e) => return Err(e.into()),
-        }
+    let Some(lease) = acquire(&plan, backend.as_ref(), ttl, deadline, job).await? else {
+        return Ok(());
     };
     // Without a lease (`run-unlocked`) the job logs its grant without a token and runs the same
     // writes, with nothing to renew or release.
@@ -211,33 +269,14 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
                 HeartbeatPolicy::for_lease(lease.ttl),
             )
         });
-    let mut how = None;
-    if plan.detached {
-        // The job writes from a process of its own; this one holds the lock and waits for it.
-        run_detached(&plan, fencing, lease.as_ref().map_or(ttl, |l| l.ttl)).await?;
-    } else {
-        for n in 1..=plan.writes {
-            tokio::time::sleep(every).await;
-            if let Some(h) = &heartbeat
-                && plan.tracking == LeaseTracking::Heartbeat
-                && !h.may_continue()
-            {
-                how = Some("gave-up");
-                break;
-            }
-            resource
-                .write(&plan.trial, &plan.worker, Event::Write, fencing)
-                .await?;
-            if let Some(lease) = &lease
-                && plan.tracking == LeaseTracking::AfterEachWrite
-                && !matches!(backend.renew(lease, lease.ttl).await, Ok(true))
-            {
-                how = Some("lost");
-                break;
-            }
-            say(&Message::Wrote { n });
-        }
-    }
+    let how = work(
+        &plan,
+        backend.as_ref(),
+        &mut resource,
+        lease.as_ref(),
+        heartbeat.as_ref(),
+    )
+    .await?;
     if let Some(h) = heartbeat {
         h.stop();
     }
