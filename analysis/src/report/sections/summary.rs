@@ -14,6 +14,19 @@ use crate::report::doc::Block;
 use crate::report::load::Inputs;
 
 pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
+    let mut items = job_lines(evidence, decisions);
+    items.extend(cheapest_line(evidence));
+    items.extend(replay_lines(evidence, decisions));
+    items.extend(live_against_simulated(evidence));
+    if !items.is_empty() {
+        doc.push(Block::Heading(2, "Summary".to_string()));
+        doc.push(Block::List(items));
+    }
+}
+
+/// Each job's lock with today's TTL priced, and its model checks; then the checks of a workload
+/// without a TTL derivation.
+fn job_lines(evidence: &Inputs, decisions: &[Decision]) -> Vec<String> {
     let mut items = Vec::new();
     for t in &evidence.ttls {
         let r = &t.record;
@@ -57,22 +70,31 @@ pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
             .filter(|c| !with_ttl.contains(&c.record.workload.as_str()))
             .map(check_line),
     );
+    items
+}
+
+/// The cheapest networked acquisition, uncontended.
+fn cheapest_line(evidence: &Inputs) -> Option<String> {
     let uncontended: Vec<_> = bench_rows(evidence)
         .into_iter()
         .filter(|r| r.contenders == 1 && !r.backend.in_process())
         .collect();
-    if let Some(fastest) = uncontended
+    let fastest = uncontended
         .iter()
-        .min_by(|a, b| a.acquire_us.p50.total_cmp(&b.acquire_us.p50))
-    {
-        items.push(format!(
-            "Cheapest networked acquisition, uncontended: **{}** at {} P50 (bench: {} operations; {} networked backends measured).",
-            fastest.backend,
-            us(fastest.acquire_us.p50),
-            format_count(fastest.ops),
-            uncontended.len()
-        ));
-    }
+        .min_by(|a, b| a.acquire_us.p50.total_cmp(&b.acquire_us.p50))?;
+    Some(format!(
+        "Cheapest networked acquisition, uncontended: **{}** at {} P50 (bench: {} operations; {} networked backends measured).",
+        fastest.backend,
+        us(fastest.acquire_us.p50),
+        format_count(fastest.ops),
+        uncontended.len()
+    ))
+}
+
+/// What the live replays reproduced: a fixed TTL's double executions, and the incident on the
+/// backend each job is decided on, held as decided.
+fn replay_lines(evidence: &Inputs, decisions: &[Decision]) -> Vec<String> {
+    let mut items = Vec::new();
     for replay in &evidence.replays {
         let r = &replay.record;
         if r.undefended() && r.mode == HoldMode::Ttl && r.double_executions > 0 {
@@ -113,11 +135,7 @@ pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
             r.unit,
         ));
     }
-    items.extend(live_against_simulated(evidence));
-    if !items.is_empty() {
-        doc.push(Block::Heading(2, "Summary".to_string()));
-        doc.push(Block::List(items));
-    }
+    items
 }
 
 /// A job's lock in one sentence, as its decision has it: the TTL only for a fixed TTL, the lease
