@@ -52,6 +52,12 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     doc.push(Block::Para(
         "Live replays: the job run for real against Postgres, a payment-API stub and the lock backend, with a retry worker taking the lock whenever the backend grants it. Runtimes are real-equivalent (compressed time divided by the time scale); the simulated P50 is the same spec, profile and scale in the simulator.".to_string(),
     ));
+    replay_table(evidence, doc);
+    doc.push(Block::List(findings(evidence)));
+}
+
+/// Every live replay in a table, and the same counts as bars.
+fn replay_table(evidence: &Inputs, doc: &mut Doc) {
     let mut rows = Vec::new();
     let mut bars = Vec::new();
     let mut replays: Vec<&ReplayRecord> = evidence.replays.iter().map(|r| &r.record).collect();
@@ -117,6 +123,10 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     );
     let caption = "Double executions, duplicate charges accepted and stale writes refused, by live-replay mode";
     doc.chart(caption.to_string(), spec);
+}
+
+/// What the live replays showed, mode by mode, and what that makes of the lock.
+fn findings(evidence: &Inputs) -> Vec<String> {
     let records = || evidence.replays.iter().map(|r| &r.record);
     let mut findings = Vec::new();
     if let Some(k) = records().find(|r| r.idempotency_keys) {
@@ -141,5 +151,5 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
         ));
     }
     findings.push("The operation guarded here (charging a card, applying a migration) is not idempotent: the lock is a serialization aid, and the correctness mechanism is the idempotency key (or a unique constraint, or a conditional update).".to_string());
-    doc.push(Block::List(findings));
+    findings
 }
