@@ -234,40 +234,7 @@ pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
         2,
         "5. Lock observability and monitoring".to_string(),
     ));
-    let kinds: Vec<Option<ModelKind>> = evidence
-        .ttls
-        .iter()
-        .map(|t| {
-            decision_of(decisions, &t.record.workload)
-                .filter(|d| d.backend.is_some())
-                .map(|d| d.lock_model.kind)
-        })
-        .collect();
-    let any =
-        |f: &dyn Fn(Option<ModelKind>) -> bool| kinds.is_empty() || kinds.iter().any(|k| f(*k));
-    let mut metrics = vec![
-        "`lock_hold_seconds` (gauge, per job): time since the current holder acquired the lock; 0 when free.".to_string(),
-        "`lock_acquire_failures_total` and `lock_acquire_attempts_total` (counters): acquisition failure rate.".to_string(),
-    ];
-    if any(&|k| {
-        matches!(
-            k,
-            None | Some(ModelKind::FixedTtl | ModelKind::HeartbeatLease)
-        )
-    }) {
-        metrics.push(
-            "`lock_ttl_seconds` (gauge, per job with a TTL or a lease): the TTL or lease in force."
-                .to_string(),
-        );
-        metrics.push("`lock_release_refused_total` (counter): releases that found the lock no longer theirs, each one a lost lease.".to_string());
-    }
-    if any(&|k| matches!(k, None | Some(ModelKind::HeartbeatLease))) {
-        metrics.push("`lock_renewals_total`, `lock_renewal_failures_total` (counters) and `lock_last_renewal_timestamp_seconds` (gauge), per job with a heartbeat lease.".to_string());
-    }
-    if any(&|k| matches!(k, Some(ModelKind::Session | ModelKind::Transaction))) {
-        metrics.push("For a session or transaction lock: the advisory locks in `pg_locks`, with the state and age of the session or transaction that holds each (the query below).".to_string());
-    }
-    doc.push(Block::List(metrics));
+    doc.push(Block::List(metrics(evidence, decisions)));
     let mut rows = Vec::new();
     let mut rules = String::from("groups:\n  - name: lockbench-locks\n    rules:\n");
     let mut paging = 0;
@@ -311,6 +278,49 @@ pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
             text: rules,
         });
     }
+    stale_locks(decisions, doc);
+}
+
+/// The metrics to export, for the lock models the jobs are decided on (every one when no job is).
+fn metrics(evidence: &Inputs, decisions: &[Decision]) -> Vec<String> {
+    let kinds: Vec<Option<ModelKind>> = evidence
+        .ttls
+        .iter()
+        .map(|t| {
+            decision_of(decisions, &t.record.workload)
+                .filter(|d| d.backend.is_some())
+                .map(|d| d.lock_model.kind)
+        })
+        .collect();
+    let any =
+        |f: &dyn Fn(Option<ModelKind>) -> bool| kinds.is_empty() || kinds.iter().any(|k| f(*k));
+    let mut metrics = vec![
+        "`lock_hold_seconds` (gauge, per job): time since the current holder acquired the lock; 0 when free.".to_string(),
+        "`lock_acquire_failures_total` and `lock_acquire_attempts_total` (counters): acquisition failure rate.".to_string(),
+    ];
+    if any(&|k| {
+        matches!(
+            k,
+            None | Some(ModelKind::FixedTtl | ModelKind::HeartbeatLease)
+        )
+    }) {
+        metrics.push(
+            "`lock_ttl_seconds` (gauge, per job with a TTL or a lease): the TTL or lease in force."
+                .to_string(),
+        );
+        metrics.push("`lock_release_refused_total` (counter): releases that found the lock no longer theirs, each one a lost lease.".to_string());
+    }
+    if any(&|k| matches!(k, None | Some(ModelKind::HeartbeatLease))) {
+        metrics.push("`lock_renewals_total`, `lock_renewal_failures_total` (counters) and `lock_last_renewal_timestamp_seconds` (gauge), per job with a heartbeat lease.".to_string());
+    }
+    if any(&|k| matches!(k, Some(ModelKind::Session | ModelKind::Transaction))) {
+        metrics.push("For a session or transaction lock: the advisory locks in `pg_locks`, with the state and age of the session or transaction that holds each (the query below).".to_string());
+    }
+    metrics
+}
+
+/// How to find and clear a stale lock on each decided backend.
+fn stale_locks(decisions: &[Decision], doc: &mut Doc) {
     let mut backends: Vec<BackendKind> = Vec::new();
     for b in decisions.iter().filter_map(|d| d.backend) {
         if !backends.contains(&b) {
