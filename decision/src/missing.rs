@@ -29,42 +29,6 @@ pub(crate) fn missing(
 ) -> Vec<MissingAnswer> {
     let now = brief(current);
     let mut out = Vec::new();
-    let alternatives = |field: usize| -> Vec<(String, Resolved)> {
-        let with = |f: &dyn Fn(&mut Resolved)| {
-            let mut alt = r.clone();
-            f(&mut alt);
-            alt
-        };
-        match field {
-            0 => DoubleRun::ALL
-                .iter()
-                .filter(|d| **d != r.double_run)
-                .map(|d| (d.name().to_string(), with(&|a| a.double_run = *d)))
-                .collect(),
-            1 => Service::ALL
-                .iter()
-                .map(|s| {
-                    (
-                        format!("[\"{}\"]", s.name()),
-                        with(&|a| a.already_runs = vec![*s]),
-                    )
-                })
-                .collect(),
-            2 => vec![("3".to_string(), with(&|a| a.databases = 3))],
-            // One transaction spans one database: no alternative with several.
-            3 if r.databases > 1 => Vec::new(),
-            3 => vec![("true".to_string(), with(&|a| a.one_transaction = true))],
-            4 => vec![("true".to_string(), with(&|a| a.fenced = true))],
-            6 => vec![(
-                format!("\"{}\"", PostgresVia::TransactionPooler.name()),
-                with(&|a| a.postgres_via = PostgresVia::TransactionPooler),
-            )],
-            _ => vec![(
-                "\"1m\"".to_string(),
-                with(&|a| a.crash_recovery = Some(Duration::from_secs(60))),
-            )],
-        }
-    };
     for (i, field) in FIELDS.iter().enumerate() {
         if r.given[i] {
             continue;
@@ -81,7 +45,7 @@ pub(crate) fn missing(
             5 => "no bound".to_string(),
             _ => "direct (no pooler between the job and Postgres)".to_string(),
         };
-        let mut changes: Vec<String> = alternatives(i)
+        let mut changes: Vec<String> = alternatives(r, i)
             .into_iter()
             .map(|(value, alt)| {
                 let d = crate::decide_resolved(job, &alt, ev);
@@ -122,4 +86,43 @@ pub(crate) fn missing(
         });
     }
     out
+}
+
+/// The other values of `[decision]` field number `field` worth deciding again with, each with the
+/// answers it makes.
+fn alternatives(r: &Resolved, field: usize) -> Vec<(String, Resolved)> {
+    let with = |f: &dyn Fn(&mut Resolved)| {
+        let mut alt = r.clone();
+        f(&mut alt);
+        alt
+    };
+    match field {
+        0 => DoubleRun::ALL
+            .iter()
+            .filter(|d| **d != r.double_run)
+            .map(|d| (d.name().to_string(), with(&|a| a.double_run = *d)))
+            .collect(),
+        1 => Service::ALL
+            .iter()
+            .map(|s| {
+                (
+                    format!("[\"{}\"]", s.name()),
+                    with(&|a| a.already_runs = vec![*s]),
+                )
+            })
+            .collect(),
+        2 => vec![("3".to_string(), with(&|a| a.databases = 3))],
+        // One transaction spans one database: no alternative with several.
+        3 if r.databases > 1 => Vec::new(),
+        3 => vec![("true".to_string(), with(&|a| a.one_transaction = true))],
+        4 => vec![("true".to_string(), with(&|a| a.fenced = true))],
+        6 => vec![(
+            format!("\"{}\"", PostgresVia::TransactionPooler.name()),
+            with(&|a| a.postgres_via = PostgresVia::TransactionPooler),
+        )],
+        _ => vec![(
+            "\"1m\"".to_string(),
+            with(&|a| a.crash_recovery = Some(Duration::from_secs(60))),
+        )],
+    }
 }
