@@ -73,23 +73,23 @@ impl Resolved {
             return self;
         };
         let answered = self.given[6];
-        let note = match (found, answered, self.postgres_via) {
-            (true, _, PostgresVia::TransactionPooler) => {
-                format!("measured: bench found a transaction-mode pooler on {backend}'s URL")
-            }
-            (true, true, was) => format!(
+        let note = match (
+            found,
+            answered && self.postgres_via != PostgresVia::TransactionPooler,
+        ) {
+            (true, true) => format!(
                 "measured: bench found a transaction-mode pooler on {backend}'s URL, which overrides the answer `{}`",
-                was.name()
+                self.postgres_via.name()
             ),
-            (true, false, _) => {
+            (true, false) => {
                 format!("measured: bench found a transaction-mode pooler on {backend}'s URL")
             }
-            (false, false, _) => {
-                format!("measured: bench found no transaction-mode pooler on {backend}'s URL")
-            }
-            (false, true, _) => format!(
+            (false, _) if answered => format!(
                 "answered; bench found no transaction-mode pooler on {backend}'s URL, which may not be the job's"
             ),
+            (false, _) => {
+                format!("measured: bench found no transaction-mode pooler on {backend}'s URL")
+            }
         };
         if found {
             self.postgres_via = PostgresVia::TransactionPooler;

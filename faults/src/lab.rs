@@ -390,17 +390,11 @@ impl FaultLab {
 }
 
 /// Refuses a pg-session backend whose URL goes through a transaction-mode pooler before any cell
-/// runs (the client's connect finds it, and says so in one line). Any other failure to connect is
-/// the cell's, recorded when it runs.
+/// runs, in one line, creating nothing there. Any other failure to connect is the cell's,
+/// recorded when it runs.
 async fn refuse_pooled_session_locks(backends: &[BackendConfig]) -> Result<(), FaultError> {
     for config in backends.iter().filter(|c| c.kind == BackendKind::PgSession) {
-        match lockbench_locks::connect(config).await {
-            Ok(client) => {
-                let _ = client.close().await;
-            }
-            Err(e @ lockbench_locks::LockError::Refused { .. }) => return Err(e.into()),
-            Err(_) => {}
-        }
+        lockbench_locks::backends::postgres::refuse_pooled_session(config).await?;
     }
     Ok(())
 }

@@ -5,10 +5,8 @@
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
-use sqlx::Connection as _;
 use tokio::process::{Child, Command};
 
 use crate::FaultError;
@@ -72,35 +70,18 @@ impl PrivatePgbouncer {
                 .map_err(|e| fail(format!("chown {}: {e}", path.display())))?;
         }
         let mut command = Command::new(binary);
-        let child = crate::process::dies_with_the_lab(&mut command)
-            .arg(&ini)
-            .uid(uid)
-            .gid(gid)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
+        command.arg(&ini);
+        let child = crate::postgres::spawn_as(&mut command, (uid, gid))
             .map_err(|e| fail(format!("starting pgbouncer: {e}")))?;
         let server = PrivatePgbouncer {
             dir,
             port,
             child: Some(child),
         };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        loop {
-            let attempt = async {
-                let mut conn = sqlx::PgConnection::connect(&server.url()).await?;
-                sqlx::raw_sql("SELECT 1").execute(&mut conn).await?;
-                conn.close().await
-            };
-            if let Ok(Ok(())) = tokio::time::timeout(Duration::from_secs(2), attempt).await {
-                return Ok(server);
-            }
-            if tokio::time::Instant::now() > deadline {
-                return Err(fail(format!("no answer on 127.0.0.1:{port} within 15s")));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if crate::postgres::answers_within(&server.url(), Duration::from_secs(15)).await {
+            Ok(server)
+        } else {
+            Err(fail(format!("no answer on 127.0.0.1:{port} within 15s")))
         }
     }
 

@@ -137,29 +137,13 @@ impl PrivatePostgres {
         for setting in settings {
             command.args(["-c", setting]);
         }
-        let child = crate::process::dies_with_the_lab(&mut command)
-            .uid(uid)
-            .gid(gid)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
+        let child = spawn_as(&mut command, (uid, gid))
             .map_err(|e| fail(format!("starting postgres: {e}")))?;
         server.child = Some(child);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        loop {
-            let attempt = tokio::time::timeout(
-                Duration::from_secs(2),
-                sqlx::PgConnection::connect(&server.url()),
-            );
-            if let Ok(Ok(_)) = attempt.await {
-                return Ok(server);
-            }
-            if tokio::time::Instant::now() > deadline {
-                return Err(fail(format!("no connection on {bind}:{port} within 15s")));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if answers_within(&server.url(), Duration::from_secs(15)).await {
+            Ok(server)
+        } else {
+            Err(fail(format!("no connection on {bind}:{port} within 15s")))
         }
     }
 
@@ -185,6 +169,39 @@ impl PrivatePostgres {
                 let _ = child.kill().await;
             }
         }
+    }
+}
+
+/// Starts `command` as `user` (uid, gid: Postgres and PgBouncer refuse root), dying with the lab,
+/// its output discarded.
+pub(crate) fn spawn_as(command: &mut Command, (uid, gid): (u32, u32)) -> std::io::Result<Child> {
+    crate::process::dies_with_the_lab(command)
+        .uid(uid)
+        .gid(gid)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+}
+
+/// True once a query on `url` is answered, within `within` (a pooler accepts a client before
+/// it has a server for it: the query is what says it is ready).
+pub(crate) async fn answers_within(url: &str, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let attempt = async {
+            let mut conn = sqlx::PgConnection::connect(url).await?;
+            sqlx::raw_sql("SELECT 1").execute(&mut conn).await?;
+            conn.close().await
+        };
+        if let Ok(Ok(())) = tokio::time::timeout(Duration::from_secs(2), attempt).await {
+            return true;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -9,10 +9,8 @@ use lockbench_locks::{BackendConfig, BackendKind};
 
 use super::phases::{Fault, Onset, Shape, Trial};
 use crate::FaultError;
-use crate::process::WorkerProcess;
 use crate::scenario::{VANISHED_WAIT, Variant};
 use crate::stage::{Need, Stage, StageSetup, with_keepalive};
-use crate::trial::{TrialContext, await_end};
 
 pub(crate) struct Crash(pub(crate) Variant);
 
@@ -55,7 +53,12 @@ impl Fault for Crash {
         }
     }
 
+    /// Every crash kills its holder.
     fn shape(&self, shape: Shape, _stage: &Stage, _config: &BackendConfig) -> Shape {
+        let shape = Shape {
+            kills_holder: true,
+            ..shape
+        };
         match self.0 {
             // The job process outlives its holder by three lock lifetimes.
             Variant::CrashWorkSurvives => Shape {
@@ -95,19 +98,5 @@ impl Fault for Crash {
         trial.end_ns = Some(crate::clock::monotonic_ns());
         trial.holder.kill()?;
         partition.ns.heal()
-    }
-
-    async fn end_holder(
-        &self,
-        holder: WorkerProcess,
-        context: &mut TrialContext<'_>,
-        id: &str,
-        longest: Duration,
-    ) -> Result<(), FaultError> {
-        holder.reap(Duration::from_secs(10)).await;
-        if self.0 == Variant::CrashWorkSurvives {
-            await_end(context, id, longest).await?;
-        }
-        Ok(())
     }
 }

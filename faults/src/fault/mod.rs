@@ -5,12 +5,13 @@
 //! The phases of a trial, in order:
 //!
 //! 1. **shape**: the workers' plans (the job's length and writes, where each worker locks, what
-//!    the contender does when its acquisition fails, when the fault begins);
+//!    the contender does when its acquisition fails, when the fault begins, whether it kills
+//!    the holder);
 //! 2. **before**: the cell's servers readied before the workers start (a snapshot taken);
 //! 3. **acquire**: while the holder acquires (a node or a replica held back);
-//! 4. **inject**: the fault itself, from its onset to its end (a pause, a kill, a cut);
-//! 5. **end the holder**: wait for its job, or reap it when the fault killed it;
-//! 6. **heal**: the cell put back as it was, for the next trial (clocks, a failed-over primary).
+//! 4. **inject**: the fault itself, from its onset to its end (a pause, a kill, a cut); the
+//!    runner then waits for the holder's job, or reaps a holder the fault killed;
+//! 5. **heal**: the cell put back as it was, for the next trial (clocks, a failed-over primary).
 //!
 //! The judging is the same for every fault: the protected resource's log of the trial
 //! (`overlap::figures`). A new variant of a scenario is an arm in that scenario's file; a new

@@ -14,7 +14,9 @@ use crate::process::WorkerProcess;
 use crate::protocol::Message;
 use crate::scenario::{Design, Variant};
 use crate::stage::{Need, Stage, StageSetup};
-use crate::trial::{CONTENDER, HOLDER, TrialContext, TrialOutcome, WRITES, Window, judge};
+use crate::trial::{
+    CONTENDER, HOLDER, TrialContext, TrialOutcome, WRITES, Window, await_end, judge,
+};
 
 /// When, in the holder's job, the fault begins (the moment within it is drawn from the seed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +52,9 @@ pub(crate) struct Shape {
     pub(crate) contender_waits_for_fault: bool,
     /// How long the holder's job may outlive the holder, in granted TTLs.
     pub(crate) survivor_ttls: u32,
+    /// The fault kills the holder: it is reaped, not waited for (and a detached job it started
+    /// is waited for in the log).
+    pub(crate) kills_holder: bool,
     pub(crate) onset: Onset,
 }
 
@@ -88,6 +93,7 @@ impl Shape {
             slowed: false,
             contender_waits_for_fault: false,
             survivor_ttls: 0,
+            kills_holder: false,
             onset: Onset::AfterIntervals,
         }
     }
@@ -155,19 +161,6 @@ pub(crate) trait Fault: Send + Sync {
 
     /// Inject: the fault, from its onset to its end.
     async fn inject(&self, trial: &mut Trial<'_>) -> Result<(), FaultError>;
-
-    /// Ends the holder: waits for its job and its exit. A fault that killed it overrides this.
-    async fn end_holder(
-        &self,
-        holder: WorkerProcess,
-        _context: &mut TrialContext<'_>,
-        _id: &str,
-        longest: Duration,
-    ) -> Result<(), FaultError> {
-        let mut holder = holder;
-        holder.done(longest).await?;
-        holder.finish(Duration::from_secs(10)).await
-    }
 
     /// Heal: puts the stage back as it was before the trial.
     async fn heal(&self, _stage: &mut Stage) -> Result<(), FaultError> {
@@ -261,7 +254,15 @@ pub(crate) async fn run<F: Fault + ?Sized>(
         end_ns: trial.end_ns.unwrap_or_else(monotonic_ns),
     };
     let contender_step = trial.contender_step.take();
-    fault.end_holder(holder, context, id, longest).await?;
+    if shape.kills_holder {
+        holder.reap(Duration::from_secs(10)).await;
+        if shape.detached {
+            await_end(context, id, longest).await?;
+        }
+    } else {
+        holder.done(longest).await?;
+        holder.finish(Duration::from_secs(10)).await?;
+    }
     // A contender says either `granted` (then its job, then `done`) or `timed-out`.
     let step = match contender_step {
         Some(step) => step,

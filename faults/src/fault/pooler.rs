@@ -12,10 +12,8 @@ use lockbench_locks::{BackendConfig, BackendKind};
 use super::phases::{Fault, Onset, Shape, Trial};
 use crate::FaultError;
 use crate::pgbouncer::PrivatePgbouncer;
-use crate::process::WorkerProcess;
 use crate::scenario::{PoolerMode, Variant};
 use crate::stage::{Need, Stage, StageSetup};
-use crate::trial::TrialContext;
 
 pub(crate) struct Pooler(pub(crate) Variant);
 
@@ -57,7 +55,10 @@ impl Fault for Pooler {
 
     fn shape(&self, shape: Shape, _stage: &Stage, _config: &BackendConfig) -> Shape {
         if self.kills() {
-            shape
+            Shape {
+                kills_holder: true,
+                ..shape
+            }
         } else {
             // Nothing is injected: the window is the holder's, from its acquisition.
             Shape {
@@ -72,23 +73,6 @@ impl Fault for Pooler {
             trial.holder.kill()?;
         }
         Ok(())
-    }
-
-    /// A killed holder is reaped; in transaction mode the holder ends its job as usual.
-    async fn end_holder(
-        &self,
-        holder: WorkerProcess,
-        _context: &mut TrialContext<'_>,
-        _id: &str,
-        longest: Duration,
-    ) -> Result<(), FaultError> {
-        if self.kills() {
-            holder.reap(Duration::from_secs(10)).await;
-            return Ok(());
-        }
-        let mut holder = holder;
-        holder.done(longest).await?;
-        holder.finish(Duration::from_secs(10)).await
     }
 
     /// The contender may wait for PgBouncer to close the server connection that kept the lock.

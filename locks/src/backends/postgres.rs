@@ -189,36 +189,13 @@ impl PgLock {
             other => other,
         }
         .map_err(unreachable)?;
-        // Once per URL in this process: a bench connects a client per contender, and each look
-        // needs a second server connection.
-        let cached = POOLERS
-            .lock()
-            .expect("pooler findings poisoned")
-            .get(&url)
-            .cloned();
-        let pooled = match cached {
-            Some(found) => found,
-            None => {
-                let found = transaction_pooler(&options, &mut first, config.connect_timeout)
-                    .await
-                    .map_err(|e| LockError::server(backend, "look for a pooler", e))?;
-                POOLERS
-                    .lock()
-                    .expect("pooler findings poisoned")
-                    .insert(url.clone(), found.clone());
-                found
-            }
-        };
+        let pooled = pooler_on(&url, &options, &mut first, config.connect_timeout)
+            .await
+            .map_err(|e| LockError::server(backend, "look for a pooler", e))?;
         if let (Scope::Session, Some(evidence), false) =
             (scope, &pooled, config.through_transaction_pooler)
         {
-            return Err(LockError::Refused {
-                backend,
-                url: Redacted(&url).to_string(),
-                reason: format!(
-                    "a transaction-mode pooler is in the path ({evidence}): a session lock would stay on a server connection the pooler then hands to other clients, and its unlock could go to another; use pg-xact, a direct connection to Postgres, or a session-mode pooler"
-                ),
-            });
+            return Err(refused(&url, evidence));
         }
         let sequence = identifier(&config.namespace);
         if config.fencing {
@@ -528,6 +505,62 @@ impl PgLock {
 static POOLERS: LazyLock<Mutex<HashMap<String, Option<String>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// What is found on `url` (see [`transaction_pooler`]), looked for once per URL in this process:
+/// a bench connects a client per contender, and each look needs a second server connection.
+async fn pooler_on(
+    url: &str,
+    options: &PgConnectOptions,
+    first: &mut PgConnection,
+    within: Duration,
+) -> Result<Option<String>, sqlx::Error> {
+    let cached = POOLERS
+        .lock()
+        .expect("pooler findings poisoned")
+        .get(url)
+        .cloned();
+    if let Some(found) = cached {
+        return Ok(found);
+    }
+    let found = transaction_pooler(options, first, within).await?;
+    POOLERS
+        .lock()
+        .expect("pooler findings poisoned")
+        .insert(url.to_string(), found.clone());
+    Ok(found)
+}
+
+/// pg-session's refusal on `url`, with what showed the pooler.
+fn refused(url: &str, evidence: &str) -> LockError {
+    LockError::Refused {
+        backend: "pg-session",
+        url: Redacted(url).to_string(),
+        reason: format!(
+            "a transaction-mode pooler is in the path ({evidence}): a session lock would stay on a server connection the pooler then hands to other clients, and its unlock could go to another; use pg-xact, a direct connection to Postgres, or a session-mode pooler"
+        ),
+    }
+}
+
+/// Refuses a session lock on `config`'s URL when a transaction-mode pooler is in its path, as
+/// [`PgLock::connect`] does, but creating nothing on the server (no fencing sequence): for a
+/// caller that checks before it starts (the fault lab). A URL it cannot reach is left to the
+/// connection that follows, which says so.
+pub async fn refuse_pooled_session(config: &BackendConfig) -> Result<(), LockError> {
+    let url = config.urls.first().cloned().unwrap_or_default();
+    let Ok(options) = PgConnectOptions::from_str(&url) else {
+        return Ok(());
+    };
+    let Ok(Ok(mut first)) = tokio::time::timeout(config.connect_timeout, options.connect()).await
+    else {
+        return Ok(());
+    };
+    let found = pooler_on(&url, &options, &mut first, config.connect_timeout).await;
+    let _ = first.close().await;
+    match found {
+        Ok(Some(evidence)) => Err(refused(&url, &evidence)),
+        _ => Ok(()),
+    }
+}
+
 /// Connects to `url` and looks for a transaction-mode pooler in its path, every time (what
 /// [`PgLock::connect`] does once per URL): for the benchmark of what the look costs.
 pub async fn look_for_pooler(url: &str, within: Duration) -> Result<Option<String>, sqlx::Error> {
@@ -554,14 +587,31 @@ pub async fn transaction_pooler(
     first: &mut PgConnection,
     within: Duration,
 ) -> Result<Option<String>, sqlx::Error> {
-    const READ: &str =
-        "SELECT current_setting('lockbench.pooler_probe', true), pg_backend_pid()::bigint";
     let token = new_token();
     sqlx::raw_sql(AssertSqlSafe(format!(
         "SET lockbench.pooler_probe = '{token}'"
     )))
     .execute(&mut *first)
     .await?;
+    let found = read_back(options, first, within, &token).await?;
+    if found.is_none() {
+        sqlx::raw_sql("RESET lockbench.pooler_probe")
+            .execute(&mut *first)
+            .await?;
+    }
+    Ok(found)
+}
+
+/// [`transaction_pooler`]'s reading: `token`, set on `first`, read back on it and on a second
+/// connection, twice.
+async fn read_back(
+    options: &PgConnectOptions,
+    first: &mut PgConnection,
+    within: Duration,
+    token: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    const READ: &str =
+        "SELECT current_setting('lockbench.pooler_probe', true), pg_backend_pid()::bigint";
     let Ok(second) = tokio::time::timeout(within, options.connect()).await else {
         return Ok(None);
     };
@@ -569,7 +619,7 @@ pub async fn transaction_pooler(
     let mut found = None;
     for _ in 0..2 {
         let own = sqlx::raw_sql(READ).fetch_one(&mut *first).await?;
-        if own.try_get::<Option<String>, _>(0)?.as_deref() != Some(&token) {
+        if own.try_get::<Option<String>, _>(0)?.as_deref() != Some(token) {
             found = Some(
                 "a setting made on one session was gone from it at its next query".to_string(),
             );
@@ -581,7 +631,7 @@ pub async fn transaction_pooler(
             break;
         };
         let other = other?;
-        if other.try_get::<Option<String>, _>(0)?.as_deref() == Some(&token) {
+        if other.try_get::<Option<String>, _>(0)?.as_deref() == Some(token) {
             found = Some(format!(
                 "a setting made on one client connection was read on another, both served by server process {}",
                 other.try_get::<i64, _>(1)?
@@ -590,11 +640,6 @@ pub async fn transaction_pooler(
         }
     }
     let _ = second.close().await;
-    if found.is_none() {
-        sqlx::raw_sql("RESET lockbench.pooler_probe")
-            .execute(&mut *first)
-            .await?;
-    }
     Ok(found)
 }
 
@@ -628,8 +673,9 @@ impl LockBackend for PgLock {
                     .take()
                     .await
                     .map_err(|e| LockError::server(backend, "take a connection", e))?;
-                let version = self
-                    .row(session.conn(), "SHOW server_version", 0)
+                // No parameter: the simple protocol, directly or through any pooler.
+                let version = sqlx::raw_sql("SHOW server_version")
+                    .fetch_one(session.conn())
                     .await
                     .and_then(|r| r.try_get::<String, _>(0))
                     .map_err(|e| LockError::server(backend, "version", e))?;
@@ -657,15 +703,13 @@ impl LockBackend for PgLock {
                     .take()
                     .await
                     .map_err(|e| LockError::server(backend, "take a connection", e))?;
-                let us = self
-                    .row(
-                        session.conn(),
-                        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
-                        0,
-                    )
-                    .await
-                    .and_then(|r| r.try_get::<i64, _>(0))
-                    .map_err(|e| LockError::server(backend, "clock", e))?;
+                let us = sqlx::raw_sql(
+                    "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+                )
+                .fetch_one(session.conn())
+                .await
+                .and_then(|r| r.try_get::<i64, _>(0))
+                .map_err(|e| LockError::server(backend, "clock", e))?;
                 session.clean = true;
                 Ok(us.max(0) as u64)
             })
