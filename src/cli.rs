@@ -50,6 +50,10 @@ pub enum Command {
     /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
     /// what fencing did.
     Faults(FaultsArgs),
+    /// The real lock client libraries lockbench drives through adapters (redis-py, kazoo ...):
+    /// list them with their versions and whether each is installed, or check that an adapter
+    /// keeps the adapter protocol against a real server (docs/CLIENTS.md).
+    Clients(ClientsArgs),
     /// Merge the shards of a split `simulate`, `ttl` or `bench` run (`--shard I/N`) into the
     /// results directory the whole run would have written: histograms added exactly, the TTL
     /// derived from the merged whole.
@@ -268,6 +272,36 @@ impl RunColumnArgs {
             profile: self.profile_column.clone(),
         }
     }
+}
+
+/// `lockbench clients`.
+#[derive(Debug, Args)]
+pub struct ClientsArgs {
+    /// What to do (default: list the adapters).
+    #[command(subcommand)]
+    pub action: Option<ClientsAction>,
+}
+
+/// `lockbench clients ...`.
+#[derive(Debug, Subcommand)]
+pub enum ClientsAction {
+    /// Run adapters through the protocol's checks against the real server of their backend:
+    /// two instances contend for one key; every reply's answer and timestamp is checked.
+    Check(ClientsCheckArgs),
+}
+
+/// `lockbench clients check`.
+#[derive(Debug, Args)]
+pub struct ClientsCheckArgs {
+    /// Adapters: a shipped adapter's name (redis-py, kazoo) or the path of an adapter program.
+    #[arg(required = true, value_name = "ADAPTER")]
+    pub adapters: Vec<String>,
+    /// Backend configuration (server URLs, namespace, timeouts).
+    #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
+    pub config: PathBuf,
+    /// The backend a user's own adapter locks on (a shipped adapter's backend is known).
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<String>,
 }
 
 /// `lockbench validate`.
@@ -516,6 +550,11 @@ pub struct FaultsArgs {
     /// that the scenarios apply to).
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
+    /// Lock through this client library's adapter (redis-py, kazoo; `lockbench clients`), on its
+    /// backend, instead of lockbench's own client: the cells are the library's (pause and crash
+    /// so far).
+    #[arg(long, value_name = "NAME")]
+    pub client: Option<String>,
     /// Trials per (scenario, variant, backend) cell.
     #[arg(
         long,

@@ -129,6 +129,12 @@ classified! {
     // A stop by a signal, after the cleanup; a shard that could not be ready for its start.
     crate::signals::Interrupted => |e| Some(e.by.exit()),
     lockbench_bench::NotReady => |_| Some(Exit::NotReady),
+    // An unknown adapter is bad input; a library not installed is like a server not started.
+    lockbench_clients::ClientsError => |e| match e {
+        lockbench_clients::ClientsError::Unknown(_) => Some(Exit::BadInput),
+        lockbench_clients::ClientsError::NotInstalled { .. } => Some(Exit::Partial),
+        _ => None,
+    },
     // Failures, nothing more.
     std::io::Error => |_| None,
     lockbench_analysis::MissingSimulation => |_| None,

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::run(&args),
         Command::Run(args) => commands::run::run(&args),
         Command::Faults(args) => commands::faults::run(&args),
+        Command::Clients(args) => commands::clients::run(&args),
         Command::Merge(args) => commands::merge::run(&args),
         Command::Completions(args) => commands::shell::completions(&args),
         Command::Man(args) => commands::shell::man(&args),

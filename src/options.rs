@@ -4,6 +4,7 @@
 mod bench;
 mod calibrate;
 mod check;
+mod clients;
 mod faults;
 mod main_job;
 mod parse;
@@ -16,6 +17,7 @@ mod ttl;
 pub use bench::BenchSettings;
 pub use calibrate::CalibrateSettings;
 pub use check::CheckSettings;
+pub use clients::ClientsCheckSettings;
 pub use faults::FaultsSettings;
 pub use main_job::MainJobSettings;
 pub use parse::Refusal;

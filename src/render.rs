@@ -4,6 +4,7 @@
 mod bench;
 mod calibrate;
 mod check;
+mod clients;
 mod compare;
 mod decision;
 mod faults;
@@ -14,6 +15,7 @@ mod ttl;
 pub use bench::bench_table;
 pub use calibrate::calibration_text;
 pub use check::check_text;
+pub use clients::clients_table;
 pub use compare::comparison_text;
 pub use decision::decisions;
 pub use faults::{fault_matrix, swept};

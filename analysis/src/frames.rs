@@ -288,7 +288,15 @@ fn fault_frame(rows: &[&FaultCell]) -> Frame {
     let mut frame = FAULTS.frame();
     for c in rows {
         frame.push(
-            vec![c.label(), c.backend.to_string()],
+            // A client library's cell is keyed by its backend and the library, so that compare
+            // matches it with the same library's cell.
+            vec![
+                c.label(),
+                match &c.client {
+                    Some(used) => format!("{} via {}", c.backend, used.name),
+                    None => c.backend.to_string(),
+                },
+            ],
             vec![
                 (c.trials > 0).then(|| f64::from(c.trials_with_overlap) / f64::from(c.trials)),
                 Some(c.overlap_max_s.unwrap_or(0.0)),

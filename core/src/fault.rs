@@ -359,14 +359,16 @@ impl<'de> Deserialize<'de> for Variant {
     }
 }
 
-/// What a fault-lab cell measured: a variant on a backend. The next dimension (the client
-/// library a cell was measured through) is one more field here.
+/// What a fault-lab cell measured: a variant on a backend, through lockbench's own client or a
+/// real library's adapter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CellId {
     /// The fault.
     pub variant: Variant,
     /// The backend it was injected into.
     pub backend: BackendId,
+    /// The library it was measured through; `None` for lockbench's own client.
+    pub client: Option<crate::Client>,
 }
 
 #[cfg(test)]

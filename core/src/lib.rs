@@ -12,6 +12,7 @@
 //! convention each.
 
 pub mod backend;
+pub mod client;
 pub mod fault;
 mod format;
 mod histogram;
@@ -22,6 +23,7 @@ pub mod shards;
 pub mod stats;
 
 pub use backend::{BackendId, BackendKind, FencingSource, LockScope, REDIS_FAIR, Service};
+pub use client::{Client, ClientUsed};
 pub use fault::{CellId, Scenario, Variant};
 pub use format::{
     format_chance, format_column, format_count, format_date, format_duration, format_duration_s,

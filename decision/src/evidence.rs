@@ -85,7 +85,12 @@ impl Evidence {
             .find_map(|f| f.transaction_pooler.map(|found| (f.backend, found)));
         Evidence {
             transaction_pooler,
-            cells: faults.iter().flat_map(|f| f.cells.clone()).collect(),
+            // Cells measured through a client library are that library's evidence, not the
+            // backend's: the rules read lockbench's own client's cells.
+            cells: faults
+                .iter()
+                .flat_map(|f| f.cells.iter().filter(|c| c.client.is_none()).cloned())
+                .collect(),
             fault_runs: faults
                 .iter()
                 .map(|f| (f.seed, f.trials_per_cell, f.ttl_s))

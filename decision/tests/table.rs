@@ -427,6 +427,7 @@ fn cell(label: &str, backend: &str, overlapped: u32, expected: &str) -> FaultCel
         scenario: variant.scenario(),
         variant,
         backend: lockbench_core::BackendId::parse(backend).unwrap(),
+        client: None,
         injected: String::new(),
         expected: expected.into(),
         fencing: "sequence".into(),

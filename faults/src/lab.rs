@@ -38,6 +38,9 @@ pub struct LabOptions {
     pub worker_exe: PathBuf,
     /// The redis-server binary for private servers; `None` when none was found.
     pub redis_server: Option<PathBuf>,
+    /// The client library both workers of every trial lock through (its adapter); `None` for
+    /// lockbench's own client.
+    pub client: Option<lockbench_clients::Program>,
 }
 
 /// What the lab measured.
@@ -117,6 +120,7 @@ impl FaultLab {
                         scenario: variant.scenario(),
                         variant,
                         backend: config.id(),
+                        client: self.client_pinned(),
                         reason: reason.to_string(),
                     }),
                     None => run.push((variant, config.clone())),
@@ -124,6 +128,15 @@ impl FaultLab {
             }
         }
         (run, skipped)
+    }
+
+    /// The client library of a cell that did not run, at the version its install script pins.
+    fn client_pinned(&self) -> Option<lockbench_core::ClientUsed> {
+        let client = self.options.client.as_ref()?.client?;
+        Some(lockbench_core::ClientUsed {
+            name: client,
+            version: lockbench_clients::programs::pinned(client).unwrap_or_default(),
+        })
     }
 
     /// Why `need` is not met here, if it is not.
@@ -201,6 +214,7 @@ impl FaultLab {
                         scenario: variant.scenario(),
                         variant,
                         backend: config.id(),
+                        client: self.client_pinned(),
                         reason,
                     });
                 }
@@ -230,7 +244,12 @@ impl FaultLab {
         }
         let mut stage = self.stage(index, fault.as_ref(), &mut config).await?;
         let client = lockbench_locks::connect(&config).await?;
-        let capabilities = client.capabilities();
+        // Through a client library, the cell is what the library does: its capabilities (no
+        // fencing token from redis-py, say), and its name and version in the record.
+        let (capabilities, used) = match &self.options.client {
+            Some(program) => library_of(program, &config).await?,
+            None => (client.capabilities(), None),
+        };
         let mut rows = Vec::new();
         let mut events = Vec::new();
         let mut outcome = Ok(());
@@ -243,6 +262,7 @@ impl FaultLab {
             resource: &mut self.resource,
             worker_exe: &self.options.worker_exe,
             run_id: &self.run_id,
+            adapter: self.options.client.as_ref(),
         };
         for trial in 0..variant.trials(config.kind, self.options.trials) {
             let key = format!("c{index}t{trial}");
@@ -290,7 +310,8 @@ impl FaultLab {
         let _ = client.close().await;
         stage.stop().await;
         outcome?;
-        let cell = aggregate(variant, &config, capabilities, &rows);
+        let mut cell = aggregate(variant, &config, capabilities, &rows);
+        cell.client = used;
         Ok((cell, rows, events))
     }
 
@@ -416,4 +437,29 @@ impl Drop for OwnedDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// What `program`'s library declares, asked once before a cell's trials (an adapter that cannot
+/// start fails the cell here, not in a worker): its capabilities, and its name and version.
+async fn library_of(
+    program: &lockbench_clients::Program,
+    config: &BackendConfig,
+) -> Result<
+    (
+        lockbench_locks::Capabilities,
+        Option<lockbench_core::ClientUsed>,
+    ),
+    FaultError,
+> {
+    use lockbench_locks::LockBackend as _;
+    let adapter = lockbench_clients::AdapterLock::start(program, config)
+        .await
+        .map_err(|e| FaultError::Worker(e.to_string()))?;
+    let capabilities = adapter.capabilities();
+    let used = program.client.map(|name| lockbench_core::ClientUsed {
+        name,
+        version: adapter.description().version.clone(),
+    });
+    let _ = adapter.close().await;
+    Ok((capabilities, used))
 }

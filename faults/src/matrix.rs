@@ -91,6 +91,7 @@ pub(crate) fn aggregate(
         scenario: variant.scenario(),
         variant,
         backend: config.id(),
+        client: None,
         injected: variant.injected(),
         expected: if variant.predicts_overlap(capabilities.scope) {
             "overlap"

@@ -135,6 +135,10 @@ pub struct WorkerPlan {
     /// the worker holds the lock and waits for it, as a wrapper that locks and runs a job does.
     #[serde(default)]
     pub detached: bool,
+    /// Lock through this client library's adapter (a child of the worker, in its process group,
+    /// so that a pause or a kill takes the library's threads with it), not lockbench's client.
+    #[serde(default)]
+    pub adapter: Option<lockbench_clients::Program>,
 }
 
 /// A job process started by a worker that holds the lock: it writes as that worker, with its

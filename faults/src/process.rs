@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process};
+use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 
@@ -87,6 +87,9 @@ impl WorkerProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A process group of its own, which a pause or a kill signals whole: a client
+            // library's adapter, the worker's child, stops and dies with it.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| FaultError::Worker(format!("starting {}: {e}", exe.display())))?;
@@ -251,7 +254,8 @@ impl WorkerProcess {
         let pid = self
             .pid()
             .ok_or_else(|| FaultError::Worker(format!("{} has exited", self.name)))?;
-        kill_process(pid, signal)
+        // The worker leads its group (`spawn_in`): the group is the worker and its adapter.
+        kill_process_group(pid, signal)
             .map_err(|e| FaultError::Worker(format!("signalling {}: {e}", self.name)))
     }
 

@@ -30,6 +30,8 @@ pub(crate) struct TrialContext<'a> {
     pub(crate) worker_exe: &'a Path,
     /// The run's id (it names the pool process's session).
     pub(crate) run_id: &'a str,
+    /// The client library both workers lock through; `None` for lockbench's own client.
+    pub(crate) adapter: Option<&'a lockbench_clients::Program>,
 }
 
 /// What a trial measured, before it becomes a row.

@@ -112,6 +112,9 @@ async fn run_detached(
         lab,
     });
     let mut child = tokio::process::Command::new(exe)
+        // A group of its own: a kill of the worker's group (the worker and its adapter) leaves
+        // the job running, which is the failure it stands for.
+        .process_group(0)
         .arg("fault-worker")
         .arg("--lab")
         .arg(lab.to_string())
@@ -230,7 +233,14 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         config.connect_timeout,
     )
     .await?;
-    let backend: Arc<dyn LockBackend> = Arc::from(lockbench_locks::connect(&config).await?);
+    let backend: Arc<dyn LockBackend> = match &plan.adapter {
+        Some(program) => Arc::new(
+            lockbench_clients::AdapterLock::start(program, &config)
+                .await
+                .map_err(|e| FaultError::Worker(e.to_string()))?,
+        ),
+        None => Arc::from(lockbench_locks::connect(&config).await?),
+    };
     say(&Message::Connected);
     let wait = if plan.wait_for_go {
         go().await?

@@ -44,6 +44,7 @@ pub fn run(args: &FaultsArgs) -> Outcome {
         seed: settings.seed,
         worker_exe: std::env::current_exe().context("finding the lockbench binary")?,
         redis_server: lockbench_faults::redis_server_on_path(),
+        client: settings.client.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod calibrate;
 pub mod check;
+pub mod clients;
 pub mod compare;
 pub mod decide;
 pub mod fault_worker;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use lockbench_core::Scenario;
 use lockbench_faults::{Design, Variant};
 use lockbench_locks::{BackendConfig, BackendKind};
 
@@ -24,13 +25,33 @@ pub struct FaultsSettings {
     pub json: bool,
     pub out: Option<PathBuf>,
     pub config_path: PathBuf,
+    /// The client library the workers lock through; `None` for lockbench's own.
+    pub client: Option<lockbench_clients::Program>,
 }
+
+/// The scenarios measured through a client library so far.
+const CLIENT_SCENARIOS: [Scenario; 2] = [Scenario::Pause, Scenario::Crash];
 
 impl FaultsSettings {
     /// Checks `faults`'s flags and reads the config file.
     pub fn resolve(args: &FaultsArgs) -> Result<Self, Refusal> {
         let (_, configs) = read_config(&args.config)?;
-        let backends = if args.backends.is_empty() {
+        let client = args
+            .client
+            .as_deref()
+            .map(lockbench_clients::resolve)
+            .transpose()
+            .map_err(|e| Refusal::new("--client", e.to_string()))?;
+        let backends = if let Some(library) = client.as_ref().and_then(|p| p.client) {
+            let kind = library.backend();
+            if let Some(other) = args.backends.iter().find(|b| *b != kind.name()) {
+                return Err(Refusal::new(
+                    "--backend",
+                    format!("{library} locks on {kind}, not on {other}"),
+                ));
+            }
+            vec![configured_backend(&configs, kind.name(), &args.config)?]
+        } else if args.backends.is_empty() {
             configs
                 .iter()
                 .filter(|c| c.kind != BackendKind::Memory)
@@ -61,6 +82,22 @@ impl FaultsSettings {
         }
         if variants.is_empty() {
             variants = lockbench_faults::VARIANTS.to_vec();
+            if client.is_some() {
+                variants.retain(|v| CLIENT_SCENARIOS.contains(&v.scenario()));
+            }
+        }
+        if let Some(v) = variants
+            .iter()
+            .find(|v| client.is_some() && !CLIENT_SCENARIOS.contains(&v.scenario()))
+        {
+            return Err(Refusal::new(
+                "--scenario",
+                format!(
+                    "{} is not yet measured through a client library; --client runs {}",
+                    v.scenario().name(),
+                    CLIENT_SCENARIOS.map(Scenario::name).join(" and ")
+                ),
+            ));
         }
         if !variants
             .iter()
@@ -121,6 +158,7 @@ impl FaultsSettings {
             json: args.json,
             out: args.out.clone(),
             config_path: args.config.clone(),
+            client,
         })
     }
 }

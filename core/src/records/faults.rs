@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::BackendId;
+use crate::client::ClientUsed;
 use crate::fault::{CellId, Scenario, Variant};
 
 use super::codec::present;
@@ -46,6 +47,10 @@ pub struct FaultCell {
     pub variant: Variant,
     /// Backend name.
     pub backend: BackendId,
+    /// The client library the cell was measured through (its adapter and version); absent for
+    /// lockbench's own client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientUsed>,
     /// What was injected and how, in one sentence.
     pub injected: String,
     /// What the backend's design predicts: "overlap" or "no overlap".
@@ -105,6 +110,9 @@ pub struct SkippedCell {
     pub variant: Variant,
     /// Backend name.
     pub backend: BackendId,
+    /// The client library it was to be measured through; absent for lockbench's own client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientUsed>,
     /// What it needs that is missing, in one line.
     pub reason: String,
 }
@@ -120,12 +128,14 @@ impl FaultCell {
         CellId {
             variant: self.variant,
             backend: self.backend,
+            client: self.client.as_ref().map(|c| c.name),
         }
     }
 
-    /// True when it is `variant` on `backend` (the backend's default configuration).
+    /// True when it is `variant` on `backend` (the backend's default configuration), through
+    /// lockbench's own client.
     pub fn is(&self, variant: Variant, backend: crate::BackendKind) -> bool {
-        self.variant == variant && self.backend == backend
+        self.variant == variant && self.backend == backend && self.client.is_none()
     }
 
     /// What the trials whose contender was not granted show: "not granted within 66 s", or

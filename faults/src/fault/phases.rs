@@ -341,6 +341,7 @@ async fn spawn_workers(
                 shape.contender_on_failure
             },
             detached: holding && shape.detached,
+            adapter: context.adapter.cloned(),
         }
     };
     let exe = context.worker_exe;

@@ -96,6 +96,7 @@ async fn pool_trial(
         tracking: LeaseTracking::AtRelease,
         on_failure: OnFailure::Queue,
         detached: false,
+        adapter: None,
     };
     let exe = context.worker_exe;
     let connect = config.connect_timeout + Duration::from_secs(10);

@@ -169,10 +169,12 @@ pub(super) fn alternatives(d: &Decision, evidence: &Inputs, doc: &mut Doc) {
     doc.push(Block::Heading(3, alternatives_heading(&d.job)));
     let measured = !evidence.faults.is_empty();
     let covered = |backend: BackendKind| {
-        evidence
-            .faults
-            .iter()
-            .any(|f| f.record.cells.iter().any(|c| c.backend == backend))
+        evidence.faults.iter().any(|f| {
+            f.record
+                .cells
+                .iter()
+                .any(|c| c.backend == backend && c.client.is_none())
+        })
     };
     let rows = d
         .alternatives

@@ -11,12 +11,16 @@ use crate::report::grid_chart::FaultGridChart;
 use crate::report::load::{Faults, Inputs};
 use crate::report::timeline::{FaultTimeline, Lane, Mark, TrialLanes};
 
-/// Every fault-lab cell of the run, with the faults result it came from.
+/// Every fault-lab cell of the run measured through lockbench's own client, with the faults
+/// result it came from (a client library's cells are that library's evidence).
 pub(super) fn cells(evidence: &Inputs) -> impl Iterator<Item = (&Faults, &FaultCell)> {
-    evidence
-        .faults
-        .iter()
-        .flat_map(|f| f.record.cells.iter().map(move |c| (f, c)))
+    evidence.faults.iter().flat_map(|f| {
+        f.record
+            .cells
+            .iter()
+            .filter(|c| c.client.is_none())
+            .map(move |c| (f, c))
+    })
 }
 
 fn s2(v: Option<f64>) -> String {
@@ -184,6 +188,7 @@ fn grid_rows(evidence: &Inputs) -> (Vec<BackendId>, Vec<GridRow>) {
         .map(|s| CellId {
             variant: s.variant,
             backend: s.backend,
+            client: s.client.as_ref().map(|c| c.name),
         })
         .collect();
     let rows: Vec<GridRow> = variants
@@ -199,6 +204,7 @@ fn grid_rows(evidence: &Inputs) -> (Vec<BackendId>, Vec<GridRow>) {
                         None if skipped.contains(&CellId {
                             variant: *v,
                             backend: *b,
+                            client: None,
                         }) =>
                         {
                             GridCell {

@@ -1,0 +1,78 @@
+"""kazoo's `Lock` (kazoo.recipe.lock.Lock), as its docs show it: `zk.Lock(path, identifier)`.
+
+The lock lives as long as the client's ZooKeeper session: its TTL is the session timeout, asked
+for at connect (`KazooClient(timeout=...)`) and renewed by kazoo's own connection thread. kazoo
+tells its user of a lost session through a state listener (`KazooState.LOST`), which this adapter
+forwards as a `lost` event; `SUSPENDED` (connection lost, session maybe alive) is forwarded as
+`suspended`. The lock gives no fencing token.
+"""
+
+import kazoo
+from kazoo.client import KazooClient, KazooState
+
+from lockbench_adapter import Library, send, serve
+
+
+class Kazoo(Library):
+    def __init__(self, hello):
+        hosts = ",".join(u.removeprefix("zk://") for u in hello["urls"])
+        self.zk = KazooClient(hosts=hosts, timeout=hello["session_timeout_ms"] / 1000)
+        self.zk.add_listener(self.state)
+        self.zk.start(timeout=hello["connect_timeout_ms"] / 1000)
+        self.namespace = hello["namespace"]
+        self.locks = {}
+
+    def state(self, state):
+        # Called on kazoo's own thread: pushed as an event, whatever lock it concerns.
+        if state == KazooState.LOST:
+            for key in list(self.locks):
+                send({"event": "lost", "key": key, "why": "KazooState.LOST"})
+        elif state == KazooState.SUSPENDED:
+            for key in list(self.locks):
+                send({"event": "suspended", "key": key, "why": "KazooState.SUSPENDED"})
+
+    def describe(self):
+        return {
+            "library": "kazoo",
+            "version": kazoo.version.__version__,
+            "backend": "zookeeper",
+            "renewal": "automatic",
+            "fencing": False,
+            "notifies_loss": True,
+        }
+
+    def acquire(self, key, ttl_ms, wait_ms):
+        # The layout of lockbench's own ZooKeeper locks, so that its cleanup of the namespace
+        # removes the folders kazoo leaves behind.
+        lock = self.zk.Lock(f"/{self.namespace}/locks/{key}", "lockbench")
+        held = lock.acquire(blocking=wait_ms > 0, timeout=wait_ms / 1000 if wait_ms > 0 else None)
+        if not held:
+            return {"held": False}
+        self.locks[key] = lock
+        return {
+            "held": True,
+            "token": lock.node,
+            "fencing_token": None,
+            "validity_ms": None,
+        }
+
+    def renew(self, key, ttl_ms):
+        # The session is kept alive by kazoo itself; nothing to extend. Asked, kazoo answers with
+        # its own view of the lock.
+        return self.held(key)
+
+    def release(self, key):
+        lock = self.locks.pop(key)
+        return {"released": bool(lock.release())}
+
+    def held(self, key):
+        lock = self.locks.get(key)
+        return {"held": lock is not None and lock.is_acquired and self.zk.state == KazooState.CONNECTED}
+
+    def close(self):
+        self.zk.stop()
+        self.zk.close()
+
+
+if __name__ == "__main__":
+    serve(Kazoo)

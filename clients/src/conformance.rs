@@ -1,0 +1,240 @@
+//! `lockbench clients check`: what any adapter must do, tried against a real server. Two
+//! instances of the adapter contend for one key; every reply is checked for its answer and for
+//! its timestamp, which must be on this machine's CLOCK_MONOTONIC (taken between the request's
+//! sending and its reply's arrival).
+
+use std::time::Duration;
+
+use lockbench_locks::{BackendConfig, LockBackend};
+
+use crate::ClientsError;
+use crate::adapter::AdapterLock;
+use crate::programs::Program;
+use crate::protocol::{Line, Renewal, Request};
+
+/// One promise of the protocol, kept or not.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// What was checked, in a few words.
+    pub name: &'static str,
+    /// Kept.
+    pub passed: bool,
+    /// What was seen.
+    pub detail: String,
+}
+
+/// What the adapter is and the checks it went through.
+#[derive(Clone, Debug)]
+pub struct Conformance {
+    /// The adapter's `library version`.
+    pub library: String,
+    /// Each check, in order; the first failure ends the list.
+    pub checks: Vec<Check>,
+}
+
+impl Conformance {
+    /// True when every check passed.
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.passed)
+    }
+}
+
+/// CLOCK_MONOTONIC, ns: the clock adapters stamp their messages with.
+pub fn monotonic_ns() -> i64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec * 1_000_000_000 + t.tv_nsec
+}
+
+/// The TTL the checks lock with: long enough for an interpreter's slowest call, short enough to
+/// wait out.
+const TTL: Duration = Duration::from_millis(1500);
+
+/// Runs the checks of `program` against `config`'s server. A failure to start is an error; a
+/// broken promise is a failed check.
+pub async fn check(program: &Program, config: &BackendConfig) -> Result<Conformance, ClientsError> {
+    let first = AdapterLock::start(program, config).await?;
+    let library = first.client_library().unwrap_or_default().to_string();
+    let mut checks = vec![Check {
+        name: "hello",
+        passed: true,
+        detail: format!(
+            "{library}: locks on {}, renewal {:?}, fencing {}, notifies loss {}",
+            first.description().backend,
+            first.description().renewal,
+            first.description().fencing,
+            first.description().notifies_loss
+        ),
+    }];
+    let second = AdapterLock::start(program, config).await?;
+    let key = format!("conformance-{}-{}", std::process::id(), monotonic_ns());
+    let mut run = Run {
+        checks: &mut checks,
+        id: 1_000_000,
+    };
+    let _ = run.steps(&first, &second, &key).await;
+    let _ = first.close().await;
+    let _ = second.close().await;
+    Ok(Conformance { library, checks })
+}
+
+struct Run<'a> {
+    checks: &'a mut Vec<Check>,
+    id: u64,
+}
+
+/// A failed check ends the run.
+struct Stop;
+
+impl Run<'_> {
+    fn record(&mut self, name: &'static str, passed: bool, detail: String) -> Result<(), Stop> {
+        self.checks.push(Check {
+            name,
+            passed,
+            detail,
+        });
+        if passed { Ok(()) } else { Err(Stop) }
+    }
+
+    /// Sends `request` and checks that the reply is a success stamped between its sending and
+    /// its arrival.
+    async fn ask(
+        &mut self,
+        name: &'static str,
+        adapter: &AdapterLock,
+        request: impl FnOnce(u64) -> Request,
+    ) -> Result<Line, Stop> {
+        self.id += 1;
+        let before = monotonic_ns();
+        let reply = adapter
+            .request(request(self.id), Duration::from_secs(30))
+            .await;
+        let after = monotonic_ns();
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(e) => return Err(self.record(name, false, e.to_string()).unwrap_err()),
+        };
+        if reply.ok != Some(true) {
+            let said = reply.error.unwrap_or_default();
+            return Err(self
+                .record(name, false, format!("the library failed: {said}"))
+                .unwrap_err());
+        }
+        match reply.t {
+            Some(t) if (before..=after).contains(&t) => Ok(reply),
+            Some(t) => Err(self
+                .record(
+                    name,
+                    false,
+                    format!(
+                        "its t ({t}) is not between the request's sending ({before}) and the reply's \
+                         arrival ({after}): stamp messages with CLOCK_MONOTONIC in nanoseconds"
+                    ),
+                )
+                .unwrap_err()),
+            None => Err(self
+                .record(name, false, "the reply carries no t".to_string())
+                .unwrap_err()),
+        }
+    }
+
+    async fn expect(
+        &mut self,
+        name: &'static str,
+        adapter: &AdapterLock,
+        request: impl FnOnce(u64) -> Request,
+        field: fn(&Line) -> Option<bool>,
+        want: bool,
+    ) -> Result<(), Stop> {
+        let reply = self.ask(name, adapter, request).await?;
+        match field(&reply) {
+            Some(got) if got == want => self.record(name, true, format!("answered {got}")),
+            Some(got) => self.record(name, false, format!("answered {got}, expected {want}")),
+            None => self.record(name, false, "the reply has no answer".to_string()),
+        }
+    }
+
+    async fn steps(
+        &mut self,
+        first: &AdapterLock,
+        second: &AdapterLock,
+        key: &str,
+    ) -> Result<(), Stop> {
+        let ttl_ms = TTL.as_millis() as u64;
+        let k = || key.to_string();
+        let held = |l: &Line| l.held;
+        let released = |l: &Line| l.released;
+        let acquire = |wait_ms| {
+            move |id| Request::Acquire {
+                id,
+                key: k(),
+                ttl_ms,
+                wait_ms,
+            }
+        };
+        self.expect("acquire a free key", first, acquire(0), held, true)
+            .await?;
+        self.expect(
+            "a second client is refused",
+            second,
+            acquire(0),
+            held,
+            false,
+        )
+        .await?;
+        self.expect(
+            "held after acquire",
+            first,
+            |id| Request::Held { id, key: k() },
+            held,
+            true,
+        )
+        .await?;
+        if first.description().renewal == Renewal::Manual {
+            self.expect(
+                "renew a held lock",
+                first,
+                |id| Request::Renew {
+                    id,
+                    key: k(),
+                    ttl_ms,
+                },
+                held,
+                true,
+            )
+            .await?;
+        }
+        self.expect(
+            "release",
+            first,
+            |id| Request::Release { id, key: k() },
+            released,
+            true,
+        )
+        .await?;
+        self.expect(
+            "not held after release",
+            first,
+            |id| Request::Held { id, key: k() },
+            held,
+            false,
+        )
+        .await?;
+        self.expect(
+            "the second client acquires, waiting",
+            second,
+            acquire(ttl_ms),
+            held,
+            true,
+        )
+        .await?;
+        self.expect(
+            "release",
+            second,
+            |id| Request::Release { id, key: k() },
+            released,
+            true,
+        )
+        .await?;
+        Ok(())
+    }
+}

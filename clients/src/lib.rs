@@ -1,0 +1,85 @@
+//! Real lock client libraries, driven through lockbench's adapter protocol (docs/CLIENTS.md).
+//!
+//! An adapter is a small program in the library's own language that speaks JSON Lines on its
+//! stdin and stdout ([`protocol`]). [`AdapterLock`] starts one and puts it behind lockbench's
+//! `LockBackend`, so that the fault lab and bench drive the library the way they drive
+//! lockbench's own clients; [`programs`] finds the shipped adapters and a user's own;
+//! [`conformance`] checks that an adapter keeps the protocol's promises against a real server.
+
+pub mod adapter;
+pub mod conformance;
+pub mod programs;
+pub mod protocol;
+
+pub use adapter::{AdapterLock, Event};
+pub use programs::{Program, installed, program, resolve};
+pub use protocol::{Description, Renewal};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why an adapter could not be used. Each names the adapter and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientsError {
+    /// Not a shipped adapter's name, nor a path.
+    #[error(
+        "unknown client {0:?}: expected one of {names}, or the path of an adapter program (docs/CLIENTS.md)",
+        names = lockbench_core::Client::names()
+    )]
+    Unknown(String),
+    /// A shipped adapter whose library is not installed.
+    #[error(
+        "{client}: its library is not installed ({looked} is missing); install it with scripts/clients.sh up"
+    )]
+    NotInstalled {
+        /// The adapter.
+        client: &'static str,
+        /// What was looked for.
+        looked: PathBuf,
+    },
+    /// The program could not be started.
+    #[error("{adapter}: cannot start it: {error}")]
+    Start {
+        /// The adapter.
+        adapter: String,
+        /// Why.
+        error: String,
+    },
+    /// The adapter exited or went silent.
+    #[error("{adapter}: {what}{}", if stderr.is_empty() { String::new() } else { format!(" (its stderr: {stderr})") })]
+    Failed {
+        /// The adapter.
+        adapter: String,
+        /// What happened.
+        what: String,
+        /// Its stderr's last line.
+        stderr: String,
+    },
+    /// The library failed a request, in its own words.
+    #[error("{adapter}: {op} failed: {said}")]
+    Refused {
+        /// The adapter.
+        adapter: String,
+        /// The request.
+        op: String,
+        /// The library's words.
+        said: String,
+    },
+    /// The adapter broke the protocol.
+    #[error("{adapter}: breaks the adapter protocol: {what}")]
+    Protocol {
+        /// The adapter.
+        adapter: String,
+        /// How.
+        what: String,
+    },
+    /// Internal: the adapter's stdin closed (it exited).
+    #[error("exited")]
+    Exited,
+    /// Internal: no reply in time.
+    #[error("{0:?}")]
+    Timeout(Duration),
+    /// A message could not be encoded.
+    #[error("encoding a request: {0}")]
+    Encode(#[from] serde_json::Error),
+}
