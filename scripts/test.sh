@@ -8,6 +8,8 @@ cd "$(dirname "$0")/.."
 require_toolchain
 say "== local servers (the backend tests talk to real ones)"
 scripts/services.sh up
+say "== client libraries (the adapter tests drive real ones: docs/CLIENTS.md)"
+scripts/clients.sh up
 
 say "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -679,6 +679,58 @@ fn zookeeper_keeps_its_lock_through_the_clock_jump_that_breaks_redlock() {
     assert_left_nothing(&record, pid);
 }
 
+/// A real library through its adapter (docs/CLIENTS.md): redis-py's `Lock` expires under a pause
+/// past its TTL like lockbench's own Redis client, but gives no fencing token, so nothing refuses
+/// the resumed holder's write; kazoo's session expires under the same pause, and its job process
+/// outlives a killed holder as lockbench's does. The cells carry the library and its version.
+#[test]
+fn a_real_library_overlaps_under_a_pause_past_its_ttl_and_gives_no_token_to_refuse_the_stale_write()
+{
+    let (record, pid) = faults(&[
+        "--client",
+        "redis-py",
+        "--scenario",
+        "pause",
+        "--trials",
+        "2",
+        "--ttl",
+        "1s",
+    ]);
+    assert!(record["skipped"].as_array().unwrap().is_empty(), "{record}");
+    let naive = cell(&record, "pause/naive", "redis");
+    assert_eq!(naive["client"]["name"], "redis-py", "{naive}");
+    assert_eq!(naive["client"]["version"], "8.1.0", "{naive}");
+    assert_eq!(n(&naive["trials_with_overlap"]), 2, "{naive}");
+    assert_eq!(n(&naive["stale_writes"]), 2, "{naive}");
+    assert_eq!(naive["fencing"], "none", "{naive}");
+    assert!(naive["stale_rejected_by_fence"].is_null(), "{naive}");
+    // Renewed by redis-py's `extend` on lockbench's heartbeat, a pause within the margin passes.
+    let short = cell(&record, "pause/heartbeat-short", "redis");
+    assert_eq!(n(&short["trials_with_overlap"]), 0, "{short}");
+    assert_left_nothing(&record, pid);
+
+    let (record, pid) = faults(&[
+        "--client",
+        "kazoo",
+        "--scenario",
+        "pause/naive",
+        "--scenario",
+        "crash/work-survives",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let naive = cell(&record, "pause/naive", "zookeeper");
+    assert_eq!(naive["client"]["name"], "kazoo", "{naive}");
+    // The session the server granted (ZooKeeper's minimum here), not the one asked for.
+    assert!(naive["granted_ttl_s"].as_f64().unwrap() >= 4.0, "{naive}");
+    assert_eq!(n(&naive["trials_with_overlap"]), 1, "{naive}");
+    let survives = cell(&record, "crash/work-survives", "zookeeper");
+    assert_eq!(n(&survives["trials_with_overlap"]), 1, "{survives}");
+    assert_left_nothing(&record, pid);
+}
+
 #[test]
 fn faults_flags_are_checked() {
     let f = |extra: &[&str]| -> Vec<String> {
@@ -716,6 +768,28 @@ fn faults_flags_are_checked() {
         &["--ttl", "\"x\" is not a unit (ns, us, ms, s, m, h, d)"],
     );
     check(&["--seed", "abc"], &["--seed"]);
+    check(
+        &["--client", "jedis"],
+        &["--client", "unknown client \"jedis\"", "redis-py, kazoo"],
+    );
+    check(
+        &["--client", "clients/tests/adapters/wall_clock.py"],
+        &[
+            "--client",
+            "runs the shipped adapters (redis-py, kazoo) so far",
+        ],
+    );
+    check(
+        &["--client", "redis-py", "--backend", "etcd"],
+        &["--backend", "redis-py locks on redis, not on etcd"],
+    );
+    check(
+        &["--client", "kazoo", "--scenario", "restart"],
+        &[
+            "--scenario",
+            "restart is not yet measured through a client library",
+        ],
+    );
     check(
         &["--clean", "--backend", "redis"],
         &["--clean", "cannot be used with", "--backend"],

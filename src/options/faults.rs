@@ -42,6 +42,19 @@ impl FaultsSettings {
             .map(lockbench_clients::resolve)
             .transpose()
             .map_err(|e| Refusal::new("--client", e.to_string()))?;
+        if let Some(program) = client.as_ref().filter(|p| p.client.is_none()) {
+            // Its cells would carry no library name: they would read as lockbench's own.
+            return Err(Refusal::new(
+                "--client",
+                format!(
+                    "{}: the fault lab runs the shipped adapters ({}) so far; check your own with \
+                     `lockbench clients check --backend NAME {}`",
+                    program.name,
+                    lockbench_core::Client::names(),
+                    program.name
+                ),
+            ));
+        }
         let backends = if let Some(library) = client.as_ref().and_then(|p| p.client) {
             let kind = library.backend();
             if let Some(other) = args.backends.iter().find(|b| *b != kind.name()) {

@@ -41,7 +41,7 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
         .map(|c| {
             vec![
                 c.label(),
-                c.backend.to_string(),
+                c.backend_through(),
                 c.fencing.clone(),
                 format!("{:.1}", c.granted_ttl_s),
                 format!("{}/{}", c.trials_with_overlap, c.trials),

@@ -7,18 +7,42 @@ forwards as a `lost` event; `SUSPENDED` (connection lost, session maybe alive) i
 `suspended`. The lock gives no fencing token.
 """
 
+import logging
+
 import kazoo
 from kazoo.client import KazooClient, KazooState
+from kazoo.loggingsupport import BLATHER
 
 from lockbench_adapter import Library, send, serve
+
+
+class Negotiated(logging.Handler):
+    """The session timeout the server granted. kazoo keeps only the one it asked for
+    (`_session_timeout`); the granted one appears in its own log line "Session created ...
+    negotiated session timeout: N" (ms), at its BLATHER level, which this handler reads."""
+
+    def __init__(self):
+        super().__init__(level=BLATHER)
+        self.timeout_ms = None
+
+    def emit(self, record):
+        if str(record.msg).startswith("Session created") and len(record.args) >= 3:
+            self.timeout_ms = int(record.args[2])
 
 
 class Kazoo(Library):
     def __init__(self, hello):
         hosts = ",".join(u.removeprefix("zk://") for u in hello["urls"])
-        self.zk = KazooClient(hosts=hosts, timeout=hello["session_timeout_ms"] / 1000)
+        self.negotiated = Negotiated()
+        logger = logging.getLogger("lockbench.kazoo")
+        logger.addHandler(self.negotiated)
+        logger.setLevel(BLATHER)
+        self.zk = KazooClient(hosts=hosts, timeout=hello["session_timeout_ms"] / 1000, logger=logger)
         self.zk.add_listener(self.state)
         self.zk.start(timeout=hello["connect_timeout_ms"] / 1000)
+        # Only the session's creation was wanted: a log record per packet costs on every call.
+        logger.setLevel(logging.WARNING)
+        self.asked_ms = hello["session_timeout_ms"]
         self.namespace = hello["namespace"]
         self.locks = {}
 
@@ -53,7 +77,9 @@ class Kazoo(Library):
             "held": True,
             "token": lock.node,
             "fencing_token": None,
-            "validity_ms": None,
+            # The lock lives as long as the session: the timeout the server granted at connect
+            # (it clamps what was asked to 2-20 ticks).
+            "validity_ms": self.negotiated.timeout_ms or self.asked_ms,
         }
 
     def renew(self, key, ttl_ms):

@@ -132,6 +132,15 @@ impl FaultCell {
         }
     }
 
+    /// Its backend as tables show it, with the library it was measured through
+    /// (`redis via redis-py 8.1.0`).
+    pub fn backend_through(&self) -> String {
+        match &self.client {
+            Some(used) => format!("{} via {} {}", self.backend, used.name, used.version),
+            None => self.backend.to_string(),
+        }
+    }
+
     /// True when it is `variant` on `backend` (the backend's default configuration), through
     /// lockbench's own client.
     pub fn is(&self, variant: Variant, backend: crate::BackendKind) -> bool {
