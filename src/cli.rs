@@ -321,6 +321,11 @@ pub struct BenchArgs {
     /// Backend to measure; repeat for several (default: every backend in the config).
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
+    /// Also measure through this client library's adapter (redis-py, kazoo; `lockbench
+    /// clients`), beside lockbench's own client on the same server; repeat for several. Without
+    /// --backend, only the libraries' backends are measured.
+    #[arg(long = "client", value_name = "NAME")]
+    pub clients: Vec<String>,
     /// Contention levels, comma-separated: contenders on the key (closed loop) or clients that
     /// arrivals take in turn (open loop).
     #[arg(long, value_name = "N,N,...", default_value = "1,4,16")]

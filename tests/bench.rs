@@ -155,6 +155,19 @@ fn bench_flags_are_checked() {
         &["bench", "--config", CONFIG, "--backend", "mysql"],
         &["--backend", "mysql", "redlock", "redis-fair"],
     );
+    refused(
+        &["bench", "--config", CONFIG, "--client", "jedis"],
+        &["--client", "unknown client \"jedis\"", "redis-py, kazoo"],
+    );
+    refused(
+        &[
+            "bench", "--config", CONFIG, "--client", "redis-py", "--shard", "0/2",
+        ],
+        &[
+            "--client",
+            "a split benchmark (--shard) measures lockbench's own client only",
+        ],
+    );
     let dir = tempfile::tempdir().unwrap();
     let etcd_only = write_file(
         dir.path(),
@@ -369,6 +382,95 @@ fn a_bad_duration_says_what_was_expected_and_nothing_about_offsets() {
 /// The record names what was measured: each server's version as the server reports it (Redis's
 /// INFO, Postgres's server_version, etcd's status, ZooKeeper's srvr) and the client library
 /// lockbench spoke through, so that a reader knows whose behaviour the figures are.
+/// `bench --client`: the backends of the libraries, measured through lockbench's own client and
+/// through each library's adapters on the same server in one run; the library's rows carry its
+/// name and version, in results.json, bench.csv (read back by `report`) and the histogram tags.
+#[test]
+fn a_client_library_is_measured_beside_lockbenchs_own_client_on_the_same_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let v = json_of(&[
+        "bench",
+        "--config",
+        CONFIG,
+        "--client",
+        "redis-py",
+        "--client",
+        "kazoo",
+        "--contenders",
+        "1,2",
+        "--ops",
+        "100",
+        "--warmup",
+        "0s",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let results = v["results"].as_array().unwrap();
+    let of = |backend: &str, client: Option<&str>| -> Vec<&Value> {
+        results
+            .iter()
+            .filter(|r| r["backend"] == backend && r["client"]["name"].as_str() == client)
+            .collect()
+    };
+    assert_eq!(
+        results.len(),
+        8,
+        "2 backends x (own + library) x 2 levels: {v}"
+    );
+    for (backend, library, version) in [
+        ("redis", "redis-py", "8.1.0"),
+        ("zookeeper", "kazoo", "2.11.0"),
+    ] {
+        assert_eq!(
+            of(backend, None).len(),
+            2,
+            "{backend} through lockbench's client"
+        );
+        let through = of(backend, Some(library));
+        assert_eq!(through.len(), 2, "{backend} through {library}: {v}");
+        for r in through {
+            assert_eq!(r["client"]["version"], version);
+            assert_eq!(r["errors"], 0, "{r}");
+            assert!(r["ops"].as_u64().unwrap() >= 100, "{r}");
+            assert!(r["acquire_us"]["p50"].as_f64().unwrap() > 0.0);
+            assert!(r["release_us"]["p50"].as_f64().unwrap() > 0.0);
+        }
+    }
+    assert!(v["failed"].as_array().unwrap().is_empty(), "{v}");
+    let csv = std::fs::read_to_string(out.join("bench.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",client"), "{csv}");
+    assert_eq!(
+        csv.lines()
+            .filter(|l| l.ends_with(",redis-py 8.1.0"))
+            .count(),
+        2,
+        "{csv}"
+    );
+    let hlog = std::fs::read_to_string(out.join("latency.hlog")).unwrap();
+    assert!(
+        hlog.contains("Tag=redis+redis-py/closed/one/c=2/acquire"),
+        "{hlog}"
+    );
+    // The directory reads back: a report's sections use lockbench's own rows.
+    let report = dir.path().join("report");
+    let done = lockbench()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--out",
+            report.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+}
+
 #[test]
 fn bench_records_each_servers_version_and_client() {
     let v = json_of(&[

@@ -131,24 +131,40 @@ pub fn facts(backend: BackendId, m: &Measured) -> BackendFacts {
     }
 }
 
-/// Measures `config`'s backend at every level of `levels`.
+/// The most clients this process connects for `levels`: a shard connects its own share of each
+/// level's contenders.
+pub fn clients_needed(levels: &Levels) -> usize {
+    let (index, count) = levels.shard.as_ref().map_or((0, 1), |s| (s.index, s.count));
+    levels
+        .contenders
+        .iter()
+        .map(|&c| Stripe::local(index, count, c))
+        .max()
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Measures `config`'s backend at every level of `levels`, through lockbench's own client.
 pub async fn measure_levels(
     config: &BackendConfig,
     levels: &Levels,
     progress: &dyn LevelProgress,
 ) -> Result<Measured, LevelsError> {
+    let clients = connect(config, clients_needed(levels)).await?;
+    measure_connected(config, clients, levels, progress).await
+}
+
+/// Measures `config`'s backend at every level of `levels` through `clients`, one per contender
+/// (at least [`clients_needed`]): lockbench's own, or a client library's adapters.
+pub async fn measure_connected(
+    config: &BackendConfig,
+    clients: Vec<Arc<dyn LockBackend>>,
+    levels: &Levels,
+    progress: &dyn LevelProgress,
+) -> Result<Measured, LevelsError> {
     let name = config.id();
-    // A shard connects its own share of each level's contenders.
     let (index, count) = levels.shard.as_ref().map_or((0, 1), |s| (s.index, s.count));
     let local = |c: usize| Stripe::local(index, count, c);
-    let most = levels
-        .contenders
-        .iter()
-        .map(|&c| local(c))
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let clients = connect(config, most).await?;
     let capabilities = clients[0].capabilities();
     // Which server and client were measured: a version the server will not tell is left out.
     let server_version = match clients[0].server_version().await {

@@ -23,8 +23,8 @@ pub use armed_timer::ArmedTimer;
 pub use cycle::{Cycle, cycle};
 pub use handoff::HandoffClock;
 pub use levels::{
-    LevelProgress, Levels, LevelsError, Measured, NotReady, Schedule, clock_offset, facts,
-    measure_levels,
+    LevelProgress, Levels, LevelsError, Measured, NotReady, Schedule, clients_needed, clock_offset,
+    facts, measure_connected, measure_levels,
 };
 pub use measure::measure;
 pub use merge::{SKEW_TOLERANCE, merge_bench, start_skew};

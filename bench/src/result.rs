@@ -185,6 +185,7 @@ impl BenchResult {
         let ops = metrics.acquire.count();
         let row = BenchRow {
             backend: shape.backend,
+            client: None,
             mode: shape.mode,
             keys: shape.keys,
             contenders: shape.contenders,

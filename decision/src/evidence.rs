@@ -66,7 +66,8 @@ impl Evidence {
         for row in benches
             .iter()
             .flat_map(|b| &b.results)
-            .filter(|r| r.contenders == 1 && r.ops > 0)
+            // A client library's row is that library's cost, not the backend's.
+            .filter(|r| r.contenders == 1 && r.ops > 0 && r.client.is_none())
         {
             // The first uncontended row of a backend is its figure (a later bench run's rows for
             // the same backend follow it).

@@ -107,6 +107,13 @@ async fn measure_all(settings: &BenchSettings) -> Result<Measured> {
                 }
                 measured.backends.push(facts(config.id(), &m));
                 measured.results.append(&mut m.results);
+                for program in settings
+                    .clients
+                    .iter()
+                    .filter(|p| p.client.map(|c| c.backend()) == Some(config.kind) && !config.fair)
+                {
+                    through_library(program, config, &levels, &mut measured).await?;
+                }
             }
             Err(LevelsError::NotReady(e)) => return Err(e.into()),
             // A URL the backend cannot be trusted on is the user's to fix: nothing is measured.
@@ -122,6 +129,67 @@ async fn measure_all(settings: &BenchSettings) -> Result<Measured> {
         }
     }
     Ok(measured)
+}
+
+/// Measures `config`'s backend through `program`'s library: one adapter per contender, each a
+/// process of its own as each contender is a worker of its own. Its rows carry the library.
+async fn through_library(
+    program: &lockbench_clients::Program,
+    config: &lockbench_locks::BackendConfig,
+    levels: &Levels,
+    measured: &mut Measured,
+) -> Result<()> {
+    let library = program
+        .client
+        .expect("the options admit only shipped adapters");
+    let fail = |measured: &mut Measured, error: String| {
+        eprintln!("lockbench: bench: {error}");
+        measured.failed.push(BenchFailure {
+            backend: config.id(),
+            error,
+        });
+    };
+    let mut clients: Vec<Arc<dyn lockbench_locks::LockBackend>> = Vec::new();
+    let mut version = String::new();
+    for _ in 0..lockbench_bench::clients_needed(levels) {
+        match lockbench_clients::AdapterLock::start(program, config).await {
+            Ok(adapter) => {
+                version = adapter.description().version.clone();
+                clients.push(Arc::new(adapter));
+            }
+            Err(e) => {
+                fail(measured, e.to_string());
+                return Ok(());
+            }
+        }
+    }
+    let used = lockbench_core::ClientUsed {
+        name: library,
+        version,
+    };
+    let spinners = Spinners::default();
+    match lockbench_bench::measure_connected(config, clients, levels, &spinners).await {
+        Ok(mut m) => {
+            for r in &mut m.results {
+                r.row.client = Some(used.clone());
+            }
+            if let Some(broken) = m
+                .results
+                .iter()
+                .find(|r| r.row.ops == 0 && r.row.errors > 0)
+            {
+                let error = broken.row.first_error.clone().unwrap_or_default();
+                fail(
+                    measured,
+                    format!("{} through {library}: {error}", config.label()),
+                );
+            }
+            measured.results.append(&mut m.results);
+        }
+        Err(LevelsError::NotReady(e)) => return Err(e.into()),
+        Err(LevelsError::Lock(e)) => fail(measured, format!("through {library}: {e}")),
+    }
+    Ok(())
 }
 
 /// A spinner per level on stderr.

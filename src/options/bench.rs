@@ -23,6 +23,8 @@ pub struct BenchSettings {
     pub shard: Option<lockbench_core::ShardRecord>,
     /// When the measured part starts (`--start-at`).
     pub start_at: Option<std::time::SystemTime>,
+    /// Client libraries measured beside lockbench's own client, each on its backend.
+    pub clients: Vec<lockbench_clients::Program>,
 }
 
 /// Most contenders in one run: each holds a connection or session of its own.
@@ -32,7 +34,42 @@ impl BenchSettings {
     /// Checks `bench`'s flags and reads the config file.
     pub fn resolve(args: &BenchArgs) -> Result<Self, Refusal> {
         let (_, configs) = read_config(&args.config)?;
-        let backends = if args.backends.is_empty() {
+        let clients = args
+            .clients
+            .iter()
+            .map(|name| {
+                let program = lockbench_clients::resolve(name)
+                    .map_err(|e| Refusal::new("--client", e.to_string()))?;
+                if program.client.is_none() {
+                    // Its rows would carry no library name: they would read as lockbench's own.
+                    return Err(Refusal::new(
+                        "--client",
+                        format!(
+                            "{name}: bench measures the shipped adapters ({}) so far; check your \
+                             own with `lockbench clients check --backend NAME {name}`",
+                            lockbench_core::Client::names()
+                        ),
+                    ));
+                }
+                Ok(program)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if args.shard.is_some() && !clients.is_empty() {
+            return Err(Refusal::new(
+                "--client",
+                "a split benchmark (--shard) measures lockbench's own client only; measure a client library in a whole run",
+            ));
+        }
+        let libraries: Vec<lockbench_core::Client> =
+            clients.iter().filter_map(|p| p.client).collect();
+        let backends = if args.backends.is_empty() && !libraries.is_empty() {
+            let mut kinds: Vec<_> = libraries.iter().map(|c| c.backend()).collect();
+            kinds.dedup();
+            kinds
+                .into_iter()
+                .map(|kind| configured_backend(&configs, kind.name(), &args.config))
+                .collect::<Result<Vec<_>, _>>()?
+        } else if args.backends.is_empty() {
             configs
         } else {
             args.backends
@@ -137,6 +174,7 @@ impl BenchSettings {
             ));
         }
         let mut command = BenchSettings {
+            clients,
             backends,
             contenders,
             bench,

@@ -91,6 +91,8 @@ impl BenchSettings {
             shard: _,
             // Compared as the shard record's start_at_unix_ms.
             start_at: _,
+            // A split benchmark measures lockbench's own client only (the options refuse both).
+            clients: _,
         } = self;
         let mut out = ShardSettings::new();
         for (i, b) in backends.iter().enumerate() {

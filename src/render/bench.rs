@@ -34,7 +34,7 @@ pub fn bench_table(results: &[BenchRow]) -> String {
         .iter()
         .map(|r| {
             vec![
-                r.backend.to_string(),
+                r.backend_through(),
                 match r.rate_per_s {
                     Some(rate) => format!("open {rate}/s"),
                     None => r.mode.to_string(),

@@ -80,6 +80,9 @@ pub struct Bench {
     pub rows: Vec<BenchCsvRow>,
     /// Latency histograms tagged `backend/mode/keys/c=N/metric`.
     pub histograms: Histograms,
+    /// The rows measured through a client library (`bench --client`), taken out of `record`
+    /// and `rows`: every section reads a backend's figures through lockbench's own client.
+    pub library_rows: Vec<lockbench_core::records::bench::BenchRow>,
 }
 
 /// A results directory of `replay`.
@@ -279,12 +282,23 @@ fn load_one(dir: &Path, label: String, evidence: &mut Inputs) -> Result<(), Repo
             rows,
             histograms,
         }),
-        Body::Bench { record, rows } => evidence.benches.push(Bench {
-            source,
-            record,
-            rows,
-            histograms,
-        }),
+        Body::Bench {
+            mut record,
+            mut rows,
+        } => {
+            let (library_rows, own) = std::mem::take(&mut record.results)
+                .into_iter()
+                .partition(|r| r.client.is_some());
+            record.results = own;
+            rows.retain(|r| r.client.is_none());
+            evidence.benches.push(Bench {
+                source,
+                record,
+                rows,
+                histograms,
+                library_rows,
+            })
+        }
         Body::Replay { record, .. } => evidence.replays.push(Replay {
             source,
             record: *record,

@@ -136,6 +136,10 @@ impl fmt::Display for KeySpread {
 pub struct BenchRow {
     /// Backend name.
     pub backend: BackendId,
+    /// The client library measured through (its adapter and version); absent for lockbench's
+    /// own client, and in records written before clients were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<crate::ClientUsed>,
     /// Closed or open loop.
     pub mode: LoopKind,
     /// One key or many.
@@ -193,10 +197,25 @@ pub struct BenchRow {
 impl BenchRow {
     /// The histogram tag prefix of this row in `latency.hlog` (`/metric` follows).
     pub fn tag(&self) -> String {
-        format!(
-            "{}/{}/{}/c={}",
-            self.backend, self.mode, self.keys, self.contenders
-        )
+        match &self.client {
+            Some(used) => format!(
+                "{}+{}/{}/{}/c={}",
+                self.backend, used.name, self.mode, self.keys, self.contenders
+            ),
+            None => format!(
+                "{}/{}/{}/c={}",
+                self.backend, self.mode, self.keys, self.contenders
+            ),
+        }
+    }
+
+    /// Its backend as tables show it, with the library it was measured through
+    /// (`redis via redis-py 8.1.0`).
+    pub fn backend_through(&self) -> String {
+        match &self.client {
+            Some(used) => format!("{} via {} {}", self.backend, used.name, used.version),
+            None => self.backend.to_string(),
+        }
     }
 }
 
@@ -293,6 +312,10 @@ pub struct BenchCsvRow {
     pub handoff_p50_us: f64,
     /// Handoff P99.
     pub handoff_p99_us: f64,
+    /// The client library measured through (`redis-py 8.1.0`); empty for lockbench's own, and
+    /// absent from files written before clients were measured.
+    #[serde(default, deserialize_with = "present")]
+    pub client: Option<String>,
 }
 
 impl From<&BenchRow> for BenchCsvRow {
@@ -323,6 +346,10 @@ impl From<&BenchRow> for BenchCsvRow {
             release_p99_us: r.release_us.p99,
             handoff_p50_us: r.handoff_us.p50,
             handoff_p99_us: r.handoff_us.p99,
+            client: r
+                .client
+                .as_ref()
+                .map(|used| format!("{} {}", used.name, used.version)),
         }
     }
 }
