@@ -114,7 +114,11 @@ def check_bench(folder, logs, scale):
         for r in csv.DictReader(f):
             if r["mode"] != "closed":
                 continue
-            tag = f"{r['backend']}/{r['mode']}/{r['keys']}/c={r['contenders']}/acquire"
+            # A row measured through a client library ("redis-py 8.1.0" in its client column,
+            # absent from files written before) is tagged backend+library.
+            library = (r.get("client") or "").split(" ")[0]
+            backend = f"{r['backend']}+{library}" if library else r["backend"]
+            tag = f"{backend}/{r['mode']}/{r['keys']}/c={r['contenders']}/acquire"
             rows[tag] = (
                 int(r["ops"]),
                 float(r["acquire_p50_us"]) * 1e-6,
