@@ -704,6 +704,14 @@ fn a_real_library_overlaps_under_a_pause_past_its_ttl_and_gives_no_token_to_refu
     assert_eq!(n(&naive["stale_writes"]), 2, "{naive}");
     assert_eq!(naive["fencing"], "none", "{naive}");
     assert!(naive["stale_rejected_by_fence"].is_null(), "{naive}");
+    // redis-py pushes nothing: the resumed holder learns from `extend`'s refusal, after the
+    // next holder was granted.
+    let told = &naive["lost_told"];
+    assert_eq!((n(&told["told"]), n(&told["by_event"])), (2, 0), "{naive}");
+    assert!(
+        told["after_next_grant_p50_s"].as_f64().unwrap() > 0.0,
+        "{naive}"
+    );
     // Renewed by redis-py's `extend` on lockbench's heartbeat, a pause within the margin passes.
     let short = cell(&record, "pause/heartbeat-short", "redis");
     assert_eq!(n(&short["trials_with_overlap"]), 0, "{short}");
@@ -726,8 +734,22 @@ fn a_real_library_overlaps_under_a_pause_past_its_ttl_and_gives_no_token_to_refu
     // The session the server granted (ZooKeeper's minimum here), not the one asked for.
     assert!(naive["granted_ttl_s"].as_f64().unwrap() >= 4.0, "{naive}");
     assert_eq!(n(&naive["trials_with_overlap"]), 1, "{naive}");
+    // Frozen, kazoo can tell its holder nothing until the pause ends, seconds after the next
+    // holder's grant.
+    let told = &naive["lost_told"];
+    assert_eq!(n(&told["told"]), 1, "{naive}");
+    assert!(
+        told["after_next_grant_p50_s"].as_f64().unwrap() > 1.0,
+        "{naive}"
+    );
+    // The job process of a killed holder has no library to tell it anything.
     let survives = cell(&record, "crash/work-survives", "zookeeper");
     assert_eq!(n(&survives["trials_with_overlap"]), 1, "{survives}");
+    assert_eq!(
+        n(&survives["lost_told"]["never_told_overlaps"]),
+        1,
+        "{survives}"
+    );
     assert_left_nothing(&record, pid);
 }
 

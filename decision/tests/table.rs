@@ -444,6 +444,7 @@ fn cell(label: &str, backend: &str, overlapped: u32, expected: &str) -> FaultCel
         contender_timed_out: 0,
         not_granted_within_s: None,
         idle_session_advisory_locks_max: None,
+        lost_told: None,
     }
 }
 

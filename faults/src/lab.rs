@@ -311,6 +311,9 @@ impl FaultLab {
         stage.stop().await;
         outcome?;
         let mut cell = aggregate(variant, &config, capabilities, &rows);
+        if used.is_some() {
+            cell.lost_told = Some(crate::matrix::lost_told(&rows));
+        }
         cell.client = used;
         Ok((cell, rows, events))
     }

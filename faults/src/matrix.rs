@@ -37,6 +37,8 @@ pub(crate) fn trial_row(
         legitimate_rejected_by_fence: f.legitimate_rejected,
         recovery_s: f.contender_grant_s.map(|g| g - fault_start_s),
         idle_session_advisory_locks: outcome.idle_session_locks,
+        told_s: f.told.as_ref().map(|t| t.0),
+        told_how: f.told.as_ref().map(|t| t.1.clone()),
     }
 }
 
@@ -123,6 +125,33 @@ pub(crate) fn aggregate(
             .iter()
             .filter_map(|r| r.idle_session_advisory_locks)
             .max(),
+        lost_told: None,
+    }
+}
+
+/// What a client library told its holders over a cell's `rows` (a cell measured through one).
+pub(crate) fn lost_told(rows: &[FaultTrialRow]) -> lockbench_core::records::faults::LostTold {
+    let after_grant: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| Some(r.told_s? - r.contender_grant_s?))
+        .collect();
+    let (after_next_grant_p50_s, after_next_grant_max_s) = p50_max(after_grant);
+    lockbench_core::records::faults::LostTold {
+        told: rows.iter().filter(|r| r.told_s.is_some()).count() as u32,
+        by_event: rows
+            .iter()
+            .filter(|r| {
+                r.told_how
+                    .as_deref()
+                    .is_some_and(|h| h.starts_with("event"))
+            })
+            .count() as u32,
+        never_told_overlaps: rows
+            .iter()
+            .filter(|r| r.overlap_s > 0.0 && r.told_s.is_none())
+            .count() as u32,
+        after_next_grant_p50_s,
+        after_next_grant_max_s,
     }
 }
 

@@ -24,6 +24,9 @@ pub struct TrialFigures {
     pub stale_rejected: Option<u64>,
     /// Writes by the worker who held the lock last that the fence refused; `None` as above.
     pub legitimate_rejected: Option<u64>,
+    /// When the client library first told the holder its lock was lost, from the holder's
+    /// grant, and how; `None` when it never did (or no library was in use).
+    pub told: Option<(f64, String)>,
 }
 
 /// One worker's critical section as the log shows it.
@@ -35,8 +38,14 @@ struct Section {
 fn section(log: &[LoggedEvent], worker: &str) -> Option<Section> {
     let mine: Vec<&LoggedEvent> = log.iter().filter(|e| e.worker == worker).collect();
     let grant = mine.iter().find(|e| e.event == Event::Grant)?.t_ns;
-    // A worker killed before it logged its end believed until its last write.
-    let end = mine.iter().map(|e| e.t_ns).max().unwrap_or(grant);
+    // A worker killed before it logged its end believed until its last write. What its library
+    // told it is not part of its section.
+    let end = mine
+        .iter()
+        .filter(|e| e.event != Event::Told)
+        .map(|e| e.t_ns)
+        .max()
+        .unwrap_or(grant);
     Some(Section { grant, end })
 }
 
@@ -127,6 +136,11 @@ pub fn figures(log: &[LoggedEvent], holder: &str, contender: &str) -> Option<Tri
         stale_writes: stale.len() as u64,
         stale_rejected,
         legitimate_rejected,
+        told: log
+            .iter()
+            .filter(|e| e.worker == holder && e.event == Event::Told)
+            .min_by_key(|e| e.t_ns)
+            .map(|e| (seconds(e.t_ns - zero), e.detail.clone())),
     })
 }
 

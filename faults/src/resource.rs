@@ -23,6 +23,10 @@ pub enum Event {
     Write,
     /// The worker stopped believing it held the lock.
     End,
+    /// The client library told the worker the lock is lost (a pushed event, or a "no" to a
+    /// renewal, a "do you hold it" or a release), at the library's own timestamp. Not part of
+    /// the critical section: the worker may have stopped believing before, or after.
+    Told,
 }
 
 impl Event {
@@ -32,6 +36,7 @@ impl Event {
             Event::Grant => "grant",
             Event::Write => "write",
             Event::End => "end",
+            Event::Told => "told",
         }
     }
 
@@ -40,6 +45,7 @@ impl Event {
             "grant" => Event::Grant,
             "write" => Event::Write,
             "end" => Event::End,
+            "told" => Event::Told,
             _ => return None,
         })
     }
@@ -218,9 +224,34 @@ impl Resource {
         detail: &str,
         t_ns: i64,
     ) -> Result<(), FaultError> {
+        self.note(trial, worker, Event::End, detail, t_ns).await
+    }
+
+    /// Logs that the client library told `worker` its lock is lost, at `t_ns` (the library's
+    /// stamp), and how (`detail`).
+    pub async fn told_at(
+        &mut self,
+        trial: &str,
+        worker: &str,
+        detail: &str,
+        t_ns: i64,
+    ) -> Result<(), FaultError> {
+        self.note(trial, worker, Event::Told, detail, t_ns).await
+    }
+
+    /// Logs an event that carries no token and is dated by the caller.
+    async fn note(
+        &mut self,
+        trial: &str,
+        worker: &str,
+        event: Event,
+        detail: &str,
+        t_ns: i64,
+    ) -> Result<(), FaultError> {
         let s = &self.schema;
+        let kind = event.as_str();
         bounded(&format!("writing to {s}.log"), sqlx::query(AssertSqlSafe(format!(
-            "INSERT INTO {s}.log (trial, worker, event, t_ns, detail) VALUES ($1, $2, 'end', $3, $4)"
+            "INSERT INTO {s}.log (trial, worker, event, t_ns, detail) VALUES ($1, $2, '{kind}', $3, $4)"
         )))
         .bind(trial)
         .bind(worker)

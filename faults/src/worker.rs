@@ -223,6 +223,37 @@ async fn work(
     Ok(how)
 }
 
+/// When and how the library first told the worker its lock on `key` was lost: a `lost` event it
+/// pushed (at the library's stamp), or its "no" to a renewal (`how` "lost", answered just before
+/// `ended`) or to the release ("lost-at-release", answered just before `answered`), whichever
+/// came first.
+fn told(
+    adapter: &lockbench_clients::AdapterLock,
+    key: &str,
+    how: &str,
+    ended: i64,
+    answered: i64,
+) -> Option<(i64, String)> {
+    let event = adapter
+        .events()
+        .into_iter()
+        .filter(|e| e.kind == "lost" && e.key == key)
+        .min_by_key(|e| e.t_ns)
+        .map(|e| {
+            let said = e.said.unwrap_or_default();
+            (e.t_ns, format!("event: {said}"))
+        });
+    let answer = match how {
+        "lost" => Some((ended, "answer: renewal refused".to_string())),
+        "lost-at-release" => Some((answered, "answer: release refused".to_string())),
+        _ => None,
+    };
+    [event, answer]
+        .into_iter()
+        .flatten()
+        .min_by_key(|(t, _)| *t)
+}
+
 /// Runs the worker to the end of its job. Errors are the lab's to report; the lease, if any, goes
 /// with the process.
 pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
@@ -233,12 +264,16 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         config.connect_timeout,
     )
     .await?;
-    let backend: Arc<dyn LockBackend> = match &plan.adapter {
-        Some(program) => Arc::new(
+    let adapter = match &plan.adapter {
+        Some(program) => Some(Arc::new(
             lockbench_clients::AdapterLock::start(program, &config)
                 .await
                 .map_err(|e| FaultError::Worker(e.to_string()))?,
-        ),
+        )),
+        None => None,
+    };
+    let backend: Arc<dyn LockBackend> = match &adapter {
+        Some(adapter) => adapter.clone(),
         None => Arc::from(lockbench_locks::connect(&config).await?),
     };
     say(&Message::Connected);
@@ -298,9 +333,17 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         (None, Some(lease)) => release(backend.as_ref(), lease).await,
         (None, None) => "ran-unlocked",
     };
+    let answered = crate::clock::monotonic_ns();
     resource
         .end_at(&plan.trial, &plan.worker, how, ended)
         .await?;
+    if let Some(adapter) = &adapter
+        && let Some((t_ns, detail)) = told(adapter, &plan.key, how, ended, answered)
+    {
+        resource
+            .told_at(&plan.trial, &plan.worker, &detail, t_ns)
+            .await?;
+    }
     say(&Message::Done {
         how: how.to_string(),
     });

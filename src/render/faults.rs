@@ -81,6 +81,23 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
             out.push_str(&format!("  {label}: {how}\n"));
         }
     }
+    let told: Vec<String> = r
+        .cells
+        .iter()
+        .filter_map(|c| c.lost_told.as_ref().map(|t| (c, t)))
+        .map(|(c, t)| {
+            format!(
+                "  {} on {}: {}\n",
+                c.label(),
+                c.backend_through(),
+                told_line(c, t)
+            )
+        })
+        .collect();
+    if !told.is_empty() {
+        out.push_str("\nwhat the library told its holder of the lost lock:\n");
+        out.push_str(&told.concat());
+    }
     let pooled: Vec<String> = r
         .cells
         .iter()
@@ -127,4 +144,31 @@ pub fn swept(swept: &[lockbench_faults::leftovers::Swept]) -> (Vec<String>, bool
         }
     }
     (lines, all)
+}
+
+/// One cell's telling: how many trials, how, and when against the next holder's grant.
+fn told_line(
+    c: &lockbench_core::records::faults::FaultCell,
+    t: &lockbench_core::records::faults::LostTold,
+) -> String {
+    let mut line = format!("told in {}/{} trials", t.told, c.trials);
+    if t.told > 0 {
+        line.push_str(&format!(
+            " ({} by an event it pushed, {} by an answer)",
+            t.by_event,
+            t.told - t.by_event
+        ));
+    }
+    if let (Some(p50), Some(max)) = (t.after_next_grant_p50_s, t.after_next_grant_max_s) {
+        line.push_str(&format!(
+            ", {p50:+.2} s from the next holder's grant (P50; latest {max:+.2} s)"
+        ));
+    }
+    if t.never_told_overlaps > 0 {
+        line.push_str(&format!(
+            "; never told in {} trial(s) that overlapped",
+            t.never_told_overlaps
+        ));
+    }
+    line
 }

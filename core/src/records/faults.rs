@@ -98,6 +98,30 @@ pub struct FaultCell {
     /// `pg_locks` shows an operator); `None` for other faults.
     #[serde(deserialize_with = "present")]
     pub idle_session_advisory_locks_max: Option<u64>,
+    /// Through a client library: what the library told its holder of a lost lock. Absent for
+    /// lockbench's own client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_told: Option<LostTold>,
+}
+
+/// What a client library told the holder of a lost lock, over a cell's trials: a pushed event
+/// (kazoo's `KazooState.LOST`), or a "no" to a renewal or a release, at the library's own time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LostTold {
+    /// Trials in which the library told the holder.
+    pub told: u32,
+    /// Of those, trials whose first telling was an event the library pushed unasked.
+    pub by_event: u32,
+    /// Trials that overlapped and in which the library never told the holder.
+    pub never_told_overlaps: u32,
+    /// From the next holder's grant to the telling, over the trials that have both: the median
+    /// (negative when the holder was told before another was granted).
+    #[serde(deserialize_with = "present")]
+    pub after_next_grant_p50_s: Option<f64>,
+    /// The latest such telling.
+    #[serde(deserialize_with = "present")]
+    pub after_next_grant_max_s: Option<f64>,
 }
 
 /// A cell that could not run on this machine.
@@ -208,6 +232,14 @@ pub struct FaultTrialRow {
     /// pool-leak: advisory locks the idle pooled session held after its jobs; `None` otherwise.
     #[serde(deserialize_with = "present")]
     pub idle_session_advisory_locks: Option<u64>,
+    /// Through a client library: when it first told the holder the lock was lost, from the
+    /// holder's grant; empty when it never did, for lockbench's own client, and in files written
+    /// before it was kept.
+    #[serde(default, deserialize_with = "present")]
+    pub told_s: Option<f64>,
+    /// How it told (`event: KazooState.LOST`, `answer: renewal refused`); empty as above.
+    #[serde(default, deserialize_with = "present")]
+    pub told_how: Option<String>,
 }
 
 /// One event of the protected resource's log, as an `events.csv` line.
