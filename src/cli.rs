@@ -50,7 +50,7 @@ pub enum Command {
     /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
     /// what fencing did.
     Faults(FaultsArgs),
-    /// The real lock client libraries lockbench drives through adapters (redis-py, kazoo ...):
+    /// The real lock client libraries lockbench drives through adapters (redis-py, pottery, kazoo ...):
     /// list them with their versions and whether each is installed, or check that an adapter
     /// keeps the adapter protocol against a real server (docs/CLIENTS.md).
     Clients(ClientsArgs),
@@ -293,7 +293,7 @@ pub enum ClientsAction {
 /// `lockbench clients check`.
 #[derive(Debug, Args)]
 pub struct ClientsCheckArgs {
-    /// Adapters: a shipped adapter's name (redis-py, kazoo) or the path of an adapter program.
+    /// Adapters: a shipped adapter's name (redis-py, pottery, kazoo) or the path of an adapter program.
     #[arg(required = true, value_name = "ADAPTER")]
     pub adapters: Vec<String>,
     /// Backend configuration (server URLs, namespace, timeouts).
@@ -321,7 +321,7 @@ pub struct BenchArgs {
     /// Backend to measure; repeat for several (default: every backend in the config).
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
-    /// Also measure through this client library's adapter (redis-py, kazoo; `lockbench
+    /// Also measure through this client library's adapter (redis-py, pottery, kazoo; `lockbench
     /// clients`), beside lockbench's own client on the same server; repeat for several. Without
     /// --backend, only the libraries' backends are measured.
     #[arg(long = "client", value_name = "NAME")]
@@ -555,7 +555,7 @@ pub struct FaultsArgs {
     /// that the scenarios apply to).
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
-    /// Lock through this client library's adapter (redis-py, kazoo; `lockbench clients`), on its
+    /// Lock through this client library's adapter (redis-py, pottery, kazoo; `lockbench clients`), on its
     /// backend, instead of lockbench's own client: the cells are the library's (pause and crash
     /// so far).
     #[arg(long, value_name = "NAME")]

@@ -157,7 +157,11 @@ fn bench_flags_are_checked() {
     );
     refused(
         &["bench", "--config", CONFIG, "--client", "jedis"],
-        &["--client", "unknown client \"jedis\"", "redis-py, kazoo"],
+        &[
+            "--client",
+            "unknown client \"jedis\"",
+            "redis-py, pottery, kazoo",
+        ],
     );
     refused(
         &[

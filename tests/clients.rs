@@ -11,7 +11,11 @@ fn the_shipped_adapters_are_listed_with_their_pinned_versions() {
     let out = lockbench().arg("clients").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for (name, version) in [("redis-py", "8.1.0"), ("kazoo", "2.11.0")] {
+    for (name, version) in [
+        ("redis-py", "8.1.0"),
+        ("pottery", "3.0.1"),
+        ("kazoo", "2.11.0"),
+    ] {
         let line = text
             .lines()
             .find(|l| l.starts_with(name))
@@ -87,6 +91,6 @@ fn a_shipped_adapter_passes_the_check_and_a_broken_one_fails_in_one_line() {
 fn an_unknown_adapter_is_refused_naming_the_shipped_ones() {
     refused(
         &["clients", "check", "--config", CONFIG, "jedis"],
-        &["unknown client \"jedis\"", "redis-py, kazoo"],
+        &["unknown client \"jedis\"", "redis-py, pottery, kazoo"],
     );
 }

@@ -753,6 +753,49 @@ fn a_real_library_overlaps_under_a_pause_past_its_ttl_and_gives_no_token_to_refu
     assert_left_nothing(&record, pid);
 }
 
+/// pottery's `Redlock.extend()` refuses a fourth extension (`TooManyExtensions`, its default
+/// `num_extensions = 3`): `pause/naive` renews after each write, so the holder's own library ends
+/// its lock before the pause and the cell cannot run; it is listed as not run, with the holder's
+/// words, and the run exits 3 (a cell not measured).
+#[test]
+fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
+    let child = lockbench_process()
+        .args(["faults", "--config", CONFIG, "--json", "--seed", "7"])
+        .args(["--client", "pottery", "--scenario", "pause/naive"])
+        .args([
+            "--scenario",
+            "pause/heartbeat-short",
+            "--trials",
+            "1",
+            "--ttl",
+            "1s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let skipped = &record["skipped"][0];
+    assert_eq!(skipped["variant"], "naive", "{record}");
+    assert_eq!(skipped["client"]["name"], "pottery", "{record}");
+    assert!(
+        skipped["reason"].as_str().unwrap().contains("done lost"),
+        "{record}"
+    );
+    // Three renewals within the job: a pause inside the heartbeat's margin passes.
+    let short = cell(&record, "pause/heartbeat-short", "redlock");
+    assert_eq!(n(&short["trials_with_overlap"]), 0, "{short}");
+    assert_left_nothing(&record, pid);
+}
+
 #[test]
 fn faults_flags_are_checked() {
     let f = |extra: &[&str]| -> Vec<String> {
@@ -792,13 +835,17 @@ fn faults_flags_are_checked() {
     check(&["--seed", "abc"], &["--seed"]);
     check(
         &["--client", "jedis"],
-        &["--client", "unknown client \"jedis\"", "redis-py, kazoo"],
+        &[
+            "--client",
+            "unknown client \"jedis\"",
+            "redis-py, pottery, kazoo",
+        ],
     );
     check(
         &["--client", "clients/tests/adapters/wall_clock.py"],
         &[
             "--client",
-            "runs the shipped adapters (redis-py, kazoo) so far",
+            "runs the shipped adapters (redis-py, pottery, kazoo) so far",
         ],
     );
     check(

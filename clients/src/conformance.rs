@@ -65,6 +65,30 @@ pub async fn check(program: &Program, config: &BackendConfig) -> Result<Conforma
             first.description().notifies_loss
         ),
     }];
+    // A shipped adapter must describe its library as lockbench's decision rules know it.
+    if let Some(client) = program.client {
+        let d = first.description();
+        let known = d.backend == client.backend().name()
+            && d.fencing == client.gives_fencing_token()
+            && d.library == client.name();
+        checks.push(Check {
+            name: "described as lockbench knows it",
+            passed: known,
+            detail: format!(
+                "{} on {}, fencing token {} (lockbench::Client says {} on {}, fencing token {})",
+                d.library,
+                d.backend,
+                d.fencing,
+                client.name(),
+                client.backend(),
+                client.gives_fencing_token()
+            ),
+        });
+        if !known {
+            let _ = first.close().await;
+            return Ok(Conformance { library, checks });
+        }
+    }
     let second = AdapterLock::start(program, config).await?;
     let key = format!("conformance-{}-{}", std::process::id(), monotonic_ns());
     let mut run = Run {

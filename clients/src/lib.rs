@@ -29,13 +29,14 @@ pub enum ClientsError {
     Unknown(String),
     /// A shipped adapter whose library is not installed.
     #[error(
-        "{client}: its library is not installed ({looked} is missing); install it with scripts/clients.sh up"
+        "{client}: its library is not installed at the versions {} pins; install it with scripts/clients.sh up",
+        pins.display()
     )]
     NotInstalled {
         /// The adapter.
         client: &'static str,
-        /// What was looked for.
-        looked: PathBuf,
+        /// The pin file.
+        pins: PathBuf,
     },
     /// The program could not be started.
     #[error("{adapter}: cannot start it: {error}")]

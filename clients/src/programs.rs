@@ -13,7 +13,10 @@ use crate::ClientsError;
 pub fn home() -> PathBuf {
     std::env::var_os("LOCKBENCH_HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/..")))
+        .unwrap_or_else(|| {
+            let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+            crate_dir.parent().unwrap_or(crate_dir).to_path_buf()
+        })
 }
 
 /// An adapter as a command line (it travels in a fault-lab worker's plan).
@@ -80,6 +83,7 @@ pub fn shipped(client: Client) -> Shipped {
     match client {
         Client::RedisPy => python("clients/adapters/python/redis_py.py", "redis"),
         Client::Kazoo => python("clients/adapters/python/kazoo_lock.py", "kazoo"),
+        Client::Pottery => python("clients/adapters/python/pottery_redlock.py", "pottery"),
     }
 }
 
@@ -102,7 +106,7 @@ pub fn program(client: Client) -> Result<Program, ClientsError> {
     if !installed(client) {
         return Err(ClientsError::NotInstalled {
             client: client.name(),
-            looked: runtime.stamp(&home),
+            pins: home.join(runtime.pins()),
         });
     }
     Ok(Program {

@@ -15,17 +15,20 @@ pub enum Client {
     RedisPy,
     /// kazoo's `Lock` (Python), on ZooKeeper.
     Kazoo,
+    /// pottery's `Redlock` (Python), over the independent Redis masters.
+    Pottery,
 }
 
 impl Client {
     /// Every shipped adapter, in the order listings show them.
-    pub const ALL: [Client; 2] = [Client::RedisPy, Client::Kazoo];
+    pub const ALL: [Client; 3] = [Client::RedisPy, Client::Pottery, Client::Kazoo];
 
     /// The adapter's name on the command line and in results.
     pub fn name(self) -> &'static str {
         match self {
             Client::RedisPy => "redis-py",
             Client::Kazoo => "kazoo",
+            Client::Pottery => "pottery",
         }
     }
 
@@ -44,6 +47,15 @@ impl Client {
         match self {
             Client::RedisPy => BackendKind::Redis,
             Client::Kazoo => BackendKind::Zookeeper,
+            Client::Pottery => BackendKind::Redlock,
+        }
+    }
+
+    /// True when the library hands its user a fencing token with the lock (none of the shipped
+    /// ones does; `clients check` holds each adapter's description to this).
+    pub fn gives_fencing_token(self) -> bool {
+        match self {
+            Client::RedisPy | Client::Kazoo | Client::Pottery => false,
         }
     }
 
@@ -52,6 +64,7 @@ impl Client {
         match self {
             Client::RedisPy => "redis-py Lock (Python)",
             Client::Kazoo => "kazoo Lock (Python)",
+            Client::Pottery => "pottery Redlock (Python)",
         }
     }
 }

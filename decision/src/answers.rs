@@ -21,6 +21,8 @@ pub(crate) struct Resolved {
     pub(crate) postgres_via: PostgresVia,
     /// What bench measured of the path to Postgres, when it did, as the record says it.
     pub(crate) postgres_via_measured: Option<String>,
+    /// The client library the job locks with, when the spec names one.
+    pub(crate) client: Option<lockbench_core::Client>,
     /// Which of the above the spec gave (same order as [`FIELDS`]).
     pub(crate) given: [bool; 7],
 }
@@ -53,6 +55,7 @@ impl Resolved {
             // assumed, with what a pooler would change.
             postgres_via: d.postgres_via.unwrap_or(PostgresVia::Direct),
             postgres_via_measured: None,
+            client: d.client,
             given: [
                 d.double_run.is_some(),
                 d.already_runs.is_some(),
@@ -97,6 +100,16 @@ impl Resolved {
         self.given[6] = true;
         self.postgres_via_measured = Some(note);
         self
+    }
+
+    /// The client library the job locks on `kind` with, when it is one that hands out no
+    /// fencing token: the resource's fence then has nothing to check on `kind`.
+    pub(crate) fn tokenless_client(
+        &self,
+        kind: lockbench_core::BackendKind,
+    ) -> Option<lockbench_core::Client> {
+        self.client
+            .filter(|c| c.backend() == kind && !c.gives_fencing_token())
     }
 
     /// True when the job already depends on `service`.
@@ -147,6 +160,13 @@ impl Resolved {
             },
             given: !job.frequency.from.assumed(),
         });
+        if let Some(client) = self.client {
+            out.push(Answer {
+                field: "client".to_string(),
+                value: client.name().to_string(),
+                given: true,
+            });
+        }
         for s in &job.steps {
             out.push(Answer {
                 field: format!("steps.{}.idempotent", s.name),

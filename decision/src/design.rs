@@ -357,7 +357,10 @@ fn write_protection(
 ) -> Vec<Mechanism> {
     let by_fence = crate::rules::by_fence(kind, r);
     if x.inside.is_empty() {
-        return if r.fenced && kind.fencing() != lockbench_core::FencingSource::None {
+        return if r.fenced
+            && kind.fencing() != lockbench_core::FencingSource::None
+            && r.tokenless_client(kind).is_none()
+        {
             vec![fence(kind, ev, "every write")]
         } else {
             Vec::new()
@@ -510,6 +513,11 @@ fn rerun_guard(
         why.push(format!(
             "and the fence protects only a database that has already seen the newer token: with {} databases a stale holder's write lands on those the new holder has not written to yet",
             r.databases
+        ));
+    } else if let Some(client) = r.tokenless_client(kind).filter(|_| r.fenced) {
+        why.push(format!(
+            "and {} gives no fencing token, so the resource's fence has nothing to check: nothing else stops a holder that lost its lock from writing it while the next holder does",
+            client.library()
         ));
     } else if !by_fence {
         why.push(

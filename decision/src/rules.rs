@@ -117,9 +117,10 @@ fn weight(kind: BackendKind, r: &Resolved) -> u32 {
 }
 
 /// True when a stale holder's writes are refused by the resource's fence: the job's resource
-/// checks the token and `kind`'s token still rises after its server fails (docs/DECISION.md).
+/// checks the token, `kind`'s token still rises after its server fails, and the client library
+/// the job locks with hands the token out (docs/DECISION.md).
 pub(crate) fn by_fence(kind: BackendKind, r: &Resolved) -> bool {
-    r.fenced && linearizable(kind)
+    r.fenced && linearizable(kind) && r.tokenless_client(kind).is_none()
 }
 
 /// True when the job's writes commit or roll back with `kind`'s lock (one transaction on pg-xact).
@@ -161,16 +162,19 @@ pub(crate) fn verdicts(
             .iter_mut()
             .filter(|c| c.rejected.is_none() && !c.covers)
         {
-            c.rejected = Some((
-                format!(
-                    "leaves {} unprotected: {}",
-                    names(&x.inside),
-                    if r.fenced {
-                        "it gives no fencing token that survives its server's failure"
-                    } else {
-                        "the resource checks no fencing token and the writes are not in this lock's transaction"
-                    }
+            let why = match r.tokenless_client(c.kind) {
+                Some(client) if r.fenced => format!(
+                    "the job locks with {}, which hands out no fencing token for the resource to check",
+                    client.library()
                 ),
+                _ if r.fenced => {
+                    "it gives no fencing token that survives its server's failure".to_string()
+                }
+                _ => "the resource checks no fencing token and the writes are not in this lock's transaction"
+                    .to_string(),
+            };
+            c.rejected = Some((
+                format!("leaves {} unprotected: {why}", names(&x.inside)),
                 FactBasis::Answer,
             ));
         }

@@ -51,6 +51,7 @@ fn answers(
         fenced: Some(fenced),
         crash_recovery: Some(Duration::from_secs(900)),
         postgres_via: Some(PostgresVia::Direct),
+        client: None,
     }
 }
 
@@ -857,4 +858,50 @@ fn a_session_lock_is_never_chosen_through_a_transaction_mode_pooler() {
     let d = decide(&unanswered, &none);
     assert_eq!(d.backend.map(|b| b.name()), Some("pg-session"));
     assert!(!d.missing.iter().any(|m| m.field == "decision.postgres_via"));
+}
+
+/// `[decision] client`: the library the job locks with decides what its resource can refuse. A
+/// fenced job that already runs ZooKeeper keeps ZooKeeper through a client that hands out the
+/// node sequence as a fencing token; through kazoo, which hands out none, ZooKeeper leaves the
+/// write unprotected, the record says why in the library's name, and the job is sent to a
+/// backend whose token its resource can check.
+#[test]
+fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why() {
+    let on_zookeeper = |client: Option<lockbench_core::Client>| {
+        job(
+            DecisionAnswers {
+                client,
+                ..answers(DoubleRun::Corrupts, &[Service::Zookeeper], 1, false, true)
+            },
+            &[UNGUARDED_DB],
+        )
+    };
+    let own = decide(&on_zookeeper(None), &Evidence::default());
+    assert_eq!(own.backend.map(|b| b.name()), Some("zookeeper"));
+    assert!(mechanism(&own, "the fencing token checked by the resource").is_some());
+
+    let kazoo = decide(
+        &on_zookeeper(Some(lockbench_core::Client::Kazoo)),
+        &Evidence::default(),
+    );
+    assert_ne!(kazoo.backend.map(|b| b.name()), Some("zookeeper"));
+    assert_eq!(verdict(&kazoo, "zookeeper"), VerdictKind::Rejected);
+    assert_fact(
+        &kazoo,
+        "zookeeper",
+        "the job locks with kazoo Lock (Python), which hands out no fencing token",
+    );
+    let client = kazoo
+        .answers
+        .iter()
+        .find(|a| a.field == "client")
+        .expect("the record lists the client");
+    assert_eq!((client.value.as_str(), client.given), ("kazoo", true));
+
+    // A library for another backend changes nothing here.
+    let redis_py = decide(
+        &on_zookeeper(Some(lockbench_core::Client::RedisPy)),
+        &Evidence::default(),
+    );
+    assert_eq!(redis_py.backend.map(|b| b.name()), Some("zookeeper"));
 }

@@ -92,8 +92,9 @@ def serve(open_library):
             if op == "hello":
                 if request.get("protocol") != PROTOCOL:
                     raise ValueError(f"protocol {request.get('protocol')!r}; this adapter speaks {PROTOCOL}")
-                library = open_library(request)
-                reply = dict(library.describe(), protocol=PROTOCOL)
+                opened = open_library(request)
+                reply = dict(opened.describe(), protocol=PROTOCOL)
+                library = opened
             elif library is None:
                 raise ValueError(f"{op!r} before hello")
             elif op == "acquire":
