@@ -2,12 +2,13 @@
 //! the compiler cannot hold it: every backend has its section in lockbench.toml and its row in
 //! docs/BACKENDS.md, every service a backend runs on is started, stopped and reported by
 //! scripts/services.sh, and every fault variant has its paragraph in docs/FAULTS.md and a test
-//! against the real servers that looks at its cell. A new backend or variant fails here until
-//! each is done.
+//! against the real servers that looks at its cell; every shipped client library has its
+//! adapter, its pin and its row in docs/CLIENTS.md. A new backend, variant or client fails here
+//! until each is done.
 
 use std::path::Path;
 
-use lockbench_core::{BackendKind, Service, Variant};
+use lockbench_core::{BackendKind, Client, Service, Variant};
 
 const WORKSPACE: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -73,6 +74,25 @@ fn every_fault_variant_is_documented_and_tested_against_the_real_servers() {
             missing.push(format!(
                 "no test in tests/faults*.rs looks at the cell of {label}"
             ));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn every_client_library_has_its_adapter_its_pin_and_its_row() {
+    let clients = read("docs/CLIENTS.md");
+    let mut missing = Vec::new();
+    for client in Client::ALL {
+        let shipped = lockbench_clients::programs::shipped(client);
+        if !Path::new(WORKSPACE).join(shipped.script).is_file() {
+            missing.push(format!("{client}: no adapter at {}", shipped.script));
+        }
+        if lockbench_clients::programs::pinned(client).is_none() {
+            missing.push(format!("{client}: its package {} is not pinned", shipped.package));
+        }
+        if !clients.contains(&format!("| `{client}` |")) {
+            missing.push(format!("docs/CLIENTS.md has no row for `{client}`"));
         }
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
