@@ -89,7 +89,10 @@ fn every_client_library_has_its_adapter_its_pin_and_its_row() {
             missing.push(format!("{client}: no adapter at {}", shipped.script));
         }
         if lockbench_clients::programs::pinned(client).is_none() {
-            missing.push(format!("{client}: its package {} is not pinned", shipped.package));
+            missing.push(format!(
+                "{client}: its package {} is not pinned",
+                shipped.package
+            ));
         }
         if !clients.contains(&format!("| `{client}` |")) {
             missing.push(format!("docs/CLIENTS.md has no row for `{client}`"));

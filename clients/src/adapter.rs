@@ -50,6 +50,8 @@ pub struct AdapterLock {
     wire: Mutex<Wire>,
     child: std::sync::Mutex<Child>,
     events: Arc<std::sync::Mutex<Vec<Event>>>,
+    /// The library's first "no" to a renewal, a `held` or a release: its stamp and the request.
+    refused: std::sync::Mutex<Option<(i64, String)>>,
     stderr: Arc<std::sync::Mutex<VecDeque<String>>>,
     next_id: AtomicU64,
     operation_timeout: Duration,
@@ -146,6 +148,7 @@ impl AdapterLock {
             wire: Mutex::new(wire),
             child: std::sync::Mutex::new(child),
             events,
+            refused: std::sync::Mutex::new(None),
             stderr: tail,
             next_id: AtomicU64::new(1),
             operation_timeout: config.operation_timeout,
@@ -163,6 +166,12 @@ impl AdapterLock {
         self.events.lock().expect("events lock").clone()
     }
 
+    /// When the library first answered "no" to a renewal, a `held` or a release (its own
+    /// stamp), and to which: a definite answer, never an error or a timeout.
+    pub fn first_refusal(&self) -> Option<(i64, String)> {
+        self.refused.lock().expect("refused lock").clone()
+    }
+
     /// The adapter's process id.
     pub fn pid(&self) -> Option<u32> {
         self.child.lock().expect("child lock").id()
@@ -172,9 +181,13 @@ impl AdapterLock {
     pub async fn request(&self, request: Request, timeout: Duration) -> Result<Line, ClientsError> {
         let line = serde_json::to_string(&request)?;
         let mut wire = self.wire.lock().await;
-        exchange(&mut wire, &line, Some(request.id()), timeout)
-            .await
-            .map_err(|e| with_stderr(e, &self.stderr, &self.program.name))
+        let reply = exchange(&mut wire, &line, Some(request.id()), timeout).await;
+        if matches!(reply, Err(ClientsError::Timeout(_))) {
+            // The request may still complete in the library (an acquire granted late would hold
+            // a lock nobody releases): the adapter is ended, and every later request fails.
+            let _ = self.child.lock().expect("child lock").start_kill();
+        }
+        reply.map_err(|e| with_stderr(e, &self.stderr, &self.program.name))
     }
 
     fn id(&self) -> u64 {
@@ -189,6 +202,12 @@ impl AdapterLock {
                 op: op.to_string(),
                 said: line.error.unwrap_or_default(),
             }));
+        }
+        if field == Some(false) && op != "acquire" {
+            let mut refused = self.refused.lock().expect("refused lock");
+            if refused.is_none() {
+                *refused = Some((line.t.unwrap_or(0), op.to_string()));
+            }
         }
         field.ok_or_else(|| {
             self.failed(ClientsError::Protocol {

@@ -224,16 +224,9 @@ async fn work(
 }
 
 /// When and how the library first told the worker its lock on `key` was lost: a `lost` event it
-/// pushed (at the library's stamp), or its "no" to a renewal (`how` "lost", answered just before
-/// `ended`) or to the release ("lost-at-release", answered just before `answered`), whichever
-/// came first.
-fn told(
-    adapter: &lockbench_clients::AdapterLock,
-    key: &str,
-    how: &str,
-    ended: i64,
-    answered: i64,
-) -> Option<(i64, String)> {
+/// pushed, or its first definite "no" to a renewal, a `held` or the release (an error or a
+/// timeout is not a telling), at the library's own stamp, whichever came first.
+fn told(adapter: &lockbench_clients::AdapterLock, key: &str) -> Option<(i64, String)> {
     let event = adapter
         .events()
         .into_iter()
@@ -243,11 +236,9 @@ fn told(
             let said = e.said.unwrap_or_default();
             (e.t_ns, format!("event: {said}"))
         });
-    let answer = match how {
-        "lost" => Some((ended, "answer: renewal refused".to_string())),
-        "lost-at-release" => Some((answered, "answer: release refused".to_string())),
-        _ => None,
-    };
+    let answer = adapter
+        .first_refusal()
+        .map(|(t, op)| (t, format!("answer: {op} refused")));
     [event, answer]
         .into_iter()
         .flatten()
@@ -333,12 +324,11 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         (None, Some(lease)) => release(backend.as_ref(), lease).await,
         (None, None) => "ran-unlocked",
     };
-    let answered = crate::clock::monotonic_ns();
     resource
         .end_at(&plan.trial, &plan.worker, how, ended)
         .await?;
     if let Some(adapter) = &adapter
-        && let Some((t_ns, detail)) = told(adapter, &plan.key, how, ended, answered)
+        && let Some((t_ns, detail)) = told(adapter, &plan.key)
     {
         resource
             .told_at(&plan.trial, &plan.worker, &detail, t_ns)

@@ -291,6 +291,9 @@ fn load_one(dir: &Path, label: String, evidence: &mut Inputs) -> Result<(), Repo
                 .partition(|r| r.client.is_some());
             record.results = own;
             rows.retain(|r| r.client.is_none());
+            // A library's histograms are tagged `backend+library/...`: not the backend's.
+            let mut histograms = histograms;
+            histograms.retain(|(tag, _)| !tag.split('/').next().unwrap_or("").contains('+'));
             evidence.benches.push(Bench {
                 source,
                 record,

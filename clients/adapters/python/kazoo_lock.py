@@ -11,6 +11,7 @@ import logging
 
 import kazoo
 from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import LockTimeout
 from kazoo.loggingsupport import BLATHER
 
 from lockbench_adapter import Library, send, serve
@@ -45,10 +46,14 @@ class Kazoo(Library):
         self.asked_ms = hello["session_timeout_ms"]
         self.namespace = hello["namespace"]
         self.locks = {}
+        self.lost = set()
 
     def state(self, state):
         # Called on kazoo's own thread: pushed as an event, whatever lock it concerns.
         if state == KazooState.LOST:
+            # kazoo opens a new session by itself and keeps `is_acquired` set: the keys held
+            # when the session was lost stay lost.
+            self.lost.update(self.locks)
             for key in list(self.locks):
                 send({"event": "lost", "key": key, "why": "KazooState.LOST"})
         elif state == KazooState.SUSPENDED:
@@ -69,10 +74,15 @@ class Kazoo(Library):
         # The layout of lockbench's own ZooKeeper locks, so that its cleanup of the namespace
         # removes the folders kazoo leaves behind.
         lock = self.zk.Lock(f"/{self.namespace}/locks/{key}", "lockbench")
-        held = lock.acquire(blocking=wait_ms > 0, timeout=wait_ms / 1000 if wait_ms > 0 else None)
+        try:
+            held = lock.acquire(blocking=wait_ms > 0, timeout=wait_ms / 1000 if wait_ms > 0 else None)
+        except LockTimeout:
+            # kazoo's "not within the wait": an answer, not a failure.
+            held = False
         if not held:
             return {"held": False}
         self.locks[key] = lock
+        self.lost.discard(key)
         return {
             "held": True,
             "token": lock.node,
@@ -88,12 +98,19 @@ class Kazoo(Library):
         return self.held(key)
 
     def release(self, key):
-        lock = self.locks.pop(key)
-        return {"released": bool(lock.release())}
+        # Forgotten only once released, so that a release that failed can be tried again.
+        released = bool(self.locks[key].release())
+        del self.locks[key]
+        return {"released": released}
 
     def held(self, key):
         lock = self.locks.get(key)
-        return {"held": lock is not None and lock.is_acquired and self.zk.state == KazooState.CONNECTED}
+        return {
+            "held": lock is not None
+            and key not in self.lost
+            and lock.is_acquired
+            and self.zk.state == KazooState.CONNECTED
+        }
 
     def close(self):
         self.zk.stop()

@@ -58,11 +58,15 @@ class Pottery(Library):
             return {"held": False, "said": f"{type(e).__name__}: {e.key}"}
 
     def release(self, key):
-        lock = self.locks.pop(key)
+        # Forgotten once the library answered, so that a release that failed on a connection
+        # error can be tried again.
+        lock = self.locks[key]
         try:
             lock.release()
+            del self.locks[key]
             return {"released": True}
         except PrimitiveError as e:
+            del self.locks[key]
             return {"released": False, "said": f"{type(e).__name__}: {e.key}"}
 
     def held(self, key):

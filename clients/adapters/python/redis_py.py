@@ -46,11 +46,15 @@ class RedisPy(Library):
             return {"held": False, "said": said(e)}
 
     def release(self, key):
-        lock = self.locks.pop(key)
+        # Forgotten once the library answered, so that a release that failed on a connection
+        # error can be tried again.
+        lock = self.locks[key]
         try:
             lock.release()
+            del self.locks[key]
             return {"released": True}
         except LockError as e:
+            del self.locks[key]
             return {"released": False, "said": said(e)}
 
     def held(self, key):
