@@ -39,11 +39,7 @@ impl Conformance {
     }
 }
 
-/// CLOCK_MONOTONIC, ns: the clock adapters stamp their messages with.
-pub fn monotonic_ns() -> i64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    t.tv_sec * 1_000_000_000 + t.tv_nsec
-}
+pub use crate::monotonic_ns;
 
 /// The TTL the checks lock with: long enough for an interpreter's slowest call, short enough to
 /// wait out.

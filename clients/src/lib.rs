@@ -16,6 +16,13 @@ pub use programs::{Program, installed, program, resolve};
 pub use protocol::{Description, Renewal};
 
 use std::path::PathBuf;
+
+/// The machine's CLOCK_MONOTONIC in nanoseconds: the clock adapters stamp their messages with and
+/// the fault lab's protected resource logs with (every process on one kernel shares it).
+pub fn monotonic_ns() -> i64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec * 1_000_000_000 + t.tv_nsec
+}
 use std::time::Duration;
 
 /// Why an adapter could not be used. Each names the adapter and what to do.

@@ -2,11 +2,8 @@
 //! processes on one kernel share (a `std::time::Instant` reads the same clock but does not let its
 //! value cross a process boundary).
 
-/// Nanoseconds of the machine's monotonic clock.
-pub fn monotonic_ns() -> i64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    t.tv_sec * 1_000_000_000 + t.tv_nsec
-}
+/// Nanoseconds of the machine's monotonic clock: the one the client adapters stamp with.
+pub use lockbench_clients::monotonic_ns;
 
 #[cfg(test)]
 mod tests {
