@@ -50,9 +50,10 @@ pub enum Command {
     /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
     /// what fencing did.
     Faults(FaultsArgs),
-    /// The real lock client libraries lockbench drives through adapters (redis-py, pottery, kazoo ...):
-    /// list them with their versions and whether each is installed, or check that an adapter
-    /// keeps the adapter protocol against a real server (docs/CLIENTS.md).
+    /// The real lock client libraries lockbench drives through adapters (redis-py, pottery,
+    /// node-redlock, kazoo, curator, etcd-go): list them with their versions and whether each is
+    /// installed, or check that an adapter keeps the adapter protocol against a real server
+    /// (docs/CLIENTS.md).
     Clients(ClientsArgs),
     /// Merge the shards of a split `simulate`, `ttl` or `bench` run (`--shard I/N`) into the
     /// results directory the whole run would have written: histograms added exactly, the TTL
@@ -293,7 +294,8 @@ pub enum ClientsAction {
 /// `lockbench clients check`.
 #[derive(Debug, Args)]
 pub struct ClientsCheckArgs {
-    /// Adapters: a shipped adapter's name (redis-py, pottery, kazoo) or the path of an adapter program.
+    /// Adapters: a shipped adapter's name (redis-py, pottery, node-redlock, kazoo, curator,
+    /// etcd-go) or the path of an adapter program.
     #[arg(required = true, value_name = "ADAPTER")]
     pub adapters: Vec<String>,
     /// Backend configuration (server URLs, namespace, timeouts).
@@ -321,8 +323,8 @@ pub struct BenchArgs {
     /// Backend to measure; repeat for several (default: every backend in the config).
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
-    /// Also measure through this client library's adapter (redis-py, pottery, kazoo; `lockbench
-    /// clients`), beside lockbench's own client on the same server; repeat for several. Without
+    /// Also measure through this client library's adapter (`lockbench clients` lists them),
+    /// beside lockbench's own client on the same server; repeat for several. Without
     /// --backend, only the libraries' backends are measured.
     #[arg(long = "client", value_name = "NAME")]
     pub clients: Vec<String>,
@@ -555,7 +557,7 @@ pub struct FaultsArgs {
     /// that the scenarios apply to).
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
-    /// Lock through this client library's adapter (redis-py, pottery, kazoo; `lockbench clients`), on its
+    /// Lock through this client library's adapter (`lockbench clients`), on its
     /// backend, instead of lockbench's own client: the cells are the library's (pause and crash
     /// so far).
     #[arg(long, value_name = "NAME")]

@@ -15,6 +15,9 @@ fn the_shipped_adapters_are_listed_with_their_pinned_versions() {
         ("redis-py", "8.1.0"),
         ("pottery", "3.0.1"),
         ("kazoo", "2.11.0"),
+        ("node-redlock", "5.0.0-beta.2"),
+        ("curator", "5.4.0"),
+        ("etcd-go", "3.4.23"),
     ] {
         let line = text
             .lines()
@@ -91,6 +94,9 @@ fn a_shipped_adapter_passes_the_check_and_a_broken_one_fails_in_one_line() {
 fn an_unknown_adapter_is_refused_naming_the_shipped_ones() {
     refused(
         &["clients", "check", "--config", CONFIG, "jedis"],
-        &["unknown client \"jedis\"", "redis-py, pottery, kazoo"],
+        &[
+            "unknown client \"jedis\"",
+            "redis-py, pottery, node-redlock, kazoo, curator, etcd-go",
+        ],
     );
 }

@@ -757,6 +757,53 @@ fn a_real_library_overlaps_under_a_pause_past_its_ttl_and_gives_no_token_to_refu
 /// `num_extensions = 3`): `pause/naive` renews after each write, so the holder's own library ends
 /// its lock before the pause and the cell cannot run; it is listed as not run, with the holder's
 /// words, and the run exits 3 (a cell not measured).
+/// etcd's Go Mutex hands its holder the store's revision at the grant: the lab's resource checks
+/// it as it checks lockbench's own token, and refuses the paused holder's stale write. The
+/// libraries that notify (etcd's `session.Done()`, node-redlock's aborted signal) tell the resumed
+/// holder of its lost lock.
+#[test]
+fn a_library_that_hands_out_a_fencing_token_lets_the_resource_refuse_the_stale_write() {
+    let (record, pid) = faults(&[
+        "--client",
+        "etcd-go",
+        "--scenario",
+        "pause/naive",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let naive = cell(&record, "pause/naive", "etcd");
+    assert_eq!(naive["client"]["name"], "etcd-go", "{naive}");
+    assert_eq!(naive["fencing"], "counter", "{naive}");
+    // etcd raises a lease below its minimum (1.5 s here, in whole seconds): granted 2 s.
+    assert!(naive["granted_ttl_s"].as_f64().unwrap() >= 2.0, "{naive}");
+    assert_eq!(n(&naive["trials_with_overlap"]), 1, "{naive}");
+    let stale = n(&naive["stale_writes"]);
+    assert!(stale >= 1, "{naive}");
+    assert_eq!(n(&naive["stale_rejected_by_fence"]), stale, "{naive}");
+    assert_eq!(n(&naive["lost_told"]["told"]), 1, "{naive}");
+    assert_left_nothing(&record, pid);
+
+    let (record, pid) = faults(&[
+        "--client",
+        "node-redlock",
+        "--scenario",
+        "pause/naive",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let naive = cell(&record, "pause/naive", "redlock");
+    assert_eq!(naive["client"]["name"], "node-redlock", "{naive}");
+    assert_eq!(naive["fencing"], "none", "{naive}");
+    assert_eq!(n(&naive["trials_with_overlap"]), 1, "{naive}");
+    assert!(naive["stale_rejected_by_fence"].is_null(), "{naive}");
+    assert_eq!(n(&naive["lost_told"]["told"]), 1, "{naive}");
+    assert_left_nothing(&record, pid);
+}
+
 #[test]
 fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
     let child = lockbench_process()
@@ -838,14 +885,14 @@ fn faults_flags_are_checked() {
         &[
             "--client",
             "unknown client \"jedis\"",
-            "redis-py, pottery, kazoo",
+            "redis-py, pottery, node-redlock, kazoo, curator, etcd-go",
         ],
     );
     check(
         &["--client", "clients/tests/adapters/wall_clock.py"],
         &[
             "--client",
-            "runs the shipped adapters (redis-py, pottery, kazoo) so far",
+            "runs the shipped adapters (redis-py, pottery, node-redlock, kazoo, curator, etcd-go) so far",
         ],
     );
     check(

@@ -164,12 +164,35 @@ impl Run<'_> {
         request: impl FnOnce(u64) -> Request,
         field: fn(&Line) -> Option<bool>,
         want: bool,
-    ) -> Result<(), Stop> {
+    ) -> Result<Line, Stop> {
         let reply = self.ask(name, adapter, request).await?;
         match field(&reply) {
-            Some(got) if got == want => self.record(name, true, format!("answered {got}")),
-            Some(got) => self.record(name, false, format!("answered {got}, expected {want}")),
-            None => self.record(name, false, "the reply has no answer".to_string()),
+            Some(got) if got == want => self.record(name, true, format!("answered {got}"))?,
+            Some(got) => self.record(name, false, format!("answered {got}, expected {want}"))?,
+            None => self.record(name, false, "the reply has no answer".to_string())?,
+        }
+        Ok(reply)
+    }
+
+    /// A library that says it fences hands out a token with each grant, and the next holder's
+    /// is larger: the resource refuses the smaller one.
+    fn fencing(&mut self, adapter: &AdapterLock, first: &Line, next: &Line) -> Result<(), Stop> {
+        if !adapter.description().fencing {
+            return Ok(());
+        }
+        let name = "the next holder's fencing token is larger";
+        match (first.fencing_token, next.fencing_token) {
+            (Some(a), Some(b)) if b > a => self.record(name, true, format!("{a}, then {b}")),
+            (Some(a), Some(b)) => self.record(
+                name,
+                false,
+                format!("{a}, then {b}: a resource checking tokens would refuse the new holder"),
+            ),
+            _ => self.record(
+                name,
+                false,
+                "described with fencing: true, but a grant carries no fencing_token".to_string(),
+            ),
         }
     }
 
@@ -191,7 +214,8 @@ impl Run<'_> {
                 wait_ms,
             }
         };
-        self.expect("acquire a free key", first, acquire(0), held, true)
+        let granted = self
+            .expect("acquire a free key", first, acquire(0), held, true)
             .await?;
         self.expect(
             "a second client is refused",
@@ -239,14 +263,16 @@ impl Run<'_> {
             false,
         )
         .await?;
-        self.expect(
-            "the second client acquires, waiting",
-            second,
-            acquire(ttl_ms),
-            held,
-            true,
-        )
-        .await?;
+        let next = self
+            .expect(
+                "the second client acquires, waiting",
+                second,
+                acquire(ttl_ms),
+                held,
+                true,
+            )
+            .await?;
+        self.fencing(second, &granted, &next)?;
         self.expect(
             "release",
             second,

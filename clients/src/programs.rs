@@ -1,4 +1,4 @@
-//! Where the adapters are: the shipped ones under `clients/adapters/`, run by the interpreter
+//! Where the adapters are: the shipped ones under `clients/adapters/`, run by the runtime
 //! `scripts/clients.sh up` installed under `target/clients/`, and a user's own adapter by its
 //! path.
 
@@ -30,18 +30,44 @@ pub struct Program {
     pub argv: Vec<PathBuf>,
 }
 
-/// The language runtime a shipped adapter needs, and where `scripts/clients.sh` puts it.
+/// The language runtime a shipped adapter needs, and where `scripts/clients.sh` puts what it
+/// installs or builds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Runtime {
     /// A virtual environment with requirements.txt's pins.
     Python,
+    /// `npm ci` of the committed lock file, run by the machine's `node`.
+    Node,
+    /// A binary built with Debian's Go against Debian's library sources.
+    Go,
+    /// Classes compiled with the JDK against Debian's jars, run by a launcher with their class
+    /// path.
+    Java,
 }
 
 impl Runtime {
-    /// Its interpreter, once installed.
-    fn interpreter(self, home: &Path) -> PathBuf {
+    /// The command line that runs `script`, once installed.
+    fn argv(self, home: &Path, script: &str) -> Vec<PathBuf> {
+        let stem = Path::new(script)
+            .file_stem()
+            .map(|s| s.to_os_string())
+            .unwrap_or_default();
         match self {
-            Runtime::Python => home.join("target/clients/python/bin/python"),
+            Runtime::Python => vec![
+                home.join("target/clients/python/bin/python"),
+                home.join(script),
+            ],
+            Runtime::Node => vec![PathBuf::from("node"), home.join(script)],
+            Runtime::Go => vec![home.join("target/clients/go").join(stem)],
+            Runtime::Java => vec![home.join("target/clients/java").join(stem)],
+        }
+    }
+
+    /// What must exist for the runtime to run an adapter (the interpreter, the built program).
+    fn ready(self, home: &Path, script: &str) -> bool {
+        match self {
+            Runtime::Node => home.join("target/clients/node/node_modules").is_dir(),
+            _ => self.argv(home, script)[0].exists(),
         }
     }
 
@@ -49,24 +75,55 @@ impl Runtime {
     fn pins(self) -> &'static str {
         match self {
             Runtime::Python => "clients/adapters/python/requirements.txt",
+            Runtime::Node => "clients/adapters/node/package-lock.json",
+            Runtime::Go => "clients/adapters/go/debian-pins.txt",
+            Runtime::Java => "clients/adapters/java/debian-pins.txt",
         }
     }
 
     /// The file whose presence says the pinned libraries are installed (the install script
-    /// writes it last).
+    /// writes it last, a copy of the pin file).
     fn stamp(self, home: &Path) -> PathBuf {
+        let dir = match self {
+            Runtime::Python => "python",
+            Runtime::Node => "node",
+            Runtime::Go => "go",
+            Runtime::Java => "java",
+        };
+        home.join("target/clients").join(dir).join(".installed")
+    }
+
+    /// The version `pins` (the pin file's text) pins `package` at, as the library names it.
+    fn pinned_in(self, pins: &str, package: &str) -> Option<String> {
         match self {
-            Runtime::Python => home.join("target/clients/python/.installed"),
+            Runtime::Python => pins
+                .lines()
+                .filter_map(|l| l.split_once("=="))
+                .find(|(p, _)| p.trim() == package)
+                .map(|(_, version)| version.trim().to_string()),
+            Runtime::Node => {
+                let lock: serde_json::Value = serde_json::from_str(pins).ok()?;
+                let version =
+                    lock["packages"][format!("node_modules/{package}")]["version"].as_str()?;
+                Some(version.trim_start_matches('v').to_string())
+            }
+            // A Debian version, `[epoch:]upstream[-revision]`: the library names the upstream.
+            Runtime::Go | Runtime::Java => {
+                let debian = Runtime::Python.pinned_in(pins, package)?;
+                let upstream = debian.split_once(':').map_or(debian.as_str(), |(_, v)| v);
+                let upstream = upstream.rsplit_once('-').map_or(upstream, |(v, _)| v);
+                Some(upstream.to_string())
+            }
         }
     }
 }
 
-/// A shipped adapter: its runtime, its script and the package its library comes in.
+/// A shipped adapter: its runtime, its source and the package its library comes in.
 #[derive(Clone, Copy, Debug)]
 pub struct Shipped {
     /// What runs it.
     pub runtime: Runtime,
-    /// The adapter, from the repository's root.
+    /// The adapter's source, from the repository's root.
     pub script: &'static str,
     /// The library's package, as its pin file names it.
     pub package: &'static str,
@@ -75,15 +132,42 @@ pub struct Shipped {
 /// The shipped adapter of `client`. Exhaustive: a new client does not compile until its adapter
 /// is named here.
 pub fn shipped(client: Client) -> Shipped {
-    let python = |script, package| Shipped {
-        runtime: Runtime::Python,
+    let adapter = |runtime, script, package| Shipped {
+        runtime,
         script,
         package,
     };
     match client {
-        Client::RedisPy => python("clients/adapters/python/redis_py.py", "redis"),
-        Client::Kazoo => python("clients/adapters/python/kazoo_lock.py", "kazoo"),
-        Client::Pottery => python("clients/adapters/python/pottery_redlock.py", "pottery"),
+        Client::RedisPy => adapter(
+            Runtime::Python,
+            "clients/adapters/python/redis_py.py",
+            "redis",
+        ),
+        Client::Kazoo => adapter(
+            Runtime::Python,
+            "clients/adapters/python/kazoo_lock.py",
+            "kazoo",
+        ),
+        Client::Pottery => adapter(
+            Runtime::Python,
+            "clients/adapters/python/pottery_redlock.py",
+            "pottery",
+        ),
+        Client::NodeRedlock => adapter(
+            Runtime::Node,
+            "clients/adapters/node/node_redlock.js",
+            "redlock",
+        ),
+        Client::Curator => adapter(
+            Runtime::Java,
+            "clients/adapters/java/CuratorLock.java",
+            "libcurator-recipes-java",
+        ),
+        Client::EtcdGo => adapter(
+            Runtime::Go,
+            "clients/adapters/go/etcd_go.go",
+            "golang-etcd-server-dev",
+        ),
     }
 }
 
@@ -91,10 +175,7 @@ pub fn shipped(client: Client) -> Shipped {
 pub fn pinned(client: Client) -> Option<String> {
     let shipped = shipped(client);
     let pins = std::fs::read_to_string(home().join(shipped.runtime.pins())).ok()?;
-    pins.lines()
-        .filter_map(|l| l.split_once("=="))
-        .find(|(package, _)| package.trim() == shipped.package)
-        .map(|(_, version)| version.trim().to_string())
+    shipped.runtime.pinned_in(&pins, shipped.package)
 }
 
 /// The shipped adapter `client`, ready to run, or what is missing.
@@ -112,7 +193,7 @@ pub fn program(client: Client) -> Result<Program, ClientsError> {
     Ok(Program {
         name: client.name().to_string(),
         client: Some(client),
-        argv: vec![runtime.interpreter(&home), home.join(script)],
+        argv: runtime.argv(&home, script),
     })
 }
 
@@ -120,12 +201,14 @@ pub fn program(client: Client) -> Result<Program, ClientsError> {
 /// stamps its runtime with the pin file it installed).
 pub fn installed(client: Client) -> bool {
     let home = home();
-    let runtime = shipped(client).runtime;
+    let Shipped {
+        runtime, script, ..
+    } = shipped(client);
     match (
         std::fs::read(runtime.stamp(&home)),
         std::fs::read(home.join(runtime.pins())),
     ) {
-        (Ok(stamp), Ok(pins)) => stamp == pins && runtime.interpreter(&home).exists(),
+        (Ok(stamp), Ok(pins)) => stamp == pins && runtime.ready(&home, script),
         _ => false,
     }
 }
@@ -155,4 +238,35 @@ pub fn resolve(name: &str) -> Result<Program, ClientsError> {
         client: None,
         argv: vec![path.to_path_buf()],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pin_names_the_version_the_library_reports() {
+        assert_eq!(
+            Runtime::Python.pinned_in("# c\nredis==8.1.0\nkazoo==2.11.0\n", "kazoo"),
+            Some("2.11.0".to_string())
+        );
+        let lock = r#"{"packages":{"node_modules/redlock":{"version":"5.0.0-beta.2"}}}"#;
+        assert_eq!(
+            Runtime::Node.pinned_in(lock, "redlock"),
+            Some("5.0.0-beta.2".to_string())
+        );
+        assert_eq!(Runtime::Node.pinned_in(lock, "ioredis"), None);
+        // Debian's epoch and revision are not the library's.
+        assert_eq!(
+            Runtime::Go.pinned_in(
+                "golang-etcd-server-dev==3.4.23-4\n",
+                "golang-etcd-server-dev"
+            ),
+            Some("3.4.23".to_string())
+        );
+        assert_eq!(
+            Runtime::Java.pinned_in("libnetty-java==1:4.1.48-7+deb12u2\n", "libnetty-java"),
+            Some("4.1.48".to_string())
+        );
+    }
 }

@@ -17,11 +17,25 @@ pub enum Client {
     Kazoo,
     /// pottery's `Redlock` (Python), over the independent Redis masters.
     Pottery,
+    /// node-redlock 5 (`redlock` on npm, Node) with `using`'s automatic extension, over the
+    /// independent Redis masters.
+    NodeRedlock,
+    /// Apache Curator's `InterProcessMutex` (Java), on ZooKeeper.
+    Curator,
+    /// etcd's Go `concurrency.Mutex` (clientv3, etcd 3.4), on etcd.
+    EtcdGo,
 }
 
 impl Client {
     /// Every shipped adapter, in the order listings show them.
-    pub const ALL: [Client; 3] = [Client::RedisPy, Client::Pottery, Client::Kazoo];
+    pub const ALL: [Client; 6] = [
+        Client::RedisPy,
+        Client::Pottery,
+        Client::NodeRedlock,
+        Client::Kazoo,
+        Client::Curator,
+        Client::EtcdGo,
+    ];
 
     /// The adapter's name on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -29,6 +43,9 @@ impl Client {
             Client::RedisPy => "redis-py",
             Client::Kazoo => "kazoo",
             Client::Pottery => "pottery",
+            Client::NodeRedlock => "node-redlock",
+            Client::Curator => "curator",
+            Client::EtcdGo => "etcd-go",
         }
     }
 
@@ -47,15 +64,23 @@ impl Client {
         match self {
             Client::RedisPy => BackendKind::Redis,
             Client::Kazoo => BackendKind::Zookeeper,
-            Client::Pottery => BackendKind::Redlock,
+            Client::Pottery | Client::NodeRedlock => BackendKind::Redlock,
+            Client::Curator => BackendKind::Zookeeper,
+            Client::EtcdGo => BackendKind::Etcd,
         }
     }
 
-    /// True when the library hands its user a fencing token with the lock (none of the shipped
-    /// ones does; `clients check` holds each adapter's description to this).
+    /// True when the library hands its user a fencing token with the lock (`clients check`
+    /// holds each adapter's description to this). etcd's Mutex does: `Header().Revision`, the
+    /// store's revision at the grant, grows from one holder to the next.
     pub fn gives_fencing_token(self) -> bool {
         match self {
-            Client::RedisPy | Client::Kazoo | Client::Pottery => false,
+            Client::EtcdGo => true,
+            Client::RedisPy
+            | Client::Kazoo
+            | Client::Pottery
+            | Client::NodeRedlock
+            | Client::Curator => false,
         }
     }
 
@@ -65,6 +90,9 @@ impl Client {
             Client::RedisPy => "redis-py Lock (Python)",
             Client::Kazoo => "kazoo Lock (Python)",
             Client::Pottery => "pottery Redlock (Python)",
+            Client::NodeRedlock => "node-redlock using (Node)",
+            Client::Curator => "Curator InterProcessMutex (Java)",
+            Client::EtcdGo => "etcd concurrency.Mutex (Go)",
         }
     }
 }

@@ -904,4 +904,34 @@ fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why
         &Evidence::default(),
     );
     assert_eq!(redis_py.backend.map(|b| b.name()), Some("zookeeper"));
+
+    // Curator's mutex hands out no token either; etcd's Go Mutex does (its revision at the
+    // grant), so a fenced job on etcd keeps etcd and its fence through it.
+    let curator = decide(
+        &on_zookeeper(Some(lockbench_core::Client::Curator)),
+        &Evidence::default(),
+    );
+    assert_eq!(verdict(&curator, "zookeeper"), VerdictKind::Rejected);
+    assert_fact(
+        &curator,
+        "zookeeper",
+        "the job locks with Curator InterProcessMutex (Java), which hands out no fencing token",
+    );
+    let on_etcd = |client: Option<lockbench_core::Client>| {
+        job(
+            DecisionAnswers {
+                client,
+                ..answers(DoubleRun::Corrupts, &[Service::Etcd], 1, false, true)
+            },
+            &[UNGUARDED_DB],
+        )
+    };
+    let own = decide(&on_etcd(None), &Evidence::default());
+    let etcd_go = decide(
+        &on_etcd(Some(lockbench_core::Client::EtcdGo)),
+        &Evidence::default(),
+    );
+    assert_eq!(own.backend.map(|b| b.name()), Some("etcd"));
+    assert_eq!(etcd_go.backend.map(|b| b.name()), Some("etcd"));
+    assert!(mechanism(&etcd_go, "the fencing token checked by the resource").is_some());
 }
