@@ -558,8 +558,8 @@ pub struct FaultsArgs {
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
     /// Lock through this client library's adapter (`lockbench clients`), on its
-    /// backend, instead of lockbench's own client: the cells are the library's (pause and crash
-    /// so far).
+    /// backend, instead of lockbench's own client: the cells are the library's (every scenario
+    /// of its backend but failover/wait and outage, which need lockbench's own client).
     #[arg(long, value_name = "NAME")]
     pub client: Option<String>,
     /// Trials per (scenario, variant, backend) cell.

@@ -790,6 +790,8 @@ fn a_library_that_hands_out_a_fencing_token_lets_the_resource_refuse_the_stale_w
         "node-redlock",
         "--scenario",
         "pause/naive",
+        "--scenario",
+        "pause/heartbeat-short",
         "--trials",
         "1",
         "--ttl",
@@ -801,6 +803,48 @@ fn a_library_that_hands_out_a_fencing_token_lets_the_resource_refuse_the_stale_w
     assert_eq!(n(&naive["trials_with_overlap"]), 1, "{naive}");
     assert!(naive["stale_rejected_by_fence"].is_null(), "{naive}");
     assert_eq!(n(&naive["lost_told"]["told"]), 1, "{naive}");
+    // The same library keeps its lock through a pause within its own extension's margin.
+    let short = cell(&record, "pause/heartbeat-short", "redlock");
+    assert_eq!(n(&short["trials_with_overlap"]), 0, "{short}");
+    assert_left_nothing(&record, pid);
+}
+
+/// The backend's other scenarios run through a library too: redis-py loses its lock to a
+/// restart without persistence and keeps it across one with the AOF, as lockbench's own client
+/// does; pottery, which returns as soon as a quorum of nodes answered, is not slowed by the
+/// node that `redlock/late-start` stops, where lockbench's own client waits it out and overlaps.
+#[test]
+fn the_other_scenarios_of_a_librarys_backend_run_through_it() {
+    let (record, pid) = faults(&[
+        "--client",
+        "redis-py",
+        "--scenario",
+        "restart/no-persistence",
+        "--scenario",
+        "restart/aof-always",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let lost = cell(&record, "restart/no-persistence", "redis");
+    assert_eq!(lost["client"]["name"], "redis-py", "{lost}");
+    assert_eq!(n(&lost["trials_with_overlap"]), 1, "{lost}");
+    let kept = cell(&record, "restart/aof-always", "redis");
+    assert_eq!(n(&kept["trials_with_overlap"]), 0, "{kept}");
+    assert_left_nothing(&record, pid);
+
+    let (record, pid) = faults(&[
+        "--client",
+        "pottery",
+        "--scenario",
+        "redlock/late-start",
+        "--trials",
+        "1",
+    ]);
+    let late = cell(&record, "redlock/late-start", "redlock");
+    assert_eq!(late["client"]["name"], "pottery", "{late}");
+    assert_eq!(n(&late["trials_with_overlap"]), 0, "{late}");
     assert_left_nothing(&record, pid);
 }
 
@@ -901,9 +945,22 @@ fn faults_flags_are_checked() {
     );
     check(
         &["--client", "kazoo", "--scenario", "restart"],
+        &["--scenario", "nothing to run: restart applies to redis"],
+    );
+    // A variant that needs lockbench's own client says what of it it needs.
+    check(
+        &["--client", "redis-py", "--scenario", "failover/wait"],
         &[
             "--scenario",
-            "restart is not yet measured through a client library",
+            "failover/wait does not run through redis-py: its holder sends WAIT 1",
+        ],
+    );
+    check(
+        &["--client", "redis-py", "--scenario", "outage"],
+        &[
+            "--scenario",
+            "outage/skip does not run through redis-py",
+            "an adapter needs the server at its hello",
         ],
     );
     check(

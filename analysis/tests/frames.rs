@@ -20,10 +20,17 @@ fn every_results_directory_loads_into_frames() {
         "six reachable backends (etcd was not) at 1 and 4 contenders"
     );
     assert_eq!(f.replays.height(), 4);
+    // 35 cells through lockbench's own client, 6 through redis-py and etcd-go (keyed
+    // `redis via redis-py`).
     assert_eq!(
         f.faults.height(),
-        35,
+        41,
         "one row per fault cell: {:?}",
+        f.faults
+    );
+    assert!(
+        (0..f.faults.height()).any(|r| f.faults.key(r, "backend") == Some("etcd via etcd-go")),
+        "{:?}",
         f.faults
     );
     let columns: Vec<_> = f.runtimes.columns().collect();
@@ -52,7 +59,7 @@ fn comparing_a_run_with_itself_changes_nothing() {
     let changes = compare(&f, &f);
     // Rows x metrics: runtimes, bench, replays, faults, and the four TTL derivations.
     assert_eq!(f.ttls.height(), 4, "{:?}", f.ttls);
-    assert_eq!(changes.len(), 32 * 3 + 12 * 6 + 4 * 4 + 35 * 5 + 4 * 6);
+    assert_eq!(changes.len(), 32 * 3 + 12 * 6 + 4 * 4 + 41 * 5 + 4 * 6);
     assert!(
         changes
             .iter()

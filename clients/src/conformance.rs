@@ -66,18 +66,25 @@ pub async fn check(program: &Program, config: &BackendConfig) -> Result<Conforma
         let d = first.description();
         let known = d.backend == client.backend().name()
             && d.fencing == client.gives_fencing_token()
-            && d.library == client.name();
+            && d.library == client.name()
+            && (d.renewal == Renewal::Automatic) == client.renews_itself()
+            && d.notifies_loss == client.tells_of_loss();
         checks.push(Check {
             name: "described as lockbench knows it",
             passed: known,
             detail: format!(
-                "{} on {}, fencing token {} (lockbench::Client says {} on {}, fencing token {})",
+                "{} on {}, fencing token {}, renewal {:?}, notifies loss {} (lockbench::Client \
+                 says {} on {}, fencing token {}, renews itself {}, tells of loss {})",
                 d.library,
                 d.backend,
                 d.fencing,
+                d.renewal,
+                d.notifies_loss,
                 client.name(),
                 client.backend(),
-                client.gives_fencing_token()
+                client.gives_fencing_token(),
+                client.renews_itself(),
+                client.tells_of_loss()
             ),
         });
         if !known {

@@ -84,6 +84,24 @@ impl Client {
         }
     }
 
+    /// True when the library keeps the lock alive by itself while the process runs (a session
+    /// heartbeat, a lease keep-alive, `using`'s extension); false when its user calls extend.
+    pub fn renews_itself(self) -> bool {
+        match self {
+            Client::NodeRedlock | Client::Kazoo | Client::Curator | Client::EtcdGo => true,
+            Client::RedisPy | Client::Pottery => false,
+        }
+    }
+
+    /// True when the library tells its user that the lock is lost (a listener, a signal, a
+    /// channel) without being asked; false when the user learns it only by asking.
+    pub fn tells_of_loss(self) -> bool {
+        match self {
+            Client::NodeRedlock | Client::Kazoo | Client::Curator | Client::EtcdGo => true,
+            Client::RedisPy | Client::Pottery => false,
+        }
+    }
+
     /// The library, as its users know it.
     pub fn library(self) -> &'static str {
         match self {

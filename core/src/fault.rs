@@ -198,6 +198,44 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// Why the variant cannot run with the workers locking through a client library's adapter,
+    /// if it cannot: it needs something of lockbench's own client that the adapter protocol
+    /// does not carry, or a backend no shipped library locks on.
+    pub fn needs_own_client(self) -> Option<&'static str> {
+        match self {
+            Variant::PauseNaive
+            | Variant::PauseHeartbeatShort
+            | Variant::PauseHeartbeatLong
+            | Variant::Restart(_)
+            | Variant::RestartPowerLoss
+            | Variant::RestartDelayed
+            | Variant::RedlockRestart
+            | Variant::RedlockClockJump
+            | Variant::RedlockRestartAndClockJump
+            | Variant::RedlockLateStart { .. }
+            | Variant::PartitionHeartbeat
+            | Variant::PartitionNoGiveUp
+            | Variant::ClockJump
+            | Variant::CrashKilled
+            | Variant::CrashWorkSurvives
+            | Variant::CrashHostVanished { keepalive: false }
+            | Variant::Failover { wait: false } => None,
+            Variant::Failover { wait: true } => {
+                Some("its holder sends WAIT 1 after the grant, which no library's lock does")
+            }
+            Variant::Outage(_) => Some(
+                "its workers start while the server is unreachable, and an adapter needs the \
+                 server at its hello",
+            ),
+            Variant::PoolLeak(_)
+            | Variant::Pooler(_)
+            | Variant::PartitionKeepalive
+            | Variant::CrashHostVanished { keepalive: true } => {
+                Some("it runs on Postgres, and no shipped library locks on Postgres")
+            }
+        }
+    }
+
     /// Every variant, in the matrix's order.
     pub const ALL: [Variant; 33] = [
         Variant::PauseNaive,

@@ -833,6 +833,9 @@ pub(crate) fn residual(
     if let Some(backend) = backend_residual(job, r, ev, kind, policy) {
         out.push(backend);
     }
+    if let Some(library) = library_residual(job, r, ev, kind, model.kind) {
+        out.push(library);
+    }
     if recovery.within == Some(false) {
         out.push(Residual {
             risk: format!(
@@ -878,6 +881,83 @@ pub(crate) fn residual(
         },
     });
     out
+}
+
+/// What the job's lock library adds on the chosen backend, from its measured cells: when it
+/// tells its holder of a lost lock (after the next holder's grant, or never), so that the job
+/// stops writing at its own deadline rather than at the library's word. `None` when the job
+/// names no library for the chosen backend.
+fn library_residual(
+    job: &JobAnswers,
+    r: &Resolved,
+    ev: &Evidence,
+    kind: Option<BackendKind>,
+    model: ModelKind,
+) -> Option<Residual> {
+    let client = r.client.filter(|c| Some(c.backend()) == kind)?;
+    let team = format!("the {} job's owners", job.job);
+    let cells = ev.library_cells(client);
+    let Some(version) = cells.first().and_then(|c| c.client.as_ref()) else {
+        return Some(Residual {
+            risk: format!(
+                "how {} behaves under faults is not measured in these results",
+                client.library()
+            ),
+            accepted: false,
+            why: format!(
+                "measure it before relying on it: `lockbench faults --client {client}` (docs/CLIENTS.md)"
+            ),
+            owner: team,
+        });
+    };
+    let library = format!("{} {}", client.library(), version.version);
+    // The latest telling after another holder was granted, and the overlaps never told.
+    let late = cells
+        .iter()
+        .filter_map(|c| {
+            let t = c.lost_told.as_ref()?;
+            Some((c, t.after_next_grant_max_s.filter(|s| *s > 0.0)?))
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let never: Vec<String> = cells
+        .iter()
+        .filter(|c| {
+            c.lost_told
+                .as_ref()
+                .is_some_and(|t| t.never_told_overlaps > 0)
+        })
+        .map(|c| format!("`{}`", c.label()))
+        .collect();
+    if late.is_none() && never.is_empty() {
+        return None;
+    }
+    let mut risk = format!("{library} tells its holder of a lost lock late or never (lab)");
+    if let Some((c, s)) = late {
+        risk.push_str(&format!(
+            ": up to {} after the next holder was granted in `{}` ({} trials)",
+            format_readable_s(s),
+            c.label(),
+            c.trials
+        ));
+    }
+    if !never.is_empty() {
+        risk.push_str(&format!(
+            "{} never told in {}",
+            if late.is_some() { "; " } else { ": " },
+            never.join(", ")
+        ));
+    }
+    let stops_itself = matches!(model, ModelKind::HeartbeatLease);
+    Some(Residual {
+        risk,
+        accepted: stops_itself,
+        why: if stops_itself {
+            "the job stops writing at the heartbeat's give-up deadline, not at the library's notification: keep it so".into()
+        } else {
+            "by the library's word another holder may already have written: fence the resource, or bound each write by a deadline of the job's own within the lease, not by the notification".into()
+        },
+        owner: team,
+    })
 }
 
 /// The risk the chosen backend itself carries.

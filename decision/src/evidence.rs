@@ -13,8 +13,12 @@ use lockbench_core::{format_count, format_readable_s};
 /// Everything measured that a decision may cite.
 #[derive(Clone, Debug, Default)]
 pub struct Evidence {
-    /// Every fault-lab cell of every `faults` run given.
+    /// Every fault-lab cell of every `faults` run given, measured through lockbench's own
+    /// client.
     pub cells: Vec<FaultCell>,
+    /// The cells measured through a client library (`faults --client`): the library's evidence,
+    /// read for a job that ships that library.
+    pub library_cells: Vec<FaultCell>,
     /// The fault runs, for the basis line: (seed, trials per cell, TTL asked, seconds).
     pub fault_runs: Vec<(u64, u32, f64)>,
     /// Uncontended acquire latency per backend, from `bench`.
@@ -92,8 +96,14 @@ impl Evidence {
                 .iter()
                 .flat_map(|f| f.cells.iter().filter(|c| c.client.is_none()).cloned())
                 .collect(),
+            library_cells: faults
+                .iter()
+                .flat_map(|f| f.cells.iter().filter(|c| c.client.is_some()).cloned())
+                .collect(),
+            // The runs those cells came from: a run through a library alone adds none.
             fault_runs: faults
                 .iter()
+                .filter(|f| f.cells.iter().any(|c| c.client.is_none()))
                 .map(|f| (f.seed, f.trials_per_cell, f.ttl_s))
                 .collect(),
             acquire,
@@ -113,6 +123,14 @@ impl Evidence {
     /// The cell of `variant` on `backend`.
     pub fn cell(&self, variant: Variant, backend: BackendKind) -> Option<&FaultCell> {
         self.cells.iter().find(|c| c.is(variant, backend))
+    }
+
+    /// The cells measured through `client`, in the order the lab ran them.
+    pub fn library_cells(&self, client: lockbench_core::Client) -> Vec<&FaultCell> {
+        self.library_cells
+            .iter()
+            .filter(|c| c.client.as_ref().is_some_and(|u| u.name == client))
+            .collect()
     }
 
     /// The longest a vanished holder blocked the next grant in the lab with the design's settings

@@ -935,3 +935,73 @@ fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why
     assert_eq!(etcd_go.backend.map(|b| b.name()), Some("etcd"));
     assert!(mechanism(&etcd_go, "the fencing token checked by the resource").is_some());
 }
+
+/// A job that ships a library is judged through the library's measured cells: when the lab
+/// saw it tell its holder of a lost lock only after the next holder's grant, the record says
+/// so and says to stop at the job's own deadline; not measured, the record says to measure it.
+#[test]
+fn the_record_judges_the_shipped_library_by_its_measured_telling() {
+    let kazoo_job = job(
+        DecisionAnswers {
+            client: Some(lockbench_core::Client::Kazoo),
+            ..answers(
+                DoubleRun::WastedWork,
+                &[Service::Zookeeper],
+                1,
+                false,
+                false,
+            )
+        },
+        &[IDEMPOTENT_DB],
+    );
+    let residual = |d: &lockbench_decision::Decision| {
+        d.residual
+            .iter()
+            .find(|r| r.risk.contains("kazoo Lock (Python)"))
+            .cloned()
+    };
+    let unmeasured = decide(&kazoo_job, &Evidence::default());
+    assert_eq!(unmeasured.backend.map(|b| b.name()), Some("zookeeper"));
+    let r = residual(&unmeasured).expect("the unmeasured library is a residual risk");
+    assert!(r.risk.contains("not measured"), "{}", r.risk);
+    assert!(
+        r.why.contains("lockbench faults --client kazoo"),
+        "{}",
+        r.why
+    );
+    assert!(!r.accepted);
+
+    let mut told_late = cell("pause/naive", "zookeeper", 2, "overlap");
+    told_late.client = Some(lockbench_core::ClientUsed {
+        name: lockbench_core::Client::Kazoo,
+        version: "2.11.0".into(),
+    });
+    told_late.lost_told = Some(lockbench_core::records::faults::LostTold {
+        told: 2,
+        by_event: 0,
+        never_told_overlaps: 0,
+        after_next_grant_p50_s: Some(3.1),
+        after_next_grant_max_s: Some(4.2),
+    });
+    let measured = Evidence {
+        library_cells: vec![told_late],
+        ..Evidence::default()
+    };
+    let d = decide(&kazoo_job, &measured);
+    let r = residual(&d).expect("the late telling is a residual risk");
+    assert!(
+        r.risk
+            .contains("kazoo Lock (Python) 2.11.0 tells its holder of a lost lock late")
+            && r.risk
+                .contains("up to 4.20 s after the next holder was granted in `pause/naive`"),
+        "{}",
+        r.risk
+    );
+    assert!(
+        r.why.contains("not at the library's notification"),
+        "{}",
+        r.why
+    );
+    // Lockbench's own cells decide the backend; the library's do not stand in for them.
+    assert_eq!(d.backend, unmeasured.backend);
+}

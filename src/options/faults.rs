@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_core::Scenario;
 use lockbench_faults::{Design, Variant};
 use lockbench_locks::{BackendConfig, BackendKind};
 
@@ -28,9 +27,6 @@ pub struct FaultsSettings {
     /// The client library the workers lock through; `None` for lockbench's own.
     pub client: Option<lockbench_clients::Program>,
 }
-
-/// The scenarios measured through a client library so far.
-const CLIENT_SCENARIOS: [Scenario; 2] = [Scenario::Pause, Scenario::Crash];
 
 impl FaultsSettings {
     /// Checks `faults`'s flags and reads the config file.
@@ -93,24 +89,24 @@ impl FaultsSettings {
                 }
             }
         }
-        if variants.is_empty() {
+        let asked = !variants.is_empty();
+        if !asked {
             variants = lockbench_faults::VARIANTS.to_vec();
-            if client.is_some() {
-                variants.retain(|v| CLIENT_SCENARIOS.contains(&v.scenario()));
-            }
         }
-        if let Some(v) = variants
-            .iter()
-            .find(|v| client.is_some() && !CLIENT_SCENARIOS.contains(&v.scenario()))
-        {
-            return Err(Refusal::new(
-                "--scenario",
-                format!(
-                    "{} is not yet measured through a client library; --client runs {}",
-                    v.scenario().name(),
-                    CLIENT_SCENARIOS.map(Scenario::name).join(" and ")
-                ),
-            ));
+        if let Some(library) = client.as_ref().and_then(|p| p.client) {
+            // A scenario picks the variants that run through a library; a variant named alone
+            // that cannot is refused, saying why.
+            let named_alone = |v: &Variant| args.scenarios.iter().any(|n| *n == v.label());
+            let refused = variants
+                .iter()
+                .find_map(|v| v.needs_own_client().map(|why| (*v, why)));
+            variants.retain(|v| v.needs_own_client().is_none());
+            if let Some((v, why)) = refused.filter(|(v, _)| named_alone(v) || variants.is_empty()) {
+                return Err(Refusal::new(
+                    "--scenario",
+                    format!("{} does not run through {library}: {why}", v.label()),
+                ));
+            }
         }
         if !variants
             .iter()

@@ -23,6 +23,15 @@ pub(super) fn cells(evidence: &Inputs) -> impl Iterator<Item = (&Faults, &FaultC
     })
 }
 
+/// The fault runs with a cell measured through lockbench's own client (a run through a library
+/// alone is read by the library part).
+pub(super) fn own_runs(evidence: &Inputs) -> impl Iterator<Item = &Faults> {
+    evidence
+        .faults
+        .iter()
+        .filter(|f| f.record.cells.iter().any(|c| c.client.is_none()))
+}
+
 fn s2(v: Option<f64>) -> String {
     v.map_or("-".to_string(), secs_f)
 }
@@ -85,7 +94,7 @@ pub(super) fn cannot_prevent(evidence: &Inputs, backend: BackendId) -> Option<St
 }
 
 /// The tone and text of a cell in the grid.
-fn grid_cell(c: &FaultCell) -> GridCell {
+pub(super) fn grid_cell(c: &FaultCell) -> GridCell {
     let text = if c.trials_with_overlap == 0 {
         format!("0/{}", c.trials)
     } else {
@@ -110,15 +119,13 @@ fn grid_cell(c: &FaultCell) -> GridCell {
 /// the appendix of every cell's figures.
 pub(super) fn write_grid(evidence: &Inputs, doc: &mut Doc) {
     doc.push(Block::Heading(3, GRID_HEADING.to_string()));
-    if evidence.faults.is_empty() {
+    if own_runs(evidence).next().is_none() {
         doc.push(Block::Para(
             "No fault run in these results: what each backend cannot prevent comes from how it locks (docs/BACKENDS.md). Run `lockbench faults` (or `lockbench run`) to measure it.".to_string(),
         ));
         return;
     }
-    let runs: Vec<String> = evidence
-        .faults
-        .iter()
+    let runs: Vec<String> = own_runs(evidence)
         .map(|f| {
             format!(
                 "`{}` ({} trial{} per cell, TTL asked {}, seed {})",
@@ -286,11 +293,11 @@ fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
 /// The appendix: every cell's figures, what each variant injected, and a timeline per variant
 /// that overlapped somewhere.
 pub(super) fn write_matrix(evidence: &Inputs, doc: &mut Doc) {
-    if evidence.faults.is_empty() {
+    if own_runs(evidence).next().is_none() {
         return;
     }
     doc.push(Block::Heading(2, APPENDIX_HEADING.to_string()));
-    for f in &evidence.faults {
+    for f in own_runs(evidence) {
         doc.push(Block::Para(format!(
             "`{}`: {} trials per cell, TTL asked {}, seed {}. In every trial the holder and the contender are separate processes running the same job; both write to a protected resource ({}) that logs each critical section with the machine's monotonic clock and keeps the highest fencing token seen. Overlaps (both believed they held the lock), stale writes (written after the lock had passed on; an unfenced resource accepts them all) and what the fence refused are read from that log, not assumed.",
             f.source.label, f.record.trials_per_cell, secs_f(f.record.ttl_s), f.record.seed, f.record.resource

@@ -8,6 +8,7 @@ mod contention;
 mod decision;
 mod faults;
 mod idempotency;
+mod libraries;
 mod model_check;
 mod observability;
 mod protocol;
@@ -115,6 +116,7 @@ pub fn content(evidence: &Inputs, decisions: &[Decision]) -> Content {
     }
     backends::write(evidence, &mut doc);
     faults::write_grid(evidence, &mut doc);
+    libraries::write(evidence, &mut doc);
     ttl::write(evidence, decisions, &mut doc);
     for d in decisions {
         decision::reconciliation(d, &mut doc);

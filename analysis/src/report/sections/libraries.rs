@@ -1,0 +1,223 @@
+//! Section 1's part on the client libraries: the fault-lab cells measured with both workers
+//! locking through a real library's adapter (`faults --client`), as a grid of scenario/variant
+//! against library with a chart, and what each library told its holder of a lost lock.
+
+use lockbench_core::ClientUsed;
+use lockbench_core::fault::Variant;
+use lockbench_core::records::faults::FaultCell;
+
+use super::common::{ChartSpec, Doc, secs_f};
+use super::faults::grid_cell;
+use crate::report::doc::{Block, Grid, GridCell, GridRow, Tone};
+use crate::report::grid_chart::FaultGridChart;
+use crate::report::load::Inputs;
+
+/// The heading of the part.
+pub(super) const HEADING: &str = "Through the client libraries";
+
+/// Every cell measured through a client library, with the library.
+fn library_cells(evidence: &Inputs) -> Vec<(&ClientUsed, &FaultCell)> {
+    evidence
+        .faults
+        .iter()
+        .flat_map(|f| &f.record.cells)
+        .filter_map(|c| c.client.as_ref().map(|client| (client, c)))
+        .collect()
+}
+
+/// "redis-py 8.1.0 on redis".
+fn library_name(client: &ClientUsed, cell: &FaultCell) -> String {
+    format!("{} {} on {}", client.name, client.version, cell.backend)
+}
+
+/// What the library hands out and does, in a few words.
+fn traits(client: &ClientUsed) -> String {
+    let c = client.name;
+    format!(
+        "{}; {}; {}",
+        if c.renews_itself() {
+            "renews by itself"
+        } else {
+            "renewed by its user"
+        },
+        if c.gives_fencing_token() {
+            "a fencing token"
+        } else {
+            "no fencing token"
+        },
+        if c.tells_of_loss() {
+            "tells of a lost lock"
+        } else {
+            "tells only when asked"
+        }
+    )
+}
+
+/// How the library told its holder in a cell, in words ("3/3 by an answer, +0.95 s (latest
+/// +1.10 s)"), or "never" for a cell that overlapped and was never told.
+fn told(c: &FaultCell) -> String {
+    let Some(t) = &c.lost_told else {
+        return "-".to_string();
+    };
+    if t.told == 0 {
+        return if c.trials_with_overlap > 0 {
+            "never".to_string()
+        } else {
+            "-".to_string()
+        };
+    }
+    let how = match (t.by_event, t.told - t.by_event) {
+        (0, _) => "by an answer it was asked for".to_string(),
+        (_, 0) => "by an event it pushed".to_string(),
+        (e, a) => format!("{e} by an event, {a} by an answer"),
+    };
+    let signed = |s: f64| {
+        if s < 0.0 {
+            format!("-{}", secs_f(-s))
+        } else {
+            format!("+{}", secs_f(s))
+        }
+    };
+    let when = match (t.after_next_grant_p50_s, t.after_next_grant_max_s) {
+        (Some(p50), Some(max)) if (max - p50).abs() >= 0.005 => {
+            format!(", {} (latest {})", signed(p50), signed(max))
+        }
+        (Some(p50), _) => format!(", {}", signed(p50)),
+        _ => String::new(),
+    };
+    let never = if t.never_told_overlaps > 0 {
+        format!(
+            "; {} overlapping trial(s) never told",
+            t.never_told_overlaps
+        )
+    } else {
+        String::new()
+    };
+    format!("{}/{} {how}{when}{never}", t.told, c.trials)
+}
+
+/// Stale writes that reached the resource: all of them without a token, those the fence let
+/// through with one.
+fn reached(c: &FaultCell) -> String {
+    match c.stale_rejected_by_fence {
+        _ if c.stale_writes == 0 => "0".to_string(),
+        None => format!("{} (no token)", c.stale_writes),
+        Some(refused) => format!(
+            "{} of {} (the fence refused {refused})",
+            c.stale_writes - refused.min(c.stale_writes),
+            c.stale_writes
+        ),
+    }
+}
+
+/// The part, when the results hold cells measured through a library.
+pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
+    let cells = library_cells(evidence);
+    if cells.is_empty() {
+        return;
+    }
+    doc.push(Block::Heading(3, HEADING.to_string()));
+    let mut libraries: Vec<(&ClientUsed, String)> = Vec::new();
+    let mut variants: Vec<Variant> = Vec::new();
+    for &(client, c) in &cells {
+        let name = library_name(client, c);
+        if !libraries.iter().any(|(_, n)| *n == name) {
+            libraries.push((client, name));
+        }
+        if !variants.contains(&c.variant) {
+            variants.push(c.variant);
+        }
+    }
+    doc.push(Block::Para(
+        "The same faults with both workers locking through a real client library's adapter (`lockbench faults --client`, docs/CLIENTS.md) instead of lockbench's own client (lab): the library's own renewal, notification and fencing token, or their absence. Each cell: trials in which two workers both believed they held the lock, and the longest overlap. A library that hands out no fencing token leaves every stale write to the resource, whatever its backend could fence. The libraries measured:".to_string(),
+    ));
+    doc.push(Block::List(
+        libraries
+            .iter()
+            .map(|(client, name)| format!("`{name}`: {}.", traits(client)))
+            .collect(),
+    ));
+    let find = |v: Variant, name: &str| {
+        cells
+            .iter()
+            .find(|(client, c)| c.variant == v && library_name(client, c) == name)
+            .map(|&(_, c)| c)
+    };
+    let rows = variants
+        .iter()
+        .map(|&v| GridRow {
+            label: format!("`{v}`"),
+            anchor: format!("library-{}", super::faults::grid_anchor(&v.label())),
+            cells: libraries
+                .iter()
+                .map(|(_, name)| {
+                    find(v, name).map_or(
+                        GridCell {
+                            text: "-".to_string(),
+                            tone: Tone::Off,
+                        },
+                        grid_cell,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let grid = Grid {
+        corner: "scenario/variant".to_string(),
+        columns: libraries.iter().map(|(_, n)| format!("`{n}`")).collect(),
+        rows,
+        legend: vec![
+            (Tone::Bad, "overlap".to_string()),
+            (
+                Tone::Caught,
+                "overlap, the fence refused every stale write".to_string(),
+            ),
+            (Tone::Good, "no overlap".to_string()),
+            (Tone::Off, "not run through this library".to_string()),
+        ],
+        chart: Some((
+            "library-grid".to_string(),
+            "The fault grid through the client libraries: trials with an overlap per scenario/variant and library, the longest overlap, coloured by outcome".to_string(),
+        )),
+    };
+    doc.charts.push(ChartSpec::Grid(
+        "library-grid".to_string(),
+        FaultGridChart {
+            title: "Through the client libraries: trials with an overlap".to_string(),
+            grid: grid.clone(),
+        },
+    ));
+    doc.push(Block::Grid(grid));
+    doc.push(Block::Para(
+        "What each library told its holder of a lost lock: a pushed event, or its first definite \"no\" to a renewal, a `held` or the release, measured from the next holder's grant (the first moment the lab sees the lock gone: a positive figure is how long the holder went on believing it held the lock after another was granted). A holder never told learned nothing from its library: it stopped at its own heartbeat's give-up deadline (the heartbeat variants, with no stale write) or not at all.".to_string(),
+    ));
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .filter(|(_, c)| {
+            c.trials_with_overlap > 0 || c.lost_told.as_ref().is_some_and(|t| t.told > 0)
+        })
+        .map(|&(client, c)| {
+            vec![
+                format!("`{}`", library_name(client, c)),
+                format!("`{}`", c.variant),
+                format!("{}/{}", c.trials_with_overlap, c.trials),
+                reached(c),
+                told(c),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        doc.push(Block::Table {
+            head: [
+                "library",
+                "scenario/variant",
+                "trials with overlap",
+                "stale writes reaching the resource",
+                "told its holder",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        });
+    }
+}
