@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 
 say "== local lock servers"
 scripts/services.sh up
+say "== the lock client libraries the specs name (ledger: Curator)"
+scripts/clients.sh up
 require_toolchain
 say "== building lockbench (release; the first build takes a few minutes)"
 cargo build --release --quiet --bin lockbench

@@ -97,6 +97,15 @@ fn run_quick_is_the_plan_that_made_the_committed_sample() {
         "faults",
         plan.faults_args(config, &backends, &out("faults")),
     );
+    // ledger names Curator: the lab again through it.
+    same(
+        "faults-curator",
+        plan.library_args(
+            config,
+            lockbench_core::Client::Curator,
+            &out("faults-curator"),
+        ),
+    );
     // billing's incident: on the first preferred backend measured, each defence, then on its
     // decided pg-session, held as a session (today's TTL passed, ignored).
     let billing = Replay {

@@ -31,14 +31,19 @@ fn run_with_no_server_reachable_still_completes_and_says_what_it_skipped() {
         .lines()
         .filter(|l| l.starts_with("lockbench: run: skipped"))
         .collect();
-    assert_eq!(skipped.len(), 3, "{stderr}");
+    assert_eq!(skipped.len(), 4, "{stderr}");
     assert!(skipped[0].contains("backend redis") && skipped[0].contains("127.0.0.1:1"));
     assert!(
         skipped[1].contains("the fault lab") && skipped[1].contains("Postgres"),
         "{stderr}"
     );
+    // ledger names Curator: its lab cells need the same Postgres.
     assert!(
-        skipped[2].contains("live replay") && skipped[2].contains("scripts/services.sh up"),
+        skipped[2].contains("through the client libraries") && skipped[2].contains("Postgres"),
+        "{stderr}"
+    );
+    assert!(
+        skipped[3].contains("live replay") && skipped[3].contains("scripts/services.sh up"),
         "{stderr}"
     );
     for step in [

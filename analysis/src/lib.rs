@@ -29,7 +29,8 @@ pub use lockbench_core::records::ttl::{
     TriggerSearch, TriggerSimulation, TtlRecommendation, VolumePoint,
 };
 pub use main_job::{
-    BenchStep, FaultsStep, MainJobPlan, Replay, ReplayMode, ReplayStep, SimulateStep, TtlStep,
+    BenchStep, FaultsStep, LibraryStep, MainJobPlan, Replay, ReplayMode, ReplayStep, SimulateStep,
+    TtlStep,
 };
 pub use merged::{merged_curves, merged_simulations};
 pub use trigger::{

@@ -54,6 +54,15 @@ pub struct FaultsStep {
     pub variants: Vec<Variant>,
 }
 
+/// `faults --client`: the lab again, through each client library a spec names
+/// (`[decision] client`), with the faults step's TTL and trials.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LibraryStep {
+    /// The variants run through each library: a pause past the TTL (does the library tell its
+    /// holder, and when) and one within the renewal's margin (does its renewal hold).
+    pub variants: Vec<Variant>,
+}
+
 /// How a live replay holds the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplayMode {
@@ -132,6 +141,8 @@ pub struct MainJobPlan {
     pub bench: BenchStep,
     /// The fault lab.
     pub faults: FaultsStep,
+    /// The fault lab through the client libraries the specs name.
+    pub libraries: LibraryStep,
     /// Live replays.
     pub replays: ReplayStep,
 }
@@ -176,6 +187,9 @@ impl MainJobPlan {
                 ttl: Duration::from_secs(1),
                 trials: 3,
                 variants: if quick { quick_variants() } else { Vec::new() },
+            },
+            libraries: LibraryStep {
+                variants: vec![Variant::PauseNaive, Variant::PauseHeartbeatShort],
             },
             replays: ReplayStep {
                 scale: 0.1,
@@ -322,6 +336,34 @@ impl MainJobPlan {
         }
         for b in backends {
             args.extend(["--backend".to_string(), b.name().to_string()]);
+        }
+        args.extend(strings(&["--out", &out.display().to_string()]));
+        args
+    }
+
+    /// `faults --client`'s arguments for `client`, on its backend.
+    pub fn library_args(
+        &self,
+        config: &Path,
+        client: lockbench_core::Client,
+        out: &Path,
+    ) -> Vec<String> {
+        let f = &self.faults;
+        let mut args = strings(&[
+            "faults",
+            "--config",
+            &config.display().to_string(),
+            "--client",
+            client.name(),
+            "--ttl",
+            &duration_arg(f.ttl),
+            "--seed",
+            &self.seed.to_string(),
+            "--trials",
+            &f.trials.to_string(),
+        ]);
+        for v in &self.libraries.variants {
+            args.extend(["--scenario".to_string(), v.label()]);
         }
         args.extend(strings(&["--out", &out.display().to_string()]));
         args

@@ -894,8 +894,12 @@ fn library_residual(
     kind: Option<BackendKind>,
     model: ModelKind,
 ) -> Option<Residual> {
-    let client = r.client.filter(|c| Some(c.backend()) == kind)?;
     let team = format!("the {} job's owners", job.job);
+    let chosen = kind?;
+    let client = r.client?;
+    if client.backend() != chosen {
+        return Some(passed_over(client, chosen, r.fenced, team));
+    }
     let cells = ev.library_cells(client);
     let Some(version) = cells.first().and_then(|c| c.client.as_ref()) else {
         return Some(Residual {
@@ -958,6 +962,53 @@ fn library_residual(
         },
         owner: team,
     })
+}
+
+/// The job's lock library does not lock on the chosen backend: the move needs a new client,
+/// and with a fence, one that hands out the chosen backend's token.
+fn passed_over(
+    client: lockbench_core::Client,
+    chosen: BackendKind,
+    fenced: bool,
+    team: String,
+) -> Residual {
+    let tokened: Vec<String> = lockbench_core::Client::ALL
+        .into_iter()
+        .filter(|c| c.backend() == chosen && c.gives_fencing_token())
+        .map(|c| format!("{} (`{c}`)", c.library()))
+        .collect();
+    let shipped: Vec<String> = lockbench_core::Client::ALL
+        .into_iter()
+        .filter(|c| c.backend() == chosen)
+        .map(|c| format!("`{c}`"))
+        .collect();
+    Residual {
+        risk: format!(
+            "the job locks with {}, which does not lock on {chosen}: the move needs a new lock client, not yet chosen or measured",
+            client.library()
+        ),
+        accepted: false,
+        why: if fenced {
+            format!(
+                "choose one that hands out {chosen}'s fencing token with the lock ({}), then measure it through the fault lab (`lockbench faults --client`)",
+                if tokened.is_empty() {
+                    "none of lockbench's shipped adapters does".to_string()
+                } else {
+                    format!("of lockbench's shipped adapters, {}", tokened.join(", "))
+                }
+            )
+        } else {
+            format!(
+                "choose it, then measure it through the fault lab (`lockbench faults --client`{})",
+                if shipped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; shipped for {chosen}: {}", shipped.join(", "))
+                }
+            )
+        },
+        owner: team,
+    }
 }
 
 /// The risk the chosen backend itself carries.

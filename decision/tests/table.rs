@@ -897,6 +897,22 @@ fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why
         .find(|a| a.field == "client")
         .expect("the record lists the client");
     assert_eq!((client.value.as_str(), client.given), ("kazoo", true));
+    // Moving off ZooKeeper moves off kazoo: the record says a new client is needed, and which
+    // shipped one hands out the new backend's token.
+    let chosen = kazoo.backend.expect("another backend is chosen");
+    let moved = kazoo
+        .residual
+        .iter()
+        .find(|r| r.risk.contains("which does not lock on"))
+        .expect("the move to a new client is a residual risk");
+    assert_eq!(
+        moved.risk,
+        format!(
+            "the job locks with kazoo Lock (Python), which does not lock on {chosen}: the move needs a new lock client, not yet chosen or measured"
+        )
+    );
+    assert!(!moved.accepted);
+    assert!(moved.why.contains("fencing token"), "{}", moved.why);
 
     // A library for another backend changes nothing here.
     let redis_py = decide(

@@ -300,6 +300,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         .map(|r| r.backend)
         .collect();
     faults_of(plan, &measured, &mut skipped).await?;
+    libraries_of(plan, &measured, &mut skipped).await?;
 
     let incidents: Vec<&WorkloadSpec> = plan
         .specs
@@ -367,6 +368,57 @@ async fn faults_of(plan: &Plan, measured: &[BackendId], skipped: &mut Vec<String
     // Partial: some cell could not run; the record says which and why.
     if code != Exit::Ok && code != Exit::Partial {
         anyhow::bail!("faults failed ({code}); see above");
+    }
+    Ok(())
+}
+
+/// The fault lab through each client library a spec names (`[decision] client`), on its
+/// backend: the library's cells are what the record judges it by.
+async fn libraries_of(
+    plan: &Plan,
+    measured: &[BackendId],
+    skipped: &mut Vec<String>,
+) -> Result<()> {
+    let mut clients: Vec<lockbench_core::Client> = Vec::new();
+    for spec in &plan.specs {
+        if let Some(c) = spec.answers().decision.and_then(|d| d.client)
+            && !clients.contains(&c)
+        {
+            clients.push(c);
+        }
+    }
+    if !clients.is_empty() && plan.job.fault_backends(measured).is_none() {
+        skipped.push("the fault lab through the client libraries: it needs the configured Postgres (pg-session) for its protected resource, and the benchmark did not reach it".to_string());
+        return Ok(());
+    }
+    for client in clients {
+        let backend = client.backend();
+        if !measured.contains(&BackendId::of(backend)) {
+            skipped.push(format!(
+                "the fault lab through {client}: the benchmark did not reach {backend}"
+            ));
+            continue;
+        }
+        if !lockbench_clients::programs::installed(client) {
+            skipped.push(format!(
+                "the fault lab through {client}: its library is not installed; install it with scripts/clients.sh up"
+            ));
+            continue;
+        }
+        let out = plan.staging.join(format!("faults-{client}"));
+        let args = plan.job.library_args(&plan.config, client, &out);
+        let code = step(
+            plan,
+            &format!(
+                "what {} does under a pause, through its adapter on {backend}",
+                client.library()
+            ),
+            &args,
+        )
+        .await?;
+        if code != Exit::Ok && code != Exit::Partial {
+            anyhow::bail!("faults through {client} failed ({code}); see above");
+        }
     }
     Ok(())
 }
