@@ -317,20 +317,26 @@ impl MainJobPlan {
         ])
     }
 
-    /// `faults`'s arguments on `backends`.
-    pub fn faults_args(&self, config: &Path, backends: &[BackendId], out: &Path) -> Vec<String> {
+    /// `faults` with the lab's TTL, seed and trials, and `extra` after the config.
+    fn lab_args(&self, config: &Path, extra: &[&str]) -> Vec<String> {
         let f = &self.faults;
-        let mut args = strings(&[
-            "faults",
-            "--config",
-            &config.display().to_string(),
+        let mut args = strings(&["faults", "--config", &config.display().to_string()]);
+        args.extend(strings(extra));
+        args.extend(strings(&[
             "--ttl",
             &duration_arg(f.ttl),
             "--seed",
             &self.seed.to_string(),
             "--trials",
             &f.trials.to_string(),
-        ]);
+        ]));
+        args
+    }
+
+    /// `faults`'s arguments on `backends`.
+    pub fn faults_args(&self, config: &Path, backends: &[BackendId], out: &Path) -> Vec<String> {
+        let f = &self.faults;
+        let mut args = self.lab_args(config, &[]);
         for v in &f.variants {
             args.extend(["--scenario".to_string(), v.label()]);
         }
@@ -348,20 +354,7 @@ impl MainJobPlan {
         client: lockbench_core::Client,
         out: &Path,
     ) -> Vec<String> {
-        let f = &self.faults;
-        let mut args = strings(&[
-            "faults",
-            "--config",
-            &config.display().to_string(),
-            "--client",
-            client.name(),
-            "--ttl",
-            &duration_arg(f.ttl),
-            "--seed",
-            &self.seed.to_string(),
-            "--trials",
-            &f.trials.to_string(),
-        ]);
+        let mut args = self.lab_args(config, &["--client", client.name()]);
         for v in &self.libraries.variants {
             args.extend(["--scenario".to_string(), v.label()]);
         }

@@ -60,12 +60,25 @@ mod queue_wait {
             client(BackendKind::Etcd, tag).await,
             client(BackendKind::Etcd, tag).await,
         );
-        // The requests of one wait behind a holder that releases once b queues.
-        let wait = || async {
+        // The requests of one wait behind a holder that releases once b waits: b queued, and
+        // `waiting` requests sent (lease, put-and-read, the first its watch, the read below).
+        // Released as soon as b's key shows, the holder could be gone before b's read below,
+        // which then grants at once with a request fewer.
+        let (ra, rb) = (&a, &b);
+        let wait = move |waiting: u64| async move {
+            let (a, b) = (ra, rb);
             let held = a.try_acquire(key, ttl).await.unwrap().expect("free lock");
             let before = b.requests().unwrap();
             let (granted, ()) = tokio::join!(b.acquire(key, ttl, Duration::from_secs(10)), async {
                 until_queued(BackendKind::Etcd, tag, key, 2).await;
+                for _ in 0..500 {
+                    if b.requests().unwrap() - before >= waiting {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                // The read below is counted as it is sent: let its answer arrive.
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 assert!(a.release(&held).await.unwrap());
             });
             let used = b.requests().unwrap() - before;
@@ -76,8 +89,8 @@ mod queue_wait {
             );
             used
         };
-        let first = wait().await;
-        let second = wait().await;
+        let first = wait(4).await;
+        let second = wait(3).await;
         // Lease, put-and-read, read below, read below after the deletion; the first also watches.
         assert_eq!((first, second), (5, 4));
         finish(a, b, key).await;

@@ -147,9 +147,37 @@ pub(super) fn write_grid(evidence: &Inputs, doc: &mut Doc) {
         slug(APPENDIX_HEADING)
     )));
     let (backends, rows) = grid_rows(evidence);
+    push_grid(
+        doc,
+        GridChart {
+            name: "fault-grid",
+            title: "Fault lab: trials with an overlap, and the longest",
+            caption: "The fault grid: trials with an overlap per scenario/variant and backend, the longest overlap, coloured by outcome",
+            off: "not applicable, or not run here",
+        },
+        backends.iter().map(|b| format!("`{b}`")).collect(),
+        rows,
+    );
+}
+
+/// What names and explains a grid of fault-lab cells.
+pub(super) struct GridChart {
+    /// The chart's file name.
+    pub name: &'static str,
+    /// Its title, in the picture.
+    pub title: &'static str,
+    /// Its caption, under it.
+    pub caption: &'static str,
+    /// What a grey cell means.
+    pub off: &'static str,
+}
+
+/// A grid of scenario/variant against `columns`, each cell coloured as [`grid_cell`] colours
+/// it, pushed as a table (HTML) and a chart (Markdown).
+pub(super) fn push_grid(doc: &mut Doc, chart: GridChart, columns: Vec<String>, rows: Vec<GridRow>) {
     let grid = Grid {
         corner: "scenario/variant".to_string(),
-        columns: backends.iter().map(|b| format!("`{b}`")).collect(),
+        columns,
         rows,
         legend: vec![
             (Tone::Bad, "overlap".to_string()),
@@ -158,17 +186,14 @@ pub(super) fn write_grid(evidence: &Inputs, doc: &mut Doc) {
                 "overlap, the fence refused every stale write".to_string(),
             ),
             (Tone::Good, "no overlap".to_string()),
-            (Tone::Off, "not applicable, or not run here".to_string()),
+            (Tone::Off, chart.off.to_string()),
         ],
-        chart: Some((
-            "fault-grid".to_string(),
-            "The fault grid: trials with an overlap per scenario/variant and backend, the longest overlap, coloured by outcome".to_string(),
-        )),
+        chart: Some((chart.name.to_string(), chart.caption.to_string())),
     };
     doc.charts.push(ChartSpec::Grid(
-        "fault-grid".to_string(),
+        chart.name.to_string(),
         FaultGridChart {
-            title: "Fault lab: trials with an overlap, and the longest".to_string(),
+            title: chart.title.to_string(),
             grid: grid.clone(),
         },
     ));

@@ -6,10 +6,9 @@ use lockbench_core::ClientUsed;
 use lockbench_core::fault::Variant;
 use lockbench_core::records::faults::FaultCell;
 
-use super::common::{ChartSpec, Doc, secs_f};
-use super::faults::grid_cell;
-use crate::report::doc::{Block, Grid, GridCell, GridRow, Tone};
-use crate::report::grid_chart::FaultGridChart;
+use super::common::{Doc, secs_f};
+use super::faults::{GridChart, grid_cell, push_grid};
+use crate::report::doc::{Block, GridCell, GridRow, Tone};
 use crate::report::load::Inputs;
 
 /// The heading of the part.
@@ -162,32 +161,17 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
                 .collect(),
         })
         .collect();
-    let grid = Grid {
-        corner: "scenario/variant".to_string(),
-        columns: libraries.iter().map(|(_, n)| format!("`{n}`")).collect(),
-        rows,
-        legend: vec![
-            (Tone::Bad, "overlap".to_string()),
-            (
-                Tone::Caught,
-                "overlap, the fence refused every stale write".to_string(),
-            ),
-            (Tone::Good, "no overlap".to_string()),
-            (Tone::Off, "not run through this library".to_string()),
-        ],
-        chart: Some((
-            "library-grid".to_string(),
-            "The fault grid through the client libraries: trials with an overlap per scenario/variant and library, the longest overlap, coloured by outcome".to_string(),
-        )),
-    };
-    doc.charts.push(ChartSpec::Grid(
-        "library-grid".to_string(),
-        FaultGridChart {
-            title: "Through the client libraries: trials with an overlap".to_string(),
-            grid: grid.clone(),
+    push_grid(
+        doc,
+        GridChart {
+            name: "library-grid",
+            title: "Through the client libraries: trials with an overlap",
+            caption: "The fault grid through the client libraries: trials with an overlap per scenario/variant and library, the longest overlap, coloured by outcome",
+            off: "not run through this library",
         },
-    ));
-    doc.push(Block::Grid(grid));
+        libraries.iter().map(|(_, n)| format!("`{n}`")).collect(),
+        rows,
+    );
     doc.push(Block::Para(
         "What each library told its holder of a lost lock: a pushed event, or its first definite \"no\" to a renewal, a `held` or the release, measured from the next holder's grant (the first moment the lab sees the lock gone: a positive figure is how long the holder went on believing it held the lock after another was granted). A holder never told learned nothing from its library: it stopped at its own heartbeat's give-up deadline (the heartbeat variants, with no stale write) or not at all.".to_string(),
     ));
