@@ -50,8 +50,8 @@ pub enum Command {
     /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
     /// what fencing did.
     Faults(FaultsArgs),
-    /// The real lock client libraries lockbench drives through adapters (redis-py, pottery,
-    /// node-redlock, kazoo, curator, etcd-go): list them with their versions and whether each is
+    /// The real lock client libraries lockbench drives through adapters (redis-py,
+    /// python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go): list them with their versions and whether each is
     /// installed, or check that an adapter keeps the adapter protocol against a real server
     /// (docs/CLIENTS.md).
     Clients(ClientsArgs),
@@ -294,8 +294,8 @@ pub enum ClientsAction {
 /// `lockbench clients check`.
 #[derive(Debug, Args)]
 pub struct ClientsCheckArgs {
-    /// Adapters: a shipped adapter's name (redis-py, pottery, node-redlock, kazoo, curator,
-    /// etcd-go) or the path of an adapter program.
+    /// Adapters: a shipped adapter's name (`lockbench clients` lists them) or the path of an
+    /// adapter program.
     #[arg(required = true, value_name = "ADAPTER")]
     pub adapters: Vec<String>,
     /// Backend configuration (server URLs, namespace, timeouts).

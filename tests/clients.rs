@@ -13,6 +13,7 @@ fn the_shipped_adapters_are_listed_with_their_pinned_versions() {
     let text = String::from_utf8(out.stdout).unwrap();
     for (name, version) in [
         ("redis-py", "8.1.0"),
+        ("python-redis-lock", "4.0.1"),
         ("pottery", "3.0.1"),
         ("kazoo", "2.11.0"),
         ("node-redlock", "5.0.0-beta.2"),
@@ -96,7 +97,7 @@ fn an_unknown_adapter_is_refused_naming_the_shipped_ones() {
         &["clients", "check", "--config", CONFIG, "jedis"],
         &[
             "unknown client \"jedis\"",
-            "redis-py, pottery, node-redlock, kazoo, curator, etcd-go",
+            "redis-py, python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go",
         ],
     );
 }

@@ -848,6 +848,32 @@ fn the_other_scenarios_of_a_librarys_backend_run_through_it() {
     assert_left_nothing(&record, pid);
 }
 
+/// python-redis-lock's blocking acquire waits on a signal that only a release sends: behind a
+/// killed holder, whose lock expires after its 1 s TTL, the contender is granted only when its
+/// own wait runs out, seconds later.
+#[test]
+fn python_redis_lock_waits_out_its_whole_timeout_behind_a_dead_holder() {
+    let (record, pid) = faults(&[
+        "--client",
+        "python-redis-lock",
+        "--scenario",
+        "crash/holder-killed",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let killed = cell(&record, "crash/holder-killed", "redis");
+    assert_eq!(killed["client"]["name"], "python-redis-lock", "{killed}");
+    assert_eq!(n(&killed["trials_with_overlap"]), 0, "{killed}");
+    let recovery = killed["recovery_p50_s"].as_f64().expect("granted");
+    assert!(
+        recovery > 2.0,
+        "granted {recovery} s after the kill: {killed}"
+    );
+    assert_left_nothing(&record, pid);
+}
+
 #[test]
 fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
     let child = lockbench_process()
@@ -929,14 +955,14 @@ fn faults_flags_are_checked() {
         &[
             "--client",
             "unknown client \"jedis\"",
-            "redis-py, pottery, node-redlock, kazoo, curator, etcd-go",
+            "redis-py, python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go",
         ],
     );
     check(
         &["--client", "clients/tests/adapters/wall_clock.py"],
         &[
             "--client",
-            "runs the shipped adapters (redis-py, pottery, node-redlock, kazoo, curator, etcd-go) so far",
+            "runs the shipped adapters (redis-py, python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go) so far",
         ],
     );
     check(

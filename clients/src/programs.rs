@@ -143,6 +143,11 @@ pub fn shipped(client: Client) -> Shipped {
             "clients/adapters/python/redis_py.py",
             "redis",
         ),
+        Client::PythonRedisLock => adapter(
+            Runtime::Python,
+            "clients/adapters/python/python_redis_lock.py",
+            "python-redis-lock",
+        ),
         Client::Kazoo => adapter(
             Runtime::Python,
             "clients/adapters/python/kazoo_lock.py",

@@ -13,6 +13,8 @@ use crate::BackendKind;
 pub enum Client {
     /// redis-py's `Lock` (Python), on one Redis.
     RedisPy,
+    /// python-redis-lock's `Lock` (Python) with its renewal thread, on one Redis.
+    PythonRedisLock,
     /// kazoo's `Lock` (Python), on ZooKeeper.
     Kazoo,
     /// pottery's `Redlock` (Python), over the independent Redis masters.
@@ -28,8 +30,9 @@ pub enum Client {
 
 impl Client {
     /// Every shipped adapter, in the order listings show them.
-    pub const ALL: [Client; 6] = [
+    pub const ALL: [Client; 7] = [
         Client::RedisPy,
+        Client::PythonRedisLock,
         Client::Pottery,
         Client::NodeRedlock,
         Client::Kazoo,
@@ -41,6 +44,7 @@ impl Client {
     pub fn name(self) -> &'static str {
         match self {
             Client::RedisPy => "redis-py",
+            Client::PythonRedisLock => "python-redis-lock",
             Client::Kazoo => "kazoo",
             Client::Pottery => "pottery",
             Client::NodeRedlock => "node-redlock",
@@ -62,7 +66,7 @@ impl Client {
     /// The backend the library locks on.
     pub fn backend(self) -> BackendKind {
         match self {
-            Client::RedisPy => BackendKind::Redis,
+            Client::RedisPy | Client::PythonRedisLock => BackendKind::Redis,
             Client::Kazoo => BackendKind::Zookeeper,
             Client::Pottery | Client::NodeRedlock => BackendKind::Redlock,
             Client::Curator => BackendKind::Zookeeper,
@@ -77,6 +81,7 @@ impl Client {
         match self {
             Client::EtcdGo => true,
             Client::RedisPy
+            | Client::PythonRedisLock
             | Client::Kazoo
             | Client::Pottery
             | Client::NodeRedlock
@@ -88,7 +93,11 @@ impl Client {
     /// heartbeat, a lease keep-alive, `using`'s extension); false when its user calls extend.
     pub fn renews_itself(self) -> bool {
         match self {
-            Client::NodeRedlock | Client::Kazoo | Client::Curator | Client::EtcdGo => true,
+            Client::PythonRedisLock
+            | Client::NodeRedlock
+            | Client::Kazoo
+            | Client::Curator
+            | Client::EtcdGo => true,
             Client::RedisPy | Client::Pottery => false,
         }
     }
@@ -98,7 +107,8 @@ impl Client {
     pub fn tells_of_loss(self) -> bool {
         match self {
             Client::NodeRedlock | Client::Kazoo | Client::Curator | Client::EtcdGo => true,
-            Client::RedisPy | Client::Pottery => false,
+            // python-redis-lock's renewal thread ends on the loss without telling anyone.
+            Client::RedisPy | Client::PythonRedisLock | Client::Pottery => false,
         }
     }
 
@@ -106,6 +116,7 @@ impl Client {
     pub fn library(self) -> &'static str {
         match self {
             Client::RedisPy => "redis-py Lock (Python)",
+            Client::PythonRedisLock => "python-redis-lock Lock (Python)",
             Client::Kazoo => "kazoo Lock (Python)",
             Client::Pottery => "pottery Redlock (Python)",
             Client::NodeRedlock => "node-redlock using (Node)",
