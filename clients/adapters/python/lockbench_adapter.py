@@ -41,6 +41,21 @@ def said(error):
     return f"{type(error).__name__}: {error}".strip().rstrip(":")
 
 
+def release_answered(locks, key, refused, words=said):
+    """Releases `locks[key]` with the library's own `release()` and answers with what it said.
+    `refused` is the library's exception for "not yours any more": an answer, not a failure
+    (`words` puts it in the library's words). The lock is forgotten once the library answered,
+    so that a release that failed on a connection error can be tried again."""
+    lock = locks[key]
+    try:
+        lock.release()
+        del locks[key]
+        return {"released": True}
+    except refused as e:
+        del locks[key]
+        return {"released": False, "said": words(e)}
+
+
 class Library:
     """What an adapter implements. Each method calls the library as its README tells users to,
     and returns its answer; it never works around the library's behaviour."""

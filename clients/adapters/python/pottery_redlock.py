@@ -13,7 +13,7 @@ import redis
 from pottery import Redlock
 from pottery.exceptions import PrimitiveError
 
-from lockbench_adapter import Library, serve
+from lockbench_adapter import Library, release_answered, serve
 
 
 class Pottery(Library):
@@ -58,16 +58,8 @@ class Pottery(Library):
             return {"held": False, "said": f"{type(e).__name__}: {e.key}"}
 
     def release(self, key):
-        # Forgotten once the library answered, so that a release that failed on a connection
-        # error can be tried again.
-        lock = self.locks[key]
-        try:
-            lock.release()
-            del self.locks[key]
-            return {"released": True}
-        except PrimitiveError as e:
-            del self.locks[key]
-            return {"released": False, "said": f"{type(e).__name__}: {e.key}"}
+        return release_answered(self.locks, key, PrimitiveError,
+                                lambda e: f"{type(e).__name__}: {e.key}")
 
     def held(self, key):
         lock = self.locks.get(key)

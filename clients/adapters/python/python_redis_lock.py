@@ -14,7 +14,7 @@ from importlib.metadata import version
 import redis
 import redis_lock
 
-from lockbench_adapter import Library, said, serve
+from lockbench_adapter import Library, release_answered, serve
 
 
 def whole_seconds(ms):
@@ -57,16 +57,7 @@ class PythonRedisLock(Library):
         return self.held(key)
 
     def release(self, key):
-        # Forgotten once the library answered, so that a release that failed on a connection
-        # error can be tried again.
-        lock = self.locks[key]
-        try:
-            lock.release()
-            del self.locks[key]
-            return {"released": True}
-        except redis_lock.NotAcquired as e:
-            del self.locks[key]
-            return {"released": False, "said": said(e)}
+        return release_answered(self.locks, key, redis_lock.NotAcquired)
 
     def held(self, key):
         lock = self.locks.get(key)

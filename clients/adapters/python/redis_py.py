@@ -7,7 +7,7 @@ lost lock: `owned()` asks Redis whether the token is still there.
 import redis
 from redis.exceptions import LockError
 
-from lockbench_adapter import Library, said, serve
+from lockbench_adapter import Library, release_answered, said, serve
 
 
 class RedisPy(Library):
@@ -46,16 +46,7 @@ class RedisPy(Library):
             return {"held": False, "said": said(e)}
 
     def release(self, key):
-        # Forgotten once the library answered, so that a release that failed on a connection
-        # error can be tried again.
-        lock = self.locks[key]
-        try:
-            lock.release()
-            del self.locks[key]
-            return {"released": True}
-        except LockError as e:
-            del self.locks[key]
-            return {"released": False, "said": said(e)}
+        return release_answered(self.locks, key, LockError)
 
     def held(self, key):
         lock = self.locks.get(key)
