@@ -457,7 +457,8 @@ fn a_client_library_is_measured_beside_lockbenchs_own_client_on_the_same_server(
         hlog.contains("Tag=redis+redis-py/closed/one/c=2/acquire"),
         "{hlog}"
     );
-    // The directory reads back: a report's sections use lockbench's own rows.
+    // The directory reads back: a report's sections use lockbench's own rows, and the library
+    // part sets each library's figures beside lockbench's own at the same level.
     let report = dir.path().join("report");
     let done = lockbench()
         .args([
@@ -472,6 +473,20 @@ fn a_client_library_is_measured_beside_lockbenchs_own_client_on_the_same_server(
         done.status.success(),
         "{}",
         String::from_utf8_lossy(&done.stderr)
+    );
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    let part = md
+        .split("### Through the client libraries")
+        .nth(1)
+        .expect("the report has the library part");
+    let row = part
+        .lines()
+        .find(|l| l.starts_with("| `redis-py 8.1.0 on redis` | 2 |"))
+        .unwrap_or_else(|| panic!("no redis-py row at 2 contenders: {part}"));
+    assert_eq!(
+        row.matches(" us |").count() + row.matches(" ms |").count(),
+        4,
+        "{row}"
     );
 }
 

@@ -6,7 +6,7 @@ use lockbench_core::ClientUsed;
 use lockbench_core::fault::Variant;
 use lockbench_core::records::faults::FaultCell;
 
-use super::common::{Doc, secs_f};
+use super::common::{Doc, secs_f, us};
 use super::faults::{GridChart, grid_cell, push_grid};
 use crate::report::doc::{Block, GridCell, GridRow, Tone};
 use crate::report::load::Inputs;
@@ -109,16 +109,78 @@ fn reached(c: &FaultCell) -> String {
     }
 }
 
-/// The part, when the results hold cells measured through a library.
+/// The part, when the results hold cells or bench rows measured through a library.
 pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     let cells = library_cells(evidence);
-    if cells.is_empty() {
+    let bench = bench_rows(evidence);
+    if cells.is_empty() && bench.is_empty() {
         return;
     }
     doc.push(Block::Heading(3, HEADING.to_string()));
+    if !cells.is_empty() {
+        write_cells(&cells, doc);
+    }
+    if !bench.is_empty() {
+        doc.push(Block::Para(
+            "What each library costs (bench): acquire and release through the library's adapter, beside lockbench's own client on the same server, in the same run and at the same contention. Part of each figure is the adapter protocol's own round trip (about 37 µs through a Python adapter, docs/PERFORMANCE.md).".to_string(),
+        ));
+        doc.push(Block::Table {
+            head: [
+                "through",
+                "contenders",
+                "acquire P50",
+                "acquire P99",
+                "release P50",
+                "lockbench's own client: acquire P50",
+                "acquisitions",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: bench,
+        });
+    }
+}
+
+/// A row per bench level measured through a library, with lockbench's own figure at the same
+/// level of the same run.
+fn bench_rows(evidence: &Inputs) -> Vec<Vec<String>> {
+    evidence
+        .benches
+        .iter()
+        .flat_map(|b| {
+            b.library_rows.iter().filter_map(move |r| {
+                let client = r.client.as_ref()?;
+                let own = b.record.results.iter().find(|o| {
+                    o.client.is_none()
+                        && o.backend == r.backend
+                        && o.mode == r.mode
+                        && o.keys == r.keys
+                        && o.contenders == r.contenders
+                });
+                Some(vec![
+                    format!("`{} {} on {}`", client.name, client.version, r.backend),
+                    r.contenders.to_string(),
+                    us(r.acquire_us.p50),
+                    // The record's rule: no P99 from fewer than 100 acquisitions.
+                    if r.acquire_us.count >= 100 {
+                        us(r.acquire_us.p99)
+                    } else {
+                        "-".to_string()
+                    },
+                    us(r.release_us.p50),
+                    own.map_or("-".to_string(), |o| us(o.acquire_us.p50)),
+                    r.acquire_us.count.to_string(),
+                ])
+            })
+        })
+        .collect()
+}
+
+/// The fault-lab cells measured through the libraries: a grid and what each told its holder.
+fn write_cells(cells: &[(&ClientUsed, &FaultCell)], doc: &mut Doc) {
     let mut libraries: Vec<(&ClientUsed, String)> = Vec::new();
     let mut variants: Vec<Variant> = Vec::new();
-    for &(client, c) in &cells {
+    for &(client, c) in cells {
         let name = library_name(client, c);
         if !libraries.iter().any(|(_, n)| *n == name) {
             libraries.push((client, name));
