@@ -981,6 +981,20 @@ fn faults_flags_are_checked() {
             "failover/wait does not run through redis-py: its holder sends WAIT 1",
         ],
     );
+    // Named alone, it is refused even behind a scenario whose variants are dropped.
+    check(
+        &[
+            "--client",
+            "redis-py",
+            "--scenario",
+            "pause",
+            "--scenario",
+            "outage",
+            "--scenario",
+            "failover/wait",
+        ],
+        &["--scenario", "failover/wait does not run through redis-py"],
+    );
     check(
         &["--client", "redis-py", "--scenario", "outage"],
         &[

@@ -46,6 +46,17 @@ pub enum Runtime {
 }
 
 impl Runtime {
+    /// Where `scripts/clients.sh` installs or builds it.
+    fn dir(self, home: &Path) -> PathBuf {
+        let name = match self {
+            Runtime::Python => "python",
+            Runtime::Node => "node",
+            Runtime::Go => "go",
+            Runtime::Java => "java",
+        };
+        home.join("target/clients").join(name)
+    }
+
     /// The command line that runs `script`, once installed.
     fn argv(self, home: &Path, script: &str) -> Vec<PathBuf> {
         let stem = Path::new(script)
@@ -53,20 +64,16 @@ impl Runtime {
             .map(|s| s.to_os_string())
             .unwrap_or_default();
         match self {
-            Runtime::Python => vec![
-                home.join("target/clients/python/bin/python"),
-                home.join(script),
-            ],
+            Runtime::Python => vec![self.dir(home).join("bin/python"), home.join(script)],
             Runtime::Node => vec![PathBuf::from("node"), home.join(script)],
-            Runtime::Go => vec![home.join("target/clients/go").join(stem)],
-            Runtime::Java => vec![home.join("target/clients/java").join(stem)],
+            Runtime::Go | Runtime::Java => vec![self.dir(home).join(stem)],
         }
     }
 
     /// What must exist for the runtime to run an adapter (the interpreter, the built program).
     fn ready(self, home: &Path, script: &str) -> bool {
         match self {
-            Runtime::Node => home.join("target/clients/node/node_modules").is_dir(),
+            Runtime::Node => self.dir(home).join("node_modules").is_dir(),
             _ => self.argv(home, script)[0].exists(),
         }
     }
@@ -84,23 +91,20 @@ impl Runtime {
     /// The file whose presence says the pinned libraries are installed (the install script
     /// writes it last, a copy of the pin file).
     fn stamp(self, home: &Path) -> PathBuf {
-        let dir = match self {
-            Runtime::Python => "python",
-            Runtime::Node => "node",
-            Runtime::Go => "go",
-            Runtime::Java => "java",
-        };
-        home.join("target/clients").join(dir).join(".installed")
+        self.dir(home).join(".installed")
     }
 
     /// The version `pins` (the pin file's text) pins `package` at, as the library names it.
     fn pinned_in(self, pins: &str, package: &str) -> Option<String> {
-        match self {
-            Runtime::Python => pins
-                .lines()
+        // `package==version` lines: requirements.txt and the Debian pin files alike.
+        let line = || {
+            pins.lines()
                 .filter_map(|l| l.split_once("=="))
                 .find(|(p, _)| p.trim() == package)
-                .map(|(_, version)| version.trim().to_string()),
+                .map(|(_, version)| version.trim())
+        };
+        match self {
+            Runtime::Python => line().map(str::to_string),
             Runtime::Node => {
                 let lock: serde_json::Value = serde_json::from_str(pins).ok()?;
                 let version =
@@ -109,8 +113,8 @@ impl Runtime {
             }
             // A Debian version, `[epoch:]upstream[-revision]`: the library names the upstream.
             Runtime::Go | Runtime::Java => {
-                let debian = Runtime::Python.pinned_in(pins, package)?;
-                let upstream = debian.split_once(':').map_or(debian.as_str(), |(_, v)| v);
+                let debian = line()?;
+                let upstream = debian.split_once(':').map_or(debian, |(_, v)| v);
                 let upstream = upstream.rsplit_once('-').map_or(upstream, |(v, _)| v);
                 Some(upstream.to_string())
             }

@@ -972,16 +972,15 @@ fn passed_over(
     fenced: bool,
     team: String,
 ) -> Residual {
-    let tokened: Vec<String> = lockbench_core::Client::ALL
+    let on_chosen = lockbench_core::Client::ALL
         .into_iter()
-        .filter(|c| c.backend() == chosen && c.gives_fencing_token())
+        .filter(|c| c.backend() == chosen);
+    let tokened: Vec<String> = on_chosen
+        .clone()
+        .filter(|c| c.gives_fencing_token())
         .map(|c| format!("{} (`{c}`)", c.library()))
         .collect();
-    let shipped: Vec<String> = lockbench_core::Client::ALL
-        .into_iter()
-        .filter(|c| c.backend() == chosen)
-        .map(|c| format!("`{c}`"))
-        .collect();
+    let shipped: Vec<String> = on_chosen.map(|c| format!("`{c}`")).collect();
     Residual {
         risk: format!(
             "the job locks with {}, which does not lock on {chosen}: the move needs a new lock client, not yet chosen or measured",

@@ -97,11 +97,13 @@ impl FaultsSettings {
             // A scenario picks the variants that run through a library; a variant named alone
             // that cannot is refused, saying why.
             let named_alone = |v: &Variant| args.scenarios.iter().any(|n| *n == v.label());
-            let refused = variants
+            let refused: Vec<(Variant, &str)> = variants
                 .iter()
-                .find_map(|v| v.needs_own_client().map(|why| (*v, why)));
+                .filter_map(|v| v.needs_own_client().map(|why| (*v, why)))
+                .collect();
             variants.retain(|v| v.needs_own_client().is_none());
-            if let Some((v, why)) = refused.filter(|(v, _)| named_alone(v) || variants.is_empty()) {
+            let named = refused.iter().find(|(v, _)| named_alone(v));
+            if let Some((v, why)) = named.or(refused.first().filter(|_| variants.is_empty())) {
                 return Err(Refusal::new(
                     "--scenario",
                     format!("{} does not run through {library}: {why}", v.label()),
