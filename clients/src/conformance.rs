@@ -101,7 +101,19 @@ pub async fn check(program: &Program, config: &BackendConfig) -> Result<Conforma
     let _ = run.steps(&first, &second, &key).await;
     let _ = first.close().await;
     let _ = second.close().await;
+    remove_leftovers(config, &key).await;
     Ok(Conformance { library, checks })
+}
+
+/// Removes what an adapter's library leaves on the server for `key` once released, through
+/// lockbench's own client: the folders a ZooKeeper recipe (kazoo's, Curator's) leaves in the
+/// layout of lockbench's own locks, and the namespace's folder when nothing else is in it.
+pub async fn remove_leftovers(config: &BackendConfig, key: &str) {
+    if let Ok(own) = lockbench_locks::connect(config).await {
+        let _ = own.cleanup(key).await;
+        let _ = own.cleanup_namespace().await;
+        let _ = own.close().await;
+    }
 }
 
 struct Run<'a> {

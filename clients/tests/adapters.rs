@@ -123,4 +123,5 @@ async fn kazoo_tells_its_user_of_a_session_lost_while_it_was_frozen() {
         "kazoo still says it holds a lock whose session expired"
     );
     let _ = adapter.close().await;
+    conformance::remove_leftovers(&config, "frozen").await;
 }

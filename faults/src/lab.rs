@@ -401,7 +401,9 @@ impl FaultLab {
             for (_, key) in &used {
                 let _ = client.cleanup(key).await;
             }
-            let _ = client.cleanup_namespace().await;
+            // The lab's namespace is its own and its workers are gone: what a holder killed
+            // mid-trial still holds (a ZooKeeper node whose session has not expired yet) goes too.
+            let _ = client.purge_namespace().await;
             let _ = client.close().await;
         }
         let dropped = self.resource.drop_schema().await;

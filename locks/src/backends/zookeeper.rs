@@ -390,6 +390,32 @@ impl LockBackend for ZkLock {
         self.delete_folder(&format!("/{}", self.namespace)).await
     }
 
+    /// Every node under the namespace, deepest first: the folders of keys still held, and the
+    /// ephemeral nodes of sessions not yet expired (a holder killed a moment ago keeps its node
+    /// until its session times out; any client may delete it).
+    async fn purge_namespace(&self) -> Result<(), LockError> {
+        let mut nodes = vec![format!("/{}", self.namespace)];
+        let mut next = 0;
+        while next < nodes.len() {
+            self.requests.sent();
+            let path = nodes[next].clone();
+            let children = timed("zookeeper", "cleanup", self.timeout, async {
+                match self.client.list_children(&path).await {
+                    Ok(children) => Ok(children),
+                    Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
+                    Err(e) => Err(err("cleanup")(e)),
+                }
+            })
+            .await?;
+            nodes.extend(children.iter().map(|c| format!("{path}/{c}")));
+            next += 1;
+        }
+        for node in nodes.iter().rev() {
+            self.delete_folder(node).await?;
+        }
+        Ok(())
+    }
+
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let folder = self.folder(key);
         self.folders
