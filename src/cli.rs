@@ -116,6 +116,29 @@ pub struct SimulationArgs {
     /// The run id every shard of a split run carries (default LOCKBENCH_RUN_ID).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+    /// How replays draw their calls: `blocks` draws the calls between two events (an episode
+    /// starting or ending, a pause) as one sum per step, `exact` draws every call (the reference,
+    /// slower as volume grows).
+    #[arg(long, value_enum, default_value_t = EngineArg::Blocks)]
+    pub engine: EngineArg,
+}
+
+/// `--engine`: which simulator engine replays the models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// Calls between events as one sum per step; call by call around events.
+    Blocks,
+    /// Every call drawn.
+    Exact,
+}
+
+impl From<EngineArg> for lockbench_workloads::Engine {
+    fn from(arg: EngineArg) -> Self {
+        match arg {
+            EngineArg::Blocks => lockbench_workloads::Engine::Blocks,
+            EngineArg::Exact => lockbench_workloads::Engine::Exact,
+        }
+    }
 }
 
 /// `lockbench simulate`.

@@ -129,6 +129,7 @@ pub fn simulate_priced(
         threads: simulation.threads,
         thresholds: thresholds.to_vec(),
         shard: simulation.engine_shard(),
+        engine: simulation.engine,
     };
     let (histogram, lost) = simulate_leases(model, &options, leases, &|n| progress.advance(n));
     let row = SimulationRow::new(

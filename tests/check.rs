@@ -62,6 +62,7 @@ fn truth(spec: &Path) -> Vec<Quantiles> {
                 threads: 2,
                 thresholds: Vec::new(),
                 shard: Shard::WHOLE,
+                engine: lockbench_workloads::Engine::default(),
             };
             Quantiles::new(&simulate(&model, &options, &|_| {}).recorded_s())
         })

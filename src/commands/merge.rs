@@ -67,6 +67,8 @@ pub fn run(args: &MergeArgs) -> Outcome {
         json: args.json,
         out: None,
         shard: None,
+        // The shards agree on it (their settings are compared); the merged record copies theirs.
+        engine: lockbench_workloads::Engine::default(),
     };
     let origins: Vec<ShardOrigin> = set.origins();
     let spec_refs: Vec<&WorkloadSpec> = specs.iter().collect();
@@ -92,6 +94,9 @@ pub fn run(args: &MergeArgs) -> Outcome {
                 latency_samples: samples,
                 elapsed_s: elapsed,
                 samples_per_s: samples as f64 / elapsed.max(1e-9),
+                engine: records
+                    .first()
+                    .map_or_else(|| "exact".into(), |r| r.engine.clone()),
             };
             render::show(args.json, &record, render::simulation_text)?;
             let bytes = to_json(&record);

@@ -7,7 +7,7 @@ use lockbench_core::records::replay::{self, ReplayRecord};
 use lockbench_core::records::{RESULTS_JSON, to_csv, to_json};
 use lockbench_core::{ResultsDir, RuntimeHistogram, SpecRecord};
 use lockbench_replay::{LiveError, LiveReplay, LiveReport, RecordContext, run_timeout};
-use lockbench_workloads::{JobModel, Shard, SimOptions, simulate};
+use lockbench_workloads::{Engine, JobModel, Shard, SimOptions, simulate};
 
 use crate::cli::ReplayArgs;
 use crate::failure::Outcome;
@@ -32,6 +32,7 @@ pub fn run(args: &ReplayArgs) -> Outcome {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             thresholds: Vec::new(),
             shard: Shard::WHOLE,
+            engine: Engine::default(),
         },
         &|_| {},
     );

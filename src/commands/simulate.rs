@@ -64,6 +64,7 @@ pub fn run(args: &SimulateArgs) -> Outcome {
         latency_samples: samples,
         elapsed_s: elapsed.as_secs_f64(),
         samples_per_s: samples as f64 / elapsed.as_secs_f64().max(1e-9),
+        engine: settings.simulation.engine.name().into(),
     };
     render::show(settings.simulation.json, &record, render::simulation_text)?;
     if let Some(out) = out {

@@ -26,9 +26,11 @@ impl SimulationSettings {
             json: _,
             out: _,
             shard: _,
+            engine,
         } = self;
         put(out, "replays", replays);
         put(out, "seed", seed);
+        put(out, "engine", engine.name());
     }
 }
 

@@ -21,6 +21,8 @@ pub struct SimulationSettings {
     pub out: Option<PathBuf>,
     /// This process's shard of a split run; `None` for the whole run.
     pub shard: Option<lockbench_core::ShardRecord>,
+    /// The simulator engine asked for.
+    pub engine: lockbench_workloads::Engine,
 }
 
 impl SimulationSettings {
@@ -58,6 +60,7 @@ impl SimulationSettings {
             json: args.json,
             out: args.out.clone(),
             shard,
+            engine: args.engine.into(),
         })
     }
 

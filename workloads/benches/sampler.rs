@@ -9,7 +9,9 @@ use std::path::Path;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lockbench_workloads::latency::Latency;
 use lockbench_workloads::sampler::Sampler;
-use lockbench_workloads::{JobModel, Shard, SimOptions, WorkloadSpec, replay_rng, simulate};
+use lockbench_workloads::{
+    Engine, JobModel, Shard, SimOptions, WorkloadSpec, replay_rng, simulate,
+};
 use rand::Rng;
 use rand_distr::Distribution;
 
@@ -95,6 +97,7 @@ fn replays(c: &mut Criterion) {
                     threads,
                     thresholds: Vec::new(),
                     shard: Shard::WHOLE,
+                    engine: Engine::Exact,
                 };
                 b.iter(|| black_box(simulate(&model, &options, &|_| {})))
             },

@@ -14,6 +14,7 @@
 //! lock client or async runtime is compiled here.
 
 mod answers;
+mod block_law;
 pub mod calibration;
 pub mod duration;
 mod error;
@@ -35,7 +36,8 @@ pub use model::{CompiledStep, JobModel, MAX_ITEMS};
 pub use schedule::Frequency;
 pub use shard::Shard;
 pub use sim::{
-    LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate, simulate_leases,
+    Engine, LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate,
+    simulate_leases,
 };
 pub use spec::{
     Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step,

@@ -1,6 +1,7 @@
 //! A spec compiled for one profile and one scale: everything the simulator's inner loop needs,
 //! with every override already applied and every distribution turned into a [`Sampler`].
 
+use crate::block_law::{BlockLaw, CallMoments};
 use crate::error::SpecError;
 use crate::latency::Latency;
 use crate::sampler::Sampler;
@@ -20,6 +21,38 @@ pub struct CompiledStep {
     pub(crate) base: Sampler,
     pub(crate) per_unit: Option<Sampler>,
     pub(crate) mask: u64,
+    /// How the block engine draws a sum of this step's calls; `None` when it cannot (a
+    /// distribution without a finite third moment), which leaves the model to the per-call engine.
+    pub(crate) block: Option<StepBlock>,
+}
+
+/// A step's calls as sums: its latency's and per-unit latency's laws, and the mean and variance of
+/// one call's work (latency plus per-unit latency times the item's units).
+#[derive(Clone, Debug)]
+pub(crate) struct StepBlock {
+    pub base: BlockLaw,
+    pub per_unit: Option<BlockLaw>,
+    pub work: CallMoments,
+}
+
+impl StepBlock {
+    fn new(base: &Latency, per_unit: Option<&Latency>, factor: f64, units: f64) -> Option<Self> {
+        let base = BlockLaw::new(base, factor)?;
+        let per_unit = match per_unit {
+            Some(l) => Some(BlockLaw::new(l, factor)?),
+            None => None,
+        };
+        let b = base.moments();
+        let u = per_unit.as_ref().map(BlockLaw::moments).unwrap_or_default();
+        Some(StepBlock {
+            work: CallMoments {
+                mean: b.mean + units * u.mean,
+                variance: b.variance + units * units * u.variance,
+            },
+            base,
+            per_unit,
+        })
+    }
 }
 
 impl CompiledStep {
@@ -113,6 +146,13 @@ impl JobModel {
         }
         let volume = spec.volume_at(scale);
         let items = spec.workload.items.unwrap_or(volume);
+        // A fixed item count (migrations) means each item works on the whole volume (every row);
+        // otherwise each item is one unit (one customer).
+        let units_per_item = if spec.workload.items.is_some() {
+            volume as f64
+        } else {
+            1.0
+        };
         if items > MAX_ITEMS {
             return Err(scale_error(format!(
                 "{items} items per run exceeds the limit of {MAX_ITEMS}"
@@ -130,6 +170,7 @@ impl JobModel {
                     base: Sampler::new(latency, factor),
                     per_unit: step.per_unit.as_ref().map(|l| Sampler::new(l, factor)),
                     mask: 1 << i,
+                    block: StepBlock::new(latency, step.per_unit.as_ref(), factor, units_per_item),
                 }
             })
             .collect();
@@ -174,19 +215,19 @@ impl JobModel {
             scale,
             volume,
             items,
-            // A fixed item count (migrations) means each item works on the whole volume (every row);
-            // otherwise each item is one unit (one customer).
-            units_per_item: if spec.workload.items.is_some() {
-                volume as f64
-            } else {
-                1.0
-            },
+            units_per_item,
             fixed_items: spec.workload.items.is_some(),
             concurrency: spec.workload.concurrency as usize,
             steps,
             episodes,
             pauses,
         })
+    }
+
+    /// True when every step's calls can be drawn as sums (see [`crate::block_law`]), so that the
+    /// block engine can run this model.
+    pub fn blockable(&self) -> bool {
+        self.steps.iter().all(|s| s.block.is_some())
     }
 
     /// Latency samples one replay draws when no episode or pause interferes: the unit in which

@@ -33,6 +33,45 @@ pub struct SimOptions {
     pub thresholds: Vec<Duration>,
     /// The replays this process runs ([`Shard::WHOLE`]: all of them).
     pub shard: Shard,
+    /// Which engine replays the model.
+    pub engine: Engine,
+}
+
+/// How a replay draws its calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// Calls between events drawn as one sum per step (see `block_law`); the calls around an
+    /// event one by one. A model whose latencies have no surrogate runs on [`Engine::Exact`].
+    #[default]
+    Blocks,
+    /// Every call drawn: the reference.
+    Exact,
+}
+
+impl Engine {
+    /// Every engine, in the order `--engine` lists them.
+    pub const ALL: [Engine; 2] = [Engine::Blocks, Engine::Exact];
+
+    /// The name `--engine` takes and the records carry.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Blocks => "blocks",
+            Engine::Exact => "exact",
+        }
+    }
+
+    /// The engine named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The engine that replays `model` when this one is asked for.
+    pub fn for_model(self, model: &JobModel) -> Engine {
+        match self {
+            Engine::Blocks if model.blockable() => Engine::Blocks,
+            _ => Engine::Exact,
+        }
+    }
 }
 
 /// Runs `options.replays` replays of `model` (those of `options.shard`) and returns their
@@ -63,6 +102,7 @@ pub fn simulate_leases(
     let leases_s: Vec<f64> = leases.iter().map(Duration::as_secs_f64).collect();
     // Without pauses no lease is lost: nothing to count.
     let counting = !leases_s.is_empty() && model.pauses.is_some();
+    let engine = options.engine.for_model(model);
     let parts: Vec<(RuntimeHistogram, Vec<u64>)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
@@ -78,7 +118,10 @@ pub fn simulate_leases(
                         let last = (first + CHUNK).min(replays);
                         for k in first..last {
                             let mut rng = replay_rng(options.seed, options.shard.global(k));
-                            let runtime_s = replay(model, &mut rng, &mut scratch);
+                            let runtime_s = match engine {
+                                Engine::Blocks => blocks::replay(model, &mut rng, &mut scratch),
+                                Engine::Exact => replay(model, &mut rng, &mut scratch),
+                            };
                             histogram.record_ns(seconds_to_ns(runtime_s));
                             if counting {
                                 count_lost(&scratch.pauses, runtime_s, &leases_s, &mut lost);
@@ -153,6 +196,7 @@ pub(crate) struct Scratch {
     pauses: Vec<(f64, f64)>,
     lanes: Vec<f64>,
     states: Vec<StepState>,
+    block_lanes: Vec<blocks::Lane>,
 }
 
 /// What the episodes active at some moment do to one step.
@@ -531,6 +575,9 @@ fn start_and_factor(active: &[Window], mask: u64, mut t: f64) -> (f64, f64) {
 fn unit_f64(word: u64) -> f64 {
     (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
+
+#[path = "sim_blocks.rs"]
+mod blocks;
 
 #[cfg(test)]
 #[path = "sim_tests.rs"]

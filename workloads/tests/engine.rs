@@ -4,10 +4,18 @@ use std::path::Path;
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
-use lockbench_workloads::{JobModel, Shard, SimOptions, WorkloadSpec, simulate};
+use lockbench_workloads::{Engine, JobModel, Shard, SimOptions, WorkloadSpec, simulate};
 use statrs::distribution::{ContinuousCDF, Gamma};
 
-fn run(spec_text: &str, profile: &str, replays: u64, threads: usize) -> RuntimeHistogram {
+/// Every check holds for both engines: the block engine ([`Engine::Blocks`]) and the per-call
+/// reference ([`Engine::Exact`]).
+fn run(
+    engine: Engine,
+    spec_text: &str,
+    profile: &str,
+    replays: u64,
+    threads: usize,
+) -> RuntimeHistogram {
     let spec = WorkloadSpec::parse(spec_text, Path::new("test.toml")).expect("valid spec");
     let model = JobModel::new(&spec, profile, 1.0).expect("profile exists");
     let options = SimOptions {
@@ -16,6 +24,7 @@ fn run(spec_text: &str, profile: &str, replays: u64, threads: usize) -> RuntimeH
         threads,
         thresholds: Vec::new(),
         shard: Shard::WHOLE,
+        engine,
     };
     simulate(&model, &options, &|_| {})
 }
@@ -28,117 +37,179 @@ fn steps(n: usize, latency: &str) -> String {
 
 #[test]
 fn constant_latencies_give_an_exact_runtime() {
-    let spec = format!(
-        "[workload]\nname = \"c\"\nvolume = 1800\n\n{}",
-        steps(3, r#"{ dist = "constant", value = "37ms" }"#)
-    );
-    let h = run(&spec, "baseline", 1000, 2);
-    let expected = Duration::from_millis(1800 * 3 * 37);
-    assert_eq!(h.min(), expected);
-    assert_eq!(h.max(), expected);
-    assert_eq!(h.quantile(0.5), expected);
-    assert_eq!(h.quantile(0.999), expected);
+    for engine in Engine::ALL {
+        let spec = format!(
+            "[workload]\nname = \"c\"\nvolume = 1800\n\n{}",
+            steps(3, r#"{ dist = "constant", value = "37ms" }"#)
+        );
+        let h = run(engine, &spec, "baseline", 1000, 2);
+        let expected = Duration::from_millis(1800 * 3 * 37);
+        assert_eq!(h.min(), expected);
+        assert_eq!(h.max(), expected);
+        assert_eq!(h.quantile(0.5), expected);
+        assert_eq!(h.quantile(0.999), expected);
+    }
 }
 
 /// N exponential calls per run add up to a Gamma(N) runtime.
 #[test]
 fn sums_of_exponentials_match_the_gamma_distribution() {
-    for (items, steps_per_item) in [(1usize, 4usize), (4, 4), (1, 30)] {
-        let n = items * steps_per_item;
-        let spec = format!(
-            "[workload]\nname = \"gamma\"\nvolume = {items}\n\n{}",
-            steps(steps_per_item, r#"{ dist = "exponential", mean = "1s" }"#)
-        );
-        let h = run(&spec, "baseline", 200_000, 2);
-        let gamma = Gamma::new(n as f64, 1.0).unwrap();
-        for q in [0.5, 0.99, 0.999] {
-            let want = gamma.inverse_cdf(q);
-            let got = h.quantile(q).as_secs_f64();
+    for engine in Engine::ALL {
+        for (items, steps_per_item) in [(1usize, 4usize), (4, 4), (1, 30)] {
+            let n = items * steps_per_item;
+            let spec = format!(
+                "[workload]\nname = \"gamma\"\nvolume = {items}\n\n{}",
+                steps(steps_per_item, r#"{ dist = "exponential", mean = "1s" }"#)
+            );
+            let h = run(engine, &spec, "baseline", 200_000, 2);
+            let gamma = Gamma::new(n as f64, 1.0).unwrap();
+            for q in [0.5, 0.99, 0.999] {
+                let want = gamma.inverse_cdf(q);
+                let got = h.quantile(q).as_secs_f64();
+                assert!(
+                    (got / want - 1.0).abs() < 0.01,
+                    "Gamma({n}) q={q}: simulated {got:.4}, exact {want:.4}"
+                );
+            }
+            let mean = h.mean().as_secs_f64();
             assert!(
-                (got / want - 1.0).abs() < 0.01,
-                "Gamma({n}) q={q}: simulated {got:.4}, exact {want:.4}"
+                (mean / n as f64 - 1.0).abs() < 0.01,
+                "Gamma({n}) mean {mean}"
             );
         }
-        let mean = h.mean().as_secs_f64();
-        assert!(
-            (mean / n as f64 - 1.0).abs() < 0.01,
-            "Gamma({n}) mean {mean}"
-        );
     }
 }
 
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
-    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/billing.toml"))
-        .unwrap();
-    for profile in ["month-end-incident", "gc-pressure"] {
-        let one = run(&spec, profile, 3000, 1);
-        let three = run(&spec, profile, 3000, 3);
-        assert_eq!(one.mean(), three.mean(), "{profile}");
-        assert_eq!(one.max(), three.max(), "{profile}");
-        assert_eq!(one.quantile(0.99), three.quantile(0.99), "{profile}");
-        assert_eq!(one.to_base64_v2(), three.to_base64_v2(), "{profile}");
+    for engine in Engine::ALL {
+        let spec =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/billing.toml"))
+                .unwrap();
+        for profile in ["month-end-incident", "gc-pressure"] {
+            let one = run(engine, &spec, profile, 3000, 1);
+            let three = run(engine, &spec, profile, 3000, 3);
+            assert_eq!(one.mean(), three.mean(), "{profile}");
+            assert_eq!(one.max(), three.max(), "{profile}");
+            assert_eq!(one.quantile(0.99), three.quantile(0.99), "{profile}");
+            assert_eq!(one.to_base64_v2(), three.to_base64_v2(), "{profile}");
+        }
     }
 }
 
 #[test]
 fn lanes_share_the_items() {
+    for engine in Engine::ALL {
+        let spec = format!(
+            "[workload]\nname = \"lanes\"\nvolume = 100\nconcurrency = 4\n\n{}",
+            steps(1, r#""1s""#)
+        );
+        let h = run(engine, &spec, "baseline", 10, 1);
+        assert_eq!(h.max(), Duration::from_secs(25));
+        assert_eq!(h.min(), Duration::from_secs(25));
+    }
+}
+
+/// Enough items that the block engine's lanes advance in rounds to horizons before the last items
+/// go one by one: constant items still share out exactly.
+#[test]
+fn lanes_share_many_items() {
     let spec = format!(
-        "[workload]\nname = \"lanes\"\nvolume = 100\nconcurrency = 4\n\n{}",
-        steps(1, r#""1s""#)
+        "[workload]\nname = \"lanes\"\nvolume = 10000\nconcurrency = 4\n\n{}",
+        steps(2, r#""500ms""#)
     );
-    let h = run(&spec, "baseline", 10, 1);
-    assert_eq!(h.max(), Duration::from_secs(25));
-    assert_eq!(h.min(), Duration::from_secs(25));
+    for engine in Engine::ALL {
+        let h = run(engine, &spec, "baseline", 10, 1);
+        assert_eq!(h.min(), Duration::from_secs(2500), "{engine:?}");
+        assert_eq!(h.max(), Duration::from_secs(2500), "{engine:?}");
+    }
+}
+
+/// The same episodes over a thousand items, where the block engine draws blocks up to each
+/// boundary and the calls around it one by one.
+#[test]
+fn episodes_apply_exactly_at_their_boundaries_over_many_items() {
+    let spec = |episode: &str| {
+        format!(
+            "[workload]\nname = \"many\"\nvolume = 1000\n\n{}\n[[profiles]]\nname = \"p\"\n[[profiles.episodes]]\nname = \"e\"\ntarget = \"db\"\n{episode}\n",
+            steps(1, r#""1s""#)
+        )
+    };
+    // Calls at 0, 3, ..., 450 s start inside a 450.5 s window and take 3 s: 151 calls, 453 s;
+    // then 849 calls of 1 s.
+    let slowdown = spec("start = \"0s\"\nduration = \"450500ms\"\nslowdown = 3.0");
+    // Calls at 0..=250 s run; the one due at 251 s waits for the window's end at 700.5 s, then
+    // it and 748 more take 1 s each.
+    let block = spec("start = \"250500ms\"\nduration = \"450s\"\nblock = true");
+    for engine in Engine::ALL {
+        let h = run(engine, &slowdown, "p", 10, 1);
+        assert_eq!(h.max(), Duration::from_secs(1302), "{engine:?} slowdown");
+        assert_eq!(h.min(), Duration::from_secs(1302), "{engine:?} slowdown");
+        let h = run(engine, &block, "p", 10, 1);
+        assert_eq!(
+            h.max(),
+            Duration::from_millis(1_449_500),
+            "{engine:?} block"
+        );
+        assert_eq!(
+            h.min(),
+            Duration::from_millis(1_449_500),
+            "{engine:?} block"
+        );
+    }
 }
 
 #[test]
 fn a_blocking_episode_holds_calls_until_it_ends() {
-    let spec = format!(
-        r#"[workload]
-name = "block"
-volume = 10
+    for engine in Engine::ALL {
+        let spec = format!(
+            r#"[workload]
+    name = "block"
+    volume = 10
 
-{}
-[[profiles]]
-name = "locked"
-[[profiles.episodes]]
-name = "long transaction"
-target = "db"
-start = "2.5s"
-duration = "4.5s"
-block = true
-"#,
-        steps(1, r#""1s""#)
-    );
-    // Items start at 0, 1, 2, 3 s; the one due at 3 s waits until 7 s, then 7 more follow.
-    let h = run(&spec, "locked", 10, 1);
-    assert_eq!(h.max(), Duration::from_secs(14));
-    assert_eq!(h.min(), Duration::from_secs(14));
+    {}
+    [[profiles]]
+    name = "locked"
+    [[profiles.episodes]]
+    name = "long transaction"
+    target = "db"
+    start = "2.5s"
+    duration = "4.5s"
+    block = true
+    "#,
+            steps(1, r#""1s""#)
+        );
+        // Items start at 0, 1, 2, 3 s; the one due at 3 s waits until 7 s, then 7 more follow.
+        let h = run(engine, &spec, "locked", 10, 1);
+        assert_eq!(h.max(), Duration::from_secs(14));
+        assert_eq!(h.min(), Duration::from_secs(14));
+    }
 }
 
 #[test]
 fn a_slowdown_episode_scales_calls_inside_its_window() {
-    let spec = format!(
-        r#"[workload]
-name = "slow"
-volume = 10
+    for engine in Engine::ALL {
+        let spec = format!(
+            r#"[workload]
+    name = "slow"
+    volume = 10
 
-{}
-[[profiles]]
-name = "slow"
-[[profiles.episodes]]
-name = "rebuild"
-target = "db"
-start = "0s"
-duration = "4.5s"
-slowdown = 3.0
-"#,
-        steps(1, r#""1s""#)
-    );
-    // Calls at 0 and 3 s start inside the window and take 3 s each; then 8 calls of 1 s.
-    let h = run(&spec, "slow", 10, 1);
-    assert_eq!(h.max(), Duration::from_secs(14));
+    {}
+    [[profiles]]
+    name = "slow"
+    [[profiles.episodes]]
+    name = "rebuild"
+    target = "db"
+    start = "0s"
+    duration = "4.5s"
+    slowdown = 3.0
+    "#,
+            steps(1, r#""1s""#)
+        );
+        // Calls at 0 and 3 s start inside the window and take 3 s each; then 8 calls of 1 s.
+        let h = run(engine, &spec, "slow", 10, 1);
+        assert_eq!(h.max(), Duration::from_secs(14));
+    }
 }
 
 #[test]
@@ -170,6 +241,7 @@ slowdown = 2.0
         threads: 2,
         thresholds: vec![limit],
         shard: Shard::WHOLE,
+        engine: Engine::Blocks,
     };
     let h = simulate(&model, &options, &|_| {});
     // Exactly two outcomes: 10 s (75 %) or 20 s (25 %).
@@ -183,23 +255,25 @@ slowdown = 2.0
 /// time, so a long run of W seconds of work takes about W (m+d)/m.
 #[test]
 fn pauses_stretch_the_run_by_their_share_of_time() {
-    let spec = format!(
-        r#"[workload]
-name = "paused"
-volume = 1000
+    for engine in Engine::ALL {
+        let spec = format!(
+            r#"[workload]
+    name = "paused"
+    volume = 1000
 
-{}
-[[profiles]]
-name = "gc"
-[profiles.pauses]
-mean_interval = "10s"
-duration = "1s"
-"#,
-        steps(1, r#""1s""#)
-    );
-    let h = run(&spec, "gc", 20_000, 2);
-    let mean = h.mean().as_secs_f64();
-    assert!((mean / 1100.0 - 1.0).abs() < 0.01, "mean runtime {mean}");
+    {}
+    [[profiles]]
+    name = "gc"
+    [profiles.pauses]
+    mean_interval = "10s"
+    duration = "1s"
+    "#,
+            steps(1, r#""1s""#)
+        );
+        let h = run(engine, &spec, "gc", 20_000, 2);
+        let mean = h.mean().as_secs_f64();
+        assert!((mean / 1100.0 - 1.0).abs() < 0.01, "mean runtime {mean}");
+    }
 }
 
 /// Shards 0..N of a simulation, each run apart with any thread count, add up to the whole run:
@@ -220,6 +294,7 @@ fn shards_add_up_to_the_whole_simulation() {
         threads,
         thresholds: vec![limit],
         shard,
+        engine: Engine::Blocks,
     };
     let whole = simulate(&model, &options(Shard::WHOLE, 2), &|_| {});
     for count in [2u64, 3, 7] {
@@ -279,6 +354,7 @@ duration = "25s"
         threads: 2,
         thresholds: Vec::new(),
         shard: Shard::WHOLE,
+        engine: Engine::Blocks,
     };
     let leases = [Duration::from_secs(30), Duration::from_secs(40)];
     let (h, lost) = lockbench_workloads::simulate_leases(&model, &options, &leases, &|_| {});

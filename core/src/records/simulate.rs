@@ -34,6 +34,15 @@ pub struct SimulationRecord {
     /// Draws per second of one process, `latency_samples / elapsed_s`: comparable with a whole
     /// run of the same threads, never a sum of rates of shards that overlapped in time.
     pub samples_per_s: f64,
+    /// The simulator engine asked for: `blocks` (the calls between events drawn as sums, the
+    /// default since December 2026) or `exact` (every call drawn; what records written before
+    /// the field existed used).
+    #[serde(default = "exact_engine")]
+    pub engine: String,
+}
+
+fn exact_engine() -> String {
+    "exact".into()
 }
 
 /// One simulated workload, profile and scale, and its runtimes.
