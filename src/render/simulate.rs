@@ -97,13 +97,25 @@ pub fn throughput_line(record: &SimulationRecord) -> String {
         format!("{:.2} s", record.elapsed_s)
     };
     format!(
-        "simulated {} latency samples in {time}: {:.1} M samples/s{}",
+        "simulated {} latency samples in {time}: {:.1} M samples/s{}; engine {}",
         format_count(record.latency_samples),
         record.samples_per_s / 1e6,
         if record.shards > 1 {
             " per process"
         } else {
             ""
-        }
+        },
+        engine_words(&record.engine)
     )
+}
+
+/// What the engine named in a record does, for the throughput line.
+fn engine_words(engine: &str) -> String {
+    match engine {
+        "blocks" => "blocks: the calls between two events drawn as one sum per step, a sample \
+                     counted per call it stands for (--engine exact draws each)"
+            .into(),
+        "exact" => "exact: every call drawn".into(),
+        other => other.into(),
+    }
 }

@@ -106,5 +106,41 @@ fn replays(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, draws, replays);
+/// The block engine at 100x on every shipped spec's most varied profile (episodes and pauses),
+/// against the per-call engine on billing: what issue 34's "a 100x simulation of any shipped spec
+/// in under 30 s" rests on. Replays per iteration: 100; a 20,000-replay row is 200 of them.
+fn engines(c: &mut Criterion) {
+    let mut group = c.benchmark_group("engine");
+    group.sample_size(10);
+    let rows = [
+        ("billing", "gc-pressure", Engine::Blocks),
+        ("billing", "gc-pressure", Engine::Exact),
+        ("migration", "long-running-transaction", Engine::Blocks),
+        ("events", "gc-pressure", Engine::Blocks),
+        ("ledger", "gc-pressure", Engine::Blocks),
+    ];
+    for (name, profile, engine) in rows {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("specs/{name}.toml"));
+        let spec = WorkloadSpec::load(&path).unwrap();
+        let model = JobModel::new(&spec, profile, 100.0).unwrap();
+        group.throughput(Throughput::Elements(100));
+        group.bench_function(
+            format!("{name}-{profile}-x100-{}-100-replays", engine.name()),
+            |b| {
+                let options = SimOptions {
+                    replays: 100,
+                    seed: 42,
+                    threads: 2,
+                    thresholds: Vec::new(),
+                    shard: Shard::WHOLE,
+                    engine,
+                };
+                b.iter(|| black_box(simulate(&model, &options, &|_| {})))
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, draws, replays, engines);
 criterion_main!(benches);
