@@ -321,6 +321,17 @@ fn add_histograms(
 /// Loads `dirs`, builds the report and writes it to `out` (complete or not at all), saying where
 /// when `announce` is true.
 pub fn write_report(dirs: &[std::path::PathBuf], out: ResultsDir, announce: bool) -> Result<()> {
+    write_report_interim(dirs, out, announce, None)
+}
+
+/// [`write_report`], labelled as an interim record when `interim` says what is still being
+/// measured (`lockbench run` between its steps).
+pub fn write_report_interim(
+    dirs: &[std::path::PathBuf],
+    out: ResultsDir,
+    announce: bool,
+    interim: Option<&lockbench_analysis::report::Interim>,
+) -> Result<()> {
     let evidence = lockbench_analysis::report::load(dirs)?;
     if evidence.is_empty() {
         return Err(lockbench_analysis::report::ReportError::Input {
@@ -329,7 +340,7 @@ pub fn write_report(dirs: &[std::path::PathBuf], out: ResultsDir, announce: bool
         }
         .into());
     }
-    let built = lockbench_analysis::report::build(&evidence)?;
+    let built = lockbench_analysis::report::build_interim(&evidence, interim)?;
     let mut out = out;
     out.add("report.md", built.markdown.into_bytes())?;
     out.add("report.html", built.html.into_bytes())?;

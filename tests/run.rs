@@ -441,11 +441,42 @@ fn assert_no_results(dir: &std::path::Path) {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// The interim record a stopped run keeps: the steps before the one stopped, their report labelled
+/// with what was still to measure (`pending` first among it), and nothing staged beside it.
+fn assert_interim_record(dir: &std::path::Path, pending: &str) {
+    let run = dir.join("run");
+    let mut kept: Vec<String> = std::fs::read_dir(&run)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    kept.sort();
+    assert!(
+        kept.contains(&"bench".to_string()) && kept.contains(&"report".to_string()),
+        "{kept:?}"
+    );
+    assert!(!kept.iter().any(|n| n.starts_with("faults")), "{kept:?}");
+    let report = std::fs::read_to_string(run.join("report/report.md")).unwrap();
+    assert!(
+        report.contains(&format!("and is still measuring: {pending}")),
+        "{}",
+        &report[..800.min(report.len())]
+    );
+    let hidden: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".run."))
+        .collect();
+    assert!(hidden.is_empty(), "left behind: {hidden:?}");
+}
+
 /// A supervisor's SIGINT, then its SIGTERM, to `run`'s pid alone during the fault step: the lab
 /// gets the signal from `run`, stops its trial, its private servers and its namespace, drops its
-/// schema; `run` waits for it, removes its staging folder and exits 130 (the first signal).
+/// schema; `run` waits for it, removes its staging folder and exits 130 (the first signal),
+/// keeping the interim record of the steps before the lab.
 #[test]
-fn a_signal_to_runs_pid_reaches_the_fault_lab_and_leaves_nothing() {
+fn a_signal_to_runs_pid_reaches_the_fault_lab_and_keeps_the_interim_record() {
     let namespaces = lab_namespaces();
     let mut run = Supervised::start();
     run.wait_for("== what each backend cannot prevent");
@@ -468,11 +499,15 @@ fn a_signal_to_runs_pid_reaches_the_fault_lab_and_leaves_nothing() {
         "{said}"
     );
     assert!(
-        said.contains("lockbench: error: interrupted by SIGINT; faults stopped and cleaned up after itself; removed the staging folder, no results written"),
+        said.contains("lockbench: error: interrupted by SIGINT; faults stopped and cleaned up after itself; removed the staging folder; "),
+        "{said}"
+    );
+    assert!(
+        said.contains("keeps the interim record written after the simulation (runtimes and TTLs) and the benchmark of every reachable backend"),
         "{said}"
     );
     assert!(!said.contains("run: done"), "{said}");
-    assert_no_results(dir.path());
+    assert_interim_record(dir.path(), "the fault lab");
     assert!(
         !std::path::Path::new(&format!("/proc/{lab_pid}")).exists(),
         "the fault lab (pid {lab_pid}) outlived run"

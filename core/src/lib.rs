@@ -36,7 +36,10 @@ pub use histogram::{
 pub use records::manifest::{
     Machine, Manifest, ServerRecord, ShardOrigin, ShardRecord, SpecRecord, unix_now_s,
 };
-pub use results::{ResultsDir, ResultsError, remove_stale_staging, staging_for, write_whole};
+pub use results::{
+    ResultsDir, ResultsError, publish_copy, remove_stale_staging, replace_with, staging_for,
+    write_whole,
+};
 
 /// The version of lockbench that produced a result, stored in every manifest.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

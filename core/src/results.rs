@@ -173,6 +173,68 @@ pub fn staging_for(target: &Path) -> PathBuf {
     ))
 }
 
+/// A hidden sibling of `target` for one role in replacing it (`next`, `old`), named so that
+/// [`remove_stale_staging`] removes it once this process is gone.
+fn sibling_for(target: &Path, role: &str) -> PathBuf {
+    parent_of(target).join(format!(
+        ".{}.{role}.partial-{}",
+        name_of(target),
+        std::process::id()
+    ))
+}
+
+/// Puts a copy of the folder `source` (its visible entries: a step's own staging folder, hidden,
+/// is left out) at `target`, replacing what was there. The copy is made whole beside `target`
+/// first, then renamed into place: a reader sees the previous version or this one, never a mix.
+pub fn publish_copy(source: &Path, target: &Path) -> Result<(), ResultsError> {
+    let next = sibling_for(target, "next");
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |cause| ResultsError::Io { path, cause }
+    };
+    if next.exists() {
+        fs::remove_dir_all(&next).map_err(io(&next))?;
+    }
+    copy_visible(source, &next).map_err(io(&next))?;
+    replace_with(&next, target)
+}
+
+/// Renames the folder `dir` to `target`, replacing a folder already there: the old one is moved
+/// aside first and removed after, so `target` is missing only between two renames.
+pub fn replace_with(dir: &Path, target: &Path) -> Result<(), ResultsError> {
+    let old = sibling_for(target, "old");
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |cause| ResultsError::Io { path, cause }
+    };
+    let had = target.exists();
+    if had {
+        fs::rename(target, &old).map_err(io(target))?;
+    }
+    fs::rename(dir, target).map_err(io(target))?;
+    if had {
+        fs::remove_dir_all(&old).map_err(io(&old))?;
+    }
+    Ok(())
+}
+
+fn copy_visible(source: &Path, target: &Path) -> io::Result<()> {
+    fs::create_dir(target)?;
+    for entry in fs::read_dir(source)? {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let to = target.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_visible(&entry.path(), &to)?;
+        } else {
+            fs::copy(entry.path(), &to)?;
+        }
+    }
+    Ok(())
+}
+
 /// Removes the staging folders beside `target` (any `.NAME.partial-PID`) whose process is gone:
 /// a command killed outright, before its own cleanup, leaves one. Returns what it removed.
 pub fn remove_stale_staging(target: &Path) -> Vec<PathBuf> {

@@ -1,6 +1,9 @@
 //! `lockbench run`: the main job. Each step is this same binary run as a child with `--out` into
 //! a staging folder (so each step's output and exit code are exactly what a user running it by
-//! hand gets); the report is written last and the folder moved into place whole.
+//! hand gets). Once the simulated runtimes and TTLs are in, and again as each later step lands,
+//! an interim record (the report of what is measured so far, labelled with what is not) is
+//! published into the results folder whole; the final report replaces it at the end, and a run
+//! stopped in between keeps the last one.
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -29,6 +32,12 @@ struct Plan {
     /// Every spec, read once: each may name the TTL it has today and the profile of its incident.
     specs: Vec<WorkloadSpec>,
     staging: PathBuf,
+    /// Where the results go (the staging folder is renamed to it at the end).
+    out: PathBuf,
+    /// The stages the record now in `out` covers, in words; `None` before the first.
+    published: std::cell::RefCell<Option<String>>,
+    /// True when a spec names a client library, so that the lab runs through it.
+    libraries: bool,
     /// The step running now (its title and pid), to pass a signal on to.
     current: std::cell::RefCell<Option<(String, u32)>>,
     /// The signal that stopped the run, once one came.
@@ -63,6 +72,99 @@ impl Plan {
     fn stopped(&self) -> Option<Stop> {
         *self.stopped.borrow()
     }
+
+    /// What a run that ends now leaves in `out`: the last interim record, if one was published.
+    fn kept(&self) -> Option<String> {
+        self.published.borrow().as_ref().map(|after| {
+            format!(
+                "{} keeps the interim record written after {after}",
+                self.out.display()
+            )
+        })
+    }
+
+    /// The stages of the main job in order, in words, as an interim record names them; the
+    /// libraries' only when a spec names one.
+    fn stages(&self) -> Vec<&'static str> {
+        Stage::ALL
+            .into_iter()
+            .filter(|s| *s != Stage::Libraries || self.libraries)
+            .map(Stage::words)
+            .collect()
+    }
+
+    /// Writes the report of what the steps so far measured, labelled as an interim record, and
+    /// publishes a copy of the results into `out` whole.
+    fn publish(&self, done: Stage) -> Result<()> {
+        let stages = self.stages();
+        let split = stages
+            .iter()
+            .position(|w| *w == done.words())
+            .map_or(stages.len(), |i| i + 1);
+        let after = words_list(&stages[..split]);
+        let interim = lockbench_analysis::report::Interim {
+            after: after.clone(),
+            pending: stages[split..].iter().map(|w| w.to_string()).collect(),
+        };
+        let report = self.staging.join("report");
+        if report.exists() {
+            std::fs::remove_dir_all(&report)
+                .with_context(|| format!("replacing {}", report.display()))?;
+        }
+        crate::output::write_report_interim(
+            std::slice::from_ref(&self.staging),
+            ResultsDir::new(&report)?,
+            false,
+            Some(&interim),
+        )?;
+        lockbench_core::publish_copy(&self.staging, &self.out)
+            .context("publishing the interim record")?;
+        *self.published.borrow_mut() = Some(after.clone());
+        eprintln!(
+            "\nlockbench: run: interim record after {after}: {}",
+            self.out.join("report").join("report.html").display()
+        );
+        Ok(())
+    }
+}
+
+/// The main job's stages, each ending in an interim record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Simulated,
+    Bench,
+    Faults,
+    Libraries,
+    Replays,
+}
+
+impl Stage {
+    const ALL: [Stage; 5] = [
+        Stage::Simulated,
+        Stage::Bench,
+        Stage::Faults,
+        Stage::Libraries,
+        Stage::Replays,
+    ];
+
+    fn words(self) -> &'static str {
+        match self {
+            Stage::Simulated => "the simulation (runtimes and TTLs)",
+            Stage::Bench => "the benchmark of every reachable backend",
+            Stage::Faults => "the fault lab",
+            Stage::Libraries => "the fault lab through the client libraries",
+            Stage::Replays => "the live replays",
+        }
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn words_list(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 pub fn run(args: &MainJobArgs) -> Outcome {
@@ -76,11 +178,17 @@ pub fn run(args: &MainJobArgs) -> Outcome {
     // Refuses an occupied --out before any work (exit 2), as every command does.
     ResultsDir::new(&out)?;
     let staging = staging_dir(&out)?;
+    let libraries = specs
+        .iter()
+        .any(|s| s.answers().decision.and_then(|d| d.client).is_some());
     let plan = Plan {
         job: MainJobPlan::new(quick, seed),
         config,
         specs,
         staging: staging.clone(),
+        out: out.clone(),
+        published: std::cell::RefCell::new(None),
+        libraries,
         current: std::cell::RefCell::new(None),
         stopped: tokio::sync::watch::Sender::new(None),
         took: std::cell::RefCell::new(Vec::new()),
@@ -102,6 +210,12 @@ pub fn run(args: &MainJobArgs) -> Outcome {
     });
     match outcome {
         Ok(skipped) => {
+            // The last interim record's report gives way to the final one.
+            let report = staging.join("report");
+            if report.exists() {
+                std::fs::remove_dir_all(&report)
+                    .with_context(|| format!("replacing {}", report.display()))?;
+            }
             crate::output::write_report(
                 std::slice::from_ref(&staging),
                 ResultsDir::new(&staging.join("report"))?,
@@ -110,8 +224,8 @@ pub fn run(args: &MainJobArgs) -> Outcome {
             .inspect_err(|_| {
                 let _ = std::fs::remove_dir_all(&staging);
             })?;
-            std::fs::rename(&staging, &out)
-                .with_context(|| format!("moving the results into {}", out.display()))?;
+            lockbench_core::replace_with(&staging, &out)
+                .context("moving the results into place")?;
             eprintln!("\nlockbench: run: step times on this machine:");
             for (title, took) in plan.took.borrow().iter() {
                 eprintln!("  {:>8}  {title}", lockbench_core::format_readable(*took));
@@ -128,6 +242,11 @@ pub fn run(args: &MainJobArgs) -> Outcome {
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
+            if e.downcast_ref::<Interrupted>().is_none()
+                && let Some(kept) = plan.kept()
+            {
+                eprintln!("lockbench: run: {kept}");
+            }
             Err(e.into())
         }
     }
@@ -176,7 +295,10 @@ async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<Exit> {
     let interrupted = |by: Stop, what: &str| -> anyhow::Error {
         Interrupted {
             by,
-            what: format!("{what}; removed the staging folder, no results written"),
+            what: match plan.kept() {
+                Some(kept) => format!("{what}; removed the staging folder; {kept}"),
+                None => format!("{what}; removed the staging folder, no results written"),
+            },
         }
         .into()
     };
@@ -270,6 +392,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
             anyhow::bail!("ttl {name} failed ({code}); see above");
         }
     }
+    plan.publish(Stage::Simulated)?;
 
     let args = job.bench_args(&plan.config, &out("bench"));
     let code = step(
@@ -299,8 +422,13 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
         .filter(|r| r.ops > 0)
         .map(|r| r.backend)
         .collect();
+    plan.publish(Stage::Bench)?;
     faults_of(plan, &measured, &mut skipped).await?;
-    libraries_of(plan, &measured, &mut skipped).await?;
+    plan.publish(Stage::Faults)?;
+    if plan.libraries {
+        libraries_of(plan, &measured, &mut skipped).await?;
+        plan.publish(Stage::Libraries)?;
+    }
 
     let incidents: Vec<&WorkloadSpec> = plan
         .specs

@@ -33,11 +33,26 @@ pub struct Report {
     pub charts: Vec<(String, charts::Rendered)>,
 }
 
+/// What an interim record (written by `lockbench run` between its steps) covers and what is still
+/// being measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interim {
+    /// The steps whose results the record reads, in words (`the simulated runtimes and TTLs`).
+    pub after: String,
+    /// The steps still to run, in words.
+    pub pending: Vec<String>,
+}
+
 /// The report of `evidence`: the decision for every job its `ttl` and `simulate` directories
 /// name, then the evidence.
 pub fn build(evidence: &Inputs) -> Result<Report, ReportError> {
+    build_interim(evidence, None)
+}
+
+/// [`build`], labelled as an interim record when `interim` says what is still being measured.
+pub fn build_interim(evidence: &Inputs, interim: Option<&Interim>) -> Result<Report, ReportError> {
     let decisions = evidence.decisions()?;
-    let content = sections::content(evidence, &decisions);
+    let content = sections::content(evidence, &decisions, interim);
     let mut rendered = Vec::new();
     for spec in &content.charts {
         let (name, result) = match spec {

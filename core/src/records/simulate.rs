@@ -34,15 +34,21 @@ pub struct SimulationRecord {
     /// Draws per second of one process, `latency_samples / elapsed_s`: comparable with a whole
     /// run of the same threads, never a sum of rates of shards that overlapped in time.
     pub samples_per_s: f64,
-    /// The simulator engine asked for: `blocks` (the calls between events drawn as sums, the
-    /// default since December 2026) or `exact` (every call drawn; what records written before
-    /// the field existed used).
-    #[serde(default = "exact_engine")]
+    /// The simulator engine that drew the replays: `blocks` (the calls between events drawn as
+    /// sums, the default since December 2026), `exact` (every call drawn), or `blocks` with the
+    /// rows it left to `exact` named. Added without a schema bump: absent means `exact` (written
+    /// so, and what every record from before it was), so every record of schema 4 reads and
+    /// writes back as it was.
+    #[serde(default = "exact_engine", skip_serializing_if = "is_exact")]
     pub engine: String,
 }
 
 fn exact_engine() -> String {
     "exact".into()
+}
+
+fn is_exact(engine: &str) -> bool {
+    engine == "exact"
 }
 
 /// One simulated workload, profile and scale, and its runtimes.

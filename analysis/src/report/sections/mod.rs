@@ -22,6 +22,7 @@ use common::Doc;
 
 use lockbench_decision::Decision;
 
+use super::Interim;
 use super::doc::Block;
 use super::load::Inputs;
 
@@ -49,14 +50,31 @@ fn title(decisions: &[Decision]) -> String {
     }
 }
 
+/// The line at the top of an interim record: what it covers, what is still being measured, and
+/// that the decisions below read only what is here.
+fn interim_label(interim: &Interim) -> String {
+    format!(
+        "**Interim record.** `lockbench run` wrote this after {}, and is still measuring: {}. The decisions and sections below read only the results listed under Sources: where a step still to run would add evidence, they show none yet, and a decision may change when it lands. The run rewrites this record, whole, as each step lands; a run stopped now keeps this one.",
+        interim.after,
+        match interim.pending.as_slice() {
+            [] => "nothing more".to_string(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{}, then {last}", rest.join(", ")),
+        }
+    )
+}
+
 /// Builds the document from `evidence` and the decisions it supports: each job's decision
 /// first, then the evidence in the record's five sections, the appendix and the sources.
-pub fn content(evidence: &Inputs, decisions: &[Decision]) -> Content {
+pub fn content(evidence: &Inputs, decisions: &[Decision], interim: Option<&Interim>) -> Content {
     let title = title(decisions);
     let mut doc = Doc {
         blocks: vec![Block::Heading(1, title.clone())],
         charts: Vec::new(),
     };
+    if let Some(interim) = interim {
+        doc.push(Block::Para(interim_label(interim)));
+    }
     // The date of the newest evidence: the record reads the same when re-reported.
     let date = evidence
         .sources()
