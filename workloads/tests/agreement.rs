@@ -11,7 +11,7 @@
 //!
 //! The replays per row are sized so that the per-call engine's share stays near 40 s on two cores.
 //! `LOCKBENCH_AGREEMENT_REPLAYS=N` multiplies them (the figures in docs/PERFORMANCE.md came from
-//! `LOCKBENCH_AGREEMENT_REPLAYS=10 cargo test --release -p lockbench-workloads --test agreement --
+//! `LOCKBENCH_AGREEMENT_REPLAYS=10 cargo test -p lockbench-workloads --test agreement --
 //! --nocapture`).
 
 use std::path::Path;
