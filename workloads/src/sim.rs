@@ -8,11 +8,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
+use rand::SeedableRng;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 
 use crate::Shard;
-use crate::model::{CompiledEpisode, CompiledPauses, CompiledStep, Effect, JobModel};
+use crate::model::{CompiledPauses, JobModel};
+use parts::{
+    PauseTimeline, Scratch, StepState, Window, call_work, effects_at, next_pause, pause_timeline,
+    realise, start_and_factor,
+};
 
 /// Replays handed to a thread at a time: large enough to amortise the shared counter, small
 /// enough that both cores finish together.
@@ -189,74 +193,6 @@ fn seconds_to_ns(s: f64) -> u64 {
     (s * 1e9).round() as u64
 }
 
-/// Buffers reused across replays so that the inner loop never allocates.
-#[derive(Default)]
-pub(crate) struct Scratch {
-    active: Vec<Window>,
-    pauses: Vec<(f64, f64)>,
-    lanes: Vec<f64>,
-    states: Vec<StepState>,
-    block_lanes: Vec<blocks::Lane>,
-}
-
-/// What the episodes active at some moment do to one step.
-#[derive(Clone, Copy, Debug)]
-struct StepState {
-    factor: f64,
-    blocked_until: f64,
-}
-
-impl StepState {
-    const FREE: StepState = StepState {
-        factor: 1.0,
-        blocked_until: f64::NEG_INFINITY,
-    };
-}
-
-/// The stop-the-world pauses of one replay, generated lazily from their own random stream so that
-/// the pause timeline does not depend on how many latency draws came before.
-struct PauseTimeline<'a> {
-    spec: &'a CompiledPauses,
-    rng: SmallRng,
-    pauses: &'a mut Vec<(f64, f64)>,
-}
-
-impl PauseTimeline<'_> {
-    /// The `i`-th pause as (start, length), generating it if needed.
-    fn get(&mut self, i: usize) -> (f64, f64) {
-        while self.pauses.len() <= i {
-            let previous_end = self.pauses.last().map_or(0.0, |(p, d)| p + d);
-            let next = next_pause(self.spec, &mut self.rng, previous_end);
-            self.pauses.push(next);
-        }
-        self.pauses[i]
-    }
-
-    /// The wall time at which `work` seconds begun at `start` finish when every pause that begins
-    /// before then freezes the run, and the index of the first pause that begins after it.
-    fn stretch(&mut self, start: f64, work: f64, from: usize) -> (f64, usize) {
-        let mut end = start + work;
-        let mut i = from;
-        loop {
-            let (pause_start, length) = self.get(i);
-            if pause_start >= end {
-                return (end, i);
-            }
-            if pause_start >= start {
-                end += length;
-            }
-            i += 1;
-        }
-    }
-}
-
-/// The pause after one that ended at `previous_end`: (start, length), exponential gaps.
-fn next_pause(spec: &CompiledPauses, rng: &mut SmallRng, previous_end: f64) -> (f64, f64) {
-    let gap = -spec.mean_interval_s * (-unit_f64(rng.next_u64())).ln_1p();
-    let length = spec.duration.sample(rng);
-    (previous_end + gap, length)
-}
-
 /// The environment of one live job run: the episodes that happen in it, drawn exactly as the
 /// simulator draws replay `index`'s, and how long each call must take under them. Every worker of
 /// the run shares it (a slow database is slow for everybody); per-call noise comes from each
@@ -319,16 +255,6 @@ impl LivePauses {
     }
 }
 
-/// An episode that happens in this replay.
-#[derive(Clone, Copy, Debug)]
-struct Window {
-    start: f64,
-    end: f64,
-    mask: u64,
-    /// Latency factor; `None` blocks calls until `end`.
-    factor: Option<f64>,
-}
-
 /// One job run in virtual time; returns its runtime in seconds.
 pub(crate) fn replay(model: &JobModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f64 {
     scratch.active.clear();
@@ -343,40 +269,6 @@ pub(crate) fn replay(model: &JobModel, rng: &mut SmallRng, scratch: &mut Scratch
         (1, _, pauses) => single_lane(model, rng, &scratch.active, &mut scratch.states, pauses),
         (_, _, pauses) => lanes(model, rng, &scratch.active, &mut scratch.lanes, pauses),
     }
-}
-
-fn pause_timeline<'a>(
-    model: &'a JobModel,
-    rng: &mut SmallRng,
-    buffer: &'a mut Vec<(f64, f64)>,
-) -> Option<PauseTimeline<'a>> {
-    model.pauses.as_ref().map(|spec| {
-        buffer.clear();
-        PauseTimeline {
-            spec,
-            rng: SmallRng::seed_from_u64(rng.next_u64()),
-            pauses: buffer,
-        }
-    })
-}
-
-fn realise(ep: &CompiledEpisode, rng: &mut SmallRng) -> Option<Window> {
-    let roll = unit_f64(rng.next_u64());
-    if roll >= ep.chance || ep.mask == 0 {
-        return None;
-    }
-    let start = ep.start.sample(rng);
-    let end = start + ep.duration.sample(rng);
-    let factor = match ep.effect {
-        Effect::Block => None,
-        Effect::Slowdown { min, max } => Some(min + (max - min) * unit_f64(rng.next_u64())),
-    };
-    Some(Window {
-        start,
-        end,
-        mask: ep.mask,
-        factor,
-    })
 }
 
 /// The common case, kept free of branches on time: one lane, nothing correlated happening.
@@ -457,34 +349,6 @@ fn wait_for_blocks(
     (t, next_boundary)
 }
 
-/// Fills `states` with what the windows active at `t` do to each step; returns the next time at
-/// which that changes.
-fn effects_at(active: &[Window], t: f64, steps: usize, states: &mut Vec<StepState>) -> f64 {
-    states.clear();
-    states.resize(steps, StepState::FREE);
-    let mut next = f64::INFINITY;
-    for w in active {
-        if t < w.start {
-            next = next.min(w.start);
-            continue;
-        }
-        if t >= w.end {
-            continue;
-        }
-        next = next.min(w.end);
-        for (i, state) in states.iter_mut().enumerate() {
-            if w.mask & (1 << i) == 0 {
-                continue;
-            }
-            match w.factor {
-                Some(f) => state.factor *= f,
-                None => state.blocked_until = state.blocked_until.max(w.end),
-            }
-        }
-    }
-    next
-}
-
 /// The general case: several lanes, episodes and pauses on the run's own timeline.
 fn lanes(
     model: &JobModel,
@@ -531,53 +395,8 @@ fn lanes(
     lanes.iter().copied().fold(0.0, f64::max)
 }
 
-/// One call's work before any episode: its latency plus, for a step with a per-unit part, that
-/// part times the item's units. Every engine draws it here, in the same order and association,
-/// so that they agree to the last bit.
-#[inline(always)]
-fn call_work(step: &CompiledStep, units: f64, rng: &mut SmallRng) -> f64 {
-    let mut work = step.base.sample(rng);
-    if let Some(per_unit) = &step.per_unit {
-        work += per_unit.sample(rng) * units;
-    }
-    work
-}
-
-/// When a call of the step with `mask`, arriving at `t`, starts (block windows waited out, one
-/// after another) and the slowdown factor of the windows active then.
-#[inline]
-fn start_and_factor(active: &[Window], mask: u64, mut t: f64) -> (f64, f64) {
-    // A blocked call may be released into another block: repeat until none applies (bounded:
-    // each pass moves t to a later window end).
-    for _ in 0..=active.len() {
-        let blocker = active
-            .iter()
-            .find(|w| w.factor.is_none() && w.mask & mask != 0 && t >= w.start && t < w.end);
-        match blocker {
-            Some(w) => t = w.end,
-            None => break,
-        }
-    }
-    let mut factor = 1.0;
-    for w in active {
-        if let Some(f) = w.factor
-            && w.mask & mask != 0
-            && t >= w.start
-            && t < w.end
-        {
-            factor *= f;
-        }
-    }
-    (t, factor)
-}
-
-/// A uniform value in [0, 1) from a random word.
-fn unit_f64(word: u64) -> f64 {
-    (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
-
-#[path = "sim_blocks.rs"]
 mod blocks;
+mod parts;
 
 #[cfg(test)]
 #[path = "sim_tests.rs"]

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 pub use doc::{Block, html, markdown};
 pub use error::ReportError;
 pub use load::{Bench, Faults, Histograms, Inputs, Replay, Simulation, Source, Ttl, load};
+pub use sections::Interim;
 
 /// A report ready to write.
 pub struct Report {
@@ -31,16 +32,6 @@ pub struct Report {
     pub html: String,
     /// Charts by file stem.
     pub charts: Vec<(String, charts::Rendered)>,
-}
-
-/// What an interim record (written by `lockbench run` between its steps) covers and what is still
-/// being measured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Interim {
-    /// The steps whose results the record reads, in words (`the simulated runtimes and TTLs`).
-    pub after: String,
-    /// The steps still to run, in words.
-    pub pending: Vec<String>,
 }
 
 /// The report of `evidence`: the decision for every job its `ttl` and `simulate` directories

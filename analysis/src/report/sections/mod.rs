@@ -22,9 +22,18 @@ use common::Doc;
 
 use lockbench_decision::Decision;
 
-use super::Interim;
 use super::doc::Block;
 use super::load::Inputs;
+
+/// What an interim record (written by `lockbench run` between its steps) covers and what is still
+/// being measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interim {
+    /// The steps whose results the record reads, in words (`the simulated runtimes and TTLs`).
+    pub after: String,
+    /// The steps still to run, in words.
+    pub pending: Vec<String>,
+}
 
 /// The blocks and the charts they refer to.
 pub struct Content {

@@ -14,9 +14,9 @@
 //! per-call engine. A horizon is set for about half the items left, so that the items started
 //! before it never exceed the job's.
 
-use super::{
-    PauseTimeline, Scratch, StepState, Window, call_work, effects_at, pause_timeline, realise,
-    start_and_factor,
+use super::parts::{
+    Lane, PauseTimeline, Scratch, StepState, Window, call_work, effects_at, pause_timeline,
+    realise, start_and_factor,
 };
 use crate::model::JobModel;
 use rand::rngs::SmallRng;
@@ -31,13 +31,6 @@ const MARGIN_SD: f64 = 8.0;
 /// Items per lane below which the lanes stop advancing to horizons and take the last items one by
 /// one.
 const ROUND_ITEMS_PER_LANE: u64 = 4 * MIN_BLOCK;
-
-/// One lane's clock and the first pause that begins at or after it.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Lane {
-    t: f64,
-    pause: usize,
-}
 
 /// One replay by the block engine; returns its runtime in seconds. Draws the episodes and the
 /// pause stream as the per-call engine does.
