@@ -37,11 +37,11 @@ fn steps(n: usize, latency: &str) -> String {
 
 #[test]
 fn constant_latencies_give_an_exact_runtime() {
+    let spec = format!(
+        "[workload]\nname = \"c\"\nvolume = 1800\n\n{}",
+        steps(3, r#"{ dist = "constant", value = "37ms" }"#)
+    );
     for engine in Engine::ALL {
-        let spec = format!(
-            "[workload]\nname = \"c\"\nvolume = 1800\n\n{}",
-            steps(3, r#"{ dist = "constant", value = "37ms" }"#)
-        );
         let h = run(engine, &spec, "baseline", 1000, 2);
         let expected = Duration::from_millis(1800 * 3 * 37);
         assert_eq!(h.min(), expected);
@@ -54,13 +54,13 @@ fn constant_latencies_give_an_exact_runtime() {
 /// N exponential calls per run add up to a Gamma(N) runtime.
 #[test]
 fn sums_of_exponentials_match_the_gamma_distribution() {
-    for engine in Engine::ALL {
-        for (items, steps_per_item) in [(1usize, 4usize), (4, 4), (1, 30)] {
-            let n = items * steps_per_item;
-            let spec = format!(
-                "[workload]\nname = \"gamma\"\nvolume = {items}\n\n{}",
-                steps(steps_per_item, r#"{ dist = "exponential", mean = "1s" }"#)
-            );
+    for (items, steps_per_item) in [(1usize, 4usize), (4, 4), (1, 30)] {
+        let n = items * steps_per_item;
+        let spec = format!(
+            "[workload]\nname = \"gamma\"\nvolume = {items}\n\n{}",
+            steps(steps_per_item, r#"{ dist = "exponential", mean = "1s" }"#)
+        );
+        for engine in Engine::ALL {
             let h = run(engine, &spec, "baseline", 200_000, 2);
             let gamma = Gamma::new(n as f64, 1.0).unwrap();
             for q in [0.5, 0.99, 0.999] {
@@ -82,11 +82,10 @@ fn sums_of_exponentials_match_the_gamma_distribution() {
 
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
-    for engine in Engine::ALL {
-        let spec =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/billing.toml"))
-                .unwrap();
-        for profile in ["month-end-incident", "gc-pressure"] {
+    let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/billing.toml"))
+        .unwrap();
+    for profile in ["month-end-incident", "gc-pressure"] {
+        for engine in Engine::ALL {
             let one = run(engine, &spec, profile, 3000, 1);
             let three = run(engine, &spec, profile, 3000, 3);
             assert_eq!(one.mean(), three.mean(), "{profile}");
@@ -99,11 +98,11 @@ fn results_do_not_depend_on_the_thread_count() {
 
 #[test]
 fn lanes_share_the_items() {
+    let spec = format!(
+        "[workload]\nname = \"lanes\"\nvolume = 100\nconcurrency = 4\n\n{}",
+        steps(1, r#""1s""#)
+    );
     for engine in Engine::ALL {
-        let spec = format!(
-            "[workload]\nname = \"lanes\"\nvolume = 100\nconcurrency = 4\n\n{}",
-            steps(1, r#""1s""#)
-        );
         let h = run(engine, &spec, "baseline", 10, 1);
         assert_eq!(h.max(), Duration::from_secs(25));
         assert_eq!(h.min(), Duration::from_secs(25));
@@ -161,24 +160,24 @@ fn episodes_apply_exactly_at_their_boundaries_over_many_items() {
 
 #[test]
 fn a_blocking_episode_holds_calls_until_it_ends() {
-    for engine in Engine::ALL {
-        let spec = format!(
-            r#"[workload]
-    name = "block"
-    volume = 10
+    let spec = format!(
+        r#"[workload]
+name = "block"
+volume = 10
 
-    {}
-    [[profiles]]
-    name = "locked"
-    [[profiles.episodes]]
-    name = "long transaction"
-    target = "db"
-    start = "2.5s"
-    duration = "4.5s"
-    block = true
-    "#,
-            steps(1, r#""1s""#)
-        );
+{}
+[[profiles]]
+name = "locked"
+[[profiles.episodes]]
+name = "long transaction"
+target = "db"
+start = "2.5s"
+duration = "4.5s"
+block = true
+"#,
+        steps(1, r#""1s""#)
+    );
+    for engine in Engine::ALL {
         // Items start at 0, 1, 2, 3 s; the one due at 3 s waits until 7 s, then 7 more follow.
         let h = run(engine, &spec, "locked", 10, 1);
         assert_eq!(h.max(), Duration::from_secs(14));
@@ -188,24 +187,24 @@ fn a_blocking_episode_holds_calls_until_it_ends() {
 
 #[test]
 fn a_slowdown_episode_scales_calls_inside_its_window() {
-    for engine in Engine::ALL {
-        let spec = format!(
-            r#"[workload]
-    name = "slow"
-    volume = 10
+    let spec = format!(
+        r#"[workload]
+name = "slow"
+volume = 10
 
-    {}
-    [[profiles]]
-    name = "slow"
-    [[profiles.episodes]]
-    name = "rebuild"
-    target = "db"
-    start = "0s"
-    duration = "4.5s"
-    slowdown = 3.0
-    "#,
-            steps(1, r#""1s""#)
-        );
+{}
+[[profiles]]
+name = "slow"
+[[profiles.episodes]]
+name = "rebuild"
+target = "db"
+start = "0s"
+duration = "4.5s"
+slowdown = 3.0
+"#,
+        steps(1, r#""1s""#)
+    );
+    for engine in Engine::ALL {
         // Calls at 0 and 3 s start inside the window and take 3 s each; then 8 calls of 1 s.
         let h = run(engine, &spec, "slow", 10, 1);
         assert_eq!(h.max(), Duration::from_secs(14));
@@ -255,21 +254,21 @@ slowdown = 2.0
 /// time, so a long run of W seconds of work takes about W (m+d)/m.
 #[test]
 fn pauses_stretch_the_run_by_their_share_of_time() {
-    for engine in Engine::ALL {
-        let spec = format!(
-            r#"[workload]
-    name = "paused"
-    volume = 1000
+    let spec = format!(
+        r#"[workload]
+name = "paused"
+volume = 1000
 
-    {}
-    [[profiles]]
-    name = "gc"
-    [profiles.pauses]
-    mean_interval = "10s"
-    duration = "1s"
-    "#,
-            steps(1, r#""1s""#)
-        );
+{}
+[[profiles]]
+name = "gc"
+[profiles.pauses]
+mean_interval = "10s"
+duration = "1s"
+"#,
+        steps(1, r#""1s""#)
+    );
+    for engine in Engine::ALL {
         let h = run(engine, &spec, "gc", 20_000, 2);
         let mean = h.mean().as_secs_f64();
         assert!((mean / 1100.0 - 1.0).abs() < 0.01, "mean runtime {mean}");
