@@ -96,36 +96,27 @@ fn results_do_not_depend_on_the_thread_count() {
     }
 }
 
+/// Four lanes share constant items exactly. With 10,000 items the block engine's lanes advance in
+/// rounds to horizons before the last items go one by one; with 100 they go one by one from the
+/// start.
 #[test]
 fn lanes_share_the_items() {
-    let spec = format!(
-        "[workload]\nname = \"lanes\"\nvolume = 100\nconcurrency = 4\n\n{}",
-        steps(1, r#""1s""#)
-    );
-    for engine in Engine::ALL {
-        let h = run(engine, &spec, "baseline", 10, 1);
-        assert_eq!(h.max(), Duration::from_secs(25));
-        assert_eq!(h.min(), Duration::from_secs(25));
+    for (volume, steps_per_item, latency, runtime) in
+        [(100, 1, r#""1s""#, 25), (10_000, 2, r#""500ms""#, 2500)]
+    {
+        let spec = format!(
+            "[workload]\nname = \"lanes\"\nvolume = {volume}\nconcurrency = 4\n\n{}",
+            steps(steps_per_item, latency)
+        );
+        for engine in Engine::ALL {
+            let h = run(engine, &spec, "baseline", 10, 1);
+            let want = Duration::from_secs(runtime);
+            assert_eq!(h.max(), want, "{engine:?}, {volume} items");
+            assert_eq!(h.min(), want, "{engine:?}, {volume} items");
+        }
     }
 }
 
-/// Enough items that the block engine's lanes advance in rounds to horizons before the last items
-/// go one by one: constant items still share out exactly.
-#[test]
-fn lanes_share_many_items() {
-    let spec = format!(
-        "[workload]\nname = \"lanes\"\nvolume = 10000\nconcurrency = 4\n\n{}",
-        steps(2, r#""500ms""#)
-    );
-    for engine in Engine::ALL {
-        let h = run(engine, &spec, "baseline", 10, 1);
-        assert_eq!(h.min(), Duration::from_secs(2500), "{engine:?}");
-        assert_eq!(h.max(), Duration::from_secs(2500), "{engine:?}");
-    }
-}
-
-/// The same episodes over a thousand items, where the block engine draws blocks up to each
-/// boundary and the calls around it one by one.
 #[test]
 fn episodes_apply_exactly_at_their_boundaries_over_many_items() {
     let spec = |episode: &str| {
