@@ -307,8 +307,11 @@ async fn step(plan: &Plan, title: &str, args: &[String]) -> Result<Exit> {
     }
     eprintln!("\n== {title}");
     let started = std::time::Instant::now();
-    let exe = std::env::current_exe().context("finding the lockbench binary")?;
-    let mut command = tokio::process::Command::new(exe);
+    // Every step runs the binary this run started from: `/proc/self/exe` is read in the forked
+    // child before it executes, so it names this binary's file even when a build has replaced
+    // the one at its path since (the path `current_exe` gives then ends in "(deleted)").
+    let mut command = tokio::process::Command::new("/proc/self/exe");
+    command.arg0("lockbench");
     // The main job is one whole run, even inside a Job or an array that splits others.
     for name in crate::options::shard::ENGINE_VARIABLES {
         command.env_remove(name);
