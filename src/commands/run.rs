@@ -85,11 +85,10 @@ impl Plan {
 
     /// The stages of the main job in order, in words, as an interim record names them; the
     /// libraries' only when a spec names one.
-    fn stages(&self) -> Vec<&'static str> {
+    fn stages(&self) -> Vec<Stage> {
         Stage::ALL
             .into_iter()
             .filter(|s| *s != Stage::Libraries || self.libraries)
-            .map(Stage::words)
             .collect()
     }
 
@@ -97,14 +96,15 @@ impl Plan {
     /// publishes a copy of the results into `out` whole.
     fn publish(&self, done: Stage) -> Result<()> {
         let stages = self.stages();
+        let words: Vec<&str> = stages.iter().map(|s| s.words()).collect();
         let split = stages
             .iter()
-            .position(|w| *w == done.words())
-            .map_or(stages.len(), |i| i + 1);
-        let after = words_list(&stages[..split]);
+            .position(|s| *s == done)
+            .map_or(words.len(), |i| i + 1);
+        let after = words_list(&words[..split]);
         let interim = lockbench_analysis::report::Interim {
             after: after.clone(),
-            pending: stages[split..].iter().map(|w| w.to_string()).collect(),
+            pending: words[split..].iter().map(|w| w.to_string()).collect(),
         };
         let report = self.staging.join("report");
         if report.exists() {

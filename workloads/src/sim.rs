@@ -64,11 +64,6 @@ impl Engine {
         }
     }
 
-    /// The engine named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|e| e.name() == name)
-    }
-
     /// The engine that replays `model` when this one is asked for.
     pub fn for_model(self, model: &JobModel) -> Engine {
         match self {
