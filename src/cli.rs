@@ -593,6 +593,17 @@ pub struct FaultsArgs {
         allow_hyphen_values = true
     )]
     pub trials: String,
+    /// Cells run at once: each backend's cells run one after another in one lane, and the lanes
+    /// take the backends in turn, so that no backend has two faults at once (1 runs every cell
+    /// in order; a trial is mostly waiting, so lanes cost little CPU).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        value_parser = clap::value_parser!(u16).range(1..=8),
+        allow_hyphen_values = true
+    )]
+    pub lanes: u16,
     /// Lock TTL asked for (etcd grants at least 2s, ZooKeeper at least 2 x its tickTime).
     #[arg(
         long,
@@ -615,7 +626,7 @@ pub struct FaultsArgs {
     /// SIGKILL: its network namespace, subnet claim, private directories, Postgres schema, keys
     /// on the shared lock servers), say what, and exit. Every lab does this first anyway; a live
     /// lab's things are never touched.
-    #[arg(long, conflicts_with_all = ["scenarios", "backends", "trials", "ttl", "seed", "json", "out"])]
+    #[arg(long, conflicts_with_all = ["scenarios", "backends", "trials", "lanes", "ttl", "seed", "json", "out"])]
     pub clean: bool,
 }
 

@@ -601,8 +601,8 @@ fn a_partitioned_holder_with_a_give_up_deadline_stops_before_the_lock_passes_and
         "{naive}"
     );
     assert_left_nothing(&record, pid);
-    // Its namespace (lbf-RUNID...) and veth pair (lbfRUNIDh/n, six characters of it) are gone
-    // too; another lab's may exist.
+    // Its namespace (lbf-RUNID...) and veth pair (lbfRUNIDKh/n: six characters of it, then the
+    // subnet) are gone too; another lab's may exist.
     let run = record["namespace"]
         .as_str()
         .unwrap()
@@ -931,6 +931,9 @@ fn faults_flags_are_checked() {
     };
     check(&["--trials", "0"], &["--trials", "expected 1 to 1000"]);
     check(&["--trials", "many"], &["--trials"]);
+    check(&["--lanes", "0"], &["--lanes", "0 is not in 1..=8"]);
+    check(&["--lanes", "9"], &["--lanes", "9 is not in 1..=8"]);
+    check(&["--lanes", "-1"], &["--lanes"]);
     check(&["--ttl", "-1s"], &["--ttl"]);
     check(&["--ttl", "10ms"], &["--ttl", "expected 200ms to 60s"]);
     // Zero is below the range: the range is what the line says.

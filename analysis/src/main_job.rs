@@ -50,6 +50,8 @@ pub struct FaultsStep {
     pub ttl: Duration,
     /// Trials per cell.
     pub trials: u32,
+    /// Cells run at once (`faults --lanes`): the lab mostly waits on its servers.
+    pub lanes: u16,
     /// The variants; empty for every one (the command's default).
     pub variants: Vec<Variant>,
 }
@@ -186,6 +188,7 @@ impl MainJobPlan {
             faults: FaultsStep {
                 ttl: Duration::from_secs(1),
                 trials: 3,
+                lanes: 3,
                 variants: if quick { quick_variants() } else { Vec::new() },
             },
             libraries: LibraryStep {
@@ -336,7 +339,7 @@ impl MainJobPlan {
     /// `faults`'s arguments on `backends`.
     pub fn faults_args(&self, config: &Path, backends: &[BackendId], out: &Path) -> Vec<String> {
         let f = &self.faults;
-        let mut args = self.lab_args(config, &[]);
+        let mut args = self.lab_args(config, &["--lanes", &f.lanes.to_string()]);
         for v in &f.variants {
             args.extend(["--scenario".to_string(), v.label()]);
         }
@@ -514,11 +517,13 @@ mod tests {
             Path::new("out"),
         );
         assert_eq!(
-            args[..6],
+            args[..8],
             [
                 "faults",
                 "--config",
                 "lockbench.toml",
+                "--lanes",
+                "3",
                 "--ttl",
                 "1s",
                 "--seed"

@@ -59,6 +59,8 @@ pub struct TtlInputs {
     pub current_ttl: Option<(Duration, u64)>,
     /// Job runs per year, to turn a per-run chance into a yearly count.
     pub runs_per_year: f64,
+    /// The engine that drew the replays (`Engine::ran`).
+    pub engine: String,
 }
 
 /// The scales simulated around a target to fit runtime growth: half, the target, double.
@@ -113,6 +115,7 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         runs_per_year: inputs.runs_per_year,
         runs_per_year_from: Default::default(),
         model_check: None,
+        engine: inputs.engine,
     }
 }
 
@@ -302,6 +305,7 @@ mod tests {
             heartbeat: heartbeat(Some(Duration::from_secs(20))),
             current_ttl: Some((Duration::from_secs(300), 20_000)),
             runs_per_year: 12.0,
+            engine: "blocks".into(),
         }
     }
 

@@ -35,6 +35,8 @@ pub struct TtlOptions {
     pub runs_per_year_from: RunsPerYearFrom,
     pub max_lease_risk: f64,
     pub seed: u64,
+    /// The engine that drew the replays (`Engine::ran`).
+    pub engine: String,
 }
 
 impl TtlOptions {
@@ -52,6 +54,7 @@ impl TtlOptions {
                 .as_ref()
                 .map_or(DEFAULT_MAX_LEASE_RISK, |p| p.max_lease_risk),
             seed: r.seed,
+            engine: r.engine.clone(),
         }
     }
 }
@@ -284,6 +287,7 @@ pub fn derive(
         }),
         current_ttl: params.current_ttl.zip(exceeding),
         runs_per_year: params.runs_per_year,
+        engine: params.engine.clone(),
     });
     recommendation.runs_per_year_from = params.runs_per_year_from.clone();
     Ok(Derived {
@@ -332,6 +336,7 @@ mod tests {
             runs_per_year_from: RunsPerYearFrom::Assumed,
             max_lease_risk: DEFAULT_MAX_LEASE_RISK,
             seed: 7,
+            engine: "blocks".into(),
         }
     }
 

@@ -2,7 +2,9 @@
 //! `trial`), the cell's private servers and namespace set up around them, the figures gathered
 //! into the record (`matrix`), and everything the run made removed at the end.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use lockbench_core::records::faults::{
@@ -41,6 +43,9 @@ pub struct LabOptions {
     /// The client library both workers of every trial lock through (its adapter); `None` for
     /// lockbench's own client.
     pub client: Option<lockbench_clients::Program>,
+    /// How many cells run at once (at least 1). The cells of one backend run one after another in
+    /// one lane; lanes take the next backend as they free, the backend with the most trials first.
+    pub lanes: usize,
 }
 
 /// What the lab measured.
@@ -59,13 +64,17 @@ pub struct FaultLab {
     options: LabOptions,
     run_id: String,
     resource: Resource,
-    /// Every (backend, key) a trial used, for the cleanup.
-    used: Vec<(BackendConfig, String)>,
+    /// Every (backend, key) a trial used, for the cleanup. The lanes share this and the two
+    /// below; no lock is held across an await.
+    used: Mutex<Vec<(BackendConfig, String)>>,
     /// Where the wall-clock shim was written, once a cell needed it (removed when dropped).
-    shim_dir: Option<OwnedDir>,
+    shim_dir: Mutex<Option<OwnedDir>>,
     /// The shared servers whose keys under the run's namespace are in the register.
-    shared: Vec<(BackendKind, Vec<String>)>,
+    shared: Mutex<Vec<(BackendKind, Vec<String>)>>,
 }
+
+/// What one cell gave: its row of the matrix, its trials and its log, or why it failed.
+type CellResult = Result<(FaultCell, Vec<FaultTrialRow>, Vec<FaultEventRow>), FaultError>;
 
 /// The wall-clock shim (`shim/wallclock.c`, built by build.rs; empty without a C compiler).
 static WALLCLOCK_SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libwallclock.so"));
@@ -92,9 +101,9 @@ impl FaultLab {
             options,
             run_id,
             resource,
-            used: Vec::new(),
-            shim_dir: None,
-            shared: Vec::new(),
+            used: Mutex::new(Vec::new()),
+            shim_dir: Mutex::new(None),
+            shared: Mutex::new(Vec::new()),
         })
     }
 
@@ -189,15 +198,10 @@ impl FaultLab {
             trials: Vec::new(),
             events: Vec::new(),
         };
-        for (index, (variant, config)) in cells.into_iter().enumerate() {
-            // Each cell's timing from the seed and the cell alone, whichever others were chosen.
-            let mut rng = rand::rngs::StdRng::seed_from_u64(
-                self.options.seed ^ cell_hash(&variant.label(), config.label()),
-            );
-            match self
-                .run_cell(index, variant, &config, &mut rng, progress)
-                .await
-            {
+        let mut results = self.run_lanes(cells, progress).await?;
+        results.sort_by_key(|(index, ..)| *index);
+        for (_, variant, config, result) in results {
+            match result {
                 Ok((cell, trials, events)) => {
                     out.record.cells.push(cell);
                     out.trials.extend(trials);
@@ -224,14 +228,102 @@ impl FaultLab {
         Ok(out)
     }
 
+    /// Runs `cells` in [`LabOptions::lanes`] lanes at once, each with its own connection to the
+    /// resource: a lane takes a whole backend's cells, in order, so that one backend never has
+    /// two faults at once. The cells of a variant that must run alone ([`Design::alone`]) run
+    /// last, one after another, once every lane has finished (at the start, the lab's first
+    /// worker starts cold: a late start's first trial once began its acquisition after the
+    /// stopped node was back). The lanes share one task: a fault's
+    /// timing is the runtime's timers, and the workers, servers and adapters it drives are
+    /// processes of their own.
+    async fn run_lanes(
+        &self,
+        cells: Vec<(Variant, BackendConfig)>,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<Vec<(usize, Variant, BackendConfig, CellResult)>, FaultError> {
+        let (alone, shared): (Vec<_>, Vec<_>) = cells
+            .into_iter()
+            .enumerate()
+            .map(|(index, (variant, config))| (index, variant, config))
+            .partition(|(_, variant, _)| variant.alone());
+        let queue = Mutex::new(backend_groups(shared, self.options.trials));
+        let lanes = self
+            .options
+            .lanes
+            .clamp(1, queue.lock().map_or(1, |q| q.len().max(1)));
+        let mut resources = Vec::with_capacity(lanes);
+        for _ in 0..lanes {
+            resources.push(
+                Resource::connect(
+                    &self.options.resource_url,
+                    &self.resource_schema(),
+                    Duration::from_secs(5),
+                )
+                .await?,
+            );
+        }
+        let lane = |mut resource: Resource| {
+            let queue = &queue;
+            async move {
+                let mut done = Vec::new();
+                while let Some(group) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                    for (index, variant, config) in group {
+                        let result = self
+                            .run_seeded(&mut resource, index, variant, &config, progress)
+                            .await;
+                        done.push((index, variant, config, result));
+                    }
+                }
+                resource.close().await;
+                done
+            }
+        };
+        let lanes = futures::future::join_all(resources.into_iter().map(lane)).await;
+        let mut done: Vec<_> = lanes.into_iter().flatten().collect();
+        if !alone.is_empty() {
+            let mut resource = Resource::connect(
+                &self.options.resource_url,
+                &self.resource_schema(),
+                Duration::from_secs(5),
+            )
+            .await?;
+            for (index, variant, config) in alone {
+                let result = self
+                    .run_seeded(&mut resource, index, variant, &config, progress)
+                    .await;
+                done.push((index, variant, config, result));
+            }
+            resource.close().await;
+        }
+        Ok(done)
+    }
+
+    /// One cell, its timing drawn from the seed and the cell's name alone, whichever others run
+    /// and in whichever lane.
+    async fn run_seeded(
+        &self,
+        resource: &mut Resource,
+        index: usize,
+        variant: Variant,
+        config: &BackendConfig,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> CellResult {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(
+            self.options.seed ^ cell_hash(&variant.label(), config.label()),
+        );
+        self.run_cell(resource, index, variant, config, &mut rng, progress)
+            .await
+    }
+
     async fn run_cell(
-        &mut self,
+        &self,
+        resource: &mut Resource,
         index: usize,
         variant: Variant,
         config: &BackendConfig,
         rng: &mut rand::rngs::StdRng,
         progress: &(dyn Fn(&str) + Sync),
-    ) -> Result<(FaultCell, Vec<FaultTrialRow>, Vec<FaultEventRow>), FaultError> {
+    ) -> CellResult {
         let fault = crate::fault::of(variant);
         let mut config = config.clone();
         config.namespace = self.namespace();
@@ -259,7 +351,7 @@ impl FaultLab {
             ttl: self.options.ttl,
             resource_url: &self.options.resource_url,
             resource_schema: &resource_schema,
-            resource: &mut self.resource,
+            resource,
             worker_exe: &self.options.worker_exe,
             run_id: &self.run_id,
             adapter: self.options.client.as_ref(),
@@ -270,7 +362,7 @@ impl FaultLab {
             // Keys on a private server go with it; the shared servers' are removed at the end
             // even when the run is interrupted.
             if !stage.private() {
-                self.used.push((config.clone(), key.clone()));
+                lock(&self.used).push((config.clone(), key.clone()));
             }
             let id = format!("{}:{}:{trial}", variant.label(), config.label());
             let result = fault
@@ -302,12 +394,20 @@ impl FaultLab {
             }
             progress(&format!("{} on {}", variant.label(), config.label()));
         }
+        // Bounded: a server that went away with its cell (a private one, a namespace's address)
+        // would otherwise hold the lane until TCP gives up, many minutes later.
+        let bound = Duration::from_secs(5);
         for key in &keys {
-            let _ = client.cleanup(key).await;
+            let _ = tokio::time::timeout(bound, client.cleanup(key)).await;
         }
-        self.used.retain(|(c, _)| c.namespace != config.namespace);
-        let _ = client.cleanup_namespace().await;
-        let _ = client.close().await;
+        lock(&self.used).retain(|(_, key)| !keys.contains(key));
+        // A shared server's namespace outlives the cell: another lane may still lock under it
+        // (pg-session and pg-xact share Postgres's fencing sequence); the lab removes it at the
+        // end.
+        if stage.private() {
+            let _ = tokio::time::timeout(bound, client.cleanup_namespace()).await;
+        }
+        let _ = tokio::time::timeout(bound, client.close()).await;
         stage.stop().await;
         outcome?;
         let mut cell = aggregate(variant, &config, capabilities, &rows);
@@ -323,7 +423,7 @@ impl FaultLab {
     /// starts. A shared server's keys are put in the register first: a SIGKILL would leave the
     /// run's keys there, outliving their TTL.
     async fn stage(
-        &mut self,
+        &self,
         index: usize,
         fault: &dyn Fault,
         config: &mut BackendConfig,
@@ -343,31 +443,34 @@ impl FaultLab {
         };
         fault.prepare(&mut setup).await?;
         let entry = (config.kind, config.urls.clone());
-        if !stage.private() && config.kind != BackendKind::Memory && !self.shared.contains(&entry) {
+        let mut shared = lock(&self.shared);
+        if !stage.private() && config.kind != BackendKind::Memory && !shared.contains(&entry) {
             crate::register::record(crate::register::Leftover::Keys {
                 backend: config.kind,
                 urls: config.urls.clone(),
                 namespace: config.namespace.clone(),
             });
-            self.shared.push(entry);
+            shared.push(entry);
         }
+        drop(shared);
         Ok(stage)
     }
 
     /// The wall-clock shim as a file a server can preload (written once per run).
-    fn shim(&mut self) -> Result<PathBuf, FaultError> {
+    fn shim(&self) -> Result<PathBuf, FaultError> {
         let dir = std::env::temp_dir().join(format!(
             "lockbench-faults-{}-shim-{}",
             std::process::id(),
             self.run_id
         ));
         let file = dir.join("libwallclock.so");
-        if self.shim_dir.is_none() {
+        let mut shim_dir = lock(&self.shim_dir);
+        if shim_dir.is_none() {
             crate::register::record(crate::register::Leftover::Dir { path: dir.clone() });
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::fs::write(&file, WALLCLOCK_SHIM))
                 .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))?;
-            self.shim_dir = Some(OwnedDir(dir));
+            *shim_dir = Some(OwnedDir(dir));
         }
         Ok(file)
     }
@@ -394,22 +497,40 @@ impl FaultLab {
     /// resource schema. Worker processes and private servers are gone already (killed when
     /// dropped, private directories removed).
     pub async fn cleanup(mut self) -> Result<(), FaultError> {
-        let used = std::mem::take(&mut self.used);
-        if let Some((config, _)) = used.first()
-            && let Ok(client) = lockbench_locks::connect(config).await
-        {
-            for (_, key) in &used {
-                let _ = client.cleanup(key).await;
+        let used = std::mem::take(&mut *lock(&self.used));
+        let shared = std::mem::take(&mut *lock(&self.shared));
+        let bound = Duration::from_secs(10);
+        for (kind, urls) in shared {
+            let mut config = self
+                .options
+                .backends
+                .iter()
+                .find(|c| c.kind == kind)
+                .cloned()
+                .unwrap_or_else(|| BackendConfig::new(kind, Vec::new(), ""));
+            config.urls = urls;
+            config.namespace = self.namespace();
+            let Ok(Ok(client)) =
+                tokio::time::timeout(bound, lockbench_locks::connect(&config)).await
+            else {
+                continue;
+            };
+            for (_, key) in used
+                .iter()
+                .filter(|(c, _)| c.kind == kind && c.urls == config.urls)
+            {
+                let _ = tokio::time::timeout(bound, client.cleanup(key)).await;
             }
             // The lab's namespace is its own and its workers are gone: what a holder killed
-            // mid-trial still holds (a ZooKeeper node whose session has not expired yet) goes too.
-            let _ = client.purge_namespace().await;
-            let _ = client.close().await;
+            // mid-trial still holds (a ZooKeeper node whose session has not expired yet) goes
+            // too, and what the namespace itself left (Postgres's fencing sequence).
+            let _ = tokio::time::timeout(bound, client.purge_namespace()).await;
+            let _ = tokio::time::timeout(bound, client.close()).await;
         }
         let dropped = self.resource.drop_schema().await;
         self.resource.close().await;
         // The private directories go when their servers are dropped; the shim's with the lab.
-        self.shim_dir = None;
+        *lock(&self.shim_dir) = None;
         crate::register::lab_ended(dropped.is_ok());
         dropped
     }
@@ -423,6 +544,35 @@ async fn refuse_pooled_session_locks(backends: &[BackendConfig]) -> Result<(), F
         lockbench_locks::backends::postgres::refuse_pooled_session(config).await?;
     }
     Ok(())
+}
+
+/// The cells grouped by backend, each group in the cells' order, the groups with the most trials
+/// first (a lane that takes a long backend early does not finish last alone).
+fn backend_groups(
+    cells: Vec<(usize, Variant, BackendConfig)>,
+    trials: u32,
+) -> VecDeque<Vec<(usize, Variant, BackendConfig)>> {
+    let mut groups: Vec<Vec<(usize, Variant, BackendConfig)>> = Vec::new();
+    for (index, variant, config) in cells {
+        match groups.iter_mut().find(|g| g[0].2.label() == config.label()) {
+            Some(group) => group.push((index, variant, config)),
+            None => groups.push(vec![(index, variant, config)]),
+        }
+    }
+    let weight = |group: &Vec<(usize, Variant, BackendConfig)>| -> u64 {
+        group
+            .iter()
+            .map(|(_, v, c)| u64::from(v.trials(c.kind, trials)))
+            .sum()
+    };
+    // Stable: groups of equal weight keep the cells' order.
+    groups.sort_by_key(|g| std::cmp::Reverse(weight(g)));
+    groups.into()
+}
+
+/// A lane-shared list, whatever a panicking lane left in it.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// FNV-1a of a cell's name: its share of the seed.
@@ -467,4 +617,58 @@ async fn library_of(
     });
     let _ = adapter.close().await;
     Ok((capabilities, used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(kind: BackendKind) -> BackendConfig {
+        BackendConfig::new(kind, vec!["x://127.0.0.1".to_string()], "t")
+    }
+
+    fn indexed(cells: Vec<(Variant, BackendConfig)>) -> Vec<(usize, Variant, BackendConfig)> {
+        cells
+            .into_iter()
+            .enumerate()
+            .map(|(i, (v, c))| (i, v, c))
+            .collect()
+    }
+
+    #[test]
+    fn a_lane_takes_a_whole_backend_and_the_backend_with_most_trials_goes_first() {
+        let redis = config(BackendKind::Redis);
+        let pg = config(BackendKind::PgSession);
+        let vanished = Variant::CrashHostVanished { keepalive: false };
+        let cells = vec![
+            (Variant::PauseNaive, redis.clone()),
+            (Variant::PauseNaive, pg.clone()),
+            (Variant::CrashKilled, redis.clone()),
+            // One trial on Postgres whatever is asked: it waits out the whole wait.
+            (vanished, pg.clone()),
+            (Variant::CrashKilled, pg.clone()),
+        ];
+        let groups = backend_groups(indexed(cells), 3);
+        let shape: Vec<Vec<(usize, &str)>> = groups
+            .iter()
+            .map(|g| g.iter().map(|(i, _, c)| (*i, c.label())).collect())
+            .collect();
+        // Postgres has 3 + 1 + 3 trials, Redis 3 + 3; each keeps its cells' order.
+        assert_eq!(
+            shape,
+            vec![
+                vec![(1, "pg-session"), (3, "pg-session"), (4, "pg-session")],
+                vec![(0, "redis"), (2, "redis")],
+            ]
+        );
+        // At equal weight the cells' order decides.
+        let groups = backend_groups(
+            indexed(vec![
+                (Variant::PauseNaive, redis.clone()),
+                (Variant::PauseNaive, pg.clone()),
+            ]),
+            3,
+        );
+        assert_eq!(groups[0][0].2.label(), "redis");
+    }
 }

@@ -49,7 +49,10 @@ fn claim_subnet() -> Result<(u8, PathBuf), FaultError> {
     let temp = PathBuf::from(CLAIMS);
     std::fs::create_dir_all(&temp)
         .map_err(|e| FaultError::Server(format!("{}: {e}", temp.display())))?;
-    let mine = temp.join(format!("lockbench-faults-subnet-claim-{pid}"));
+    // One claim file per call: two lanes of one lab claim at once.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mine = temp.join(format!("lockbench-faults-subnet-claim-{pid}-{call}"));
     std::fs::write(&mine, &pid)
         .map_err(|e| FaultError::Server(format!("{}: {e}", mine.display())))?;
     let claimed = (0..=255u8).find_map(|k| {
@@ -121,15 +124,17 @@ impl Namespace {
         crate::register::record(Leftover::Claim {
             path: claim.clone(),
         });
+        // Interface names hold 15 bytes: the run id's first six characters and the subnet, which
+        // no other namespace of this machine has (two lanes of one lab share the run id).
         let short: String = tag.chars().take(6).collect();
         let ns = Namespace {
             name: format!("lbf-{tag}"),
-            host_veth: format!("lbf{short}h"),
+            host_veth: format!("lbf{short}{subnet}h"),
             host_ip: Ipv4Addr::new(10, 213, subnet, 1),
             partitioned: false,
             claim,
         };
-        let inner = format!("lbf{short}n");
+        let inner = format!("lbf{short}{subnet}n");
         let host_cidr = format!("{}/30", ns.host_ip);
         let inner_cidr = format!("10.213.{subnet}.2/30");
         crate::register::record(Leftover::Namespace {

@@ -45,6 +45,7 @@ pub fn run(args: &FaultsArgs) -> Outcome {
         worker_exe: std::env::current_exe().context("finding the lockbench binary")?,
         redis_server: lockbench_faults::redis_server_on_path(),
         client: settings.client.clone(),
+        lanes: settings.lanes,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

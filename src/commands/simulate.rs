@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Result;
 use lockbench_core::records::simulate::SimulationRecord;
 use lockbench_core::records::to_json;
-use lockbench_workloads::{Engine, JobModel, WorkloadSpec};
+use lockbench_workloads::{JobModel, WorkloadSpec};
 
 use crate::cli::SimulateArgs;
 use crate::failure::Outcome;
@@ -64,7 +64,10 @@ pub fn run(args: &SimulateArgs) -> Outcome {
         latency_samples: samples,
         elapsed_s: elapsed.as_secs_f64(),
         samples_per_s: samples as f64 / elapsed.as_secs_f64().max(1e-9),
-        engine: engine_ran(settings.simulation.engine, models.iter().map(|(_, m)| m)),
+        engine: settings
+            .simulation
+            .engine
+            .ran(models.iter().map(|(_, m)| m)),
     };
     render::show(settings.simulation.json, &record, render::simulation_text)?;
     if let Some(out) = out {
@@ -81,23 +84,4 @@ pub fn run(args: &SimulateArgs) -> Outcome {
         )?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The engine that drew the replays: the one asked for, and the rows the per-call engine drew
-/// instead because a step's latency has no sum to draw (see `lockbench_workloads::Engine`).
-fn engine_ran<'a>(asked: Engine, models: impl Iterator<Item = &'a JobModel>) -> String {
-    let exact: Vec<String> = models
-        .filter(|m| asked.for_model(m) != asked)
-        .map(|m| format!("{}/{} x{}", m.workload, m.profile, m.scale))
-        .collect();
-    if exact.is_empty() {
-        asked.name().into()
-    } else {
-        format!(
-            "{}; {} for {} (a latency without a finite third moment)",
-            asked.name(),
-            Engine::Exact.name(),
-            exact.join(", ")
-        )
-    }
 }

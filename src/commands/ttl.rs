@@ -103,6 +103,7 @@ pub fn run(args: &TtlArgs) -> Outcome {
         runs_per_year_from: frequency.from,
         max_lease_risk: settings.max_lease_risk,
         seed: settings.simulation.seed,
+        engine: settings.simulation.engine.ran(plan.candidates.iter()),
     };
     let runs = TtlSimulations {
         candidates: &candidates,

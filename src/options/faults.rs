@@ -19,6 +19,8 @@ pub struct FaultsSettings {
     pub resource_url: String,
     pub variants: Vec<Variant>,
     pub trials: u32,
+    /// Cells run at once (whole backends per lane).
+    pub lanes: usize,
     pub ttl: Duration,
     pub seed: u64,
     pub json: bool,
@@ -164,6 +166,7 @@ impl FaultsSettings {
             resource_url,
             variants,
             trials: whole_in("--trials", &args.trials, "trials", 1..=MAX_TRIALS)?,
+            lanes: usize::from(args.lanes),
             ttl,
             seed: resolve_seed(args.seed.as_deref())?,
             json: args.json,

@@ -71,6 +71,25 @@ impl Engine {
             _ => Engine::Exact,
         }
     }
+
+    /// What drew `models`' replays when this engine was asked for, as the records carry it: its
+    /// name, and the models it left to the per-call engine.
+    pub fn ran<'a>(self, models: impl Iterator<Item = &'a JobModel>) -> String {
+        let exact: Vec<String> = models
+            .filter(|m| self.for_model(m) != self)
+            .map(|m| format!("{}/{} x{}", m.workload, m.profile, m.scale))
+            .collect();
+        if exact.is_empty() {
+            self.name().into()
+        } else {
+            format!(
+                "{}; {} for {} (a latency without a finite third moment)",
+                self.name(),
+                Engine::Exact.name(),
+                exact.join(", ")
+            )
+        }
+    }
 }
 
 /// Runs `options.replays` replays of `model` (those of `options.shard`) and returns their

@@ -43,11 +43,11 @@ pub struct SimulationRecord {
     pub engine: String,
 }
 
-fn exact_engine() -> String {
+pub(crate) fn exact_engine() -> String {
     "exact".into()
 }
 
-fn is_exact(engine: &str) -> bool {
+pub(crate) fn is_exact(engine: &str) -> bool {
     engine == "exact"
 }
 

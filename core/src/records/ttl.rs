@@ -71,6 +71,14 @@ pub struct TtlRecommendation {
     /// The check of the model against observed runs (`--observed`); `None` when none was given.
     #[serde(deserialize_with = "present")]
     pub model_check: Option<super::model::ModelCheck>,
+    /// The simulator engine that drew every replay behind it, as `simulate`'s record says it
+    /// (`blocks`, `exact`, or `blocks` with the models it left to `exact`). Added without a
+    /// schema bump: absent means `exact`, what every record from before it was.
+    #[serde(
+        default = "super::simulate::exact_engine",
+        skip_serializing_if = "super::simulate::is_exact"
+    )]
+    pub engine: String,
 }
 
 /// Where a TTL record's runs per year come from.

@@ -74,7 +74,11 @@ impl Fault for Failover {
         holder.wait_replicas = u32::from(self.waits());
         let mut contender = config.clone();
         contender.urls = vec![replica.url()];
+        // A job of a third of the TTL: the wait for the replica comes out of the lease (about
+        // 0.2-0.3 TTL here), and a job sized to two thirds of it would outlive what is left
+        // whenever the wait ran long, an overlap the failover did not cause.
         Shape {
+            job: shape.ttl / 3,
             holder: BackendPlan::of(&holder),
             contender: BackendPlan::of(&contender),
             slowed: true,
