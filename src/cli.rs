@@ -92,15 +92,16 @@ pub struct SimulationArgs {
         long,
         value_name = "N",
         default_value = "20000",
+        value_parser = crate::values::replays,
         allow_hyphen_values = true
     )]
-    pub replays: String,
+    pub replays: u64,
     /// Seed of every random stream (random when omitted; always printed and stored).
-    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
-    pub seed: Option<String>,
+    #[arg(long, value_name = "SEED", value_parser = crate::values::seed, allow_hyphen_values = true)]
+    pub seed: Option<u64>,
     /// Worker threads (default: every core). Results do not depend on it.
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub threads: Option<String>,
+    #[arg(long, value_name = "N", value_parser = crate::values::threads, allow_hyphen_values = true)]
+    pub threads: Option<usize>,
     /// Print machine-readable JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -148,8 +149,8 @@ pub struct SimulateArgs {
     #[arg(required = true, value_name = "SPEC")]
     pub specs: Vec<PathBuf>,
     /// Volume multiplier; repeat for several (default 1).
-    #[arg(long = "scale", value_name = "X", allow_hyphen_values = true)]
-    pub scales: Vec<String>,
+    #[arg(long = "scale", value_name = "X", value_parser = crate::values::scale, allow_hyphen_values = true)]
+    pub scales: Vec<f64>,
     /// Profile to simulate; repeat for several (default: every profile of each spec).
     #[arg(long = "profile", value_name = "NAME")]
     pub profiles: Vec<String>,
@@ -172,24 +173,26 @@ pub struct TtlArgs {
         long,
         value_name = "X",
         default_value = "1",
+        value_parser = crate::values::scale,
         allow_hyphen_values = true
     )]
-    pub target_scale: String,
+    pub target_scale: f64,
     /// TTL = measured P99.9 x this factor.
     #[arg(
         long,
         value_name = "F",
         default_value = "3",
+        value_parser = crate::values::safety_factor,
         allow_hyphen_values = true
     )]
-    pub safety_factor: String,
+    pub safety_factor: f64,
     /// The TTL in use today, to price: chance per run of outliving it (e.g. 300s, 5m).
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub current_ttl: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::current_ttl, allow_hyphen_values = true)]
+    pub current_ttl: Option<std::time::Duration>,
     /// Job runs per year, for the yearly double-execution estimate [default: the spec's
     /// `schedule` or `runs_per_year`; 12 (monthly, recorded as assumed) when it has neither].
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub runs_per_year: Option<String>,
+    #[arg(long, value_name = "N", value_parser = crate::values::runs_per_year, allow_hyphen_values = true)]
+    pub runs_per_year: Option<lockbench_workloads::Frequency>,
     /// The chance per run of losing the heartbeat lease to a stall that the lease must stay below
     /// (95 % upper bound): ttl picks the shortest whole-second lease that does. A profile with
     /// pauses runs at least about 6 / P replays (60,000 at the default) so that the bound can.
@@ -197,9 +200,10 @@ pub struct TtlArgs {
         long,
         value_name = "P",
         default_value = "1e-4",
+        value_parser = crate::values::lease_risk,
         allow_hyphen_values = true
     )]
-    pub max_lease_risk: String,
+    pub max_lease_risk: f64,
     /// Past job runs (CSV, as `lockbench check --observed` reads them): the model is checked
     /// against them first, and a rejected model is said so in the first line.
     #[arg(long, value_name = "RUNS.csv")]
@@ -353,25 +357,33 @@ pub struct BenchArgs {
     pub clients: Vec<String>,
     /// Contention levels, comma-separated: contenders on the key (closed loop) or clients that
     /// arrivals take in turn (open loop).
-    #[arg(long, value_name = "N,N,...", default_value = "1,4,16")]
-    pub contenders: String,
+    #[arg(
+        long,
+        value_name = "N,N,...",
+        value_delimiter = ',',
+        default_value = "1,4,16",
+        value_parser = crate::values::contenders,
+        allow_hyphen_values = true
+    )]
+    pub contenders: Vec<usize>,
     /// Stop each run after this many measured acquisitions (within 60 s); not with --duration.
-    #[arg(long, value_name = "N", allow_hyphen_values = true)]
-    pub ops: Option<String>,
+    #[arg(long, value_name = "N", value_parser = crate::values::ops, allow_hyphen_values = true)]
+    pub ops: Option<u64>,
     /// Measure each run this long (default 5s); not with --ops.
-    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::values::positive_duration, allow_hyphen_values = true)]
+    pub duration: Option<std::time::Duration>,
     /// Warm-up before each run, excluded from the figures.
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "1s",
+        value_parser = crate::values::duration,
         allow_hyphen_values = true
     )]
-    pub warmup: String,
+    pub warmup: std::time::Duration,
     /// Open loop: arrivals per second, latency from each arrival's intended start.
-    #[arg(long, value_name = "PER_SECOND", allow_hyphen_values = true)]
-    pub rate: Option<String>,
+    #[arg(long, value_name = "PER_SECOND", value_parser = crate::values::rate, allow_hyphen_values = true)]
+    pub rate: Option<f64>,
     /// "one": every contender on one key; "many": a key each (no contention).
     #[arg(long, value_enum, value_name = "one|many", default_value_t = KeysArg::One)]
     pub keys: KeysArg,
@@ -380,25 +392,28 @@ pub struct BenchArgs {
         long,
         value_name = "DURATION",
         default_value = "0s",
+        value_parser = crate::values::duration,
         allow_hyphen_values = true
     )]
-    pub hold: String,
+    pub hold: std::time::Duration,
     /// TTL of every lease.
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "30s",
+        value_parser = crate::values::positive_duration,
         allow_hyphen_values = true
     )]
-    pub ttl: String,
+    pub ttl: std::time::Duration,
     /// Give up one acquisition after this long.
     #[arg(
         long,
         value_name = "DURATION",
         default_value = "5s",
+        value_parser = crate::values::positive_duration,
         allow_hyphen_values = true
     )]
-    pub wait: String,
+    pub wait: std::time::Duration,
     /// How a contender waits for a held lock: `native` (the backend's own queue where it has one:
     /// a blocking advisory lock for pg-session and pg-xact; the others poll) or `poll`.
     #[arg(long, value_enum, value_name = "MODE", default_value_t = WaitModeArg::Native)]
@@ -453,45 +468,50 @@ pub struct ReplayArgs {
         long,
         value_name = "X",
         default_value = "1",
+        value_parser = crate::values::scale,
         allow_hyphen_values = true
     )]
-    pub scale: String,
+    pub scale: f64,
     /// Multiplier on every injected latency, episode, pause and TTL: at 0.05 a 300 s TTL lasts
     /// 15 s. Results are shown in real-equivalent seconds.
     #[arg(
         long,
         value_name = "F",
         default_value = "0.05",
+        value_parser = crate::values::time_scale,
         allow_hyphen_values = true
     )]
-    pub time_scale: String,
+    pub time_scale: f64,
     /// Workers: the first runs the job, the others keep trying the lock, as a retry worker does.
     #[arg(
         long,
         value_name = "W",
         default_value = "2",
+        value_parser = crate::values::workers,
         allow_hyphen_values = true
     )]
-    pub workers: String,
+    pub workers: usize,
     /// Job runs.
     #[arg(
         long,
         value_name = "N",
         default_value = "5",
+        value_parser = crate::values::runs,
         allow_hyphen_values = true
     )]
-    pub runs: String,
+    pub runs: u32,
     /// Seed: run i gets the episodes the simulator draws for replay i (random when omitted).
-    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
-    pub seed: Option<String>,
+    #[arg(long, value_name = "SEED", value_parser = crate::values::seed, allow_hyphen_values = true)]
+    pub seed: Option<u64>,
     /// Hold the lock with this fixed TTL (real-equivalent), never renewed.
     #[arg(
         long,
         value_name = "DURATION",
+        value_parser = crate::values::positive_duration,
         allow_hyphen_values = true,
         conflicts_with = "heartbeat"
     )]
-    pub ttl: Option<String>,
+    pub ttl: Option<std::time::Duration>,
     /// Hold a short lease renewed on a heartbeat, sized as `lockbench ttl` recommends (the
     /// default when --ttl is not given).
     #[arg(long)]
@@ -507,9 +527,10 @@ pub struct ReplayArgs {
         long,
         value_name = "N",
         default_value = "20000",
+        value_parser = crate::values::compare_replays,
         allow_hyphen_values = true
     )]
-    pub compare_replays: String,
+    pub compare_replays: u64,
     /// Print machine-readable JSON instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -562,8 +583,8 @@ pub struct MainJobArgs {
     #[arg(long, value_name = "DIR", default_value = "workloads/specs")]
     pub specs: PathBuf,
     /// Seed of every simulation and replay (random when omitted).
-    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
-    pub seed: Option<String>,
+    #[arg(long, value_name = "SEED", value_parser = crate::values::seed, allow_hyphen_values = true)]
+    pub seed: Option<u64>,
 }
 
 /// `lockbench faults`.
@@ -590,9 +611,10 @@ pub struct FaultsArgs {
         long,
         value_name = "N",
         default_value = "20",
+        value_parser = crate::values::trials,
         allow_hyphen_values = true
     )]
-    pub trials: String,
+    pub trials: u32,
     /// Cells run at once: each backend's cells run one after another in one lane, and the lanes
     /// take the backends in turn, so that no backend has two faults at once (1 runs every cell
     /// in order; a trial is mostly waiting, so lanes cost little CPU).
@@ -609,12 +631,13 @@ pub struct FaultsArgs {
         long,
         value_name = "DURATION",
         default_value = "2s",
+        value_parser = crate::values::lab_ttl,
         allow_hyphen_values = true
     )]
-    pub ttl: String,
+    pub ttl: std::time::Duration,
     /// Seed of the fault timing (random when omitted; always stored).
-    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
-    pub seed: Option<String>,
+    #[arg(long, value_name = "SEED", value_parser = crate::values::seed, allow_hyphen_values = true)]
+    pub seed: Option<u64>,
     /// Print machine-readable JSON instead of a table.
     #[arg(long)]
     pub json: bool,

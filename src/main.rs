@@ -10,6 +10,7 @@ mod output;
 mod progress;
 mod render;
 mod signals;
+mod values;
 
 use std::process::ExitCode;
 

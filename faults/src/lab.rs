@@ -394,10 +394,28 @@ impl FaultLab {
             }
             progress(&format!("{} on {}", variant.label(), config.label()));
         }
-        // Bounded: a server that went away with its cell (a private one, a namespace's address)
-        // would otherwise hold the lane until TCP gives up, many minutes later.
+        self.end_cell(client.as_ref(), &mut stage, &keys).await;
+        outcome?;
+        let mut cell = aggregate(variant, &config, capabilities, &rows);
+        if used.is_some() {
+            cell.lost_told = Some(crate::matrix::lost_told(&rows));
+        }
+        cell.client = used;
+        Ok((cell, rows, events))
+    }
+
+    /// After a cell's trials, whatever they did: its keys removed from the server (bounded: a
+    /// server that went away with its cell, a private one or a namespace's address, would
+    /// otherwise hold the lane until TCP gives up, many minutes later), its client closed, its
+    /// servers stopped.
+    async fn end_cell(
+        &self,
+        client: &dyn lockbench_locks::LockBackend,
+        stage: &mut Stage,
+        keys: &[String],
+    ) {
         let bound = Duration::from_secs(5);
-        for key in &keys {
+        for key in keys {
             let _ = tokio::time::timeout(bound, client.cleanup(key)).await;
         }
         lock(&self.used).retain(|(_, key)| !keys.contains(key));
@@ -409,13 +427,6 @@ impl FaultLab {
         }
         let _ = tokio::time::timeout(bound, client.close()).await;
         stage.stop().await;
-        outcome?;
-        let mut cell = aggregate(variant, &config, capabilities, &rows);
-        if used.is_some() {
-            cell.lost_told = Some(crate::matrix::lost_told(&rows));
-        }
-        cell.client = used;
-        Ok((cell, rows, events))
     }
 
     /// The cell's stage: the holder's namespace where the variant isolates it (the resource

@@ -6,7 +6,7 @@ use std::time::Duration;
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
 use lockbench_locks::BackendConfig;
 
-use super::parse::{Refusal, configured_backend, parse_number, positive_duration, read_config};
+use super::parse::{Refusal, configured_backend, positive_duration, read_config};
 use super::shard;
 use crate::cli::{BenchArgs, KeysArg, WaitModeArg};
 
@@ -26,9 +26,6 @@ pub struct BenchSettings {
     /// Client libraries measured beside lockbench's own client, each on its backend.
     pub clients: Vec<lockbench_clients::Program>,
 }
-
-/// Most contenders in one run: each holds a connection or session of its own.
-const MAX_CONTENDERS: usize = 256;
 
 impl BenchSettings {
     /// Checks `bench`'s flags and reads the config file.
@@ -77,78 +74,39 @@ impl BenchSettings {
                 .map(|name| configured_backend(&configs, name, &args.config))
                 .collect::<Result<Vec<_>, _>>()?
         };
-        let contenders = args
-            .contenders
-            .split(',')
-            .map(|part| {
-                let n: usize = parse_number(
-                    "--contenders",
-                    part,
-                    "comma-separated whole numbers such as 1,4,16",
-                )?;
-                if (1..=MAX_CONTENDERS).contains(&n) {
-                    Ok(n)
-                } else {
-                    Err(Refusal::new(
-                        "--contenders",
-                        format!("expected 1 to {MAX_CONTENDERS} contenders, got {n}"),
-                    ))
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let ops = match &args.ops {
-            Some(text) => {
-                let n: u64 = parse_number("--ops", text, "a whole number of acquisitions")?;
-                if n == 0 {
-                    return Err(Refusal::new("--ops", "expected at least 1"));
-                }
-                Some(n)
-            }
-            None => None,
-        };
-        let duration = match (&args.duration, ops) {
+        let contenders = args.contenders.clone();
+        let ops = args.ops;
+        let duration = match (args.duration, ops) {
             (Some(_), Some(_)) => {
                 return Err(Refusal::new(
                     "--ops",
                     "--ops and --duration are two ways to end a run: give --ops N (each run stops after N acquisitions, within 60 s) or --duration D (each run measures for D), not both",
                 ));
             }
-            (Some(text), None) => positive_duration("--duration", text)?,
+            (Some(duration), None) => duration,
             (None, Some(_)) => Duration::from_secs(60),
             (None, None) => Duration::from_secs(5),
         };
         if duration > Duration::from_secs(3600) {
             return Err(Refusal::new("--duration", "expected at most 1h per run"));
         }
-        let mode = match &args.rate {
-            Some(text) => {
-                let rate: f64 = parse_number("--rate", text, "arrivals per second such as 1000")?;
-                if !(rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0) {
-                    return Err(Refusal::new(
-                        "--rate",
-                        format!("expected 0 < rate <= 1000000 per second, got {text}"),
-                    ));
-                }
-                LoadMode::Open { rate_per_s: rate }
-            }
+        let mode = match args.rate {
+            Some(rate) => LoadMode::Open { rate_per_s: rate },
             None => LoadMode::Closed,
         };
         let keys = match args.keys {
             KeysArg::One => KeyMode::One,
             KeysArg::Many => KeyMode::Many,
         };
-        let parse = |flag: &str, text: &str| {
-            lockbench_workloads::duration::parse(text).map_err(|m| Refusal::new(flag, m))
-        };
         let bench = BenchOptions {
             mode,
             keys,
             ops,
             duration,
-            warmup: parse("--warmup", &args.warmup)?,
-            hold: parse("--hold", &args.hold)?,
-            ttl: positive_duration("--ttl", &args.ttl)?,
-            wait: positive_duration("--wait", &args.wait)?,
+            warmup: args.warmup,
+            hold: args.hold,
+            ttl: args.ttl,
+            wait: args.wait,
             wait_mode: match args.wait_mode {
                 WaitModeArg::Native => WaitMode::Native,
                 WaitModeArg::Poll => WaitMode::Poll,
@@ -173,7 +131,7 @@ impl BenchSettings {
                 ),
             ));
         }
-        let mut command = BenchSettings {
+        let mut settings = BenchSettings {
             clients,
             backends,
             contenders,
@@ -184,11 +142,11 @@ impl BenchSettings {
             shard,
             start_at,
         };
-        let settings = command.shard_settings();
-        if let Some(shard) = &mut command.shard {
-            shard.settings = settings;
+        let recorded = settings.shard_settings();
+        if let Some(shard) = &mut settings.shard {
+            shard.settings = recorded;
         }
-        Ok(command)
+        Ok(settings)
     }
 }
 

@@ -56,7 +56,7 @@ impl MainJobSettings {
             out,
             config: args.config.clone(),
             specs,
-            seed: resolve_seed(args.seed.as_deref())?,
+            seed: resolve_seed(args.seed),
             quick: args.quick,
         })
     }

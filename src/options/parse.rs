@@ -1,13 +1,11 @@
-//! The parsing every command's options share: a flag's number, duration, seed, config file and
-//! backend, and the one-line [`Refusal`] each refusal is. A leaf: the options modules import
+//! The parsing every command's options share: a config file and a backend, a duration inside a
+//! flag clap does not check whole (`--poll MIN..MAX`, in `crate::values`' words), a seed, and
+//! the one-line [`Refusal`] each refusal is. A leaf: the options modules import
 //! it, it imports none of them.
 
 use std::time::Duration;
 
 use lockbench_locks::{BackendConfig, BackendKind};
-
-/// Largest volume multiplier accepted.
-const MAX_SCALE: f64 = 1e6;
 
 /// Bad input the binary refuses: one line, `PLACE: MESSAGE`, exit code 2. The place is a flag
 /// (`--replays`), a flag and its value (`--out calibrated.toml`), a file or a directory.
@@ -28,28 +26,6 @@ impl Refusal {
     }
 }
 
-pub(super) fn parse_number<T: std::str::FromStr>(
-    flag: &str,
-    text: &str,
-    expected: &str,
-) -> Result<T, Refusal> {
-    text.trim()
-        .replace('_', "")
-        .parse()
-        .map_err(|_| Refusal::new(flag, format!("expected {expected}, got \"{text}\"")))
-}
-
-pub(super) fn parse_scale(flag: &str, text: &str) -> Result<f64, Refusal> {
-    let x: f64 = parse_number(flag, text, "a volume multiplier such as 1 or 10")?;
-    if !(x.is_finite() && x > 0.0 && x <= MAX_SCALE) {
-        return Err(Refusal::new(
-            flag,
-            format!("expected a multiplier above 0 and at most {MAX_SCALE}, got {text}"),
-        ));
-    }
-    Ok(x)
-}
-
 /// A seed from the standard library's per-process random hasher keys: no extra dependency, and
 /// different on every invocation.
 fn random_seed() -> u64 {
@@ -63,33 +39,9 @@ fn random_seed() -> u64 {
     h.finish()
 }
 
-/// `--seed`: the number given, or a random one.
-pub fn resolve_seed(text: Option<&str>) -> Result<u64, Refusal> {
-    match text {
-        Some(text) => parse_number("--seed", text, "a whole number from 0 to 2^64-1"),
-        None => Ok(random_seed()),
-    }
-}
-
-/// A whole number of `what` in `range`.
-pub(super) fn whole_in<T>(
-    flag: &str,
-    text: &str,
-    what: &str,
-    range: std::ops::RangeInclusive<T>,
-) -> Result<T, Refusal>
-where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display,
-{
-    let n: T = parse_number(flag, text, &format!("a whole number of {what}"))?;
-    if range.contains(&n) {
-        Ok(n)
-    } else {
-        Err(Refusal::new(
-            flag,
-            format!("expected {} to {}, got {n}", range.start(), range.end()),
-        ))
-    }
+/// `--seed`: the number given (clap checked it), or a random one.
+pub fn resolve_seed(seed: Option<u64>) -> u64 {
+    seed.unwrap_or_else(random_seed)
 }
 
 /// `--config FILE`: its text and the backends it configures.
@@ -138,9 +90,5 @@ pub(super) fn configured_backend(
 }
 
 pub(super) fn positive_duration(flag: &str, text: &str) -> Result<Duration, Refusal> {
-    let d = lockbench_workloads::duration::parse(text).map_err(|m| Refusal::new(flag, m))?;
-    if d.is_zero() {
-        return Err(Refusal::new(flag, "expected a duration above zero"));
-    }
-    Ok(d)
+    crate::values::positive_duration(text).map_err(|m| Refusal::new(flag, m))
 }

@@ -3,18 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_workloads::MAX_REPLAYS;
-
-use super::parse::{
-    Refusal, config_error, configured_backend, parse_number, parse_scale, positive_duration,
-    read_config, resolve_seed, whole_in,
-};
+use super::parse::{Refusal, config_error, configured_backend, read_config, resolve_seed};
 use crate::cli::ReplayArgs;
-
-/// Most workers in one live replay.
-const MAX_WORKERS: usize = 16;
-/// Most live runs in one replay.
-const MAX_RUNS: u32 = 10_000;
 
 /// Options of `replay`.
 #[derive(Clone, Debug)]
@@ -62,39 +52,14 @@ impl ReplaySettings {
                     ),
                 )
             })?;
-        let scale = parse_scale("--scale", &args.scale)?;
-        let time_scale: f64 = parse_number(
-            "--time-scale",
-            &args.time_scale,
-            "a factor such as 0.05 (1 s of the job takes 50 ms)",
-        )?;
-        if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= 1.0) {
-            return Err(Refusal::new(
-                "--time-scale",
-                format!(
-                    "expected a factor above 0 and at most 1, got {}",
-                    args.time_scale
-                ),
-            )
-            .into());
-        }
-        let workers = whole_in("--workers", &args.workers, "workers", 1..=MAX_WORKERS)?;
-        let runs = whole_in("--runs", &args.runs, "job runs", 1..=MAX_RUNS)?;
-        let seed = resolve_seed(args.seed.as_deref())?;
-        let compare_replays: u64 = parse_number(
-            "--compare-replays",
-            &args.compare_replays,
-            "a whole number of simulated replays",
-        )?;
-        if compare_replays > MAX_REPLAYS {
-            return Err(Refusal::new(
-                "--compare-replays",
-                format!("expected at most {MAX_REPLAYS}, got {compare_replays}"),
-            )
-            .into());
-        }
-        let (mode, heartbeat) = match &args.ttl {
-            Some(text) => (LockMode::FixedTtl(positive_duration("--ttl", text)?), None),
+        let scale = args.scale;
+        let time_scale = args.time_scale;
+        let workers = args.workers;
+        let runs = args.runs;
+        let seed = resolve_seed(args.seed);
+        let compare_replays = args.compare_replays;
+        let (mode, heartbeat) = match args.ttl {
+            Some(ttl) => (LockMode::FixedTtl(ttl), None),
             None => {
                 let pause_p999 = spec.profile(&profile).ok().and_then(|p| p.pause_p999());
                 let h = lockbench_analysis::heartbeat(pause_p999);

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::parse::{Refusal, parse_scale};
+use super::parse::Refusal;
 use super::simulation::SimulationSettings;
 use crate::cli::SimulateArgs;
 
@@ -18,24 +18,21 @@ pub struct SimulateSettings {
 impl SimulateSettings {
     /// Checks `simulate`'s flags.
     pub fn resolve(args: &SimulateArgs) -> Result<Self, Refusal> {
-        let mut scales = args
-            .scales
-            .iter()
-            .map(|s| parse_scale("--scale", s))
-            .collect::<Result<Vec<_>, _>>()?;
-        if scales.is_empty() {
-            scales.push(1.0);
-        }
-        let mut options = SimulateSettings {
+        let scales = if args.scales.is_empty() {
+            vec![1.0]
+        } else {
+            args.scales.clone()
+        };
+        let mut settings = SimulateSettings {
             specs: args.specs.clone(),
             scales,
             profiles: args.profiles.clone(),
             simulation: SimulationSettings::resolve(&args.simulation)?,
         };
-        let settings = options.shard_settings();
-        if let Some(shard) = &mut options.simulation.shard {
-            shard.settings = settings;
+        let recorded = settings.shard_settings();
+        if let Some(shard) = &mut settings.simulation.shard {
+            shard.settings = recorded;
         }
-        Ok(options)
+        Ok(settings)
     }
 }

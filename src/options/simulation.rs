@@ -2,14 +2,9 @@
 
 use std::path::PathBuf;
 
-use lockbench_workloads::MAX_REPLAYS;
-
-use super::parse::{Refusal, resolve_seed, whole_in};
+use super::parse::{Refusal, resolve_seed};
 use super::shard;
 use crate::cli::SimulationArgs;
-
-/// Most worker threads accepted; more would only add contention on 2-64 core machines.
-const MAX_THREADS: usize = 1024;
 
 /// Options shared by the commands that simulate.
 #[derive(Clone, Debug)]
@@ -35,7 +30,7 @@ impl SimulationSettings {
         args: &SimulationArgs,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, Refusal> {
-        let replays = whole_in("--replays", &args.replays, "replays", 1..=MAX_REPLAYS)?;
+        let replays = args.replays;
         let shard = shard::resolve(args.shard.as_deref(), args.run_id.as_deref(), env)?;
         if let Some(s) = &shard
             && args.seed.is_none()
@@ -48,11 +43,10 @@ impl SimulationSettings {
                 ),
             ));
         }
-        let seed = resolve_seed(args.seed.as_deref())?;
-        let threads = match &args.threads {
-            Some(text) => whole_in("--threads", text, "threads", 1..=MAX_THREADS)?,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
+        let seed = resolve_seed(args.seed);
+        let threads = args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         Ok(SimulationSettings {
             replays,
             seed,
