@@ -219,6 +219,16 @@ pub(crate) fn lock_model(
             ..none
         };
     }
+    heartbeat_lease(kind, r, role, t)
+}
+
+/// The heartbeat lease a TTL backend holds when a fixed TTL will not do, and why not.
+fn heartbeat_lease(
+    kind: Option<BackendKind>,
+    r: &Resolved,
+    role: &Role,
+    t: &TtlRecommendation,
+) -> LockModel {
     let hb = &t.heartbeat;
     let why = match r.crash_recovery {
         Some(c) if t.ttl > c => format!(
@@ -811,24 +821,9 @@ pub(crate) fn residual(
         })
         .collect();
     if model.kind == ModelKind::HeartbeatLease
-        && let Some(t) = ev.ttl(&job.job)
-        && let Some(p) = t.heartbeat.p_lease_lost_upper95
+        && let Some(lease) = lease_residual(job, r, ev, &team)
     {
-        out.push(Residual {
-            risk: format!(
-                "a stall longer than what is left of the lease lets a second worker in: in at most {} of runs by `ttl` (simulated), about {:.2} times a year at {} runs a year",
-                format_chance(p),
-                p * job.frequency.runs_per_year,
-                format_count(job.frequency.runs_per_year.round() as u64)
-            ),
-            accepted: true,
-            why: if r.double_run.harms() {
-                "the fence and the guards refuse what a second worker writes; the lease was sized to keep this below the risk `ttl` was given".into()
-            } else {
-                format!("a second run {}", effect(r.double_run))
-            },
-            owner: team.clone(),
-        });
+        out.push(lease);
     }
     if let Some(backend) = backend_residual(job, r, ev, kind, policy) {
         out.push(backend);
@@ -851,36 +846,62 @@ pub(crate) fn residual(
             owner: team.clone(),
         });
     }
-    out.push(match policy.kind {
-        PolicyKind::SkipAndAlert => Residual {
-            risk: "a run skipped while the lock cannot be had waits for the next window or a person".into(),
-            accepted: true,
-            why: format!("a late run can be made up; a second run that {} cannot be undone", effect(r.double_run)),
-            owner: "on-call".into(),
-        },
-        PolicyKind::RetryThenAlert => Residual {
-            risk: format!(
-                "a run whose lock is still held when the {} budget runs out alerts and waits for a person",
-                policy.retry_for_s.map_or("-".to_string(), format_readable_s)
-            ),
-            accepted: true,
-            why: "the budget is what the job's owners said a crash may cost; past it a person decides".into(),
-            owner: "on-call".into(),
-        },
-        PolicyKind::Queue => Residual {
-            risk: "a run queued through an outage runs late".into(),
-            accepted: true,
-            why: format!("a second run {}: lateness is the only cost", effect(r.double_run)),
-            owner: "on-call".into(),
-        },
-        PolicyKind::RunUnlocked => Residual {
-            risk: "a run during a lock-server outage may overlap another".into(),
-            accepted: true,
-            why: "every step is idempotent and a double run is absorbed downstream".into(),
-            owner: "on-call".into(),
-        },
-    });
+    out.push(policy_residual(policy, r));
     out
+}
+
+/// What a heartbeat lease leaves: a stall longer than what is left of it, priced by `ttl`.
+fn lease_residual(job: &JobAnswers, r: &Resolved, ev: &Evidence, team: &str) -> Option<Residual> {
+    let t = ev.ttl(&job.job)?;
+    let p = t.heartbeat.p_lease_lost_upper95?;
+    Some(Residual {
+        risk: format!(
+            "a stall longer than what is left of the lease lets a second worker in: in at most {} of runs by `ttl` (simulated), about {:.2} times a year at {} runs a year",
+            format_chance(p),
+            p * job.frequency.runs_per_year,
+            format_count(job.frequency.runs_per_year.round() as u64)
+        ),
+        accepted: true,
+        why: if r.double_run.harms() {
+            "the fence and the guards refuse what a second worker writes; the lease was sized to keep this below the risk `ttl` was given".into()
+        } else {
+            format!("a second run {}", effect(r.double_run))
+        },
+        owner: team.to_string(),
+    })
+}
+
+/// What the failure policy leaves, and who owns it.
+fn policy_residual(policy: &FailurePolicy, r: &Resolved) -> Residual {
+    match policy.kind {
+    PolicyKind::SkipAndAlert => Residual {
+        risk: "a run skipped while the lock cannot be had waits for the next window or a person".into(),
+        accepted: true,
+        why: format!("a late run can be made up; a second run that {} cannot be undone", effect(r.double_run)),
+        owner: "on-call".into(),
+    },
+    PolicyKind::RetryThenAlert => Residual {
+        risk: format!(
+            "a run whose lock is still held when the {} budget runs out alerts and waits for a person",
+            policy.retry_for_s.map_or("-".to_string(), format_readable_s)
+        ),
+        accepted: true,
+        why: "the budget is what the job's owners said a crash may cost; past it a person decides".into(),
+        owner: "on-call".into(),
+    },
+    PolicyKind::Queue => Residual {
+        risk: "a run queued through an outage runs late".into(),
+        accepted: true,
+        why: format!("a second run {}: lateness is the only cost", effect(r.double_run)),
+        owner: "on-call".into(),
+    },
+    PolicyKind::RunUnlocked => Residual {
+        risk: "a run during a lock-server outage may overlap another".into(),
+        accepted: true,
+        why: "every step is idempotent and a double run is absorbed downstream".into(),
+        owner: "on-call".into(),
+    },
+    }
 }
 
 /// What the job's lock library adds on the chosen backend, from its measured cells: when it

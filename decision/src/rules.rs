@@ -141,7 +141,6 @@ pub(crate) fn verdicts(
     role: &Role,
     skip_policy: bool,
 ) -> (Vec<Verdict>, Option<BackendKind>) {
-    let x = Exposure::of(job, r.double_run);
     let api: Vec<&str> = job
         .steps
         .iter()
@@ -158,26 +157,7 @@ pub(crate) fn verdicts(
         })
         .collect();
     if role.correctness && candidates.iter().any(|c| c.rejected.is_none() && c.covers) {
-        for c in candidates
-            .iter_mut()
-            .filter(|c| c.rejected.is_none() && !c.covers)
-        {
-            let why = match r.tokenless_client(c.kind) {
-                Some(client) if r.fenced => format!(
-                    "the job locks with {}, which hands out no fencing token for the resource to check",
-                    client.library()
-                ),
-                _ if r.fenced => {
-                    "it gives no fencing token that survives its server's failure".to_string()
-                }
-                _ => "the resource checks no fencing token and the writes are not in this lock's transaction"
-                    .to_string(),
-            };
-            c.rejected = Some((
-                format!("leaves {} unprotected: {why}", names(&x.inside)),
-                FactBasis::Answer,
-            ));
-        }
+        reject_uncovering(&mut candidates, &Exposure::of(job, r.double_run), r);
     }
     let chosen = choose(&candidates, r, ev, role);
     if !role.correctness
@@ -191,45 +171,83 @@ pub(crate) fn verdicts(
             c.rejected = Some((cost_fact(c.kind, best, r, ev), FactBasis::Cost));
         }
     }
-    let mut out: Vec<Verdict> = Vec::new();
-    for c in &candidates {
-        let (verdict, fact, basis) = match (&c.rejected, chosen) {
-            (Some((fact, basis)), _) => (VerdictKind::Rejected, fact.clone(), *basis),
-            (None, Some(best)) if best == c.kind => (
-                VerdictKind::Chosen,
-                why_chosen(c, &candidates, r, ev, role),
-                FactBasis::Design,
-            ),
-            (None, Some(best)) => (
-                VerdictKind::Acceptable,
-                why_not_chosen(c, best, r, ev),
-                FactBasis::Cost,
-            ),
-            (None, None) => (VerdictKind::Acceptable, String::new(), FactBasis::Design),
-        };
-        out.push(Verdict {
-            backend: c.kind,
-            verdict,
-            fact,
-            basis,
-            acquire_p99_us: ev.acquire_p99_us(c.kind),
-            acquire_samples: ev.acquire_cost(c.kind).map(|a| a.samples),
-            overlapped_under: overlaps(ev, c.kind)
-                .filter(|c| !crate::lab::about_the_job(c.variant))
-                .map(FaultCell::label)
-                .collect(),
-            crash_recovery_s: ev
-                .cell(Variant::CrashKilled, c.kind)
-                .and_then(|cell| cell.recovery_max_s),
-            vanished_host_s: ev.vanished_recovery_s(c.kind),
-        });
-    }
+    let mut out: Vec<Verdict> = candidates
+        .iter()
+        .map(|c| verdict_of(c, &candidates, chosen, r, ev, role))
+        .collect();
     out.sort_by_key(|v| match v.verdict {
         VerdictKind::Chosen => 0,
         VerdictKind::Acceptable => 1,
         VerdictKind::Rejected => 2,
     });
     (out, chosen)
+}
+
+/// Where some candidate's fence or transaction covers the unguarded database steps, a lock that
+/// keeps the job correct must: every other is rejected, saying what it leaves unprotected.
+fn reject_uncovering(candidates: &mut [Candidate], x: &Exposure<'_>, r: &Resolved) {
+    for c in candidates
+        .iter_mut()
+        .filter(|c| c.rejected.is_none() && !c.covers)
+    {
+        let why = match r.tokenless_client(c.kind) {
+            Some(client) if r.fenced => format!(
+                "the job locks with {}, which hands out no fencing token for the resource to check",
+                client.library()
+            ),
+            _ if r.fenced => {
+                "it gives no fencing token that survives its server's failure".to_string()
+            }
+            _ => "the resource checks no fencing token and the writes are not in this lock's transaction"
+                .to_string(),
+        };
+        c.rejected = Some((
+            format!("leaves {} unprotected: {why}", names(&x.inside)),
+            FactBasis::Answer,
+        ));
+    }
+}
+
+/// `c`'s row of the decision: its verdict and the fact behind it, with the figures the lab and
+/// the bench measured for its backend.
+fn verdict_of(
+    c: &Candidate,
+    candidates: &[Candidate],
+    chosen: Option<BackendKind>,
+    r: &Resolved,
+    ev: &Evidence,
+    role: &Role,
+) -> Verdict {
+    let (verdict, fact, basis) = match (&c.rejected, chosen) {
+        (Some((fact, basis)), _) => (VerdictKind::Rejected, fact.clone(), *basis),
+        (None, Some(best)) if best == c.kind => (
+            VerdictKind::Chosen,
+            why_chosen(c, candidates, r, ev, role),
+            FactBasis::Design,
+        ),
+        (None, Some(best)) => (
+            VerdictKind::Acceptable,
+            why_not_chosen(c, best, r, ev),
+            FactBasis::Cost,
+        ),
+        (None, None) => (VerdictKind::Acceptable, String::new(), FactBasis::Design),
+    };
+    Verdict {
+        backend: c.kind,
+        verdict,
+        fact,
+        basis,
+        acquire_p99_us: ev.acquire_p99_us(c.kind),
+        acquire_samples: ev.acquire_cost(c.kind).map(|a| a.samples),
+        overlapped_under: overlaps(ev, c.kind)
+            .filter(|c| !crate::lab::about_the_job(c.variant))
+            .map(FaultCell::label)
+            .collect(),
+        crash_recovery_s: ev
+            .cell(Variant::CrashKilled, c.kind)
+            .and_then(|cell| cell.recovery_max_s),
+        vanished_host_s: ev.vanished_recovery_s(c.kind),
+    }
 }
 
 /// The first fact that rules `kind` out, if one does: an answer or how it locks, then (when the

@@ -222,22 +222,7 @@ pub(crate) async fn run<F: Fault + ?Sized>(
     if !shape.contender_waits_for_fault {
         contender.go(longest).await?;
     }
-    // The fault begins somewhere in the first third of the job, by the seed.
-    let after = rng.random_range(2..=WRITES / 3);
-    match shape.onset {
-        Onset::AfterWrite => loop {
-            let n = holder.wrote(every * 4 + Duration::from_secs(5)).await?;
-            if n >= after {
-                break;
-            }
-        },
-        Onset::AfterIntervals => tokio::time::sleep(every * after).await,
-        Onset::AtAcquisition => {}
-    }
-    let start_ns = match shape.onset {
-        Onset::AtAcquisition => acquisition_start,
-        _ => monotonic_ns(),
-    };
+    let start_ns = onset(&shape, &mut holder, every, rng, acquisition_start).await?;
     let mut trial = Trial {
         stage,
         holder: &mut holder,
@@ -254,6 +239,46 @@ pub(crate) async fn run<F: Fault + ?Sized>(
         end_ns: trial.end_ns.unwrap_or_else(monotonic_ns),
     };
     let contender_step = trial.contender_step.take();
+    let workers = (holder, contender);
+    finish_workers(context, id, &shape, workers, contender_step, longest).await?;
+    fault.heal(stage).await?;
+    judge(context, id, window, granted, None).await
+}
+
+/// Waits for the fault's onset, somewhere in the first third of the holder's job (by the seed)
+/// or at its acquisition; returns when the fault's window starts.
+async fn onset(
+    shape: &Shape,
+    holder: &mut WorkerProcess,
+    every: Duration,
+    rng: &mut rand::rngs::StdRng,
+    acquisition_start: i64,
+) -> Result<i64, FaultError> {
+    let after = rng.random_range(2..=WRITES / 3);
+    match shape.onset {
+        Onset::AfterWrite => loop {
+            let n = holder.wrote(every * 4 + Duration::from_secs(5)).await?;
+            if n >= after {
+                break;
+            }
+        },
+        Onset::AfterIntervals => tokio::time::sleep(every * after).await,
+        Onset::AtAcquisition => return Ok(acquisition_start),
+    }
+    Ok(monotonic_ns())
+}
+
+/// Both workers to their end after the fault: a killed holder reaped (and its detached job
+/// waited for in the log), a living one's job finished; the contender's grant and job, or its
+/// giving up.
+async fn finish_workers(
+    context: &mut TrialContext<'_>,
+    id: &str,
+    shape: &Shape,
+    (mut holder, mut contender): (WorkerProcess, WorkerProcess),
+    contender_step: Option<Message>,
+    longest: Duration,
+) -> Result<(), FaultError> {
     if shape.kills_holder {
         holder.reap(Duration::from_secs(10)).await;
         if shape.detached {
@@ -272,8 +297,7 @@ pub(crate) async fn run<F: Fault + ?Sized>(
         contender.done(longest).await?;
     }
     contender.finish(Duration::from_secs(10)).await?;
-    fault.heal(stage).await?;
-    judge(context, id, window, granted, None).await
+    Ok(())
 }
 
 /// A warm-up acquisition, so that fencing counters are past their first value, as in any
