@@ -253,26 +253,14 @@ impl FaultLab {
             .clamp(1, queue.lock().map_or(1, |q| q.len().max(1)));
         let mut resources = Vec::with_capacity(lanes);
         for _ in 0..lanes {
-            resources.push(
-                Resource::connect(
-                    &self.options.resource_url,
-                    &self.resource_schema(),
-                    Duration::from_secs(5),
-                )
-                .await?,
-            );
+            resources.push(self.connect_resource().await?);
         }
         let lane = |mut resource: Resource| {
             let queue = &queue;
             async move {
                 let mut done = Vec::new();
                 while let Some(group) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
-                    for (index, variant, config) in group {
-                        let result = self
-                            .run_seeded(&mut resource, index, variant, &config, progress)
-                            .await;
-                        done.push((index, variant, config, result));
-                    }
+                    done.extend(self.run_in_order(&mut resource, group, progress).await);
                 }
                 resource.close().await;
                 done
@@ -281,21 +269,34 @@ impl FaultLab {
         let lanes = futures::future::join_all(resources.into_iter().map(lane)).await;
         let mut done: Vec<_> = lanes.into_iter().flatten().collect();
         if !alone.is_empty() {
-            let mut resource = Resource::connect(
-                &self.options.resource_url,
-                &self.resource_schema(),
-                Duration::from_secs(5),
-            )
-            .await?;
-            for (index, variant, config) in alone {
-                let result = self
-                    .run_seeded(&mut resource, index, variant, &config, progress)
-                    .await;
-                done.push((index, variant, config, result));
-            }
+            let mut resource = self.connect_resource().await?;
+            done.extend(self.run_in_order(&mut resource, alone, progress).await);
             resource.close().await;
         }
         Ok(done)
+    }
+
+    /// A lane's own connection to the protected resource.
+    async fn connect_resource(&self) -> Result<Resource, FaultError> {
+        let schema = self.resource_schema();
+        Resource::connect(&self.options.resource_url, &schema, Duration::from_secs(5)).await
+    }
+
+    /// `cells`, one after another, on one connection to the resource.
+    async fn run_in_order(
+        &self,
+        resource: &mut Resource,
+        cells: Vec<(usize, Variant, BackendConfig)>,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Vec<(usize, Variant, BackendConfig, CellResult)> {
+        let mut done = Vec::with_capacity(cells.len());
+        for (index, variant, config) in cells {
+            let result = self
+                .run_seeded(resource, index, variant, &config, progress)
+                .await;
+            done.push((index, variant, config, result));
+        }
+        done
     }
 
     /// One cell, its timing drawn from the seed and the cell's name alone, whichever others run
