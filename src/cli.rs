@@ -615,9 +615,9 @@ pub struct FaultsArgs {
         allow_hyphen_values = true
     )]
     pub trials: u32,
-    /// Cells run at once: each backend's cells run one after another in one lane, and the lanes
-    /// take the backends in turn, so that no backend has two faults at once (1 runs every cell
-    /// in order; a trial is mostly waiting, so lanes cost little CPU).
+    /// Cells run at once: a backend's cells on its shared server run one after another in one
+    /// lane, so that no server has two faults at once; a cell with private servers runs on its
+    /// own (1 runs every cell in order; a trial is mostly waiting, so lanes cost little CPU).
     #[arg(
         long,
         value_name = "N",

@@ -558,28 +558,53 @@ async fn refuse_pooled_session_locks(backends: &[BackendConfig]) -> Result<(), F
     Ok(())
 }
 
-/// The cells grouped by backend, each group in the cells' order, the groups with the most trials
-/// first (a lane that takes a long backend early does not finish last alone).
+/// The cells in groups a lane takes whole: a backend's cells on its shared server, in the cells'
+/// order, and each cell that locks on servers of its own alone (a restart's private Redis, a
+/// vanished host's private Postgres), since it meets no other cell there. The groups that take
+/// longest go first, so that a lane that takes a long one early does not finish last alone.
 fn backend_groups(
     cells: Vec<(usize, Variant, BackendConfig)>,
     trials: u32,
 ) -> VecDeque<Vec<(usize, Variant, BackendConfig)>> {
     let mut groups: Vec<Vec<(usize, Variant, BackendConfig)>> = Vec::new();
     for (index, variant, config) in cells {
-        match groups.iter_mut().find(|g| g[0].2.label() == config.label()) {
-            Some(group) => group.push((index, variant, config)),
-            None => groups.push(vec![(index, variant, config)]),
+        let shared = |g: &&mut Vec<(usize, Variant, BackendConfig)>| {
+            g[0].2.label() == config.label() && !own_servers(g[0].1, g[0].2.kind)
+        };
+        match groups.iter_mut().find(shared) {
+            Some(group) if !own_servers(variant, config.kind) => {
+                group.push((index, variant, config))
+            }
+            _ => groups.push(vec![(index, variant, config)]),
         }
     }
-    let weight = |group: &Vec<(usize, Variant, BackendConfig)>| -> u64 {
+    let seconds = |group: &Vec<(usize, Variant, BackendConfig)>| -> u64 {
         group
             .iter()
-            .map(|(_, v, c)| u64::from(v.trials(c.kind, trials)))
+            .map(|(_, v, c)| rough_seconds(*v, c.kind, trials))
             .sum()
     };
-    // Stable: groups of equal weight keep the cells' order.
-    groups.sort_by_key(|g| std::cmp::Reverse(weight(g)));
+    // Stable: groups of equal length keep the cells' order.
+    groups.sort_by_key(|g| std::cmp::Reverse(seconds(g)));
     groups.into()
+}
+
+/// Whether a cell of `variant` on `backend` locks on servers the lab starts for it alone.
+fn own_servers(variant: Variant, backend: BackendKind) -> bool {
+    crate::fault::of(variant)
+        .needs(backend)
+        .iter()
+        .any(|need| matches!(need, Need::RedisServer | Need::Zookeeper | Need::Postgres))
+}
+
+/// A cell's rough length, only to order the groups: 3 s a trial (a few TTLs of 1 s), and the
+/// whole wait of a contender that waits it out (a minute).
+fn rough_seconds(variant: Variant, backend: BackendKind, asked: u32) -> u64 {
+    if variant.waits_out(backend) {
+        crate::scenario::VANISHED_WAIT.as_secs() + 6
+    } else {
+        3 * u64::from(variant.trials(backend, asked))
+    }
 }
 
 /// A lane-shared list, whatever a panicking lane left in it.
@@ -648,7 +673,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lane_takes_a_whole_backend_and_the_backend_with_most_trials_goes_first() {
+    fn a_lane_takes_a_backends_shared_cells_whole_and_a_cell_with_its_own_servers_alone() {
         let redis = config(BackendKind::Redis);
         let pg = config(BackendKind::PgSession);
         let vanished = Variant::CrashHostVanished { keepalive: false };
@@ -656,21 +681,33 @@ mod tests {
             (Variant::PauseNaive, redis.clone()),
             (Variant::PauseNaive, pg.clone()),
             (Variant::CrashKilled, redis.clone()),
-            // One trial on Postgres whatever is asked: it waits out the whole wait.
+            // A private Postgres, and a contender that waits a minute: a group of its own, first.
             (vanished, pg.clone()),
             (Variant::CrashKilled, pg.clone()),
+            // A private Postgres on the namespace's host end.
+            (Variant::PartitionHeartbeat, pg.clone()),
+            // A private Redis.
+            (
+                Variant::Restart(crate::scenario::Persistence::None),
+                redis.clone(),
+            ),
         ];
         let groups = backend_groups(indexed(cells), 3);
         let shape: Vec<Vec<(usize, &str)>> = groups
             .iter()
             .map(|g| g.iter().map(|(i, _, c)| (*i, c.label())).collect())
             .collect();
-        // Postgres has 3 + 1 + 3 trials, Redis 3 + 3; each keeps its cells' order.
+        // The vanished host about 66 s; the shared cells 6 trials on each backend (Redis's
+        // group made first); the partition (a private Postgres) and the restart 3 trials each.
+        // Each group keeps its cells' order.
         assert_eq!(
             shape,
             vec![
-                vec![(1, "pg-session"), (3, "pg-session"), (4, "pg-session")],
+                vec![(3, "pg-session")],
                 vec![(0, "redis"), (2, "redis")],
+                vec![(1, "pg-session"), (4, "pg-session")],
+                vec![(5, "pg-session")],
+                vec![(6, "redis")],
             ]
         );
         // At equal weight the cells' order decides.

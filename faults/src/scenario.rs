@@ -46,6 +46,8 @@ pub trait Design: Copy {
     /// True when a trial's verdict rests on the holder's job ending within a thin margin of its
     /// lease: its trials run with no other lane's work in flight.
     fn alone(self) -> bool;
+    /// True when a trial's contender waits out [`VANISHED_WAIT`] whole on `backend`.
+    fn waits_out(self, backend: BackendKind) -> bool;
     /// The trials a cell runs on `backend` when `asked` were asked for.
     fn trials(self, backend: BackendKind, asked: u32) -> u32;
     /// True when the variant restarts the first private server empty.
@@ -149,9 +151,17 @@ impl Design for Variant {
     /// [`VANISHED_WAIT`] and is not granted, because the server's TCP keeps the session for
     /// 2 h 11 min, a timer every further trial would only wait out again.
     fn trials(self, backend: BackendKind, asked: u32) -> u32 {
-        let censored = self == (Variant::CrashHostVanished { keepalive: false })
-            && matches!(backend, BackendKind::PgSession | BackendKind::PgXact);
-        if censored { asked.min(1) } else { asked }
+        if self.waits_out(backend) {
+            asked.min(1)
+        } else {
+            asked
+        }
+    }
+
+    /// A vanished host on Postgres with Linux's default keepalive: its server keeps the session.
+    fn waits_out(self, backend: BackendKind) -> bool {
+        self == (Variant::CrashHostVanished { keepalive: false })
+            && matches!(backend, BackendKind::PgSession | BackendKind::PgXact)
     }
 
     /// True when the variant restarts the first private server empty.
