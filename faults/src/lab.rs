@@ -43,8 +43,7 @@ pub struct LabOptions {
     /// The client library both workers of every trial lock through (its adapter); `None` for
     /// lockbench's own client.
     pub client: Option<lockbench_clients::Program>,
-    /// How many cells run at once (at least 1). The cells of one backend run one after another in
-    /// one lane; lanes take the next backend as they free, the backend with the most trials first.
+    /// How many cells run at once (at least 1): see [`backend_groups`] for what a lane takes.
     pub lanes: usize,
 }
 
@@ -229,8 +228,8 @@ impl FaultLab {
     }
 
     /// Runs `cells` in [`LabOptions::lanes`] lanes at once, each with its own connection to the
-    /// resource: a lane takes a whole backend's cells, in order, so that one backend never has
-    /// two faults at once. The cells of a variant that must run alone ([`Design::alone`]) run
+    /// resource: a lane takes a whole group of [`backend_groups`], in order, so that no shared
+    /// server has two faults at once. The cells of a variant that must run alone ([`Design::alone`]) run
     /// last, one after another, once every lane has finished (at the start, the lab's first
     /// worker starts cold: a late start's first trial once began its acquisition after the
     /// stopped node was back). The lanes share one task: a fault's
@@ -246,11 +245,9 @@ impl FaultLab {
             .enumerate()
             .map(|(index, (variant, config))| (index, variant, config))
             .partition(|(_, variant, _)| variant.alone());
-        let queue = Mutex::new(backend_groups(shared, self.options.trials));
-        let lanes = self
-            .options
-            .lanes
-            .clamp(1, queue.lock().map_or(1, |q| q.len().max(1)));
+        let groups = backend_groups(shared, self.options.trials);
+        let lanes = self.options.lanes.clamp(1, groups.len().max(1));
+        let queue = Mutex::new(groups);
         let mut resources = Vec::with_capacity(lanes);
         for _ in 0..lanes {
             resources.push(self.connect_resource().await?);
