@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::lab::{assert_left_nothing, cell, faults, n, output};
+use common::lab::{assert_left_nothing, cell, faults, faults_exiting, n, output};
 use common::{CONFIG, lockbench_process, refused};
 use serde_json::Value;
 
@@ -679,6 +679,64 @@ fn zookeeper_keeps_its_lock_through_the_clock_jump_that_breaks_redlock() {
     assert_left_nothing(&record, pid);
 }
 
+/// A holder stalled between its job and its release: its release arrives after its lease
+/// expired, while a contender holds the lock. A plain `DEL` deletes the contender's lock and the
+/// next run is granted beside it; lockbench's token-checked release, a ZooKeeper node of its own
+/// and redis-py's release delete nothing. Postgres, which never lets a live session's lock go, is
+/// not in the scenario.
+#[test]
+fn a_late_release_frees_the_next_holders_lock_only_when_it_skips_the_token_check() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "release",
+        "--backend",
+        "redis",
+        "--backend",
+        "zookeeper",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let plain = cell(&record, "release/after-expiry-plain-delete", "redis");
+    assert_eq!(plain["expected"], "overlap", "{plain}");
+    assert_eq!(n(&plain["trials_with_overlap"]), 1, "{plain}");
+    // The next run's grant made the contender's writes stale, and its higher token let the
+    // fence refuse them all.
+    assert!(n(&plain["stale_writes"]) > 0, "{plain}");
+    assert_eq!(plain["stale_rejected_by_fence"], plain["stale_writes"]);
+    for backend in ["redis", "zookeeper"] {
+        let own = cell(&record, "release/after-expiry", backend);
+        assert_eq!(n(&own["trials_with_overlap"]), 0, "{own}");
+        assert_eq!(n(&own["contender_timed_out"]), 0, "{own}");
+    }
+    assert_left_nothing(&record, pid);
+
+    let (record, pid) = faults(&[
+        "--client",
+        "redis-py",
+        "--scenario",
+        "release",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let own = cell(&record, "release/after-expiry", "redis");
+    assert_eq!(own["client"]["name"], "redis-py", "{own}");
+    assert_eq!(n(&own["trials_with_overlap"]), 0, "{own}");
+    // The plain delete is lockbench's own positive control: not run through a library.
+    assert!(
+        record["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["variant"] != "after-expiry-plain-delete"),
+        "{record}"
+    );
+    assert_left_nothing(&record, pid);
+}
+
 /// A real library through its adapter (docs/CLIENTS.md): redis-py's `Lock` expires under a pause
 /// past its TTL like lockbench's own Redis client, but gives no fencing token, so nothing refuses
 /// the resumed holder's write; kazoo's session expires under the same pause, and its job process
@@ -872,34 +930,51 @@ fn python_redis_lock_waits_out_its_whole_timeout_behind_a_dead_holder() {
         "granted {recovery} s after the kill: {killed}"
     );
     assert_left_nothing(&record, pid);
+
+    // The same waiter sleeps through the expiry a late release needs: the cell is not run, and
+    // says why, rather than reporting a release that had nothing to delete as safe.
+    let (record, pid) = faults_exiting(
+        &[
+            "--client",
+            "python-redis-lock",
+            "--scenario",
+            "release/after-expiry",
+            "--trials",
+            "1",
+            "--ttl",
+            "1s",
+        ],
+        3,
+    );
+    let skipped = &record["skipped"][0];
+    assert_eq!(skipped["variant"], "after-expiry", "{record}");
+    assert!(
+        skipped["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not granted the expired lock before the holder's release"),
+        "{record}"
+    );
+    assert_left_nothing(&record, pid);
 }
 
 #[test]
 fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
-    let child = lockbench_process()
-        .args(["faults", "--config", CONFIG, "--json", "--seed", "7"])
-        .args(["--client", "pottery", "--scenario", "pause/naive"])
-        .args([
+    let (record, pid) = faults_exiting(
+        &[
+            "--client",
+            "pottery",
+            "--scenario",
+            "pause/naive",
             "--scenario",
             "pause/heartbeat-short",
             "--trials",
             "1",
             "--ttl",
             "1s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        3,
     );
-    let record: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     let skipped = &record["skipped"][0];
     assert_eq!(skipped["variant"], "naive", "{record}");
     assert_eq!(skipped["client"]["name"], "pottery", "{record}");

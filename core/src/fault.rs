@@ -34,11 +34,14 @@ pub enum Scenario {
     Outage,
     /// Postgres reached through PgBouncer.
     Pooler,
+    /// The holder's release reaching the server after its lease expired and another worker
+    /// took the lock.
+    Release,
 }
 
 impl Scenario {
     /// Every scenario, in the matrix's order.
-    pub const ALL: [Scenario; 10] = [
+    pub const ALL: [Scenario; 11] = [
         Scenario::Pause,
         Scenario::Restart,
         Scenario::Redlock,
@@ -49,6 +52,7 @@ impl Scenario {
         Scenario::Failover,
         Scenario::Outage,
         Scenario::Pooler,
+        Scenario::Release,
     ];
 
     /// Its name on the command line and in results.
@@ -64,6 +68,7 @@ impl Scenario {
             Scenario::Failover => "failover",
             Scenario::Outage => "outage",
             Scenario::Pooler => "pooler",
+            Scenario::Release => "release",
         }
     }
 }
@@ -195,6 +200,15 @@ pub enum Variant {
     /// Holder and contender reach Postgres through the lab's PgBouncer: in transaction mode, a
     /// plain job; in session mode, the holder killed mid-job, with and without the reset.
     Pooler(PoolerMode),
+    /// The holder's job ends within its TTL, then its process stops (SIGSTOP) before the
+    /// release is sent, for 1.5 TTL; a contender takes the expired lock and works on; the
+    /// holder's release arrives; a next run asks for the lock at once. `checked`: the client's
+    /// own release (token-checked in lockbench's clients); unchecked: a plain `DEL` of the key,
+    /// as hand-written locks do (the positive control).
+    ReleaseAfterExpiry {
+        /// The release is the client's own; otherwise a plain delete of the key.
+        checked: bool,
+    },
 }
 
 impl Variant {
@@ -219,7 +233,12 @@ impl Variant {
             | Variant::CrashKilled
             | Variant::CrashWorkSurvives
             | Variant::CrashHostVanished { keepalive: false }
-            | Variant::Failover { wait: false } => None,
+            | Variant::Failover { wait: false }
+            | Variant::ReleaseAfterExpiry { checked: true } => None,
+            Variant::ReleaseAfterExpiry { checked: false } => Some(
+                "its holder releases with a plain DEL of lockbench's own key, the positive \
+                 control of lockbench's client, which no library does",
+            ),
             Variant::Failover { wait: true } => {
                 Some("its holder sends WAIT 1 after the grant, which no library's lock does")
             }
@@ -237,7 +256,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 33] = [
+    pub const ALL: [Variant; 35] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -271,6 +290,8 @@ impl Variant {
         Variant::Pooler(PoolerMode::Transaction),
         Variant::Pooler(PoolerMode::Session),
         Variant::Pooler(PoolerMode::SessionNoReset),
+        Variant::ReleaseAfterExpiry { checked: true },
+        Variant::ReleaseAfterExpiry { checked: false },
     ];
 
     /// The scenario it belongs to.
@@ -297,6 +318,7 @@ impl Variant {
             Variant::Failover { .. } => Scenario::Failover,
             Variant::Outage(_) => Scenario::Outage,
             Variant::Pooler(_) => Scenario::Pooler,
+            Variant::ReleaseAfterExpiry { .. } => Scenario::Release,
         }
     }
 
@@ -336,6 +358,8 @@ impl Variant {
             Variant::Pooler(PoolerMode::Transaction) => "transaction-mode",
             Variant::Pooler(PoolerMode::Session) => "session-mode",
             Variant::Pooler(PoolerMode::SessionNoReset) => "session-mode-no-reset",
+            Variant::ReleaseAfterExpiry { checked: true } => "after-expiry",
+            Variant::ReleaseAfterExpiry { checked: false } => "after-expiry-plain-delete",
         }
     }
 

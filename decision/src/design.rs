@@ -490,7 +490,14 @@ fn backend_mechanisms(
             in_place: false,
             reason: "a holder whose lock passed on must not free or extend the next holder's"
                 .into(),
-            measured: None,
+            // A plain delete and the client's own release, where the lock is one key anyone
+            // can delete; the client's own release alone elsewhere.
+            measured: pair(ev, kind, Variant::ReleaseAfterExpiry { checked: false }).or_else(
+                || {
+                    ev.cell(Variant::ReleaseAfterExpiry { checked: true }, kind)
+                        .map(describe)
+                },
+            ),
         });
     }
     out.push(Mechanism {

@@ -24,6 +24,9 @@ pub enum Mitigation {
     ValidityCheck,
     /// The job's processes die with the process that holds the lock.
     DieWithHolder,
+    /// Release (and renew) only by token: a holder whose lock passed on cannot free the next
+    /// holder's.
+    CheckedRelease,
 }
 
 /// The mitigation of the failure a variant injects, and the variant that shows it working;
@@ -52,6 +55,10 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
             Variant::RedlockLateStart { checked: true },
         ),
         Variant::CrashWorkSurvives => (Mitigation::DieWithHolder, Variant::CrashKilled),
+        Variant::ReleaseAfterExpiry { checked: false } => (
+            Mitigation::CheckedRelease,
+            Variant::ReleaseAfterExpiry { checked: true },
+        ),
         // A session lock through a transaction-mode pooler: the lock on a connection of the
         // job's own, which a session-mode pooler (or none) gives it.
         Variant::Pooler(PoolerMode::Transaction) => (
@@ -75,7 +82,8 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         | Variant::CrashHostVanished { .. }
         | Variant::Failover { wait: true }
         | Variant::Outage(OnFailure::Skip | OnFailure::Queue)
-        | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset) => return None,
+        | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset)
+        | Variant::ReleaseAfterExpiry { checked: true } => return None,
     })
 }
 
@@ -100,6 +108,10 @@ pub fn designed(backend: BackendKind, skip_policy: bool) -> Vec<Mitigation> {
         BackendKind::Etcd | BackendKind::Zookeeper => vec![Mitigation::Heartbeat],
     };
     m.push(Mitigation::DieWithHolder);
+    // A transaction's lock is released by its commit, which has no token to check.
+    if backend != BackendKind::PgXact {
+        m.push(Mitigation::CheckedRelease);
+    }
     if skip_policy {
         m.push(Mitigation::SkipPolicy);
     }

@@ -386,7 +386,12 @@ impl FaultLab {
                     );
                 }
                 Err(e) => {
-                    outcome = Err(FaultError::Worker(format!("trial {trial}: {e}")));
+                    outcome = Err(match e {
+                        FaultError::Unmet(why) => {
+                            FaultError::Unmet(format!("trial {trial}: {why}"))
+                        }
+                        e => FaultError::Worker(format!("trial {trial}: {e}")),
+                    });
                     break;
                 }
             }

@@ -41,7 +41,7 @@ pub use plan::{AnyPlan, BackendPlan, LeaseTracking, PoolMode, PoolPlan, WorkerPl
 pub use process::with_parent_death_signal;
 pub use scenario::{Design, LAB_KEEPALIVE, VANISHED_WAIT, Variant, lab_keepalive_bound_s};
 /// Every variant, in the matrix's order.
-pub const VARIANTS: [Variant; 33] = Variant::ALL;
+pub const VARIANTS: [Variant; 35] = Variant::ALL;
 pub use server::{Persistence, redis_server_on_path};
 pub use worker::run;
 
@@ -63,6 +63,9 @@ pub enum FaultError {
     /// A private server.
     #[error("private server: {0}")]
     Server(String),
+    /// A trial did not set up what its variant measures (its cell is listed as not run).
+    #[error("not measured: {0}")]
+    Unmet(String),
 }
 
 /// `program` in a folder of PATH, if it is there: the lab's one lookup of the tools and servers it

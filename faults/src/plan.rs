@@ -135,6 +135,14 @@ pub struct WorkerPlan {
     /// the worker holds the lock and waits for it, as a wrapper that locks and runs a job does.
     #[serde(default)]
     pub detached: bool,
+    /// After its job, say `releasing` and stop its own process group (SIGSTOP) before sending
+    /// the release; the lab continues it (`release/*`).
+    #[serde(default)]
+    pub stop_before_release: bool,
+    /// Release with a plain delete of the lock's key, whoever holds it (`release/*`'s positive
+    /// control), not the client's token-checked release.
+    #[serde(default)]
+    pub plain_delete: bool,
     /// Lock through this client library's adapter (a child of the worker, in its process group,
     /// so that a pause or a kill takes the library's threads with it), not lockbench's client.
     #[serde(default)]

@@ -210,6 +210,14 @@ impl WorkerProcess {
         }
     }
 
+    /// Waits (at most `timeout`) for a holder to say it is about to release.
+    pub async fn releasing(&mut self, timeout: Duration) -> Result<(), FaultError> {
+        self.expect("releasing", timeout, |m| {
+            matches!(m, Message::Releasing).then_some(())
+        })
+        .await
+    }
+
     /// Waits (at most `timeout`) for the worker to say its job is done.
     pub async fn done(&mut self, timeout: Duration) -> Result<(), FaultError> {
         self.expect("done", timeout, |m| {

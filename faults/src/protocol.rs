@@ -28,6 +28,9 @@ pub enum Message {
     Wrote { n: u32 },
     /// The pool process's jobs are over; its idle connection lingers.
     Idle,
+    /// The job ended and the worker is about to send its release (a worker asked to stop
+    /// there has stopped itself when the line is read).
+    Releasing,
     /// The job ended, and how (`released`, `lost`, `gave-up`, `closed`, ...).
     Done { how: String },
     /// No lock within the wait; `skipped` when the worker skipped the run after a failure.
@@ -54,6 +57,7 @@ impl fmt::Display for Message {
             Message::JobNotGranted { job } => write!(f, "not-granted {job}"),
             Message::Wrote { n } => write!(f, "wrote {n}"),
             Message::Idle => f.write_str("idle"),
+            Message::Releasing => f.write_str("releasing"),
             Message::Done { how } => write!(f, "done {how}"),
             Message::TimedOut { skipped: false } => f.write_str("timed-out"),
             Message::TimedOut { skipped: true } => f.write_str("timed-out skipped"),
@@ -72,6 +76,7 @@ impl FromStr for Message {
         let message = match words[..] {
             ["connected"] => Message::Connected,
             ["idle"] => Message::Idle,
+            ["releasing"] => Message::Releasing,
             ["timed-out"] => Message::TimedOut { skipped: false },
             ["timed-out", "skipped"] => Message::TimedOut { skipped: true },
             ["wrote", n] => Message::Wrote {

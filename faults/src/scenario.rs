@@ -95,6 +95,15 @@ impl Design for Variant {
                 matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
             }
             (Scenario::Redlock, kind) => kind == BackendKind::Redlock,
+            // A release after expiry needs a lock that expires under a live holder (Postgres
+            // keeps a live session's); a plain delete, a lock that is one key any client can
+            // delete.
+            (Scenario::Release, kind) => match self {
+                Variant::ReleaseAfterExpiry { checked: true } => {
+                    !matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
+                }
+                _ => matches!(kind, BackendKind::Redis | BackendKind::Redlock),
+            },
         }
     }
 
@@ -109,7 +118,8 @@ impl Design for Variant {
             | Scenario::PoolLeak
             | Scenario::ClockJump
             | Scenario::Crash
-            | Scenario::Pooler => 0,
+            | Scenario::Pooler
+            | Scenario::Release => 0,
         }
     }
 
@@ -228,6 +238,8 @@ impl Design for Variant {
             Variant::PauseNaive => Some(2.0),
             Variant::PauseHeartbeatShort => Some(1.0 / 6.0),
             Variant::PauseHeartbeatLong => Some(1.5),
+            // Half a lease past its end, whenever the job ended within it.
+            Variant::ReleaseAfterExpiry { .. } => Some(1.5),
             _ => None,
         }
     }
@@ -291,6 +303,11 @@ impl Design for Variant {
                 OnFailure::Queue => "retries with backoff until it is granted",
                 OnFailure::RunUnlocked => "runs its job without the lock",
             }),
+            Variant::ReleaseAfterExpiry { checked } => format!("the holder's job (two thirds of the TTL) ends, then its process stops itself (SIGSTOP) before sending its release and is SIGCONTed 1.5 granted leases later; a contender takes the expired lock for a job of two leases and the holder's job, under a lease of its own one lease longer; the holder's release ({}) arrives; a next run asks for the lock once the holder is done, waiting half a lease", if checked {
+                "the client's own: token-checked in lockbench's clients, the library's own through an adapter"
+            } else {
+                "a plain DEL of the lock's key, as a hand-written release does"
+            }),
             Variant::RedlockLateStart { checked } => format!("Redlock over five private redis-servers, TTL 400 ms; one node SIGSTOPped during the holder's acquisition, so it returns after the 250 ms node timeout with about 140 ms of validity left; the holder {}", if checked {
                 "compares the validity left with its job (267 ms) and tries again when it is shorter"
             } else {
@@ -335,6 +352,9 @@ impl Design for Variant {
             Variant::Pooler(PoolerMode::Transaction) => scope == LockScope::Session,
             // A dead holder's lock, reset or not, blocks; it writes nothing.
             Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset) => false,
+            // A token-checked release deletes only its own lock; a plain delete deletes the
+            // contender's, and the next run is granted beside it.
+            Variant::ReleaseAfterExpiry { checked } => !checked && expires,
         }
     }
 }
@@ -368,6 +388,14 @@ mod tests {
         assert!(Variant::PartitionKeepalive.applies_to(BackendKind::PgSession));
         assert!(!Variant::PartitionKeepalive.applies_to(BackendKind::Redis));
         assert_eq!(Variant::ClockJump.applies_to_names(), "etcd, zookeeper");
+        assert_eq!(
+            Variant::ReleaseAfterExpiry { checked: true }.applies_to_names(),
+            "redis, redlock, etcd, zookeeper"
+        );
+        assert_eq!(
+            Variant::ReleaseAfterExpiry { checked: false }.applies_to_names(),
+            "redis, redlock"
+        );
         // Every variant applies somewhere, and never to the in-process baseline.
         for v in Variant::ALL {
             assert!(!v.applies_to_names().is_empty(), "{v}");

@@ -12,6 +12,8 @@ use crate::resource::{LoggedEvent, Resource};
 /// The workers' names in the log.
 pub(crate) const HOLDER: &str = "holder";
 pub(crate) const CONTENDER: &str = "contender";
+/// A third worker, the holder's next run, where a fault has one (`release/*`).
+pub(crate) const NEXT_RUN: &str = "next-run";
 /// Writes per job.
 pub(crate) const WRITES: u32 = 20;
 

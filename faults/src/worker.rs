@@ -31,6 +31,34 @@ async fn release(backend: &dyn LockBackend, lease: &lockbench_locks::Lease) -> &
     "release-failed"
 }
 
+/// The release of a lease whose job ended: the worker first stops itself where its plan says
+/// (the lab continues it), then releases with the client's own release or, as the plan's
+/// positive control, a plain delete of the key.
+async fn release_after_job(
+    plan: &WorkerPlan,
+    backend: &dyn LockBackend,
+    lease: &Lease,
+) -> Result<&'static str, FaultError> {
+    if plan.stop_before_release {
+        say(&Message::Releasing);
+        // The whole group, as the lab's pause does: the worker and its library's adapter.
+        rustix::process::kill_current_process_group(rustix::process::Signal::STOP)
+            .map_err(|e| FaultError::Worker(format!("stopping itself before the release: {e}")))?;
+    }
+    if !plan.plain_delete {
+        return Ok(release(backend, lease).await);
+    }
+    match backend.delete_unchecked(lease).await {
+        Some(Ok(true)) => Ok("deleted"),
+        Some(Ok(false)) => Ok("deleted-nothing"),
+        Some(Err(_)) => Ok("release-failed"),
+        None => Err(FaultError::Worker(format!(
+            "{} has no plain delete of a lock",
+            plan.backend.kind
+        ))),
+    }
+}
+
 /// Waits for the lab's `go <wait_ms>` on stdin (the plan came before it, on its own line).
 async fn go() -> Result<Duration, FaultError> {
     use tokio::io::AsyncBufReadExt as _;
@@ -321,7 +349,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     let ended = crate::clock::monotonic_ns();
     let how = match (how, &lease) {
         (Some(how), _) => how,
-        (None, Some(lease)) => release(backend.as_ref(), lease).await,
+        (None, Some(lease)) => release_after_job(&plan, backend.as_ref(), lease).await?,
         (None, None) => "ran-unlocked",
     };
     resource

@@ -86,6 +86,14 @@ pub trait LockBackend: Send + Sync {
     /// Frees the lock if it is still held by this token; `false` if it was not.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError>;
 
+    /// Deletes the lock of `lease` whoever holds it now, as a hand-written release that skips
+    /// the token check does (`DEL key`): the fault lab's positive control for a release that
+    /// arrives after its lease expired. `None` for a backend whose lock is not one key any client
+    /// can delete (a queue of entries, an advisory lock owned by a session).
+    async fn delete_unchecked(&self, _lease: &Lease) -> Option<Result<bool, LockError>> {
+        None
+    }
+
     /// Removes whatever `key` left on the server (fencing counters, parent znodes).
     async fn cleanup(&self, key: &str) -> Result<(), LockError>;
 

@@ -10,6 +10,11 @@ use super::{CONFIG, lockbench_process};
 /// Runs `lockbench faults ARGS --json` as a child (its pid names what it starts) and returns its
 /// record and pid.
 pub fn faults(args: &[&str]) -> (Value, u32) {
+    faults_exiting(args, 0)
+}
+
+/// `lockbench faults ARGS` as [`faults`], expecting exit code `code` (3: a cell not run).
+pub fn faults_exiting(args: &[&str], code: i32) -> (Value, u32) {
     let child = lockbench_process()
         .arg("faults")
         .args(["--config", CONFIG, "--json", "--seed", "7"])
@@ -21,9 +26,10 @@ pub fn faults(args: &[&str]) -> (Value, u32) {
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "lockbench faults {args:?} failed (are the servers up? scripts/services.sh up): {stderr}"
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "lockbench faults {args:?} (are the servers up? scripts/services.sh up): {stderr}"
     );
     let record: Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
     (record, pid)

@@ -29,6 +29,7 @@ mod phases;
 mod pool_leak;
 mod pooler;
 mod redlock;
+mod release;
 mod restart;
 
 use crate::scenario::Variant;
@@ -49,5 +50,6 @@ pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
         Scenario::Failover => Box::new(failover::Failover(variant)),
         Scenario::Outage => Box::new(outage::Outage(variant)),
         Scenario::Pooler => Box::new(pooler::Pooler(variant)),
+        Scenario::Release => Box::new(release::Release(variant)),
     }
 }

@@ -15,7 +15,7 @@ use crate::protocol::Message;
 use crate::scenario::{Design, Variant};
 use crate::stage::{Need, Stage, StageSetup};
 use crate::trial::{
-    CONTENDER, HOLDER, TrialContext, TrialOutcome, WRITES, Window, await_end, judge,
+    CONTENDER, HOLDER, NEXT_RUN, TrialContext, TrialOutcome, WRITES, Window, await_end, judge,
 };
 
 /// When, in the holder's job, the fault begins (the moment within it is drawn from the seed).
@@ -28,12 +28,17 @@ pub(crate) enum Onset {
     AfterIntervals,
     /// At the holder's acquisition (a fault that is over once the holder is granted).
     AtAcquisition,
+    /// As the holder says it is about to release, having stopped itself there.
+    AtRelease,
 }
 
 /// How a trial's workers run: the default for a variant, which a fault's `shape` phase adjusts.
 pub(crate) struct Shape {
     /// The TTL the workers ask for.
     pub(crate) ttl: Duration,
+    /// The lease the lab's warm-up acquisition was granted for it (a server may grant more:
+    /// etcd's minimum lease, ZooKeeper's negotiated session), which the workers are granted too.
+    pub(crate) lease: Duration,
     /// The holder's job: its length and its writes.
     pub(crate) job: Duration,
     pub(crate) writes: u32,
@@ -56,6 +61,16 @@ pub(crate) struct Shape {
     /// is waited for in the log).
     pub(crate) kills_holder: bool,
     pub(crate) onset: Onset,
+    /// The contender's writes, at the holder's pace, and the TTL it asks for.
+    pub(crate) contender_writes: u32,
+    pub(crate) contender_ttl: Duration,
+    /// The holder stops itself after its job, before its release (the fault continues it).
+    pub(crate) stop_before_release: bool,
+    /// The holder releases with a plain delete of the key.
+    pub(crate) plain_delete: bool,
+    /// A third worker, the next run, asks for the lock once the holder is done, waiting half
+    /// the granted TTL.
+    pub(crate) next_run: bool,
 }
 
 impl Shape {
@@ -83,6 +98,7 @@ impl Shape {
         };
         Shape {
             ttl,
+            lease: ttl,
             job,
             writes: WRITES,
             holder,
@@ -95,6 +111,11 @@ impl Shape {
             survivor_ttls: 0,
             kills_holder: false,
             onset: Onset::AfterIntervals,
+            contender_writes: WRITES,
+            contender_ttl: ttl,
+            stop_before_release: false,
+            plain_delete: false,
+            next_run: false,
         }
     }
 }
@@ -167,6 +188,13 @@ pub(crate) trait Fault: Send + Sync {
         Ok(())
     }
 
+    /// What the judged trial must have seen for its figures to mean what the variant says (a
+    /// late release needs another holder to free): an error (`FaultError::Unmet`) makes the
+    /// cell not run, saying why.
+    fn premise(&self, _outcome: &TrialOutcome) -> Result<(), FaultError> {
+        Ok(())
+    }
+
     /// One trial: the two workers through the phases above. A fault that does not run two lock
     /// workers (a pool leak: one pool process) runs its own.
     #[allow(clippy::too_many_arguments)]
@@ -200,15 +228,18 @@ pub(crate) async fn run<F: Fault + ?Sized>(
 ) -> Result<TrialOutcome, FaultError> {
     let variant = fault.variant();
     let ttl = variant.trial_ttl(context.ttl);
-    warm_up(client, key, ttl).await?;
+    let lease = warm_up(client, key, ttl).await?;
     fault.before(stage).await?;
-    let default = Shape::of(variant, ttl, config, stage.holder_urls.as_deref());
+    let default = Shape {
+        lease,
+        ..Shape::of(variant, ttl, config, stage.holder_urls.as_deref())
+    };
     let shape = fault.shape(default, stage, config);
     let every = shape.job / shape.writes;
     let connect = config.connect_timeout + Duration::from_secs(10);
     // The contender first: its start-up (a process, two connections) then cannot eat into the
     // holder's job; it asks for the lock when told to, just after the holder's grant.
-    let (mut holder, mut contender) =
+    let (mut holder, mut contender, next) =
         spawn_workers(context, &shape, stage, (id, key), ttl, connect).await?;
     let acquisition_start = monotonic_ns();
     if shape.slowed {
@@ -239,10 +270,20 @@ pub(crate) async fn run<F: Fault + ?Sized>(
         end_ns: trial.end_ns.unwrap_or_else(monotonic_ns),
     };
     let contender_step = trial.contender_step.take();
-    let workers = (holder, contender);
-    finish_workers(context, id, &shape, workers, contender_step, longest).await?;
+    let workers = (holder, contender, next);
+    finish_workers(
+        context,
+        id,
+        &shape,
+        workers,
+        contender_step,
+        (granted, longest),
+    )
+    .await?;
     fault.heal(stage).await?;
-    judge(context, id, window, granted, None).await
+    let outcome = judge(context, id, window, granted, None).await?;
+    fault.premise(&outcome)?;
+    Ok(outcome)
 }
 
 /// Waits for the fault's onset, somewhere in the first third of the holder's job (by the seed)
@@ -264,20 +305,25 @@ async fn onset(
         },
         Onset::AfterIntervals => tokio::time::sleep(every * after).await,
         Onset::AtAcquisition => return Ok(acquisition_start),
+        Onset::AtRelease => {
+            holder
+                .releasing(every * WRITES * 2 + Duration::from_secs(5))
+                .await?
+        }
     }
     Ok(monotonic_ns())
 }
 
-/// Both workers to their end after the fault: a killed holder reaped (and its detached job
-/// waited for in the log), a living one's job finished; the contender's grant and job, or its
-/// giving up.
+/// The workers to their end after the fault: a killed holder reaped (and its detached job
+/// waited for in the log), a living one's job finished; a next run told to go once the holder
+/// is done, waiting half the `granted` TTL; each other worker's grant and job, or its giving up.
 async fn finish_workers(
     context: &mut TrialContext<'_>,
     id: &str,
     shape: &Shape,
-    (mut holder, mut contender): (WorkerProcess, WorkerProcess),
+    (mut holder, contender, next): (WorkerProcess, WorkerProcess, Option<WorkerProcess>),
     contender_step: Option<Message>,
-    longest: Duration,
+    (granted, longest): (Duration, Duration),
 ) -> Result<(), FaultError> {
     if shape.kills_holder {
         holder.reap(Duration::from_secs(10)).await;
@@ -288,40 +334,57 @@ async fn finish_workers(
         holder.done(longest).await?;
         holder.finish(Duration::from_secs(10)).await?;
     }
-    // A contender says either `granted` (then its job, then `done`) or `timed-out`.
-    let step = match contender_step {
+    if let Some(mut next) = next {
+        next.go(granted / 2).await?;
+        to_the_end(next, None, longest).await?;
+    }
+    to_the_end(contender, contender_step, longest).await
+}
+
+/// A worker that was told to go, to its end: it says either `granted` (then its job, then
+/// `done`) or `timed-out` (`step`, when the fault already read it).
+async fn to_the_end(
+    mut worker: WorkerProcess,
+    step: Option<Message>,
+    longest: Duration,
+) -> Result<(), FaultError> {
+    let step = match step {
         Some(step) => step,
-        None => contender.next_step(longest).await?,
+        None => worker.next_step(longest).await?,
     };
     if let Message::Granted { .. } = step {
-        contender.done(longest).await?;
+        worker.done(longest).await?;
     }
-    contender.finish(Duration::from_secs(10)).await?;
-    Ok(())
+    worker.finish(Duration::from_secs(10)).await
 }
 
 /// A warm-up acquisition, so that fencing counters are past their first value, as in any
 /// deployment that has run for a while (a counter that restarts then goes back). The lab's own
 /// connection may have been closed by the last trial's restart: the first request after one
-/// fails and reconnects, so it is tried again.
-async fn warm_up(client: &dyn LockBackend, key: &str, ttl: Duration) -> Result<(), FaultError> {
+/// fails and reconnects, so it is tried again. Returns the lease granted for `ttl` (`ttl` when
+/// the lock was held).
+async fn warm_up(
+    client: &dyn LockBackend,
+    key: &str,
+    ttl: Duration,
+) -> Result<Duration, FaultError> {
     let mut tries = 0;
     loop {
         tries += 1;
         match client.try_acquire(key, ttl).await {
             Ok(Some(lease)) => {
                 client.release(&lease).await?;
-                return Ok(());
+                return Ok(lease.ttl.max(ttl));
             }
-            Ok(None) => return Ok(()),
+            Ok(None) => return Ok(ttl),
             Err(_) if tries < 3 => tokio::time::sleep(Duration::from_millis(50)).await,
             Err(e) => return Err(e.into()),
         }
     }
 }
 
-/// Starts the contender, then the holder (inside the stage's namespace, if it has one), each
-/// connected, from the trial's shape.
+/// Starts the contender (and the next run, if the shape has one), then the holder (inside the
+/// stage's namespace, if it has one), each connected, from the trial's shape.
 async fn spawn_workers(
     context: &TrialContext<'_>,
     shape: &Shape,
@@ -329,7 +392,7 @@ async fn spawn_workers(
     (id, key): (&str, &str),
     ttl: Duration,
     connect: Duration,
-) -> Result<(WorkerProcess, WorkerProcess), FaultError> {
+) -> Result<(WorkerProcess, WorkerProcess, Option<WorkerProcess>), FaultError> {
     let every = shape.job / shape.writes;
     let plan = |worker: &str, wait: Duration| {
         let holding = worker == HOLDER;
@@ -348,11 +411,19 @@ async fn spawn_workers(
             },
             resource_schema: context.resource_schema.to_string(),
             key: key.to_string(),
-            ttl_ms: ttl.as_millis() as u64,
+            ttl_ms: if worker == CONTENDER {
+                shape.contender_ttl.as_millis() as u64
+            } else {
+                ttl.as_millis() as u64
+            },
             wait_ms: wait.as_millis() as u64,
             // A holder whose acquisition the lab slows waits to be told, once it is connected.
             wait_for_go: !holding || shape.slowed,
-            writes: shape.writes,
+            writes: if worker == CONTENDER {
+                shape.contender_writes
+            } else {
+                shape.writes
+            },
             write_every_ms: every.as_millis() as u64,
             tracking: if holding {
                 shape.tracking
@@ -365,6 +436,8 @@ async fn spawn_workers(
                 shape.contender_on_failure
             },
             detached: holding && shape.detached,
+            stop_before_release: holding && shape.stop_before_release,
+            plain_delete: holding && shape.plain_delete,
             adapter: context.adapter.cloned(),
         }
     };
@@ -372,6 +445,15 @@ async fn spawn_workers(
     let mut contender =
         WorkerProcess::spawn(exe, CONTENDER, &AnyPlan::Lock(plan(CONTENDER, ttl))).await?;
     contender.connected(connect).await?;
+    let next = match shape.next_run {
+        true => {
+            let plan = AnyPlan::Lock(plan(NEXT_RUN, ttl));
+            let mut next = WorkerProcess::spawn(exe, NEXT_RUN, &plan).await?;
+            next.connected(connect).await?;
+            Some(next)
+        }
+        false => None,
+    };
     let prefix = stage
         .partition
         .as_ref()
@@ -380,5 +462,5 @@ async fn spawn_workers(
         WorkerProcess::spawn_in(&prefix, exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2)))
             .await?;
     holder.connected(connect).await?;
-    Ok((holder, contender))
+    Ok((holder, contender, next))
 }

@@ -96,6 +96,8 @@ async fn pool_trial(
         tracking: LeaseTracking::AtRelease,
         on_failure: OnFailure::Queue,
         detached: false,
+        stop_before_release: false,
+        plain_delete: false,
         adapter: None,
     };
     let exe = context.worker_exe;

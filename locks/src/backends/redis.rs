@@ -588,6 +588,20 @@ impl LockBackend for RedisLock {
             .await
     }
 
+    /// `DEL` of the lease's lock key, whoever's token it holds; the waiters are not told.
+    async fn delete_unchecked(&self, lease: &Lease) -> Option<Result<bool, LockError>> {
+        Some(
+            timed("redis", "release", self.timeout, async {
+                self.conn
+                    .query::<i64>(redis::cmd("DEL").arg(&lease.key))
+                    .await
+                    .map(|n| n == 1)
+                    .map_err(|e| LockError::server("redis", "release", e))
+            })
+            .await,
+        )
+    }
+
     /// Every key under the namespace (`namespace:*`), in use or not: fencing counters have no
     /// TTL, and a fault lab killed with SIGKILL on a shared server leaves them under its run's
     /// namespace.

@@ -213,6 +213,23 @@ impl LockBackend for Redlock {
         Ok(self.release_all(&lease.key, &lease.token).await >= self.quorum())
     }
 
+    /// `DEL` of the lease's key on every node, whoever's token each holds: deleted where a
+    /// majority deleted it.
+    async fn delete_unchecked(&self, lease: &Lease) -> Option<Result<bool, LockError>> {
+        let deleted = self
+            .on_all("release", |conn| {
+                let k = &lease.key;
+                async move {
+                    conn.query::<i64>(redis::cmd("DEL").arg(k))
+                        .await
+                        .map(|n| n == 1)
+                        .map_err(|e| LockError::server("redlock", "release", e))
+                }
+            })
+            .await;
+        Some(Ok(deleted >= self.quorum()))
+    }
+
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let lock_key = self.key(key);
         self.on_all("cleanup", |conn| {
