@@ -46,9 +46,9 @@ pub enum Command {
     /// every reachable backend, run a short fault matrix on them, replay each spec's
     /// incident_profile live when Postgres is reachable, and write the report.
     Run(MainJobArgs),
-    /// Inject faults (pauses, restarts, clock jumps, pool leaks, partitions) into processes,
-    /// servers and namespaces lockbench starts itself, and measure overlaps, stale writes and
-    /// what fencing did.
+    /// Inject faults (pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers,
+    /// outages, late releases) and slow jobs into processes, servers and namespaces lockbench
+    /// starts itself, and measure overlaps, stale writes and what fencing did.
     Faults(FaultsArgs),
     /// The real lock client libraries lockbench drives through adapters (redis-py,
     /// python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go): list them with their versions and whether each is
@@ -593,8 +593,9 @@ pub struct FaultsArgs {
     /// Backend configuration; the protected resource is a schema in its pg-session Postgres.
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,
-    /// Scenario (pause, restart, redlock, pool-leak, partition, clock-jump) or one variant
-    /// (pause/naive, restart/aof-always ...; docs/FAULTS.md); repeat for several (default: all).
+    /// Scenario (pause, restart, redlock, pool-leak, partition, clock-jump, crash, failover,
+    /// outage, pooler, release, overrun) or one variant (pause/naive, restart/aof-always ...;
+    /// docs/FAULTS.md); repeat for several (default: all).
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,
     /// Backend to inject faults into; repeat for several (default: every backend in the config

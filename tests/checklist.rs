@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use lockbench_core::{BackendKind, Client, Service, Variant};
+use lockbench_core::{BackendKind, Client, Scenario, Service, Variant};
 
 const WORKSPACE: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -77,6 +77,27 @@ fn every_fault_variant_is_documented_and_tested_against_the_real_servers() {
         }
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn faults_help_names_every_scenario() {
+    let cli = read("src/cli.rs");
+    // The `--scenario` flag's doc comment, joined across its lines.
+    let help: String = cli
+        .lines()
+        .skip_while(|l| !l.contains("/// Scenario ("))
+        .take_while(|l| l.trim_start().starts_with("///"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let missing: Vec<&str> = Scenario::ALL
+        .iter()
+        .map(|s| s.name())
+        .filter(|name| !help.contains(name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "faults --scenario's help does not name {missing:?}: {help}"
+    );
 }
 
 #[test]

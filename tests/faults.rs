@@ -679,6 +679,70 @@ fn zookeeper_keeps_its_lock_through_the_clock_jump_that_breaks_redlock() {
     assert_left_nothing(&record, pid);
 }
 
+/// A job that outlives its lease, alive: a key with a TTL lets the contender in as the lease runs
+/// out, a Postgres session keeps the lock with the live holder, and a heartbeat keeps the key.
+#[test]
+fn a_live_job_longer_than_its_lease_overlaps_on_a_key_unless_a_heartbeat_renews_it() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "overrun",
+        "--backend",
+        "redis",
+        "--backend",
+        "pg-session",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let key = cell(&record, "overrun/slow-job", "redis");
+    assert_eq!(key["expected"], "overlap", "{key}");
+    assert_eq!(n(&key["trials_with_overlap"]), 1, "{key}");
+    assert!(n(&key["stale_writes"]) > 0, "{key}");
+    assert_eq!(key["stale_rejected_by_fence"], key["stale_writes"], "{key}");
+    let session = cell(&record, "overrun/slow-job", "pg-session");
+    assert_eq!(n(&session["trials_with_overlap"]), 0, "{session}");
+    for backend in ["redis", "pg-session"] {
+        let renewed = cell(&record, "overrun/slow-job-heartbeat", backend);
+        assert_eq!(n(&renewed["trials_with_overlap"]), 0, "{renewed}");
+    }
+    assert_left_nothing(&record, pid);
+}
+
+/// The same slow job through two libraries: redis-py's `Lock` renews nothing by itself and
+/// overlaps like lockbench's own Redis client; node-redlock's `using` extends its lock while the
+/// routine runs, and nothing overlaps. Whether renewal is automatic is the library's, measured.
+#[test]
+fn a_library_that_renews_by_itself_keeps_a_slow_jobs_lock_and_one_that_does_not_overlaps() {
+    let (record, pid) = faults(&[
+        "--client",
+        "redis-py",
+        "--scenario",
+        "overrun/slow-job",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let plain = cell(&record, "overrun/slow-job", "redis");
+    assert_eq!(n(&plain["trials_with_overlap"]), 1, "{plain}");
+    assert_left_nothing(&record, pid);
+    let (record, pid) = faults(&[
+        "--client",
+        "node-redlock",
+        "--scenario",
+        "overrun/slow-job",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let renewing = cell(&record, "overrun/slow-job", "redlock");
+    assert_eq!(renewing["client"]["name"], "node-redlock", "{renewing}");
+    assert_eq!(n(&renewing["trials_with_overlap"]), 0, "{renewing}");
+    assert_left_nothing(&record, pid);
+}
+
 /// A holder stalled between its job and its release: its release arrives after its lease
 /// expired, while a contender holds the lock. A plain `DEL` deletes the contender's lock and the
 /// next run is granted beside it; lockbench's token-checked release, a ZooKeeper node of its own

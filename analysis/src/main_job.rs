@@ -415,7 +415,8 @@ pub struct Replay<'a> {
 
 /// `run --quick`'s fault cells: what the decision needs. Crash recovery on every backend (a
 /// killed process and a vanished host), Postgres through PgBouncer in each mode, each scenario
-/// with the variant that must overlap and the one that must not.
+/// with the variant that must overlap and the one that must not (a late release: a plain delete
+/// and the client's own; a job longer than its lease: without and with a heartbeat).
 fn quick_variants() -> Vec<Variant> {
     let mut variants = vec![
         Variant::PauseNaive,
@@ -434,6 +435,10 @@ fn quick_variants() -> Vec<Variant> {
     variants.extend([
         Variant::RedlockLateStart { checked: false },
         Variant::RedlockLateStart { checked: true },
+        Variant::ReleaseAfterExpiry { checked: false },
+        Variant::ReleaseAfterExpiry { checked: true },
+        Variant::Overrun { heartbeat: false },
+        Variant::Overrun { heartbeat: true },
     ]);
     variants
 }

@@ -37,11 +37,13 @@ pub enum Scenario {
     /// The holder's release reaching the server after its lease expired and another worker
     /// took the lock.
     Release,
+    /// The holder's job, alive and working, runs past its lease (slow queries, a slow API).
+    Overrun,
 }
 
 impl Scenario {
     /// Every scenario, in the matrix's order.
-    pub const ALL: [Scenario; 11] = [
+    pub const ALL: [Scenario; 12] = [
         Scenario::Pause,
         Scenario::Restart,
         Scenario::Redlock,
@@ -53,6 +55,7 @@ impl Scenario {
         Scenario::Outage,
         Scenario::Pooler,
         Scenario::Release,
+        Scenario::Overrun,
     ];
 
     /// Its name on the command line and in results.
@@ -69,6 +72,7 @@ impl Scenario {
             Scenario::Outage => "outage",
             Scenario::Pooler => "pooler",
             Scenario::Release => "release",
+            Scenario::Overrun => "overrun",
         }
     }
 }
@@ -209,6 +213,14 @@ pub enum Variant {
         /// The release is the client's own; otherwise a plain delete of the key.
         checked: bool,
     },
+    /// No fault is injected: the holder's job, alive, lasts twice its granted lease. Without
+    /// `heartbeat` it renews only if its client does by itself (a library's auto-renewal, a
+    /// session kept alive); with it, lockbench's heartbeat renews every third of the lease and
+    /// the job stops at the give-up deadline.
+    Overrun {
+        /// lockbench's heartbeat renews the lease.
+        heartbeat: bool,
+    },
 }
 
 impl Variant {
@@ -234,7 +246,8 @@ impl Variant {
             | Variant::CrashWorkSurvives
             | Variant::CrashHostVanished { keepalive: false }
             | Variant::Failover { wait: false }
-            | Variant::ReleaseAfterExpiry { checked: true } => None,
+            | Variant::ReleaseAfterExpiry { checked: true }
+            | Variant::Overrun { .. } => None,
             Variant::ReleaseAfterExpiry { checked: false } => Some(
                 "its holder releases with a plain DEL of lockbench's own key, the positive \
                  control of lockbench's client, which no library does",
@@ -256,7 +269,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 35] = [
+    pub const ALL: [Variant; 37] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -292,6 +305,8 @@ impl Variant {
         Variant::Pooler(PoolerMode::SessionNoReset),
         Variant::ReleaseAfterExpiry { checked: true },
         Variant::ReleaseAfterExpiry { checked: false },
+        Variant::Overrun { heartbeat: false },
+        Variant::Overrun { heartbeat: true },
     ];
 
     /// The scenario it belongs to.
@@ -319,6 +334,7 @@ impl Variant {
             Variant::Outage(_) => Scenario::Outage,
             Variant::Pooler(_) => Scenario::Pooler,
             Variant::ReleaseAfterExpiry { .. } => Scenario::Release,
+            Variant::Overrun { .. } => Scenario::Overrun,
         }
     }
 
@@ -360,6 +376,8 @@ impl Variant {
             Variant::Pooler(PoolerMode::SessionNoReset) => "session-mode-no-reset",
             Variant::ReleaseAfterExpiry { checked: true } => "after-expiry",
             Variant::ReleaseAfterExpiry { checked: false } => "after-expiry-plain-delete",
+            Variant::Overrun { heartbeat: false } => "slow-job",
+            Variant::Overrun { heartbeat: true } => "slow-job-heartbeat",
         }
     }
 

@@ -279,6 +279,12 @@ fn pair(ev: &Evidence, kind: BackendKind, failure: Variant) -> Option<String> {
     })
 }
 
+/// The measurements there are, joined by "; "; `None` when there is none.
+fn joined<const N: usize>(measured: [Option<String>; N]) -> Option<String> {
+    let there: Vec<String> = measured.into_iter().flatten().collect();
+    (!there.is_empty()).then(|| there.join("; "))
+}
+
 /// Everything the design needs besides the lock: the steps' own guards, what protects the
 /// database writes, what the lock model needs, and what the backend and the policy need.
 pub(crate) fn mechanisms(
@@ -427,10 +433,13 @@ fn model_mechanisms(
             ),
             step: None,
             in_place: false,
-            reason: "a holder that cannot renew stops before its lease can pass to another worker"
+            reason: "a live job that outlasts its TTL keeps its lease, and a holder that cannot renew stops before its lease can pass to another worker"
                 .into(),
-            measured: pair(ev, kind, Variant::PauseNaive)
-                .or_else(|| pair(ev, kind, Variant::PartitionNoGiveUp)),
+            measured: joined([
+                pair(ev, kind, Variant::Overrun { heartbeat: false }),
+                pair(ev, kind, Variant::PauseNaive)
+                    .or_else(|| pair(ev, kind, Variant::PartitionNoGiveUp)),
+            ]),
         }),
         ModelKind::Session | ModelKind::Transaction => {
             if model.kind == ModelKind::Session {

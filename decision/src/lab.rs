@@ -36,6 +36,9 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
     Some(match variant {
         Variant::PauseNaive => (Mitigation::Heartbeat, Variant::PauseHeartbeatShort),
         Variant::PartitionNoGiveUp => (Mitigation::Heartbeat, Variant::PartitionHeartbeat),
+        Variant::Overrun { heartbeat: false } => {
+            (Mitigation::Heartbeat, Variant::Overrun { heartbeat: true })
+        }
         Variant::Restart(Persistence::None | Persistence::Rdb | Persistence::AofEverysec)
         | Variant::RestartPowerLoss => (
             Mitigation::AppendfsyncAlways,
@@ -83,17 +86,21 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         | Variant::Failover { wait: true }
         | Variant::Outage(OnFailure::Skip | OnFailure::Queue)
         | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset)
-        | Variant::ReleaseAfterExpiry { checked: true } => return None,
+        | Variant::ReleaseAfterExpiry { checked: true }
+        | Variant::Overrun { heartbeat: true } => return None,
     })
 }
 
 /// True for a variant whose overlap is the job's doing, not the backend's (work that outlives the
-/// lock's holder, a worker that runs without the lock): it belongs in no backend's "cannot
-/// prevent".
+/// lock's holder, a worker that runs without the lock, a release that deletes whatever lock is
+/// there): it belongs in no backend's "cannot prevent".
 pub fn about_the_job(variant: Variant) -> bool {
     matches!(
         mitigation(variant),
-        Some((Mitigation::DieWithHolder | Mitigation::SkipPolicy, _))
+        Some((
+            Mitigation::DieWithHolder | Mitigation::SkipPolicy | Mitigation::CheckedRelease,
+            _
+        ))
     )
 }
 

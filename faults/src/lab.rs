@@ -15,7 +15,7 @@ use rand::SeedableRng;
 
 use crate::FaultError;
 use crate::fault::Fault;
-use crate::matrix::{aggregate, event_row, trial_row};
+use crate::matrix::{aggregate, event_rows, trial_row};
 use crate::resource::{Resource, schema_name};
 use crate::scenario::{Design, Variant};
 use crate::stage::{Need, Partition, Stage, StageSetup};
@@ -323,15 +323,7 @@ impl FaultLab {
         progress: &(dyn Fn(&str) + Sync),
     ) -> CellResult {
         let fault = crate::fault::of(variant);
-        let mut config = config.clone();
-        config.namespace = self.namespace();
-        // ZooKeeper's lock lives as long as its session: the TTL is the session timeout, which
-        // the server clamps to 2 to 20 ticks (the grant reports what it negotiated).
-        let ttl = variant.trial_ttl(self.options.ttl);
-        config.session_timeout = ttl;
-        if let Some(timeout) = variant.operation_timeout(ttl) {
-            config.operation_timeout = timeout;
-        }
+        let mut config = self.cell_config(variant, config);
         let mut stage = self.stage(index, fault.as_ref(), &mut config).await?;
         let client = lockbench_locks::connect(&config).await?;
         // Through a client library, the cell is what the library does: its capabilities (no
@@ -376,14 +368,8 @@ impl FaultLab {
                 .await;
             match result {
                 Ok(outcome) => {
-                    let zero = outcome.figures.zero_ns;
                     rows.push(trial_row(variant, &config, trial, &outcome));
-                    events.extend(
-                        outcome
-                            .log
-                            .iter()
-                            .map(|e| event_row(variant, &config, trial, zero, e)),
-                    );
+                    events.extend(event_rows(variant, &config, trial, &outcome));
                 }
                 Err(e) => {
                     outcome = Err(match e {
@@ -405,6 +391,20 @@ impl FaultLab {
         }
         cell.client = used;
         Ok((cell, rows, events))
+    }
+
+    /// The cell's backend config: the lab's namespace, and the variant's TTL and timeouts.
+    fn cell_config(&self, variant: Variant, config: &BackendConfig) -> BackendConfig {
+        let mut config = config.clone();
+        config.namespace = self.namespace();
+        // ZooKeeper's lock lives as long as its session: the TTL is the session timeout, which
+        // the server clamps to 2 to 20 ticks (the grant reports what it negotiated).
+        let ttl = variant.trial_ttl(self.options.ttl);
+        config.session_timeout = ttl;
+        if let Some(timeout) = variant.operation_timeout(ttl) {
+            config.operation_timeout = timeout;
+        }
+        config
     }
 
     /// After a cell's trials, whatever they did: its keys removed from the server (bounded: a

@@ -42,7 +42,21 @@ pub(crate) fn trial_row(
     }
 }
 
-pub(crate) fn event_row(
+/// A trial's log as rows, its times from the holder's grant.
+pub(crate) fn event_rows(
+    variant: Variant,
+    config: &BackendConfig,
+    trial: u32,
+    outcome: &TrialOutcome,
+) -> impl Iterator<Item = FaultEventRow> {
+    let zero = outcome.figures.zero_ns;
+    outcome
+        .log
+        .iter()
+        .map(move |e| event_row(variant, config, trial, zero, e))
+}
+
+fn event_row(
     variant: Variant,
     config: &BackendConfig,
     trial: u32,

@@ -104,6 +104,7 @@ impl Design for Variant {
                 }
                 _ => matches!(kind, BackendKind::Redis | BackendKind::Redlock),
             },
+            (Scenario::Overrun, _) => true,
         }
     }
 
@@ -119,7 +120,8 @@ impl Design for Variant {
             | Scenario::ClockJump
             | Scenario::Crash
             | Scenario::Pooler
-            | Scenario::Release => 0,
+            | Scenario::Release
+            | Scenario::Overrun => 0,
         }
     }
 
@@ -200,7 +202,8 @@ impl Design for Variant {
             Variant::PauseHeartbeatShort
             | Variant::PauseHeartbeatLong
             | Variant::PartitionHeartbeat
-            | Variant::PartitionKeepalive => LeaseTracking::Heartbeat,
+            | Variant::PartitionKeepalive
+            | Variant::Overrun { heartbeat: true } => LeaseTracking::Heartbeat,
             Variant::PartitionNoGiveUp => LeaseTracking::HeartbeatUnchecked,
             // A client that waits for its replica (or for five nodes) counts what the waiting
             // spent of the TTL.
@@ -303,6 +306,11 @@ impl Design for Variant {
                 OnFailure::Queue => "retries with backoff until it is granted",
                 OnFailure::RunUnlocked => "runs its job without the lock",
             }),
+            Variant::Overrun { heartbeat } => format!("nothing injected: the holder's job, alive and writing, lasts twice the lease it was granted (a slow query, a slow API); {}", if heartbeat {
+                "lockbench's heartbeat renews every third of the lease (through the library's own renewal) and the job stops at the give-up deadline"
+            } else {
+                "the job trusts its TTL: the lease is renewed only if the client does so by itself (a library's auto-renewal, a session its client keeps alive)"
+            }),
             Variant::ReleaseAfterExpiry { checked } => format!("the holder's job (two thirds of the TTL) ends, then its process stops itself (SIGSTOP) before sending its release and is SIGCONTed 1.5 granted leases later; a contender takes the expired lock for a job of two leases and the holder's job, under a lease of its own one lease longer; the holder's release ({}) arrives; a next run asks for the lock once the holder is done, waiting half a lease", if checked {
                 "the client's own: token-checked in lockbench's clients, the library's own through an adapter"
             } else {
@@ -355,6 +363,15 @@ impl Design for Variant {
             // A token-checked release deletes only its own lock; a plain delete deletes the
             // contender's, and the next run is granted beside it.
             Variant::ReleaseAfterExpiry { checked } => !checked && expires,
+            // A lease runs out under a live job unless something renews it; a session lock, and
+            // a consensus session its client keeps alive, stay with the live holder.
+            Variant::Overrun { heartbeat } => {
+                !heartbeat
+                    && matches!(
+                        scope,
+                        LockScope::Key | LockScope::Majority | LockScope::ConsensusLease
+                    )
+            }
         }
     }
 }

@@ -273,6 +273,55 @@ fn told(adapter: &lockbench_clients::AdapterLock, key: &str) -> Option<(i64, Str
         .min_by_key(|(t, _)| *t)
 }
 
+/// The worker's lock client: the library's adapter when the plan names one (a child of this
+/// process), else lockbench's own client.
+async fn lock_client(
+    plan: &WorkerPlan,
+    config: &lockbench_locks::BackendConfig,
+) -> Result<
+    (
+        Option<Arc<lockbench_clients::AdapterLock>>,
+        Arc<dyn LockBackend>,
+    ),
+    FaultError,
+> {
+    let adapter = match &plan.adapter {
+        Some(program) => Some(Arc::new(
+            lockbench_clients::AdapterLock::start(program, config)
+                .await
+                .map_err(|e| FaultError::Worker(e.to_string()))?,
+        )),
+        None => None,
+    };
+    let backend: Arc<dyn LockBackend> = match &adapter {
+        Some(adapter) => adapter.clone(),
+        None => Arc::from(lockbench_locks::connect(config).await?),
+    };
+    Ok((adapter, backend))
+}
+
+/// A heartbeat renewing `lease` where the plan's tracking has one.
+fn heartbeat(
+    plan: &WorkerPlan,
+    backend: &Arc<dyn LockBackend>,
+    lease: Option<&Lease>,
+) -> Option<Heartbeat> {
+    lease
+        .filter(|_| {
+            matches!(
+                plan.tracking,
+                LeaseTracking::Heartbeat | LeaseTracking::HeartbeatUnchecked
+            )
+        })
+        .map(|lease| {
+            Heartbeat::spawn(
+                backend.clone(),
+                lease.clone(),
+                HeartbeatPolicy::for_lease(lease.ttl),
+            )
+        })
+}
+
 /// Runs the worker to the end of its job. Errors are the lab's to report; the lease, if any, goes
 /// with the process.
 pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
@@ -283,18 +332,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         config.connect_timeout,
     )
     .await?;
-    let adapter = match &plan.adapter {
-        Some(program) => Some(Arc::new(
-            lockbench_clients::AdapterLock::start(program, &config)
-                .await
-                .map_err(|e| FaultError::Worker(e.to_string()))?,
-        )),
-        None => None,
-    };
-    let backend: Arc<dyn LockBackend> = match &adapter {
-        Some(adapter) => adapter.clone(),
-        None => Arc::from(lockbench_locks::connect(&config).await?),
-    };
+    let (adapter, backend) = lock_client(&plan, &config).await?;
     say(&Message::Connected);
     let wait = if plan.wait_for_go {
         go().await?
@@ -303,8 +341,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     };
     let ttl = Duration::from_millis(plan.ttl_ms);
     let deadline = tokio::time::Instant::now() + wait;
-    let every = Duration::from_millis(plan.write_every_ms);
-    let job = every * plan.writes;
+    let job = Duration::from_millis(plan.write_every_ms) * plan.writes;
     let Some(lease) = acquire(&plan, backend.as_ref(), ttl, deadline, job).await? else {
         return Ok(());
     };
@@ -318,21 +355,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         ttl: lease.as_ref().map_or(Duration::ZERO, |l| l.ttl),
         token: fencing,
     });
-    let heartbeat = lease
-        .as_ref()
-        .filter(|_| {
-            matches!(
-                plan.tracking,
-                LeaseTracking::Heartbeat | LeaseTracking::HeartbeatUnchecked
-            )
-        })
-        .map(|lease| {
-            Heartbeat::spawn(
-                backend.clone(),
-                lease.clone(),
-                HeartbeatPolicy::for_lease(lease.ttl),
-            )
-        });
+    let heartbeat = heartbeat(&plan, &backend, lease.as_ref());
     let how = work(
         &plan,
         backend.as_ref(),

@@ -46,7 +46,9 @@ impl Chart for ModelCheckChart {
 }
 
 impl ModelCheckChart {
-    fn draw_band<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    /// The band chart's axes: volumes with a margin each side, runtimes from just under the
+    /// lowest to just over the highest, observed or simulated.
+    fn band_ranges(&self) -> ((f64, f64), (f64, f64)) {
         let volumes = self
             .runs
             .iter()
@@ -56,7 +58,6 @@ impl ModelCheckChart {
             (lo.min(v), hi.max(v))
         });
         let span = (hi - lo).max(hi * 0.1).max(1.0);
-        let (x0, x1) = ((lo - span * 0.08).max(0.0), hi + span * 0.08);
         let top = self
             .runs
             .iter()
@@ -72,6 +73,14 @@ impl ModelCheckChart {
             .fold(f64::INFINITY, f64::min)
             .min(top)
             * 0.9;
+        (
+            ((lo - span * 0.08).max(0.0), hi + span * 0.08),
+            (bottom, top),
+        )
+    }
+
+    fn draw_band<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let ((x0, x1), (bottom, top)) = self.band_ranges();
         let mut chart = ChartBuilder::on(area)
             .margin(12)
             .x_label_area_size(44)

@@ -171,23 +171,7 @@ fn markdown_into(out: &mut String, blocks: &[Block], toc: &[(u8, String)]) {
                 }
                 out.push('\n');
             }
-            Block::Table { head, rows } => {
-                let cell = |c: &String| c.replace('|', "\\|");
-                let _ = writeln!(
-                    out,
-                    "| {} |",
-                    head.iter().map(cell).collect::<Vec<_>>().join(" | ")
-                );
-                let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
-                for row in rows {
-                    let _ = writeln!(
-                        out,
-                        "| {} |",
-                        row.iter().map(cell).collect::<Vec<_>>().join(" | ")
-                    );
-                }
-                out.push('\n');
-            }
+            Block::Table { head, rows } => markdown_table(out, head, rows),
             Block::Chart { name, caption } => {
                 let _ = writeln!(
                     out,
@@ -210,41 +194,61 @@ fn markdown_into(out: &mut String, blocks: &[Block], toc: &[(u8, String)]) {
                 out.push('\n');
             }
             Block::Boxed(inner) => markdown_into(out, inner, toc),
-            Block::Grid(grid) => {
-                // In Markdown: a table whose cells carry their tone's mark, the legend, the chart.
-                let head = std::iter::once(&grid.corner)
-                    .chain(&grid.columns)
-                    .cloned()
-                    .collect();
-                let rows = grid
-                    .rows
-                    .iter()
-                    .map(|row| {
-                        std::iter::once(row.label.clone())
-                            .chain(
-                                row.cells
-                                    .iter()
-                                    .map(|c| format!("{} {}", c.tone.mark(), c.text)),
-                            )
-                            .collect()
-                    })
-                    .collect();
-                let legend: Vec<String> = grid
-                    .legend
-                    .iter()
-                    .map(|(tone, text)| format!("{} {text}", tone.mark()))
-                    .collect();
-                let mut blocks = vec![Block::Table { head, rows }, Block::Para(legend.join(" · "))];
-                if let Some((name, caption)) = &grid.chart {
-                    blocks.push(Block::Chart {
-                        name: name.clone(),
-                        caption: caption.clone(),
-                    });
-                }
-                markdown_into(out, &blocks, toc);
-            }
+            Block::Grid(grid) => markdown_into(out, &grid_as_blocks(grid), toc),
         }
     }
+}
+
+fn markdown_table(out: &mut String, head: &[String], rows: &[Vec<String>]) {
+    let cell = |c: &String| c.replace('|', "\\|");
+    let _ = writeln!(
+        out,
+        "| {} |",
+        head.iter().map(cell).collect::<Vec<_>>().join(" | ")
+    );
+    let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+    for row in rows {
+        let _ = writeln!(
+            out,
+            "| {} |",
+            row.iter().map(cell).collect::<Vec<_>>().join(" | ")
+        );
+    }
+    out.push('\n');
+}
+
+/// A grid in Markdown: a table whose cells carry their tone's mark, the legend, the chart.
+fn grid_as_blocks(grid: &Grid) -> Vec<Block> {
+    let head = std::iter::once(&grid.corner)
+        .chain(&grid.columns)
+        .cloned()
+        .collect();
+    let rows = grid
+        .rows
+        .iter()
+        .map(|row| {
+            std::iter::once(row.label.clone())
+                .chain(
+                    row.cells
+                        .iter()
+                        .map(|c| format!("{} {}", c.tone.mark(), c.text)),
+                )
+                .collect()
+        })
+        .collect();
+    let legend: Vec<String> = grid
+        .legend
+        .iter()
+        .map(|(tone, text)| format!("{} {text}", tone.mark()))
+        .collect();
+    let mut blocks = vec![Block::Table { head, rows }, Block::Para(legend.join(" · "))];
+    if let Some((name, caption)) = &grid.chart {
+        blocks.push(Block::Chart {
+            name: name.clone(),
+            caption: caption.clone(),
+        });
+    }
+    blocks
 }
 
 /// The HTML form: one file with every chart inside it as inline SVG, its own styles, and no
@@ -285,21 +289,7 @@ fn html_into(
                 }
                 body.push_str("</ul>\n");
             }
-            Block::Table { head, rows } => {
-                body.push_str("<table>\n<thead><tr>");
-                for h in head {
-                    let _ = write!(body, "<th>{}</th>", inline(h));
-                }
-                body.push_str("</tr></thead>\n<tbody>\n");
-                for row in rows {
-                    body.push_str("<tr>");
-                    for c in row {
-                        let _ = write!(body, "<td>{}</td>", inline(c));
-                    }
-                    body.push_str("</tr>\n");
-                }
-                body.push_str("</tbody>\n</table>\n");
-            }
+            Block::Table { head, rows } => html_table(body, head, rows),
             Block::Chart { name, caption } => {
                 let svg = charts
                     .get(name)
@@ -314,73 +304,93 @@ fn html_into(
             Block::Code { text, .. } => {
                 let _ = writeln!(body, "<pre><code>{}</code></pre>", escape(text.trim_end()));
             }
-            Block::Toc => {
-                body.push_str(
-                    "<nav class=\"toc\" aria-label=\"Contents\">\n<strong>Contents</strong>\n<ul>\n",
-                );
-                let link = |text: &str| format!("<a href=\"#{}\">{}</a>", slug(text), inline(text));
-                let mut i = 0;
-                while i < toc.len() {
-                    let (level, text) = &toc[i];
-                    let _ = write!(body, "<li>{}", link(text));
-                    i += 1;
-                    if *level == 2 && toc.get(i).is_some_and(|(l, _)| *l == 3) {
-                        body.push_str("\n<ul>\n");
-                        while let Some((3, child)) = toc.get(i) {
-                            let _ = writeln!(body, "<li>{}</li>", link(child));
-                            i += 1;
-                        }
-                        body.push_str("</ul>\n");
-                    }
-                    body.push_str("</li>\n");
-                }
-                body.push_str("</ul>\n</nav>\n");
-            }
+            Block::Toc => html_toc(body, toc),
             Block::Boxed(inner) => {
                 body.push_str("<section class=\"decision\">\n");
                 html_into(body, inner, charts, toc);
                 body.push_str("</section>\n");
             }
-            Block::Grid(grid) => {
-                let _ = write!(
-                    body,
-                    "<table class=\"grid\">\n<thead><tr><th>{}</th>",
-                    inline(&grid.corner)
-                );
-                for c in &grid.columns {
-                    let _ = write!(body, "<th>{}</th>", inline(c));
-                }
-                body.push_str("</tr></thead>\n<tbody>\n");
-                for row in &grid.rows {
-                    let _ = write!(
-                        body,
-                        "<tr id=\"{}\"><th>{}</th>",
-                        escape(&row.anchor),
-                        inline(&row.label)
-                    );
-                    for c in &row.cells {
-                        let _ = write!(
-                            body,
-                            "<td class=\"{}\">{}</td>",
-                            c.tone.class(),
-                            inline(&c.text)
-                        );
-                    }
-                    body.push_str("</tr>\n");
-                }
-                body.push_str("</tbody>\n</table>\n<p class=\"legend\">");
-                for (tone, text) in &grid.legend {
-                    let _ = write!(
-                        body,
-                        "<span class=\"swatch {}\"></span>{} ",
-                        tone.class(),
-                        inline(text)
-                    );
-                }
-                body.push_str("</p>\n");
-            }
+            Block::Grid(grid) => html_grid(body, grid),
         }
     }
+}
+
+fn html_table(body: &mut String, head: &[String], rows: &[Vec<String>]) {
+    body.push_str("<table>\n<thead><tr>");
+    for h in head {
+        let _ = write!(body, "<th>{}</th>", inline(h));
+    }
+    body.push_str("</tr></thead>\n<tbody>\n");
+    for row in rows {
+        body.push_str("<tr>");
+        for c in row {
+            let _ = write!(body, "<td>{}</td>", inline(c));
+        }
+        body.push_str("</tr>\n");
+    }
+    body.push_str("</tbody>\n</table>\n");
+}
+
+/// The contents: level-2 headings, each with its level-3 ones nested under it.
+fn html_toc(body: &mut String, toc: &[(u8, String)]) {
+    body.push_str("<nav class=\"toc\" aria-label=\"Contents\">\n<strong>Contents</strong>\n<ul>\n");
+    let link = |text: &str| format!("<a href=\"#{}\">{}</a>", slug(text), inline(text));
+    let mut i = 0;
+    while i < toc.len() {
+        let (level, text) = &toc[i];
+        let _ = write!(body, "<li>{}", link(text));
+        i += 1;
+        if *level == 2 && toc.get(i).is_some_and(|(l, _)| *l == 3) {
+            body.push_str("\n<ul>\n");
+            while let Some((3, child)) = toc.get(i) {
+                let _ = writeln!(body, "<li>{}</li>", link(child));
+                i += 1;
+            }
+            body.push_str("</ul>\n");
+        }
+        body.push_str("</li>\n");
+    }
+    body.push_str("</ul>\n</nav>\n");
+}
+
+/// A grid: a table whose cells are coloured by their tone, each row an anchor, then its legend.
+fn html_grid(body: &mut String, grid: &Grid) {
+    let _ = write!(
+        body,
+        "<table class=\"grid\">\n<thead><tr><th>{}</th>",
+        inline(&grid.corner)
+    );
+    for c in &grid.columns {
+        let _ = write!(body, "<th>{}</th>", inline(c));
+    }
+    body.push_str("</tr></thead>\n<tbody>\n");
+    for row in &grid.rows {
+        let _ = write!(
+            body,
+            "<tr id=\"{}\"><th>{}</th>",
+            escape(&row.anchor),
+            inline(&row.label)
+        );
+        for c in &row.cells {
+            let _ = write!(
+                body,
+                "<td class=\"{}\">{}</td>",
+                c.tone.class(),
+                inline(&c.text)
+            );
+        }
+        body.push_str("</tr>\n");
+    }
+    body.push_str("</tbody>\n</table>\n<p class=\"legend\">");
+    for (tone, text) in &grid.legend {
+        let _ = write!(
+            body,
+            "<span class=\"swatch {}\"></span>{} ",
+            tone.class(),
+            inline(text)
+        );
+    }
+    body.push_str("</p>\n");
 }
 
 const STYLE: &str = "body { font-family: sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; line-height: 1.45; }

@@ -3,6 +3,7 @@
 //! and every write is a mark: accepted, refused by the fence, or stale and accepted.
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::charts::{Chart, FONT, colour, err, tick};
@@ -129,37 +130,45 @@ impl Chart for FaultTimeline {
             }
             first += count;
         }
-        // The legend, by hand: the marks are not series.
-        let legend = [
-            ("fault", 0),
-            ("held the lock, as it believed (holder / contender)", 1),
-            ("write", 2),
-            ("stale write accepted", 3),
-            ("refused by the fence", 4),
-        ];
-        let area = chart.plotting_area();
-        // Data units per pixel across, to space the entries by their labels' widths.
-        let per_px = x_max / f64::from(area.dim_in_pixel().0.max(1));
-        let mut x = x_max * 0.01;
-        let y = lanes + 0.3;
-        for (label, kind) in legend {
-            let swatch = [(x, y - 0.1), (x + 14.0 * per_px, y + 0.1)];
-            let element: DynElement<DB, (f64, f64)> = match kind {
-                0 => Rectangle::new(swatch, FAULT.mix(0.25).filled()).into_dyn(),
-                1 => Rectangle::new(swatch, colour(0).mix(0.55).filled()).into_dyn(),
-                2 => Circle::new((x + 7.0 * per_px, y), 3, BLACK.filled()).into_dyn(),
-                3 => Circle::new((x + 7.0 * per_px, y), 6, STALE.filled()).into_dyn(),
-                _ => Cross::new((x + 7.0 * per_px, y), 6, FAULT.stroke_width(3)).into_dyn(),
-            };
-            area.draw(&element).map_err(err)?;
-            area.draw(&Text::new(
-                label.to_string(),
-                (x + 20.0 * per_px, y + 0.12),
-                (FONT, 13).into_font().color(&BLACK),
-            ))
-            .map_err(err)?;
-            x += (label.chars().count() as f64 * 6.6 + 36.0) * per_px;
-        }
-        Ok(())
+        draw_legend(chart.plotting_area(), x_max, lanes)
     }
+}
+
+/// The legend, by hand (the marks are not series), across the top of the plotting area whose x
+/// axis ends at `x_max` and whose lanes end at `lanes`.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    x_max: f64,
+    lanes: f64,
+) -> Result<(), String> {
+    let legend = [
+        ("fault", 0),
+        ("held the lock, as it believed (holder / contender)", 1),
+        ("write", 2),
+        ("stale write accepted", 3),
+        ("refused by the fence", 4),
+    ];
+    // Data units per pixel across, to space the entries by their labels' widths.
+    let per_px = x_max / f64::from(area.dim_in_pixel().0.max(1));
+    let mut x = x_max * 0.01;
+    let y = lanes + 0.3;
+    for (label, kind) in legend {
+        let swatch = [(x, y - 0.1), (x + 14.0 * per_px, y + 0.1)];
+        let element: DynElement<DB, (f64, f64)> = match kind {
+            0 => Rectangle::new(swatch, FAULT.mix(0.25).filled()).into_dyn(),
+            1 => Rectangle::new(swatch, colour(0).mix(0.55).filled()).into_dyn(),
+            2 => Circle::new((x + 7.0 * per_px, y), 3, BLACK.filled()).into_dyn(),
+            3 => Circle::new((x + 7.0 * per_px, y), 6, STALE.filled()).into_dyn(),
+            _ => Cross::new((x + 7.0 * per_px, y), 6, FAULT.stroke_width(3)).into_dyn(),
+        };
+        area.draw(&element).map_err(err)?;
+        area.draw(&Text::new(
+            label.to_string(),
+            (x + 20.0 * per_px, y + 0.12),
+            (FONT, 13).into_font().color(&BLACK),
+        ))
+        .map_err(err)?;
+        x += (label.chars().count() as f64 * 6.6 + 36.0) * per_px;
+    }
+    Ok(())
 }

@@ -23,6 +23,7 @@ mod clock_jump;
 mod crash;
 mod failover;
 mod outage;
+mod overrun;
 mod partition;
 mod pause;
 mod phases;
@@ -51,5 +52,6 @@ pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
         Scenario::Outage => Box::new(outage::Outage(variant)),
         Scenario::Pooler => Box::new(pooler::Pooler(variant)),
         Scenario::Release => Box::new(release::Release(variant)),
+        Scenario::Overrun => Box::new(overrun::Overrun(variant)),
     }
 }

@@ -41,6 +41,47 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
     if !curves {
         return;
     }
+    let (handoff, grants, herd) = lines(&series);
+    let handoff_levels = handoff.iter().map(|l| l.points.len()).max().unwrap_or(0);
+    if handoff_levels <= 1 {
+        // One contention level with handoffs: its lines would be a column of dots, so bars.
+        handoff_bars(&series, doc);
+    } else {
+        handoff_lines(handoff, doc);
+    }
+    doc.chart(
+        "Grants per second against contenders on one key, per backend and wait mode".to_string(),
+        ChartSpec::Contention(
+            "contention-grants".to_string(),
+            ContentionLines {
+                title: "Grants per second against contention".to_string(),
+                y_label: "grants/s".to_string(),
+                log_y: true,
+                unit: Unit::Plain,
+                lines: grants,
+            },
+        ),
+    );
+    if herd.iter().any(|l| l.points.len() >= 2) {
+        doc.chart(
+            "Herd cost: requests the contenders sent to the server per grant, their waiting included, against contenders on one key (a queue stays flat; a herd or polling climbs)".to_string(),
+            ChartSpec::Contention(
+                "contention-requests".to_string(),
+                ContentionLines {
+                    title: "Requests per grant against contention".to_string(),
+                    y_label: "requests per grant".to_string(),
+                    log_y: true,
+                    unit: Unit::Plain,
+                    lines: herd,
+                },
+            ),
+        );
+    }
+}
+
+/// The curves of each series (backend and wait mode): handoff P50 and P99, grants per second,
+/// requests per grant.
+fn lines(series: &[(String, Vec<&BenchRow>)]) -> (Vec<Line>, Vec<Line>, Vec<Line>) {
     let mut handoff = Vec::new();
     let mut grants = Vec::new();
     let mut herd = Vec::new();
@@ -82,41 +123,7 @@ pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
             dashed: false,
         });
     }
-    let handoff_levels = handoff.iter().map(|l| l.points.len()).max().unwrap_or(0);
-    if handoff_levels <= 1 {
-        // One contention level with handoffs: its lines would be a column of dots, so bars.
-        handoff_bars(&series, doc);
-    } else {
-        handoff_lines(handoff, doc);
-    }
-    doc.chart(
-        "Grants per second against contenders on one key, per backend and wait mode".to_string(),
-        ChartSpec::Contention(
-            "contention-grants".to_string(),
-            ContentionLines {
-                title: "Grants per second against contention".to_string(),
-                y_label: "grants/s".to_string(),
-                log_y: true,
-                unit: Unit::Plain,
-                lines: grants,
-            },
-        ),
-    );
-    if herd.iter().any(|l| l.points.len() >= 2) {
-        doc.chart(
-            "Herd cost: requests the contenders sent to the server per grant, their waiting included, against contenders on one key (a queue stays flat; a herd or polling climbs)".to_string(),
-            ChartSpec::Contention(
-                "contention-requests".to_string(),
-                ContentionLines {
-                    title: "Requests per grant against contention".to_string(),
-                    y_label: "requests per grant".to_string(),
-                    log_y: true,
-                    unit: Unit::Plain,
-                    lines: herd,
-                },
-            ),
-        );
-    }
+    (handoff, grants, herd)
 }
 
 /// Handoff latency against contention, P50 solid and P99 dashed, per backend and wait mode.

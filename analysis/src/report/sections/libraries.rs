@@ -234,6 +234,11 @@ fn write_cells(cells: &[(&ClientUsed, &FaultCell)], doc: &mut Doc) {
         libraries.iter().map(|(_, n)| format!("`{n}`")).collect(),
         rows,
     );
+    write_told(cells, doc);
+}
+
+/// What each library told its holder of a lost lock, where one overlapped or told.
+fn write_told(cells: &[(&ClientUsed, &FaultCell)], doc: &mut Doc) {
     doc.push(Block::Para(
         "What each library told its holder of a lost lock: a pushed event, or its first definite \"no\" to a renewal, a `held` or the release, measured from the next holder's grant (the first moment the lab sees the lock gone: a positive figure is how long the holder went on believing it held the lock after another was granted). A holder never told learned nothing from its library: it stopped at its own heartbeat's give-up deadline (the heartbeat variants, with no stale write) or not at all.".to_string(),
     ));

@@ -73,6 +73,49 @@ fn interim_label(interim: &Interim) -> String {
     )
 }
 
+/// What the record is written from, how to read its figures, and each job's decision in one
+/// line.
+fn preamble(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
+    doc.push(Block::Para(format!(
+        "Written by lockbench {} from {} results directories (listed under Sources). {}Each figure says where it comes from and how many samples stand behind it: **simulated** (replays of the workload spec in virtual time, at the volume named, which is often a multiple of today's), **live** (runs of the job against a real Postgres, payment-API stub and lock server, on the backend named), **lab** (fault-lab trials on private servers, with the lab's short TTL) or **bench** (operations timed against the local servers). None is a measurement of production. The five sections follow the locking decision record: backend and failure model, TTL and heartbeat, acquisition and release, idempotency, observability.",
+        lockbench_core::TOOL_VERSION,
+        evidence.sources().len(),
+        if decisions.is_empty() {
+            String::new()
+        } else {
+            "Each job's decision comes first: computed from the job's answers (the `[decision]` table of its spec) and from what these results measured, by the rules of docs/DECISION.md. ".to_string()
+        }
+    )));
+    if decisions.is_empty() {
+        return;
+    }
+    doc.push(Block::Table {
+        head: [
+            "job",
+            "backend",
+            "lock model",
+            "on acquisition failure",
+            "status",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: decisions
+            .iter()
+            .map(|d| {
+                vec![
+                    format!("[{}](#{})", d.job, super::doc::slug(&decision::heading(d))),
+                    d.backend
+                        .as_ref()
+                        .map_or("none fits".to_string(), |b| format!("`{b}`")),
+                    d.lock_model.kind.name().to_string(),
+                    d.failure_policy.kind.name().to_string(),
+                    d.status.name().to_string(),
+                ]
+            })
+            .collect(),
+    });
+}
+
 /// Builds the document from `evidence` and the decisions it supports: each job's decision
 /// first, then the evidence in the record's five sections, the appendix and the sources.
 pub fn content(evidence: &Inputs, decisions: &[Decision], interim: Option<&Interim>) -> Content {
@@ -91,43 +134,7 @@ pub fn content(evidence: &Inputs, decisions: &[Decision], interim: Option<&Inter
         .map(|s| s.created_unix_s)
         .max()
         .map_or("undated".to_string(), lockbench_core::format_date);
-    doc.push(Block::Para(format!(
-        "Written by lockbench {} from {} results directories (listed under Sources). {}Each figure says where it comes from and how many samples stand behind it: **simulated** (replays of the workload spec in virtual time, at the volume named, which is often a multiple of today's), **live** (runs of the job against a real Postgres, payment-API stub and lock server, on the backend named), **lab** (fault-lab trials on private servers, with the lab's short TTL) or **bench** (operations timed against the local servers). None is a measurement of production. The five sections follow the locking decision record: backend and failure model, TTL and heartbeat, acquisition and release, idempotency, observability.",
-        lockbench_core::TOOL_VERSION,
-        evidence.sources().len(),
-        if decisions.is_empty() {
-            String::new()
-        } else {
-            "Each job's decision comes first: computed from the job's answers (the `[decision]` table of its spec) and from what these results measured, by the rules of docs/DECISION.md. ".to_string()
-        }
-    )));
-    if !decisions.is_empty() {
-        doc.push(Block::Table {
-            head: [
-                "job",
-                "backend",
-                "lock model",
-                "on acquisition failure",
-                "status",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: decisions
-                .iter()
-                .map(|d| {
-                    vec![
-                        format!("[{}](#{})", d.job, super::doc::slug(&decision::heading(d))),
-                        d.backend
-                            .as_ref()
-                            .map_or("none fits".to_string(), |b| format!("`{b}`")),
-                        d.lock_model.kind.name().to_string(),
-                        d.failure_policy.kind.name().to_string(),
-                        d.status.name().to_string(),
-                    ]
-                })
-                .collect(),
-        });
-    }
+    preamble(evidence, decisions, &mut doc);
     doc.push(Block::Toc);
     for d in decisions {
         let server = d.backend.and_then(|b| backends::server_of(evidence, b));
