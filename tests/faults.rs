@@ -10,7 +10,9 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::lab::{assert_left_nothing, cell, faults, faults_exiting, n, output};
+use common::lab::{
+    assert_left_nothing, cell, faults, faults_exiting, n, one_trial_through, output,
+};
 use common::{CONFIG, lockbench_process, refused};
 use serde_json::Value;
 
@@ -714,29 +716,11 @@ fn a_live_job_longer_than_its_lease_overlaps_on_a_key_unless_a_heartbeat_renews_
 /// routine runs, and nothing overlaps. Whether renewal is automatic is the library's, measured.
 #[test]
 fn a_library_that_renews_by_itself_keeps_a_slow_jobs_lock_and_one_that_does_not_overlaps() {
-    let (record, pid) = faults(&[
-        "--client",
-        "redis-py",
-        "--scenario",
-        "overrun/slow-job",
-        "--trials",
-        "1",
-        "--ttl",
-        "1s",
-    ]);
+    let (record, pid) = one_trial_through("redis-py", "overrun/slow-job");
     let plain = cell(&record, "overrun/slow-job", "redis");
     assert_eq!(n(&plain["trials_with_overlap"]), 1, "{plain}");
     assert_left_nothing(&record, pid);
-    let (record, pid) = faults(&[
-        "--client",
-        "node-redlock",
-        "--scenario",
-        "overrun/slow-job",
-        "--trials",
-        "1",
-        "--ttl",
-        "1s",
-    ]);
+    let (record, pid) = one_trial_through("node-redlock", "overrun/slow-job");
     let renewing = cell(&record, "overrun/slow-job", "redlock");
     assert_eq!(renewing["client"]["name"], "node-redlock", "{renewing}");
     assert_eq!(n(&renewing["trials_with_overlap"]), 0, "{renewing}");
@@ -776,16 +760,7 @@ fn a_late_release_frees_the_next_holders_lock_only_when_it_skips_the_token_check
     }
     assert_left_nothing(&record, pid);
 
-    let (record, pid) = faults(&[
-        "--client",
-        "redis-py",
-        "--scenario",
-        "release",
-        "--trials",
-        "1",
-        "--ttl",
-        "1s",
-    ]);
+    let (record, pid) = one_trial_through("redis-py", "release");
     let own = cell(&record, "release/after-expiry", "redis");
     assert_eq!(own["client"]["name"], "redis-py", "{own}");
     assert_eq!(n(&own["trials_with_overlap"]), 0, "{own}");

@@ -106,6 +106,49 @@ impl Checked {
     }
 }
 
+/// Places one run in the simulated distribution at its volume: interpolated between the two
+/// nearest volumes of its profile's grid, and counted for the nearer one in `nearest_counts`.
+fn place(
+    plan: &CheckPlan,
+    r: &ObservedRun,
+    simulated: &[Quantiles],
+    nearest_counts: &mut [u64],
+) -> CheckedRun {
+    let g = &plan
+        .grids
+        .iter()
+        .find(|(p, _)| *p == r.profile)
+        .expect("a profile of the plan")
+        .1;
+    let upper = g.partition_point(|&v| v < r.volume).min(g.len() - 1);
+    let lower = if g[upper] == r.volume || upper == 0 {
+        upper
+    } else {
+        upper - 1
+    };
+    let (a, b) = (
+        plan.index_of(&r.profile, g[lower]),
+        plan.index_of(&r.profile, g[upper]),
+    );
+    let t = if g[upper] == g[lower] {
+        0.0
+    } else {
+        ((r.volume - g[lower]) as f64 / (g[upper] - g[lower]) as f64).clamp(0.0, 1.0)
+    };
+    let q = |u: f64| (1.0 - t) * simulated[a].at(u) + t * simulated[b].at(u);
+    nearest_counts[if t < 0.5 { a } else { b }] += 1;
+    CheckedRun {
+        line: r.line,
+        profile: r.profile.clone(),
+        volume: r.volume,
+        duration_s: r.seconds,
+        pit: pit_of(q, r.seconds),
+        sim_p50_s: q(0.5),
+        sim_p99_s: q(0.99),
+        sim_p999_s: q(0.999),
+    }
+}
+
 /// Places each run in the simulated distribution at its volume (interpolated between the plan's
 /// two nearest volumes of its profile) and tests where they fall. `simulated` holds the
 /// quantiles of each of `plan.models()`, in that order; every run's profile is in the plan.
@@ -120,43 +163,11 @@ pub fn check(
         plan.models().count(),
         "one simulation per model"
     );
-    let mut checked = Vec::with_capacity(runs.len());
     let mut nearest_counts = vec![0u64; simulated.len()];
-    for r in runs {
-        let g = &plan
-            .grids
-            .iter()
-            .find(|(p, _)| *p == r.profile)
-            .expect("a profile of the plan")
-            .1;
-        let upper = g.partition_point(|&v| v < r.volume).min(g.len() - 1);
-        let lower = if g[upper] == r.volume || upper == 0 {
-            upper
-        } else {
-            upper - 1
-        };
-        let (a, b) = (
-            plan.index_of(&r.profile, g[lower]),
-            plan.index_of(&r.profile, g[upper]),
-        );
-        let t = if g[upper] == g[lower] {
-            0.0
-        } else {
-            ((r.volume - g[lower]) as f64 / (g[upper] - g[lower]) as f64).clamp(0.0, 1.0)
-        };
-        let q = |u: f64| (1.0 - t) * simulated[a].at(u) + t * simulated[b].at(u);
-        nearest_counts[if t < 0.5 { a } else { b }] += 1;
-        checked.push(CheckedRun {
-            line: r.line,
-            profile: r.profile.clone(),
-            volume: r.volume,
-            duration_s: r.seconds,
-            pit: pit_of(q, r.seconds),
-            sim_p50_s: q(0.5),
-            sim_p99_s: q(0.99),
-            sim_p999_s: q(0.999),
-        });
-    }
+    let checked: Vec<CheckedRun> = runs
+        .iter()
+        .map(|r| place(plan, r, simulated, &mut nearest_counts))
+        .collect();
     let pits: Vec<f64> = checked.iter().map(|c| c.pit).collect();
     let beyond = |limit: fn(&CheckedRun) -> f64| {
         checked.iter().filter(|c| c.duration_s > limit(c)).count() as u64

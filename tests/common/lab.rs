@@ -13,6 +13,14 @@ pub fn faults(args: &[&str]) -> (Value, u32) {
     faults_exiting(args, 0)
 }
 
+/// One trial of `scenario` (a scenario or a variant) through the client library `client`, with
+/// the lab's 1 s TTL.
+pub fn one_trial_through(client: &str, scenario: &str) -> (Value, u32) {
+    faults(&[
+        "--client", client, "--scenario", scenario, "--trials", "1", "--ttl", "1s",
+    ])
+}
+
 /// `lockbench faults ARGS` as [`faults`], expecting exit code `code` (3: a cell not run).
 pub fn faults_exiting(args: &[&str], code: i32) -> (Value, u32) {
     let child = lockbench_process()
