@@ -47,7 +47,7 @@ pub enum Command {
     /// incident_profile live when Postgres is reachable, and write the report.
     Run(MainJobArgs),
     /// Inject faults (pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers,
-    /// outages, late releases) and slow jobs into processes, servers and namespaces lockbench
+    /// outages, late releases, slow replies) and slow jobs into processes, servers and namespaces lockbench
     /// starts itself, and measure overlaps, stale writes and what fencing did.
     Faults(FaultsArgs),
     /// The real lock client libraries lockbench drives through adapters (redis-py,
@@ -594,7 +594,7 @@ pub struct FaultsArgs {
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,
     /// Scenario (pause, restart, redlock, pool-leak, partition, clock-jump, crash, failover,
-    /// outage, pooler, release, overrun) or one variant (pause/naive, restart/aof-always ...;
+    /// outage, pooler, release, overrun, latency) or one variant (pause/naive, restart/aof-always ...;
     /// docs/FAULTS.md); repeat for several (default: all).
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,

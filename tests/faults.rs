@@ -727,6 +727,47 @@ fn a_library_that_renews_by_itself_keeps_a_slow_jobs_lock_and_one_that_does_not_
     assert_left_nothing(&record, pid);
 }
 
+/// The reply to the holder's acquisition held for 1.5 TTL on its way back: a Redis holder that
+/// trusts the TTL it asked for works on an expired lock beside the contender (the fence refuses
+/// its writes), one that counts the acquisition's time acquires again, and Redlock's validity
+/// refuses the expired acquisition by itself.
+#[test]
+fn a_lock_expired_by_the_time_its_grant_arrives_overlaps_unless_the_job_checks_the_validity() {
+    let (record, pid) = faults(&["--scenario", "latency", "--trials", "1", "--ttl", "1s"]);
+    let trusted = cell(&record, "latency/expired-at-grant", "redis");
+    assert_eq!(trusted["expected"], "overlap", "{trusted}");
+    assert_eq!(n(&trusted["trials_with_overlap"]), 1, "{trusted}");
+    assert_eq!(
+        trusted["stale_rejected_by_fence"], trusted["stale_writes"],
+        "{trusted}"
+    );
+    let checked = cell(&record, "latency/expired-at-grant-checked", "redis");
+    assert_eq!(n(&checked["trials_with_overlap"]), 0, "{checked}");
+    for variant in [
+        "latency/expired-at-grant",
+        "latency/expired-at-grant-checked",
+    ] {
+        let redlock = cell(&record, variant, "redlock");
+        assert_eq!(n(&redlock["trials_with_overlap"]), 0, "{redlock}");
+    }
+    assert_left_nothing(&record, pid);
+}
+
+/// The same held reply through the two Redlock libraries: node-redlock's `using` runs its
+/// routine on a lock whose keys have all expired, pottery counts the acquisition's time and
+/// acquires again.
+#[test]
+fn one_redlock_library_hands_out_a_lock_that_has_already_expired_and_the_other_does_not() {
+    let (record, pid) = one_trial_through("node-redlock", "latency/expired-at-grant");
+    let expired = cell(&record, "latency/expired-at-grant", "redlock");
+    assert_eq!(n(&expired["trials_with_overlap"]), 1, "{expired}");
+    assert_left_nothing(&record, pid);
+    let (record, pid) = one_trial_through("pottery", "latency/expired-at-grant");
+    let refused = cell(&record, "latency/expired-at-grant", "redlock");
+    assert_eq!(n(&refused["trials_with_overlap"]), 0, "{refused}");
+    assert_left_nothing(&record, pid);
+}
+
 /// A holder stalled between its job and its release: its release arrives after its lease
 /// expired, while a contender holds the lock. A plain `DEL` deletes the contender's lock and the
 /// next run is granted beside it; lockbench's token-checked release, a ZooKeeper node of its own

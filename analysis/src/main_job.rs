@@ -416,7 +416,8 @@ pub struct Replay<'a> {
 /// `run --quick`'s fault cells: what the decision needs. Crash recovery on every backend (a
 /// killed process and a vanished host), Postgres through PgBouncer in each mode, each scenario
 /// with the variant that must overlap and the one that must not (a late release: a plain delete
-/// and the client's own; a job longer than its lease: without and with a heartbeat).
+/// and the client's own; a job longer than its lease: without and with a heartbeat; a grant that
+/// arrives expired: trusted and checked).
 fn quick_variants() -> Vec<Variant> {
     let mut variants = vec![
         Variant::PauseNaive,
@@ -439,6 +440,8 @@ fn quick_variants() -> Vec<Variant> {
         Variant::ReleaseAfterExpiry { checked: true },
         Variant::Overrun { heartbeat: false },
         Variant::Overrun { heartbeat: true },
+        Variant::SlowReply { checked: false },
+        Variant::SlowReply { checked: true },
     ]);
     variants
 }

@@ -39,11 +39,13 @@ pub enum Scenario {
     Release,
     /// The holder's job, alive and working, runs past its lease (slow queries, a slow API).
     Overrun,
+    /// A slow link between the holder and its lock server during its acquisition.
+    Latency,
 }
 
 impl Scenario {
     /// Every scenario, in the matrix's order.
-    pub const ALL: [Scenario; 12] = [
+    pub const ALL: [Scenario; 13] = [
         Scenario::Pause,
         Scenario::Restart,
         Scenario::Redlock,
@@ -56,6 +58,7 @@ impl Scenario {
         Scenario::Pooler,
         Scenario::Release,
         Scenario::Overrun,
+        Scenario::Latency,
     ];
 
     /// Its name on the command line and in results.
@@ -73,6 +76,7 @@ impl Scenario {
             Scenario::Pooler => "pooler",
             Scenario::Release => "release",
             Scenario::Overrun => "overrun",
+            Scenario::Latency => "latency",
         }
     }
 }
@@ -221,6 +225,14 @@ pub enum Variant {
         /// lockbench's heartbeat renews the lease.
         heartbeat: bool,
     },
+    /// The server's reply to the holder's first acquisition is held for 1.5 x the TTL on its
+    /// way back (a slow link): the lock has expired when the acquisition returns. `checked`:
+    /// the job starts only if the validity left (what the client reports, and never more than
+    /// the TTL less the acquisition's own time) covers its job, and acquires again otherwise.
+    SlowReply {
+        /// The job checks the validity left before it starts.
+        checked: bool,
+    },
 }
 
 impl Variant {
@@ -247,7 +259,8 @@ impl Variant {
             | Variant::CrashHostVanished { keepalive: false }
             | Variant::Failover { wait: false }
             | Variant::ReleaseAfterExpiry { checked: true }
-            | Variant::Overrun { .. } => None,
+            | Variant::Overrun { .. }
+            | Variant::SlowReply { .. } => None,
             Variant::ReleaseAfterExpiry { checked: false } => Some(
                 "its holder releases with a plain DEL of lockbench's own key, the positive \
                  control of lockbench's client, which no library does",
@@ -269,7 +282,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 37] = [
+    pub const ALL: [Variant; 39] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -307,6 +320,8 @@ impl Variant {
         Variant::ReleaseAfterExpiry { checked: false },
         Variant::Overrun { heartbeat: false },
         Variant::Overrun { heartbeat: true },
+        Variant::SlowReply { checked: false },
+        Variant::SlowReply { checked: true },
     ];
 
     /// The scenario it belongs to.
@@ -335,6 +350,7 @@ impl Variant {
             Variant::Pooler(_) => Scenario::Pooler,
             Variant::ReleaseAfterExpiry { .. } => Scenario::Release,
             Variant::Overrun { .. } => Scenario::Overrun,
+            Variant::SlowReply { .. } => Scenario::Latency,
         }
     }
 
@@ -378,6 +394,8 @@ impl Variant {
             Variant::ReleaseAfterExpiry { checked: false } => "after-expiry-plain-delete",
             Variant::Overrun { heartbeat: false } => "slow-job",
             Variant::Overrun { heartbeat: true } => "slow-job-heartbeat",
+            Variant::SlowReply { checked: false } => "expired-at-grant",
+            Variant::SlowReply { checked: true } => "expired-at-grant-checked",
         }
     }
 

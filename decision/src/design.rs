@@ -471,13 +471,16 @@ fn backend_mechanisms(
     policy: &FailurePolicy,
 ) -> Vec<Mechanism> {
     let mut out = Vec::new();
-    if kind == BackendKind::Redlock {
+    if matches!(kind, BackendKind::Redlock | BackendKind::Redis) {
         out.push(Mechanism {
             name: "check the validity left before the critical section".into(),
             step: None,
             in_place: false,
-            reason: "a slow acquisition can return with its keys about to expire".into(),
-            measured: pair(ev, kind, Variant::RedlockLateStart { checked: false }),
+            reason: "a slow acquisition can return with its key about to expire, or expired".into(),
+            measured: joined([
+                pair(ev, kind, Variant::RedlockLateStart { checked: false }),
+                pair(ev, kind, Variant::SlowReply { checked: false }),
+            ]),
         });
     }
     if kind == BackendKind::Redis {

@@ -20,7 +20,8 @@ pub enum Mitigation {
     OwnConnection,
     /// Acquisition failure skips the run instead of running without the lock.
     SkipPolicy,
-    /// The client checks the Redlock validity left before its critical section.
+    /// The client checks the validity left (Redlock's, or the TTL less the acquisition's own
+    /// time) before its critical section.
     ValidityCheck,
     /// The job's processes die with the process that holds the lock.
     DieWithHolder,
@@ -57,6 +58,10 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
             Mitigation::ValidityCheck,
             Variant::RedlockLateStart { checked: true },
         ),
+        Variant::SlowReply { checked: false } => (
+            Mitigation::ValidityCheck,
+            Variant::SlowReply { checked: true },
+        ),
         Variant::CrashWorkSurvives => (Mitigation::DieWithHolder, Variant::CrashKilled),
         Variant::ReleaseAfterExpiry { checked: false } => (
             Mitigation::CheckedRelease,
@@ -87,7 +92,8 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         | Variant::Outage(OnFailure::Skip | OnFailure::Queue)
         | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset)
         | Variant::ReleaseAfterExpiry { checked: true }
-        | Variant::Overrun { heartbeat: true } => return None,
+        | Variant::Overrun { heartbeat: true }
+        | Variant::SlowReply { checked: true } => return None,
     })
 }
 
@@ -108,7 +114,7 @@ pub fn about_the_job(variant: Variant) -> bool {
 pub fn designed(backend: BackendKind, skip_policy: bool) -> Vec<Mitigation> {
     let mut m = match backend {
         BackendKind::Memory => Vec::new(),
-        BackendKind::Redis => vec![Mitigation::Heartbeat],
+        BackendKind::Redis => vec![Mitigation::Heartbeat, Mitigation::ValidityCheck],
         BackendKind::Redlock => vec![Mitigation::Heartbeat, Mitigation::ValidityCheck],
         BackendKind::PgSession => vec![Mitigation::Heartbeat, Mitigation::OwnConnection],
         BackendKind::PgXact => vec![Mitigation::OwnConnection],

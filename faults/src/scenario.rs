@@ -105,6 +105,8 @@ impl Design for Variant {
                 _ => matches!(kind, BackendKind::Redis | BackendKind::Redlock),
             },
             (Scenario::Overrun, _) => true,
+            // A key whose TTL the server starts as the request arrives.
+            (Scenario::Latency, kind) => matches!(kind, BackendKind::Redis | BackendKind::Redlock),
         }
     }
 
@@ -121,7 +123,8 @@ impl Design for Variant {
             | Scenario::Crash
             | Scenario::Pooler
             | Scenario::Release
-            | Scenario::Overrun => 0,
+            | Scenario::Overrun
+            | Scenario::Latency => 0,
         }
     }
 
@@ -207,9 +210,9 @@ impl Design for Variant {
             Variant::PartitionNoGiveUp => LeaseTracking::HeartbeatUnchecked,
             // A client that waits for its replica (or for five nodes) counts what the waiting
             // spent of the TTL.
-            Variant::RedlockLateStart { checked: true } | Variant::Failover { wait: true } => {
-                LeaseTracking::ValidityFirst
-            }
+            Variant::RedlockLateStart { checked: true }
+            | Variant::Failover { wait: true }
+            | Variant::SlowReply { checked: true } => LeaseTracking::ValidityFirst,
             // A job sized to end within its TTL, which is what a TTL recommendation is for.
             _ => LeaseTracking::AtRelease,
         }
@@ -231,6 +234,8 @@ impl Design for Variant {
         match self {
             Variant::Outage(_) => Some(ttl / 5),
             Variant::RedlockLateStart { .. } => Some(Duration::from_millis(250)),
+            // The held reply must not time the request out.
+            Variant::SlowReply { .. } => Some(ttl * 3),
             _ => None,
         }
     }
@@ -306,6 +311,11 @@ impl Design for Variant {
                 OnFailure::Queue => "retries with backoff until it is granted",
                 OnFailure::RunUnlocked => "runs its job without the lock",
             }),
+            Variant::SlowReply { checked } => format!("the holder reaches its lock server(s) through a forwarder of the lab's that holds the reply to its first acquisition for 1.5 x TTL (requests pass at once; the hold is lifted 100 ms after the holder is told to go): the key has expired when the acquisition returns, and the contender asks at the holder's grant; {}", if checked {
+                "the job starts only if the validity left (what the client reports, never more than the TTL less the acquisition's own time) covers it, and acquires again otherwise"
+            } else {
+                "the job trusts the TTL it asked for"
+            }),
             Variant::Overrun { heartbeat } => format!("nothing injected: the holder's job, alive and writing, lasts twice the lease it was granted (a slow query, a slow API); {}", if heartbeat {
                 "lockbench's heartbeat renews every third of the lease (through the library's own renewal) and the job stops at the give-up deadline"
             } else {
@@ -365,6 +375,9 @@ impl Design for Variant {
             Variant::ReleaseAfterExpiry { checked } => !checked && expires,
             // A lease runs out under a live job unless something renews it; a session lock, and
             // a consensus session its client keeps alive, stay with the live holder.
+            // The key expires under a reply still on its way; Redlock's client counts the
+            // acquisition's time against the validity and refuses an expired one.
+            Variant::SlowReply { checked } => !checked && scope == LockScope::Key,
             Variant::Overrun { heartbeat } => {
                 !heartbeat
                     && matches!(

@@ -53,8 +53,10 @@ pub(crate) struct Stage {
     /// The holder's lock server URLs where they differ from the config's (a vanished host's:
     /// through its namespace, or with a per-connection keepalive).
     pub(crate) holder_urls: Option<Vec<String>>,
-    /// A vanished host's forwarders to the configured lock servers.
+    /// A vanished host's forwarders to the configured lock servers (or a slow link's).
     pub(crate) forwarders: Vec<Forwarder>,
+    /// A slow link's hold on the replies to the holder, which the fault sets and lifts.
+    pub(crate) reply_delay: Option<crate::forward::ReplyDelay>,
 }
 
 impl Stage {
@@ -178,10 +180,26 @@ impl StageSetup<'_> {
     /// The holder reaches the configured servers through forwarders on its namespace's host end,
     /// which the namespace's cut cuts too.
     pub(crate) async fn reroute_holder(&mut self) -> Result<(), FaultError> {
+        self.reroute_holder_through(None).await
+    }
+
+    /// The holder reaches the configured servers through forwarders on loopback that hold each
+    /// reply for the stage's [`ReplyDelay`] (none until the fault sets one).
+    pub(crate) async fn slow_holder_link(&mut self) -> Result<(), FaultError> {
+        let delay = crate::forward::ReplyDelay::default();
+        self.stage.reply_delay = Some(delay.clone());
+        self.reroute_holder_through(Some(delay)).await
+    }
+
+    async fn reroute_holder_through(
+        &mut self,
+        delay: Option<crate::forward::ReplyDelay>,
+    ) -> Result<(), FaultError> {
         let bind = self.bind();
         let mut urls = Vec::new();
         for url in &self.config.urls {
-            let (rerouted, through) = reroute(url, default_port(self.config.kind), bind).await?;
+            let port = default_port(self.config.kind);
+            let (rerouted, through) = reroute(url, port, bind, delay.clone()).await?;
             urls.push(rerouted);
             self.stage.forwarders.extend(through);
         }
@@ -242,13 +260,23 @@ async fn reroute(
     url: &str,
     port: u16,
     ip: Ipv4Addr,
+    delay: Option<crate::forward::ReplyDelay>,
 ) -> Result<(String, Vec<Forwarder>), FaultError> {
+    let start = |target| {
+        let delay = delay.clone();
+        async move {
+            match delay {
+                Some(delay) => Forwarder::start_delayed(ip, target, delay).await,
+                None => Forwarder::start(ip, target).await,
+            }
+        }
+    };
     let mut forwarders = Vec::new();
     if url.contains("://") {
         let mut parsed = url::Url::parse(url)
             .map_err(|e| FaultError::Server(format!("the lock server URL {url}: {e}")))?;
         let target = server_addr(url, port)?;
-        let forwarder = Forwarder::start(ip, target).await?;
+        let forwarder = start(target).await?;
         let _ = parsed.set_host(Some(&ip.to_string()));
         let _ = parsed.set_port(Some(forwarder.port()));
         forwarders.push(forwarder);
@@ -258,7 +286,7 @@ async fn reroute(
     let mut rerouted = Vec::new();
     for host in hosts.split(',') {
         let target = server_addr(&format!("tcp://{host}"), port)?;
-        let forwarder = Forwarder::start(ip, target).await?;
+        let forwarder = start(target).await?;
         rerouted.push(format!("{ip}:{}", forwarder.port()));
         forwarders.push(forwarder);
     }

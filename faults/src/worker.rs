@@ -181,8 +181,14 @@ async fn acquire(
 ) -> Result<Option<Option<Lease>>, FaultError> {
     let lease = loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let asked = std::time::Instant::now();
+        // The validity left: what the client says, and never more than the TTL less the time
+        // the acquisition itself took (the server started the TTL before its reply came back).
+        let validity = |lease: &Lease| lease.ttl.min(ttl.saturating_sub(asked.elapsed()));
         match backend.acquire(&plan.key, ttl, left).await {
-            Ok(Some(lease)) if plan.tracking == LeaseTracking::ValidityFirst && lease.ttl < job => {
+            Ok(Some(lease))
+                if plan.tracking == LeaseTracking::ValidityFirst && validity(&lease) < job =>
+            {
                 // Too little left to finish within it: give it back and try again, while the
                 // wait lasts.
                 let _ = backend.release(&lease).await;

@@ -17,7 +17,14 @@ pub fn faults(args: &[&str]) -> (Value, u32) {
 /// the lab's 1 s TTL.
 pub fn one_trial_through(client: &str, scenario: &str) -> (Value, u32) {
     faults(&[
-        "--client", client, "--scenario", scenario, "--trials", "1", "--ttl", "1s",
+        "--client",
+        client,
+        "--scenario",
+        scenario,
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
     ])
 }
 

@@ -22,6 +22,7 @@
 mod clock_jump;
 mod crash;
 mod failover;
+mod latency;
 mod outage;
 mod overrun;
 mod partition;
@@ -53,5 +54,6 @@ pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
         Scenario::Pooler => Box::new(pooler::Pooler(variant)),
         Scenario::Release => Box::new(release::Release(variant)),
         Scenario::Overrun => Box::new(overrun::Overrun(variant)),
+        Scenario::Latency => Box::new(latency::Latency(variant)),
     }
 }

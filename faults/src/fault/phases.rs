@@ -191,7 +191,7 @@ pub(crate) trait Fault: Send + Sync {
     /// What the judged trial must have seen for its figures to mean what the variant says (a
     /// late release needs another holder to free): an error (`FaultError::Unmet`) makes the
     /// cell not run, saying why.
-    fn premise(&self, _outcome: &TrialOutcome) -> Result<(), FaultError> {
+    fn premise(&self, _outcome: &TrialOutcome, _config: &BackendConfig) -> Result<(), FaultError> {
         Ok(())
     }
 
@@ -282,7 +282,7 @@ pub(crate) async fn run<F: Fault + ?Sized>(
     .await?;
     fault.heal(stage).await?;
     let outcome = judge(context, id, window, granted, None).await?;
-    fault.premise(&outcome)?;
+    fault.premise(&outcome, config)?;
     Ok(outcome)
 }
 

@@ -55,7 +55,7 @@ impl Fault for Release {
     /// The contender must have held the lock when the release arrived (the holder continued):
     /// a waiter that sleeps until a release signal (python-redis-lock's) leaves nothing to
     /// delete, and the next run is granted the free lock.
-    fn premise(&self, outcome: &TrialOutcome) -> Result<(), FaultError> {
+    fn premise(&self, outcome: &TrialOutcome, _config: &BackendConfig) -> Result<(), FaultError> {
         let released_s = (outcome.window.end_ns - outcome.figures.zero_ns) as f64 / 1e9;
         match outcome.figures.contender_grant_s {
             Some(granted) if granted < released_s => Ok(()),
