@@ -604,7 +604,8 @@ pub struct FaultsArgs {
     pub backends: Vec<String>,
     /// Lock through this client library's adapter (`lockbench clients`), on its
     /// backend, instead of lockbench's own client: the cells are the library's (every scenario
-    /// of its backend but failover/wait and outage, which need lockbench's own client).
+    /// of its backend but failover/wait, outage and release/after-expiry-plain-delete, which
+    /// need lockbench's own client).
     #[arg(long, value_name = "NAME")]
     pub client: Option<String>,
     /// Trials per (scenario, variant, backend) cell.
