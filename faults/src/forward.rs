@@ -83,21 +83,9 @@ async fn relay_delayed(inbound: TcpStream, target: SocketAddr, delay: ReplyDelay
 }
 
 impl Forwarder {
-    /// Listens on `ip` (a free port) and forwards to `target`.
-    pub async fn start(ip: Ipv4Addr, target: SocketAddr) -> Result<Self, FaultError> {
-        Self::start_with(ip, target, None).await
-    }
-
-    /// As [`Forwarder::start`], each reply held for `delay`'s value when it is read.
-    pub async fn start_delayed(
-        ip: Ipv4Addr,
-        target: SocketAddr,
-        delay: ReplyDelay,
-    ) -> Result<Self, FaultError> {
-        Self::start_with(ip, target, Some(delay)).await
-    }
-
-    async fn start_with(
+    /// Listens on `ip` (a free port) and forwards to `target`, each reply held for `delay`'s
+    /// value when it is read, if there is one.
+    pub async fn start(
         ip: Ipv4Addr,
         target: SocketAddr,
         delay: Option<ReplyDelay>,

@@ -104,7 +104,7 @@ impl Partition {
     /// Creates the namespace `tag` and a forwarder on its host end to the resource.
     pub(crate) async fn create(tag: &str, resource_url: &str) -> Result<Self, FaultError> {
         let ns = Namespace::create(tag)?;
-        let forwarder = Forwarder::start(ns.host_ip(), resource_addr(resource_url)?).await?;
+        let forwarder = Forwarder::start(ns.host_ip(), resource_addr(resource_url)?, None).await?;
         let mut inside = url::Url::parse(resource_url)
             .map_err(|e| FaultError::Resource(format!("the resource URL: {e}")))?;
         let _ = inside.set_host(Some(&ns.host_ip().to_string()));
@@ -262,21 +262,12 @@ async fn reroute(
     ip: Ipv4Addr,
     delay: Option<crate::forward::ReplyDelay>,
 ) -> Result<(String, Vec<Forwarder>), FaultError> {
-    let start = |target| {
-        let delay = delay.clone();
-        async move {
-            match delay {
-                Some(delay) => Forwarder::start_delayed(ip, target, delay).await,
-                None => Forwarder::start(ip, target).await,
-            }
-        }
-    };
     let mut forwarders = Vec::new();
     if url.contains("://") {
         let mut parsed = url::Url::parse(url)
             .map_err(|e| FaultError::Server(format!("the lock server URL {url}: {e}")))?;
         let target = server_addr(url, port)?;
-        let forwarder = start(target).await?;
+        let forwarder = Forwarder::start(ip, target, delay.clone()).await?;
         let _ = parsed.set_host(Some(&ip.to_string()));
         let _ = parsed.set_port(Some(forwarder.port()));
         forwarders.push(forwarder);
@@ -286,7 +277,7 @@ async fn reroute(
     let mut rerouted = Vec::new();
     for host in hosts.split(',') {
         let target = server_addr(&format!("tcp://{host}"), port)?;
-        let forwarder = start(target).await?;
+        let forwarder = Forwarder::start(ip, target, delay.clone()).await?;
         rerouted.push(format!("{ip}:{}", forwarder.port()));
         forwarders.push(forwarder);
     }

@@ -307,7 +307,7 @@ async fn onset(
         Onset::AtAcquisition => return Ok(acquisition_start),
         Onset::AtRelease => {
             holder
-                .releasing(every * WRITES * 2 + Duration::from_secs(5))
+                .releasing(shape.job * 2 + Duration::from_secs(5))
                 .await?
         }
     }
