@@ -350,9 +350,10 @@ pub struct BenchArgs {
     /// Backend to measure; repeat for several (default: every backend in the config).
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
-    /// Also measure through this client library's adapter (`lockbench clients` lists them),
-    /// beside lockbench's own client on the same server; repeat for several. Without
-    /// --backend, only the libraries' backends are measured.
+    /// Also measure through this client library's adapter (`lockbench clients` lists them, or
+    /// the path of your own adapter, with the one --backend it locks on), beside lockbench's own
+    /// client on the same server; repeat for several. Without --backend, only the libraries'
+    /// backends are measured.
     #[arg(long = "client", value_name = "NAME")]
     pub clients: Vec<String>,
     /// Contention levels, comma-separated: contenders on the key (closed loop) or clients that
@@ -605,7 +606,8 @@ pub struct FaultsArgs {
     /// Lock through this client library's adapter (`lockbench clients`), on its
     /// backend, instead of lockbench's own client: the cells are the library's (every scenario
     /// of its backend but failover/wait, outage and release/after-expiry-plain-delete, which
-    /// need lockbench's own client).
+    /// need lockbench's own client). Or the path of your own adapter (docs/CLIENTS.md), with
+    /// the one --backend it locks on; its cells are named by its file.
     #[arg(long, value_name = "NAME")]
     pub client: Option<String>,
     /// Trials per (scenario, variant, backend) cell.

@@ -386,6 +386,56 @@ fn a_bad_duration_says_what_was_expected_and_nothing_about_offsets() {
 /// The record names what was measured: each server's version as the server reports it (Redis's
 /// INFO, Postgres's server_version, etcd's status, ZooKeeper's srvr) and the client library
 /// lockbench spoke through, so that a reader knows whose behaviour the figures are.
+/// A team's own adapter is measured as a shipped one is, on the backend its user names, its rows
+/// named by its file.
+#[test]
+fn a_teams_own_adapter_is_measured_beside_lockbenchs_own_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = common::own_adapter(
+        dir.path(),
+        "acme_lock",
+        "clients/adapters/python/redis_py.py",
+    );
+    let out = dir.path().join("bench");
+    let v = json_of(&[
+        "bench",
+        "--config",
+        CONFIG,
+        "--client",
+        &adapter,
+        "--backend",
+        "redis",
+        "--contenders",
+        "1",
+        "--ops",
+        "100",
+        "--warmup",
+        "0s",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "lockbench's own and the adapter's: {v}");
+    let own = rows
+        .iter()
+        .find(|r| !r["client"].is_null())
+        .expect("a row through the adapter");
+    assert_eq!(own["client"]["name"]["adapter"], adapter.as_str(), "{own}");
+    assert_eq!(own["client"]["version"], "8.1.0", "{own}");
+    assert_eq!(own["ops"], 100, "{own}");
+    let csv = std::fs::read_to_string(out.join("bench.csv")).unwrap();
+    assert!(
+        csv.lines().any(|l| l.ends_with(",acme_lock 8.1.0")),
+        "{csv}"
+    );
+    // Without its backend, it is refused: nothing says which server it speaks to.
+    refused(
+        &["bench", "--config", CONFIG, "--client", &adapter],
+        &["--backend", "is not a shipped adapter"],
+    );
+}
+
 /// `bench --client`: the backends of the libraries, measured through lockbench's own client and
 /// through each library's adapters on the same server in one run; the library's rows carry its
 /// name and version, in results.json, bench.csv (read back by `report`) and the histogram tags.

@@ -105,7 +105,7 @@ fn every_client_library_has_its_adapter_its_pin_and_its_row() {
     let clients = read("docs/CLIENTS.md");
     let mut missing = Vec::new();
     for client in Client::ALL {
-        let shipped = lockbench_clients::programs::shipped(client);
+        let shipped = lockbench_clients::programs::shipped(client).expect("a shipped adapter");
         if !Path::new(WORKSPACE).join(shipped.script).is_file() {
             missing.push(format!("{client}: no adapter at {}", shipped.script));
         }

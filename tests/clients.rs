@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{CONFIG, lockbench, refused};
+use common::{CONFIG, lockbench, own_adapter, refused};
 
 #[test]
 fn the_shipped_adapters_are_listed_with_their_pinned_versions() {
@@ -51,18 +51,12 @@ fn a_shipped_adapter_passes_the_check_and_a_broken_one_fails_in_one_line() {
 
     // The broken adapter (wall-clock stamps), run by the project's interpreter.
     let dir = tempfile::tempdir().unwrap();
-    let wrapper = dir.path().join("wall-clock-adapter");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nexec {root}/target/clients/python/bin/python {root}/clients/tests/adapters/wall_clock.py\n",
-            root = env!("CARGO_MANIFEST_DIR")
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let wrapper = wrapper.to_str().unwrap();
+    let wrapper = own_adapter(
+        dir.path(),
+        "wall-clock-adapter",
+        "clients/tests/adapters/wall_clock.py",
+    );
+    let wrapper = wrapper.as_str();
     let out = lockbench()
         .args([
             "clients",

@@ -37,7 +37,7 @@ fn with(dir: &Path, decision: &str, step: &str) -> String {
 #[test]
 fn every_bad_answer_is_refused_in_one_line_naming_its_field() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str, &[&str]); 8] = [
+    let cases: [(&str, &str, &[&str]); 9] = [
         (
             "[decision]\ndouble_run = \"twice\"",
             "",
@@ -83,6 +83,15 @@ fn every_bad_answer_is_refused_in_one_line_naming_its_field() {
             "[decision]\nfenced = \"yes\"",
             "",
             &["decision.fenced", "boolean"],
+        ),
+        (
+            "[decision]\nclient = \"acme_lock\"",
+            "",
+            &[
+                "decision.client",
+                "unknown client \"acme_lock\"",
+                "or the path of your own adapter",
+            ],
         ),
     ];
     for (decision, step, fragments) in cases {

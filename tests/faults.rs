@@ -891,6 +891,41 @@ fn a_real_library_overlaps_under_a_pause_past_its_ttl_and_gives_no_token_to_refu
     assert_left_nothing(&record, pid);
 }
 
+/// A team's own adapter (here redis-py's, behind a program of the team's own name) runs through
+/// the lab as a shipped one does, on the backend its user names: its cells are named by its file
+/// and carry what it said of itself in its hello, so the report and the decision judge it by
+/// that.
+#[test]
+fn a_teams_own_adapter_runs_through_the_lab_named_by_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = common::own_adapter(
+        dir.path(),
+        "acme_lock",
+        "clients/adapters/python/redis_py.py",
+    );
+    let (record, pid) = faults(&[
+        "--client",
+        &adapter,
+        "--backend",
+        "redis",
+        "--scenario",
+        "pause/naive",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+    ]);
+    let naive = cell(&record, "pause/naive", "redis");
+    let client = &naive["client"];
+    assert_eq!(client["name"]["adapter"], adapter.as_str(), "{naive}");
+    assert_eq!(client["name"]["library"], "redis-py", "{naive}");
+    assert_eq!(client["name"]["fencing"], false, "{naive}");
+    assert_eq!(client["version"], "8.1.0", "{naive}");
+    assert_eq!(n(&naive["trials_with_overlap"]), 1, "{naive}");
+    assert_eq!(naive["fencing"], "none", "{naive}");
+    assert_left_nothing(&record, pid);
+}
+
 /// pottery's `Redlock.extend()` refuses a fourth extension (`TooManyExtensions`, its default
 /// `num_extensions = 3`): `pause/naive` renews after each write, so the holder's own library ends
 /// its lock before the pause and the cell cannot run; it is listed as not run, with the holder's
@@ -1119,8 +1154,21 @@ fn faults_flags_are_checked() {
     check(
         &["--client", "clients/tests/adapters/wall_clock.py"],
         &[
+            "--backend",
+            "clients/tests/adapters/wall_clock.py is not a shipped adapter: name the one backend it locks on",
+        ],
+    );
+    check(
+        &[
             "--client",
-            "runs the shipped adapters (redis-py, python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go) so far",
+            "clients/tests/adapters/echo.py",
+            "--backend",
+            "redis",
+        ],
+        &[
+            "--client",
+            "clients/tests/adapters/echo.py",
+            "not an executable file",
         ],
     );
     check(

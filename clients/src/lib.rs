@@ -17,6 +17,9 @@ pub use protocol::{Description, Renewal};
 
 use std::path::PathBuf;
 
+use lockbench_core::{BackendKind, Client, OwnClient, OwnDescription};
+use lockbench_locks::BackendConfig;
+
 /// The machine's CLOCK_MONOTONIC in nanoseconds: the clock adapters stamp their messages with and
 /// the fault lab's protected resource logs with (every process on one kernel shares it).
 pub fn monotonic_ns() -> i64 {
@@ -24,6 +27,34 @@ pub fn monotonic_ns() -> i64 {
     t.tv_sec * 1_000_000_000 + t.tv_nsec
 }
 use std::time::Duration;
+
+/// `program` with its library named: a shipped adapter as it is, a user's own as it describes
+/// itself in its reply to the hello for `config`'s servers (started, asked, and closed). Its
+/// cells and rows then carry the library as a shipped adapter's do.
+pub async fn describe(program: &Program, config: &BackendConfig) -> Result<Program, ClientsError> {
+    if program.client.is_some() {
+        return Ok(program.clone());
+    }
+    let adapter = AdapterLock::start(program, config).await?;
+    let d = adapter.description().clone();
+    let _ = lockbench_locks::LockBackend::close(&adapter).await;
+    let backend: BackendKind = config.kind;
+    let own = OwnClient::new(
+        &program.name,
+        &OwnDescription {
+            library: &d.library,
+            version: &d.version,
+            backend,
+            fencing: d.fencing,
+            renews: d.renewal == Renewal::Automatic,
+            tells: d.notifies_loss,
+        },
+    );
+    Ok(Program {
+        client: Some(Client::Own(own)),
+        ..program.clone()
+    })
+}
 
 /// Why an adapter could not be used. Each names the adapter and what to do.
 #[derive(Debug, thiserror::Error)]

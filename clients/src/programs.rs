@@ -133,13 +133,15 @@ pub struct Shipped {
     pub package: &'static str,
 }
 
-/// The shipped adapter of `client`. Exhaustive: a new client does not compile until its adapter
-/// is named here.
-pub fn shipped(client: Client) -> Shipped {
-    let adapter = |runtime, script, package| Shipped {
-        runtime,
-        script,
-        package,
+/// The shipped adapter of `client`; `None` for a user's own. Exhaustive: a new client does not
+/// compile until its adapter is named here.
+pub fn shipped(client: Client) -> Option<Shipped> {
+    let adapter = |runtime, script, package| {
+        Some(Shipped {
+            runtime,
+            script,
+            package,
+        })
     };
     match client {
         Client::RedisPy => adapter(
@@ -177,22 +179,32 @@ pub fn shipped(client: Client) -> Shipped {
             "clients/adapters/go/etcd_go.go",
             "golang-etcd-server-dev",
         ),
+        Client::Own(_) => None,
     }
 }
 
-/// The library version the install script pins for `client`, from its pin file.
+/// The library version the install script pins for `client`, from its pin file; a user's own
+/// adapter's is the version it described.
 pub fn pinned(client: Client) -> Option<String> {
-    let shipped = shipped(client);
+    let Some(shipped) = shipped(client) else {
+        return client.own().map(|own| own.version.to_string());
+    };
     let pins = std::fs::read_to_string(home().join(shipped.runtime.pins())).ok()?;
     shipped.runtime.pinned_in(&pins, shipped.package)
 }
 
-/// The shipped adapter `client`, ready to run, or what is missing.
+/// The adapter `client`, ready to run, or what is missing.
 pub fn program(client: Client) -> Result<Program, ClientsError> {
     let home = home();
-    let Shipped {
+    let Some(Shipped {
         runtime, script, ..
-    } = shipped(client);
+    }) = shipped(client)
+    else {
+        let own = client.own().expect("only a user's own adapter ships none");
+        let mut program = resolve(&own.adapter)?;
+        program.client = Some(client);
+        return Ok(program);
+    };
     if !installed(client) {
         return Err(ClientsError::NotInstalled {
             client: client.name(),
@@ -207,12 +219,18 @@ pub fn program(client: Client) -> Result<Program, ClientsError> {
 }
 
 /// True when `client`'s runtime and libraries are installed, at today's pins (the install script
-/// stamps its runtime with the pin file it installed).
+/// stamps its runtime with the pin file it installed); for a user's own adapter, when its program
+/// is an executable file.
 pub fn installed(client: Client) -> bool {
     let home = home();
-    let Shipped {
+    let Some(Shipped {
         runtime, script, ..
-    } = shipped(client);
+    }) = shipped(client)
+    else {
+        return client
+            .own()
+            .is_some_and(|own| resolve(&own.adapter).is_ok());
+    };
     match (
         std::fs::read(runtime.stamp(&home)),
         std::fs::read(home.join(runtime.pins())),
@@ -222,7 +240,8 @@ pub fn installed(client: Client) -> bool {
     }
 }
 
-/// `name` as an adapter: a shipped adapter's name, or the path of an executable.
+/// `name` as an adapter: a shipped adapter's name, or the path of an executable. A user's own
+/// adapter is not described yet (its `client` is `None`): [`crate::describe`] asks it.
 pub fn resolve(name: &str) -> Result<Program, ClientsError> {
     if let Some(client) = Client::parse(name) {
         return program(client);
@@ -230,6 +249,16 @@ pub fn resolve(name: &str) -> Result<Program, ClientsError> {
     let path = Path::new(name);
     if !name.contains('/') {
         return Err(ClientsError::Unknown(name.to_string()));
+    }
+    let called = lockbench_core::own_name(name);
+    if Client::parse(&called).is_some() {
+        // Its cells would read as the shipped adapter's.
+        return Err(ClientsError::Start {
+            adapter: name.to_string(),
+            error: format!(
+                "results would name it {called}, as the shipped adapter is named: rename the file"
+            ),
+        });
     }
     let meta = std::fs::metadata(path).map_err(|e| ClientsError::Start {
         adapter: name.to_string(),

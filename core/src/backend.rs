@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The backends lockbench knows. A closed set on the command line; each is a [`crate::LockBackend`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackendKind {
     /// In-process baseline.

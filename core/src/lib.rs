@@ -23,7 +23,7 @@ pub mod shards;
 pub mod stats;
 
 pub use backend::{BackendId, BackendKind, FencingSource, LockScope, REDIS_FAIR, Service};
-pub use client::{Client, ClientUsed};
+pub use client::{Client, ClientChoice, ClientUsed, OwnClient, OwnDescription, own_name};
 pub use fault::{CellId, Scenario, Variant};
 pub use format::{
     format_chance, format_column, format_count, format_date, format_duration, format_duration_s,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lockbench_core::{Service, format_readable};
+use lockbench_core::{ClientChoice, Service, format_readable};
 use lockbench_workloads::{DoubleRun, JobAnswers, PostgresVia, StepAnswers, Target};
 
 use crate::evidence::Evidence;
@@ -21,7 +21,10 @@ pub(crate) struct Resolved {
     pub(crate) postgres_via: PostgresVia,
     /// What bench measured of the path to Postgres, when it did, as the record says it.
     pub(crate) postgres_via_measured: Option<String>,
-    /// The client library the job locks with, when the spec names one.
+    /// The client library the job locks with, as the spec names it.
+    pub(crate) choice: Option<ClientChoice>,
+    /// That library with what it does: a shipped adapter's, or a user's own as its measured
+    /// cells describe it; `None` for an own adapter not measured (the record says so).
     pub(crate) client: Option<lockbench_core::Client>,
     /// Which of the above the spec gave (same order as [`FIELDS`]).
     pub(crate) given: [bool; 7],
@@ -55,7 +58,8 @@ impl Resolved {
             // assumed, with what a pooler would change.
             postgres_via: d.postgres_via.unwrap_or(PostgresVia::Direct),
             postgres_via_measured: None,
-            client: d.client,
+            client: d.client.as_ref().and_then(ClientChoice::shipped),
+            choice: d.client.clone(),
             given: [
                 d.double_run.is_some(),
                 d.already_runs.is_some(),
@@ -72,6 +76,15 @@ impl Resolved {
     /// found overrides the answer. Finding none stands for an answer left out, but not against
     /// an answered pooler: the URL bench measured (staging's) may not be the job's.
     pub(crate) fn measured(mut self, ev: &Evidence) -> Self {
+        if let Some(ClientChoice::Own(path)) = &self.choice {
+            // A user's own adapter is known by what its cells say it is.
+            let name = lockbench_core::own_name(path);
+            self.client = ev
+                .library_cells_named(&name)
+                .first()
+                .and_then(|c| c.client.as_ref())
+                .map(|u| u.name);
+        }
         let Some((backend, found)) = ev.transaction_pooler else {
             return self;
         };
@@ -160,10 +173,21 @@ impl Resolved {
             },
             given: !job.frequency.from.assumed(),
         });
-        if let Some(client) = self.client {
+        if let Some(choice) = &self.choice {
             out.push(Answer {
                 field: "client".to_string(),
-                value: client.name().to_string(),
+                value: match (choice, self.client) {
+                    (ClientChoice::Shipped(c), _) => c.name().to_string(),
+                    (ClientChoice::Own(path), Some(lockbench_core::Client::Own(own))) => {
+                        format!(
+                            "`{path}`, the team's own adapter: {} {} on {}, as measured",
+                            own.library, own.version, own.backend
+                        )
+                    }
+                    (ClientChoice::Own(path), _) => {
+                        format!("`{path}`, the team's own adapter, not measured in these results")
+                    }
+                },
                 given: true,
             });
         }

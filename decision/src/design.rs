@@ -936,7 +936,20 @@ fn library_residual(
 ) -> Option<Residual> {
     let team = format!("the {} job's owners", job.job);
     let chosen = kind?;
-    let client = r.client?;
+    let Some(client) = r.client else {
+        let path = r.choice.as_ref()?.argument();
+        // Nothing is known of it: no verdict leans on it, and the record says what that assumes.
+        return Some(Residual {
+            risk: format!(
+                "the job locks with the team's own adapter `{path}`, not measured in these results: this record judges {chosen} as if it handed out {chosen}'s fencing token and renewed as lockbench's client does"
+            ),
+            accepted: false,
+            why: format!(
+                "measure it before relying on this record: `lockbench faults --client {path} --backend {chosen}` and `lockbench clients check --backend {chosen} {path}` (docs/CLIENTS.md)"
+            ),
+            owner: team,
+        });
+    };
     if client.backend() != chosen {
         return Some(passed_over(client, chosen, r.fenced, team));
     }

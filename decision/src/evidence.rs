@@ -127,9 +127,15 @@ impl Evidence {
 
     /// The cells measured through `client`, in the order the lab ran them.
     pub fn library_cells(&self, client: lockbench_core::Client) -> Vec<&FaultCell> {
+        self.library_cells_named(client.name())
+    }
+
+    /// The cells measured through the library results name `name` (a user's own adapter is
+    /// named by its file).
+    pub fn library_cells_named(&self, name: &str) -> Vec<&FaultCell> {
         self.library_cells
             .iter()
-            .filter(|c| c.client.as_ref().is_some_and(|u| u.name == client))
+            .filter(|c| c.client.as_ref().is_some_and(|u| u.name.name() == name))
             .collect()
     }
 

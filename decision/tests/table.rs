@@ -3,6 +3,7 @@
 //! told to keep or add. Rows without evidence test the rules from how each backend locks; the rows
 //! after them give fault-lab cells and check that a measurement wins over a rule.
 
+use lockbench_core::ClientChoice;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -870,7 +871,7 @@ fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why
     let on_zookeeper = |client: Option<lockbench_core::Client>| {
         job(
             DecisionAnswers {
-                client,
+                client: client.map(ClientChoice::Shipped),
                 ..answers(DoubleRun::Corrupts, &[Service::Zookeeper], 1, false, true)
             },
             &[UNGUARDED_DB],
@@ -936,7 +937,7 @@ fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why
     let on_etcd = |client: Option<lockbench_core::Client>| {
         job(
             DecisionAnswers {
-                client,
+                client: client.map(ClientChoice::Shipped),
                 ..answers(DoubleRun::Corrupts, &[Service::Etcd], 1, false, true)
             },
             &[UNGUARDED_DB],
@@ -952,6 +953,97 @@ fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why
     assert!(mechanism(&etcd_go, "the fencing token checked by the resource").is_some());
 }
 
+/// A team's own adapter (`client = "./adapters/zk_lock.py"`) is judged by what its measured cells
+/// say it is, as a shipped library is; not measured, no verdict leans on it and the record says
+/// what it assumed and how to measure it.
+#[test]
+fn a_teams_own_adapter_is_judged_by_its_measured_description() {
+    let on_zookeeper = job(
+        DecisionAnswers {
+            client: Some(ClientChoice::Own("./adapters/zk_lock.py".into())),
+            ..answers(DoubleRun::Corrupts, &[Service::Zookeeper], 1, false, true)
+        },
+        &[UNGUARDED_DB],
+    );
+    let unmeasured = decide(&on_zookeeper, &Evidence::default());
+    assert_eq!(unmeasured.backend.map(|b| b.name()), Some("zookeeper"));
+    let r = unmeasured
+        .residual
+        .iter()
+        .find(|r| r.risk.contains("`./adapters/zk_lock.py`"))
+        .expect("the unmeasured adapter is a residual risk");
+    assert!(
+        r.risk.contains("not measured in these results"),
+        "{}",
+        r.risk
+    );
+    assert!(
+        r.risk
+            .contains("as if it handed out zookeeper's fencing token"),
+        "{}",
+        r.risk
+    );
+    assert!(
+        r.why
+            .contains("lockbench faults --client ./adapters/zk_lock.py --backend zookeeper"),
+        "{}",
+        r.why
+    );
+    assert!(!r.accepted);
+
+    let measured_as = |fencing: bool| {
+        let own = lockbench_core::OwnClient::new(
+            "./adapters/zk_lock.py",
+            &lockbench_core::OwnDescription {
+                library: "zk-lock",
+                version: "0.3",
+                backend: lockbench_core::BackendKind::Zookeeper,
+                fencing,
+                renews: true,
+                tells: false,
+            },
+        );
+        let mut c = cell("pause/naive", "zookeeper", 0, "overlap");
+        c.client = Some(lockbench_core::ClientUsed {
+            name: lockbench_core::Client::Own(own),
+            version: "0.3".into(),
+        });
+        Evidence {
+            library_cells: vec![c],
+            ..Evidence::default()
+        }
+    };
+    // Measured, and handing out no token: ZooKeeper leaves the write unprotected, in its name.
+    let tokenless = decide(&on_zookeeper, &measured_as(false));
+    assert_eq!(verdict(&tokenless, "zookeeper"), VerdictKind::Rejected);
+    assert_fact(
+        &tokenless,
+        "zookeeper",
+        "the job locks with the team's own adapter `zk_lock` of zk-lock, which hands out no fencing token",
+    );
+    let listed = tokenless
+        .answers
+        .iter()
+        .find(|a| a.field == "client")
+        .expect("the record lists the client");
+    assert_eq!(
+        listed.value,
+        "`./adapters/zk_lock.py`, the team's own adapter: zk-lock 0.3 on zookeeper, as measured"
+    );
+    // Measured, and handing out one: ZooKeeper and its fence stay.
+    let tokened = decide(&on_zookeeper, &measured_as(true));
+    assert_eq!(tokened.backend.map(|b| b.name()), Some("zookeeper"));
+    assert!(mechanism(&tokened, "the fencing token checked by the resource").is_some());
+    assert!(
+        !tokened
+            .residual
+            .iter()
+            .any(|r| r.risk.contains("not measured")),
+        "{:?}",
+        tokened.residual
+    );
+}
+
 /// A job that ships a library is judged through the library's measured cells: when the lab
 /// saw it tell its holder of a lost lock only after the next holder's grant, the record says
 /// so and says to stop at the job's own deadline; not measured, the record says to measure it.
@@ -959,7 +1051,7 @@ fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why
 fn the_record_judges_the_shipped_library_by_its_measured_telling() {
     let kazoo_job = job(
         DecisionAnswers {
-            client: Some(lockbench_core::Client::Kazoo),
+            client: Some(ClientChoice::Shipped(lockbench_core::Client::Kazoo)),
             ..answers(
                 DoubleRun::WastedWork,
                 &[Service::Zookeeper],

@@ -107,10 +107,10 @@ async fn measure_all(settings: &BenchSettings) -> Result<Measured> {
                 }
                 measured.backends.push(facts(config.id(), &m));
                 measured.results.append(&mut m.results);
-                for program in settings
+                for (program, _) in settings
                     .clients
                     .iter()
-                    .filter(|p| p.client.map(|c| c.backend()) == Some(config.kind) && !config.fair)
+                    .filter(|(_, kind)| *kind == config.kind && !config.fair)
                 {
                     through_library(program, config, &levels, &mut measured).await?;
                 }
@@ -139,9 +139,6 @@ async fn through_library(
     levels: &Levels,
     measured: &mut Measured,
 ) -> Result<()> {
-    let library = program
-        .client
-        .expect("the options admit only shipped adapters");
     let fail = |measured: &mut Measured, error: String| {
         eprintln!("lockbench: bench: {error}");
         measured.failed.push(BenchFailure {
@@ -149,6 +146,18 @@ async fn through_library(
             error,
         });
     };
+    // A user's own adapter says what its library is before its rows are named after it.
+    let program = match lockbench_clients::describe(program, config).await {
+        Ok(described) => described,
+        Err(e) => {
+            fail(measured, e.to_string());
+            return Ok(());
+        }
+    };
+    let program = &program;
+    let library = program
+        .client
+        .expect("a described adapter names its library");
     let mut clients: Vec<Arc<dyn lockbench_locks::LockBackend>> = Vec::new();
     let mut version = String::new();
     for _ in 0..lockbench_bench::clients_needed(levels) {

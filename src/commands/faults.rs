@@ -75,7 +75,11 @@ fn say_swept(swept: &[lockbench_faults::leftovers::Swept]) -> bool {
     all
 }
 
-async fn run_lab(options: LabOptions) -> Result<LabOutput> {
+async fn run_lab(mut options: LabOptions) -> Result<LabOutput> {
+    // A user's own adapter says what its library is before its cells are named after it.
+    if let (Some(program), Some(config)) = (&options.client, options.backends.first()) {
+        options.client = Some(lockbench_clients::describe(program, config).await?);
+    }
     // What labs killed with SIGKILL left (a namespace can hold a subnet this lab would need).
     say_swept(&lockbench_faults::leftovers::sweep().await);
     // Listening from here on: a Ctrl-C (or a SIGTERM, as a job runner sends) stops the trial in

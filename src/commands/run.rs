@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use lockbench_analysis::{MainJobPlan, Replay};
 use lockbench_core::BackendId;
+use lockbench_core::ClientChoice;
 use lockbench_core::records::{Body, read_dir};
 use lockbench_core::{ResultsDir, ResultsError};
 use lockbench_workloads::WorkloadSpec;
@@ -512,10 +513,20 @@ async fn libraries_of(
 ) -> Result<()> {
     let mut clients: Vec<lockbench_core::Client> = Vec::new();
     for spec in &plan.specs {
-        if let Some(c) = spec.answers().decision.and_then(|d| d.client)
-            && !clients.contains(&c)
-        {
-            clients.push(c);
+        match spec.answers().decision.and_then(|d| d.client) {
+            Some(ClientChoice::Shipped(c)) if !clients.contains(&c) => clients.push(c),
+            // The backend it locks on is the team's to name; its record says how to measure it.
+            Some(own @ ClientChoice::Own(_)) => {
+                let line = format!(
+                    "the fault lab through the team's own adapter {path}: it runs once you name the backend it locks on; run `lockbench faults --client {path} --backend NAME --out RESULTS/faults-{name}` into this run's results folder, then `lockbench report RESULTS`",
+                    path = own.argument(),
+                    name = own.name()
+                );
+                if !skipped.contains(&line) {
+                    skipped.push(line);
+                }
+            }
+            _ => {}
         }
     }
     if !clients.is_empty() && plan.job.fault_backends(measured).is_none() {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
-use lockbench_locks::BackendConfig;
+use lockbench_locks::{BackendConfig, BackendKind};
 
 use super::parse::{Refusal, configured_backend, positive_duration, read_config};
 use super::shard;
@@ -24,7 +24,7 @@ pub struct BenchSettings {
     /// When the measured part starts (`--start-at`).
     pub start_at: Option<std::time::SystemTime>,
     /// Client libraries measured beside lockbench's own client, each on its backend.
-    pub clients: Vec<lockbench_clients::Program>,
+    pub clients: Vec<(lockbench_clients::Program, BackendKind)>,
 }
 
 impl BenchSettings {
@@ -37,18 +37,29 @@ impl BenchSettings {
             .map(|name| {
                 let program = lockbench_clients::resolve(name)
                     .map_err(|e| Refusal::new("--client", e.to_string()))?;
-                if program.client.is_none() {
-                    // Its rows would carry no library name: they would read as lockbench's own.
-                    return Err(Refusal::new(
-                        "--client",
-                        format!(
-                            "{name}: bench measures the shipped adapters ({}) so far; check your \
-                             own with `lockbench clients check --backend NAME {name}`",
-                            lockbench_core::Client::names()
-                        ),
-                    ));
-                }
-                Ok(program)
+                let kind = match (program.client, args.backends.as_slice()) {
+                    (Some(library), _) => library.backend(),
+                    // A user's own adapter: its hello confirms the backend named.
+                    (None, [one]) => BackendKind::parse(one).ok_or_else(|| {
+                        Refusal::new(
+                            "--backend",
+                            format!(
+                                "unknown backend \"{one}\"; expected one of: {}",
+                                BackendKind::names()
+                            ),
+                        )
+                    })?,
+                    (None, _) => {
+                        return Err(Refusal::new(
+                            "--backend",
+                            format!(
+                                "{name} is not a shipped adapter: name the one backend it locks \
+                                 on (--backend redis, say)"
+                            ),
+                        ));
+                    }
+                };
+                Ok((program, kind))
             })
             .collect::<Result<Vec<_>, _>>()?;
         if args.shard.is_some() && !clients.is_empty() {
@@ -57,10 +68,9 @@ impl BenchSettings {
                 "a split benchmark (--shard) measures lockbench's own client only; measure a client library in a whole run",
             ));
         }
-        let libraries: Vec<lockbench_core::Client> =
-            clients.iter().filter_map(|p| p.client).collect();
+        let libraries: Vec<BackendKind> = clients.iter().map(|(_, kind)| *kind).collect();
         let backends = if args.backends.is_empty() && !libraries.is_empty() {
-            let mut kinds: Vec<_> = libraries.iter().map(|c| c.backend()).collect();
+            let mut kinds = libraries;
             kinds.dedup();
             kinds
                 .into_iter()

@@ -37,27 +37,13 @@ impl FaultsSettings {
             .map(lockbench_clients::resolve)
             .transpose()
             .map_err(|e| Refusal::new("--client", e.to_string()))?;
-        if let Some(program) = client.as_ref().filter(|p| p.client.is_none()) {
-            // Its cells would carry no library name: they would read as lockbench's own.
-            return Err(Refusal::new(
-                "--client",
-                format!(
-                    "{}: the fault lab runs the shipped adapters ({}) so far; check your own with \
-                     `lockbench clients check --backend NAME {}`",
-                    program.name,
-                    lockbench_core::Client::names(),
-                    program.name
-                ),
-            ));
-        }
-        let backends = if let Some(library) = client.as_ref().and_then(|p| p.client) {
-            let kind = library.backend();
-            if let Some(other) = args.backends.iter().find(|b| *b != kind.name()) {
-                return Err(Refusal::new(
-                    "--backend",
-                    format!("{library} locks on {kind}, not on {other}"),
-                ));
-            }
+        // Through a library, the cells are on its backend: a shipped adapter's is known, a
+        // user's own is named by --backend (its hello then confirms it).
+        let through: Option<(String, BackendKind)> = match &client {
+            None => None,
+            Some(program) => Some((program.name.clone(), library_backend(program, args)?)),
+        };
+        let backends = if let Some((_, kind)) = &through {
             vec![configured_backend(&configs, kind.name(), &args.config)?]
         } else if args.backends.is_empty() {
             configs
@@ -92,7 +78,7 @@ impl FaultsSettings {
         if !asked {
             variants = lockbench_faults::VARIANTS.to_vec();
         }
-        if let Some(library) = client.as_ref().and_then(|p| p.client) {
+        if let Some((library, _)) = &through {
             // A scenario picks the variants that run through a library; a variant named alone
             // that cannot is refused, saying why.
             let named_alone = |v: &Variant| args.scenarios.iter().any(|n| *n == v.label());
@@ -160,5 +146,41 @@ impl FaultsSettings {
             config_path: args.config.clone(),
             client,
         })
+    }
+}
+
+/// The backend `program`'s library locks on: a shipped adapter's own (a `--backend` naming
+/// another is refused), or the one `--backend` names for a user's own adapter.
+fn library_backend(
+    program: &lockbench_clients::Program,
+    args: &FaultsArgs,
+) -> Result<BackendKind, Refusal> {
+    if let Some(library) = program.client {
+        let kind = library.backend();
+        if let Some(other) = args.backends.iter().find(|b| *b != kind.name()) {
+            return Err(Refusal::new(
+                "--backend",
+                format!("{library} locks on {kind}, not on {other}"),
+            ));
+        }
+        return Ok(kind);
+    }
+    match args.backends.as_slice() {
+        [one] => BackendKind::parse(one).ok_or_else(|| {
+            Refusal::new(
+                "--backend",
+                format!(
+                    "unknown backend \"{one}\"; expected one of: {}",
+                    BackendKind::names()
+                ),
+            )
+        }),
+        _ => Err(Refusal::new(
+            "--backend",
+            format!(
+                "{} is not a shipped adapter: name the one backend it locks on (--backend redis, say)",
+                program.name
+            ),
+        )),
     }
 }

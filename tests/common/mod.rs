@@ -106,6 +106,21 @@ pub fn write_file(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
     path
 }
 
+/// A user's own adapter as a user writes one: an executable `dir/name` that runs `script` (a
+/// Python adapter of this repository's) with the interpreter `scripts/clients.sh up` installed.
+pub fn own_adapter(dir: &Path, name: &str, script: &str) -> String {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let path = write_file(
+        dir,
+        name,
+        format!("#!/bin/sh\nexec {root}/target/clients/python/bin/python {root}/{script}\n")
+            .as_bytes(),
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
 /// Deterministic uniform draws in (0, 1): splitmix64.
 pub struct Draws(pub u64);
 

@@ -147,11 +147,12 @@ pub struct DecisionAnswers {
     /// pooler stays on a server connection the pooler hands to other clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub postgres_via: Option<PostgresVia>,
-    /// The client library the job locks with (`redis-py`, `pottery`, `kazoo`; docs/CLIENTS.md).
-    /// What it hands out decides what the resource can refuse: a library without fencing tokens
-    /// leaves the fence nothing to check. Absent: a client that gives the backend's tokens.
+    /// The client library the job locks with (`redis-py`, `pottery`, `kazoo`, or the path of the
+    /// team's own adapter; docs/CLIENTS.md). What it hands out decides what the resource can
+    /// refuse: a library without fencing tokens leaves the fence nothing to check. Absent: a
+    /// client that gives the backend's tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<lockbench_core::Client>,
+    pub client: Option<lockbench_core::ClientChoice>,
 }
 
 /// One step's answers (read as they are from a recorded spec's `[[steps]]`, other fields ignored).

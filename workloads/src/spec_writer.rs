@@ -124,7 +124,7 @@ impl SpecWriter {
             .optional("fenced", d.fenced)
             .optional("crash_recovery", d.crash_recovery.map(exact_duration))
             .optional("postgres_via", d.postgres_via)
-            .optional("client", d.client)
+            .optional("client", d.client.as_ref())
     }
 
     /// One `[[steps]]` entry, its latencies written at `precision`.

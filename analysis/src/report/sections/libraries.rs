@@ -32,8 +32,15 @@ fn library_name(client: &ClientUsed, cell: &FaultCell) -> String {
 /// What the library hands out and does, in a few words.
 fn traits(client: &ClientUsed) -> String {
     let c = client.name;
+    let own = match c.own() {
+        Some(own) => format!(
+            "the team's own adapter (`{}`), as it describes itself: {} {}; ",
+            own.adapter, own.library, own.version
+        ),
+        None => String::new(),
+    };
     format!(
-        "{}; {}; {}",
+        "{own}{}; {}; {}",
         if c.renews_itself() {
             "renews by itself"
         } else {
