@@ -51,8 +51,8 @@ pub enum Command {
     /// starts itself, and measure overlaps, stale writes and what fencing did.
     Faults(FaultsArgs),
     /// The real lock client libraries lockbench drives through adapters (redis-py,
-    /// python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go): list them with their versions and whether each is
-    /// installed, or check that an adapter keeps the adapter protocol against a real server
+    /// python-redis-lock, redis-semaphore, pottery, node-redlock, kazoo, curator, etcd-go, tooz):
+    /// list them with their versions and whether each is installed, or check that an adapter keeps the adapter protocol against a real server
     /// (docs/CLIENTS.md).
     Clients(ClientsArgs),
     /// Merge the shards of a split `simulate`, `ttl` or `bench` run (`--shard I/N`) into the

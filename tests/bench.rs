@@ -160,7 +160,7 @@ fn bench_flags_are_checked() {
         &[
             "--client",
             "unknown client \"jedis\"",
-            "redis-py, python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go",
+            "redis-py, python-redis-lock, redis-semaphore, pottery, node-redlock, kazoo, curator, etcd-go, tooz",
         ],
     );
     refused(

@@ -19,6 +19,8 @@ fn the_shipped_adapters_are_listed_with_their_pinned_versions() {
         ("node-redlock", "5.0.0-beta.2"),
         ("curator", "5.4.0"),
         ("etcd-go", "3.4.23"),
+        ("redis-semaphore", "5.8.0"),
+        ("tooz", "9.1.0"),
     ] {
         let line = text
             .lines()
@@ -91,7 +93,7 @@ fn an_unknown_adapter_is_refused_naming_the_shipped_ones() {
         &["clients", "check", "--config", CONFIG, "jedis"],
         &[
             "unknown client \"jedis\"",
-            "redis-py, python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go",
+            "redis-py, python-redis-lock, redis-semaphore, pottery, node-redlock, kazoo, curator, etcd-go, tooz",
         ],
     );
 }

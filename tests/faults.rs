@@ -727,6 +727,40 @@ fn a_library_that_renews_by_itself_keeps_a_slow_jobs_lock_and_one_that_does_not_
     assert_left_nothing(&record, pid);
 }
 
+/// redis-semaphore's `isAcquired`, which its README's loop runs on, is the library's own flag:
+/// cut off from Redis, its refresh gets no answer, the flag stays true, and a heartbeat that
+/// trusts it keeps the job working beside the next holder. The library tells of the loss (its
+/// `onLockLost`) only once the partition heals. redis-py's heartbeat asks Redis (`extend`) and
+/// stops in time.
+#[test]
+fn redis_semaphores_own_flag_keeps_a_partitioned_holder_working_past_its_ttl() {
+    let (record, pid) = one_trial_through("redis-semaphore", "partition/heartbeat");
+    let flag = cell(&record, "partition/heartbeat", "redis");
+    assert_eq!(flag["client"]["name"], "redis-semaphore", "{flag}");
+    assert_eq!(n(&flag["trials_with_overlap"]), 1, "{flag}");
+    assert!(n(&flag["stale_writes"]) > 0, "{flag}");
+    let told = &flag["lost_told"];
+    assert_eq!((n(&told["told"]), n(&told["by_event"])), (1, 1), "{flag}");
+    assert_left_nothing(&record, pid);
+    let (record, pid) = one_trial_through("redis-py", "partition/heartbeat");
+    let asked = cell(&record, "partition/heartbeat", "redis");
+    assert_eq!(n(&asked["trials_with_overlap"]), 0, "{asked}");
+    assert_left_nothing(&record, pid);
+}
+
+/// tooz's Postgres lock through a transaction-mode PgBouncer: psycopg2 is not in autocommit, so
+/// the lock's `SELECT` opens a transaction that stays open while the lock is held, and the
+/// pooler keeps the server connection, and the session lock on it, the holder's. Nothing
+/// overlaps, where lockbench's own session lock is handed on with the connection.
+#[test]
+fn tooz_keeps_its_lock_through_a_transaction_mode_pgbouncer_by_leaving_its_transaction_open() {
+    let (record, pid) = one_trial_through("tooz", "pooler/transaction-mode");
+    let pooled = cell(&record, "pooler/transaction-mode", "pg-session");
+    assert_eq!(pooled["client"]["name"], "tooz", "{pooled}");
+    assert_eq!(n(&pooled["trials_with_overlap"]), 0, "{pooled}");
+    assert_left_nothing(&record, pid);
+}
+
 /// The reply to the holder's acquisition held for 1.5 TTL on its way back: a Redis holder that
 /// trusts the TTL it asked for works on an expired lock beside the contender (the fence refuses
 /// its writes), one that counts the acquisition's time acquires again, and Redlock's validity
@@ -1148,7 +1182,7 @@ fn faults_flags_are_checked() {
         &[
             "--client",
             "unknown client \"jedis\"",
-            "redis-py, python-redis-lock, pottery, node-redlock, kazoo, curator, etcd-go",
+            "redis-py, python-redis-lock, redis-semaphore, pottery, node-redlock, kazoo, curator, etcd-go, tooz",
         ],
     );
     check(

@@ -179,6 +179,16 @@ pub fn shipped(client: Client) -> Option<Shipped> {
             "clients/adapters/go/etcd_go.go",
             "golang-etcd-server-dev",
         ),
+        Client::RedisSemaphore => adapter(
+            Runtime::Node,
+            "clients/adapters/node/redis_semaphore.js",
+            "redis-semaphore",
+        ),
+        Client::ToozPg => adapter(
+            Runtime::Python,
+            "clients/adapters/python/tooz_pg.py",
+            "tooz",
+        ),
         Client::Own(_) => None,
     }
 }

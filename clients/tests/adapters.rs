@@ -125,3 +125,52 @@ async fn kazoo_tells_its_user_of_a_session_lost_while_it_was_frozen() {
     let _ = adapter.close().await;
     conformance::remove_leftovers(&config, "frozen").await;
 }
+
+/// tooz's Postgres lock takes `pg_advisory_lock(a, b)` with a and b the first two bytes of the
+/// MD5 of the lock's name: two different names whose digests share those bytes are one lock.
+/// The names are found by the search a birthday bound predicts (a few hundred names).
+#[tokio::test]
+async fn tooz_locks_two_names_that_share_two_bytes_of_md5_as_one() {
+    let config = config(BackendKind::PgSession, "tooz");
+    let program = shipped(Client::ToozPg);
+    // The adapter's own interpreter finds two names of this namespace that collide.
+    let search = format!(
+        "import hashlib\nseen = {{}}\nfor i in range(100000):\n    k = f'k{{i}}'\n    d = hashlib.md5(f'{ns}:client:{{k}}'.encode()).digest()[:2]\n    if d in seen:\n        print(seen[d], k)\n        break\n    seen[d] = k\n",
+        ns = config.namespace
+    );
+    let out = std::process::Command::new(&program.argv[0])
+        .args(["-c", &search])
+        .output()
+        .expect("the Python scripts/clients.sh up installed");
+    let found = String::from_utf8(out.stdout).unwrap();
+    let (first, second) = found
+        .trim()
+        .split_once(' ')
+        .unwrap_or_else(|| panic!("no collision found: {found}"));
+    assert_ne!(first, second);
+    let a = AdapterLock::start(&program, &config)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; {SERVERS}"));
+    let b = AdapterLock::start(&program, &config)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; {SERVERS}"));
+    let ttl = Duration::from_secs(1);
+    let lease = a
+        .try_acquire(first, ttl)
+        .await
+        .unwrap()
+        .expect("the first name is free");
+    assert!(
+        b.try_acquire(second, ttl).await.unwrap().is_none(),
+        "tooz granted {second} while {first}, another name with the same two bytes of MD5, was held"
+    );
+    assert!(a.release(&lease).await.unwrap());
+    let other = b
+        .try_acquire(second, ttl)
+        .await
+        .unwrap()
+        .expect("free once the first name is released");
+    assert!(b.release(&other).await.unwrap());
+    let _ = a.close().await;
+    let _ = b.close().await;
+}

@@ -31,6 +31,11 @@ pub enum Client {
     Curator,
     /// etcd's Go `concurrency.Mutex` (clientv3, etcd 3.4), on etcd.
     EtcdGo,
+    /// redis-semaphore's `Mutex` (Node) with its automatic refresh, on one Redis.
+    RedisSemaphore,
+    /// tooz's Postgres lock (Python, OpenStack): a session advisory lock on a connection of its
+    /// own.
+    ToozPg,
     /// A user's own adapter (`lockbench faults --client ./my_adapter.py`).
     Own(&'static OwnClient),
 }
@@ -122,14 +127,16 @@ impl OwnClient {
 
 impl Client {
     /// Every shipped adapter, in the order listings show them (a user's own is not among them).
-    pub const ALL: [Client; 7] = [
+    pub const ALL: [Client; 9] = [
         Client::RedisPy,
         Client::PythonRedisLock,
+        Client::RedisSemaphore,
         Client::Pottery,
         Client::NodeRedlock,
         Client::Kazoo,
         Client::Curator,
         Client::EtcdGo,
+        Client::ToozPg,
     ];
 
     /// The adapter's name on the command line and in results.
@@ -142,6 +149,8 @@ impl Client {
             Client::NodeRedlock => "node-redlock",
             Client::Curator => "curator",
             Client::EtcdGo => "etcd-go",
+            Client::RedisSemaphore => "redis-semaphore",
+            Client::ToozPg => "tooz",
             Client::Own(own) => &own.name,
         }
     }
@@ -159,7 +168,10 @@ impl Client {
     /// The backend the library locks on.
     pub fn backend(self) -> BackendKind {
         match self {
-            Client::RedisPy | Client::PythonRedisLock => BackendKind::Redis,
+            Client::RedisPy | Client::PythonRedisLock | Client::RedisSemaphore => {
+                BackendKind::Redis
+            }
+            Client::ToozPg => BackendKind::PgSession,
             Client::Kazoo => BackendKind::Zookeeper,
             Client::Pottery | Client::NodeRedlock => BackendKind::Redlock,
             Client::Curator => BackendKind::Zookeeper,
@@ -179,7 +191,9 @@ impl Client {
             | Client::Kazoo
             | Client::Pottery
             | Client::NodeRedlock
-            | Client::Curator => false,
+            | Client::Curator
+            | Client::RedisSemaphore
+            | Client::ToozPg => false,
             Client::Own(own) => own.fencing,
         }
     }
@@ -192,8 +206,10 @@ impl Client {
             | Client::NodeRedlock
             | Client::Kazoo
             | Client::Curator
-            | Client::EtcdGo => true,
-            Client::RedisPy | Client::Pottery => false,
+            | Client::EtcdGo
+            | Client::RedisSemaphore => true,
+            // tooz's Postgres lock has no TTL to renew: it lives as long as its connection.
+            Client::RedisPy | Client::Pottery | Client::ToozPg => false,
             Client::Own(own) => own.renews,
         }
     }
@@ -202,9 +218,13 @@ impl Client {
     /// channel) without being asked; false when the user learns it only by asking.
     pub fn tells_of_loss(self) -> bool {
         match self {
-            Client::NodeRedlock | Client::Kazoo | Client::Curator | Client::EtcdGo => true,
+            Client::NodeRedlock
+            | Client::Kazoo
+            | Client::Curator
+            | Client::EtcdGo
+            | Client::RedisSemaphore => true,
             // python-redis-lock's renewal thread ends on the loss without telling anyone.
-            Client::RedisPy | Client::PythonRedisLock | Client::Pottery => false,
+            Client::RedisPy | Client::PythonRedisLock | Client::Pottery | Client::ToozPg => false,
             Client::Own(own) => own.tells,
         }
     }
@@ -220,6 +240,8 @@ impl Client {
             Client::NodeRedlock => "node-redlock using (Node)",
             Client::Curator => "Curator InterProcessMutex (Java)",
             Client::EtcdGo => "etcd concurrency.Mutex (Go)",
+            Client::RedisSemaphore => "redis-semaphore Mutex (Node)",
+            Client::ToozPg => "tooz Postgres lock (Python)",
             Client::Own(own) => &own.called,
         }
     }

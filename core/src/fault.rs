@@ -272,12 +272,15 @@ impl Variant {
                 "its workers start while the server is unreachable, and an adapter needs the \
                  server at its hello",
             ),
-            Variant::PoolLeak(_)
-            | Variant::Pooler(_)
-            | Variant::PartitionKeepalive
-            | Variant::CrashHostVanished { keepalive: true } => {
-                Some("it runs on Postgres, and no shipped library locks on Postgres")
-            }
+            Variant::Pooler(_) => None,
+            Variant::PoolLeak(_) => Some(
+                "its two jobs share one pooled connection of lockbench's own pool, which no \
+                 library's lock does",
+            ),
+            Variant::PartitionKeepalive | Variant::CrashHostVanished { keepalive: true } => Some(
+                "its keepalive travels as options in the holder's Postgres URL, which a library \
+                 need not pass on (tooz keeps only the host, port, database, user and password)",
+            ),
         }
     }
 

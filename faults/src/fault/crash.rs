@@ -94,7 +94,10 @@ impl Fault for Crash {
             })?;
         trial.holder.pause()?;
         partition.ns.vanish()?;
-        trial.contender_step = Some(trial.contender.next_step(trial.longest).await?);
+        // The contender's wait is the trial's longest; a library may answer a little after its
+        // wait ran out (tooz retries with a backoff of up to 1 s), and its answer is the cell.
+        let answer = trial.longest + Duration::from_secs(5);
+        trial.contender_step = Some(trial.contender.next_step(answer).await?);
         trial.end_ns = Some(crate::clock::monotonic_ns());
         trial.holder.kill()?;
         partition.ns.heal()

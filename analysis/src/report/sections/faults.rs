@@ -95,7 +95,11 @@ pub(super) fn cannot_prevent(evidence: &Inputs, backend: BackendId) -> Option<St
 
 /// The tone and text of a cell in the grid.
 pub(super) fn grid_cell(c: &FaultCell) -> GridCell {
-    let text = if c.trials_with_overlap == 0 {
+    let text = if c.trials_with_overlap == 0 && c.contender_timed_out > 0 {
+        // Nothing overlapped because nobody else got the lock: say so beside the count (how
+        // long the contender waited is in the appendix; the chart's column has no room).
+        format!("0/{}, not granted", c.trials)
+    } else if c.trials_with_overlap == 0 {
         format!("0/{}", c.trials)
     } else {
         format!(

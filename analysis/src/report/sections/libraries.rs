@@ -43,6 +43,8 @@ fn traits(client: &ClientUsed) -> String {
         "{own}{}; {}; {}",
         if c.renews_itself() {
             "renews by itself"
+        } else if c.backend().scope() == lockbench_core::LockScope::Session {
+            "held while its connection lives (no TTL)"
         } else {
             "renewed by its user"
         },
