@@ -615,6 +615,35 @@ fn a_partitioned_holder_with_a_give_up_deadline_stops_before_the_lock_passes_and
     assert!(!links.contains(&format!(": lbf{}", &run[..6])), "{links}");
 }
 
+/// A consensus store lets a partitioned holder go by its own timer: reached through the lab's
+/// forwarders, an etcd holder cut off for two leases loses its lease. With a give-up deadline
+/// the job stops first; without, it works on beside the next holder and etcd's token lets the
+/// resource refuse every stale write.
+#[test]
+fn a_partitioned_etcd_holder_loses_its_lease_and_the_fence_refuses_it_unless_it_gave_up() {
+    let (record, pid) = faults(&[
+        "--scenario",
+        "partition",
+        "--trials",
+        "1",
+        "--ttl",
+        "1s",
+        "--backend",
+        "etcd",
+    ]);
+    let careful = cell(&record, "partition/heartbeat", "etcd");
+    assert_eq!(n(&careful["trials_with_overlap"]), 0, "{careful}");
+    assert_eq!(n(&careful["contender_timed_out"]), 0, "{careful}");
+    let naive = cell(&record, "partition/no-give-up", "etcd");
+    assert_eq!(n(&naive["trials_with_overlap"]), 1, "{naive}");
+    assert!(n(&naive["stale_writes"]) >= 1, "{naive}");
+    assert_eq!(
+        naive["stale_rejected_by_fence"], naive["stale_writes"],
+        "{naive}"
+    );
+    assert_left_nothing(&record, pid);
+}
+
 #[test]
 fn postgres_keeps_a_partitioned_holders_lock_until_tcp_keepalive_gives_up() {
     let (record, pid) = faults(&[
@@ -730,10 +759,10 @@ fn a_library_that_renews_by_itself_keeps_a_slow_jobs_lock_and_one_that_does_not_
 /// redis-semaphore's `isAcquired`, which its README's loop runs on, is the library's own flag:
 /// cut off from Redis, its refresh gets no answer, the flag stays true, and a heartbeat that
 /// trusts it keeps the job working beside the next holder. The library tells of the loss (its
-/// `onLockLost`) only once the partition heals. redis-py's heartbeat asks Redis (`extend`) and
-/// stops in time.
+/// `onLockLost`) only once the partition heals. node-redlock's `signal.aborted` does the same
+/// on Redlock. redis-py's heartbeat asks Redis (`extend`) and stops in time.
 #[test]
-fn redis_semaphores_own_flag_keeps_a_partitioned_holder_working_past_its_ttl() {
+fn the_node_libraries_own_view_keeps_a_partitioned_holder_working_past_its_ttl() {
     let (record, pid) = one_trial_through("redis-semaphore", "partition/heartbeat");
     let flag = cell(&record, "partition/heartbeat", "redis");
     assert_eq!(flag["client"]["name"], "redis-semaphore", "{flag}");
@@ -741,6 +770,10 @@ fn redis_semaphores_own_flag_keeps_a_partitioned_holder_working_past_its_ttl() {
     assert!(n(&flag["stale_writes"]) > 0, "{flag}");
     let told = &flag["lost_told"];
     assert_eq!((n(&told["told"]), n(&told["by_event"])), (1, 1), "{flag}");
+    assert_left_nothing(&record, pid);
+    let (record, pid) = one_trial_through("node-redlock", "partition/heartbeat");
+    let signal = cell(&record, "partition/heartbeat", "redlock");
+    assert_eq!(n(&signal["trials_with_overlap"]), 1, "{signal}");
     assert_left_nothing(&record, pid);
     let (record, pid) = one_trial_through("redis-py", "partition/heartbeat");
     let asked = cell(&record, "partition/heartbeat", "redis");

@@ -87,8 +87,16 @@ impl Design for Variant {
             (Scenario::ClockJump, kind) => {
                 matches!(kind, BackendKind::Zookeeper | BackendKind::Etcd)
             }
+            // Redis behind a private server; Redlock, etcd and ZooKeeper through the lab's
+            // forwarders to the configured servers, which expire the holder by their timers.
             (Scenario::Partition, kind) => {
-                kind == BackendKind::Redis && self != Variant::PartitionKeepalive
+                matches!(
+                    kind,
+                    BackendKind::Redis
+                        | BackendKind::Redlock
+                        | BackendKind::Etcd
+                        | BackendKind::Zookeeper
+                ) && self != Variant::PartitionKeepalive
             }
             (Scenario::PoolLeak, kind) => kind == BackendKind::PgSession,
             (Scenario::Pooler, kind) => {
@@ -293,7 +301,7 @@ impl Design for Variant {
             Variant::PoolLeak(PoolMode::NoReset) => "one process, a pool of one Postgres connection given back without a reset: job 1 takes the session lock, gives the connection back, works, skips its release; job 2 takes the same connection while job 1 works; the pool closes it 2 x TTL after both".to_string(),
             Variant::PoolLeak(PoolMode::UnlockAll) => "as no-reset, but the pool runs pg_advisory_unlock_all() on every connection given back (what DISCARD ALL includes)".to_string(),
             Variant::PoolLeak(PoolMode::Xact) => "as no-reset, but each job takes pg_advisory_xact_lock in a transaction held to its end (job 1's error path rolls it back)".to_string(),
-            Variant::PartitionHeartbeat => "holder in a network namespace of the lab's, its packets to and from its private server (redis-server, or postgres) dropped by nftables for 2 x TTL (Postgres: 2 x TTL + 6 s); a heartbeat renews every TTL/3 and the job stops when no renewal succeeded for 2/3 TTL".to_string(),
+            Variant::PartitionHeartbeat => "holder in a network namespace of the lab's, its packets to and from its server dropped by nftables for 2 x TTL (Postgres: 2 x TTL + 6 s): a private redis-server or postgres, or the lab's forwarders to the configured Redlock nodes, etcd or ZooKeeper; a heartbeat renews every TTL/3 and the job stops when no renewal succeeded for 2/3 TTL".to_string(),
             Variant::PartitionNoGiveUp => "as partition/heartbeat, but the job never asks the heartbeat and keeps working through the partition".to_string(),
             Variant::PartitionKeepalive => "as partition/heartbeat on Postgres, the server's TCP keepalive giving up after about 3 s (tcp_keepalives_idle 1 s, interval 1 s, count 2) instead of the system's two hours".to_string(),
             Variant::ClockJump => "a private server's wall clock jumps 2 x TTL ahead while the lock is held (the LD_PRELOAD shim in its JVM; checked by the creation time it stamps on a znode), the same jump that takes Redlock nodes' keys".to_string(),

@@ -1,5 +1,7 @@
-//! `partition/*`: the holder, in a network namespace of the lab's, cut off from its private
-//! server (Redis, or Postgres) by nftables for a while, then healed.
+//! `partition/*`: the holder, in a network namespace of the lab's, cut off from its server by
+//! nftables for a while, then healed: a private Redis or Postgres (so that the server's own
+//! socket meets the cut), or the lab's forwarders to the configured Redlock nodes, etcd or
+//! ZooKeeper, which let the holder go by their own timers.
 
 use std::time::Duration;
 
@@ -23,7 +25,8 @@ impl Fault for Partition {
     fn needs(&self, backend: BackendKind) -> Vec<Need> {
         match backend {
             BackendKind::PgSession => vec![Need::Netns, Need::Postgres],
-            _ => vec![Need::RedisServer, Need::Netns],
+            BackendKind::Redis => vec![Need::RedisServer, Need::Netns],
+            _ => vec![Need::Netns],
         }
     }
 
@@ -42,17 +45,20 @@ impl Fault for Partition {
                 &[]
             };
             setup.private_postgres(settings).await
-        } else {
+        } else if setup.config.kind == BackendKind::Redis {
             setup
                 .private_redis(1, crate::server::Persistence::None, false)
                 .await
+        } else {
+            setup.reroute_holder().await
         }
     }
 
-    /// The job lasts three TTLs, to outlive its partition.
+    /// The job lasts three granted leases (a ZooKeeper session, an etcd lease may be longer
+    /// than the TTL asked), to outlive its partition.
     fn shape(&self, shape: Shape, _stage: &Stage, _config: &BackendConfig) -> Shape {
         Shape {
-            job: shape.ttl * 3,
+            job: shape.lease.max(shape.ttl) * 3,
             writes: WRITES * 3,
             onset: Onset::AfterWrite,
             ..shape
@@ -68,14 +74,22 @@ impl Fault for Partition {
         }
     }
 
+    /// Cuts the holder off from its private server, or from every forwarder it reaches the
+    /// configured servers through.
     async fn inject(&self, trial: &mut Trial<'_>) -> Result<(), FaultError> {
-        let port = trial.stage.server_port();
+        let ports: Vec<u16> = if trial.stage.forwarders.is_empty() {
+            vec![trial.stage.server_port()]
+        } else {
+            trial.stage.forwarders.iter().map(|f| f.port()).collect()
+        };
         let partition = trial
             .stage
             .partition
             .as_mut()
             .ok_or_else(|| FaultError::Server("a partition without a namespace".to_string()))?;
-        partition.ns.partition(port)?;
+        for port in ports {
+            partition.ns.partition(port)?;
+        }
         tokio::time::sleep(trial.length).await;
         partition.ns.heal()
     }
