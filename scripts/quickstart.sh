@@ -18,7 +18,7 @@ say "== building lockbench (release; from nothing 5 to 8 minutes on 2 cores)"
 cargo build --release --quiet --bin lockbench
 out=results/quickstart-$(date +%Y%m%d-%H%M%S)
 
-say "== lockbench run: about 10 to 13 minutes on 2 cores (--quick: about 6.5): the TTLs in about 25 s (the first record, interim, in $out/report), the benchmark 2 to 4.5 minutes, the fault lab about 6.5, the rest about 1.5; each step prints its time as it ends"
+say "== lockbench run: about 10 to 13 minutes on 2 cores (--quick: about 7): the TTLs in about 25 s (the first record, interim, in $out/report), the benchmark 1.5 to 4.5 minutes, the fault lab about 7, the rest about 1.5; each step prints its time as it ends"
 target/release/lockbench run --out "$out" "$@"
 
 say "results: $out; the decision record: $out/report/report.md (and report.html beside it)"

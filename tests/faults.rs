@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::lab::{
-    assert_left_nothing, cell, faults, faults_exiting, n, one_trial_through, output,
+    assert_left_nothing, cell, cell_through, faults, faults_exiting, n, one_trial_through, output,
 };
 use common::{CONFIG, lockbench_process, refused};
 use serde_json::Value;
@@ -745,15 +745,11 @@ fn a_live_job_longer_than_its_lease_overlaps_on_a_key_unless_a_heartbeat_renews_
 /// routine runs, and nothing overlaps. Whether renewal is automatic is the library's, measured.
 #[test]
 fn a_library_that_renews_by_itself_keeps_a_slow_jobs_lock_and_one_that_does_not_overlaps() {
-    let (record, pid) = one_trial_through("redis-py", "overrun/slow-job");
-    let plain = cell(&record, "overrun/slow-job", "redis");
+    let plain = cell_through("redis-py", "overrun/slow-job", "redis");
     assert_eq!(n(&plain["trials_with_overlap"]), 1, "{plain}");
-    assert_left_nothing(&record, pid);
-    let (record, pid) = one_trial_through("node-redlock", "overrun/slow-job");
-    let renewing = cell(&record, "overrun/slow-job", "redlock");
+    let renewing = cell_through("node-redlock", "overrun/slow-job", "redlock");
     assert_eq!(renewing["client"]["name"], "node-redlock", "{renewing}");
     assert_eq!(n(&renewing["trials_with_overlap"]), 0, "{renewing}");
-    assert_left_nothing(&record, pid);
 }
 
 /// redis-semaphore's `isAcquired`, which its README's loop runs on, is the library's own flag:
@@ -763,22 +759,16 @@ fn a_library_that_renews_by_itself_keeps_a_slow_jobs_lock_and_one_that_does_not_
 /// on Redlock. redis-py's heartbeat asks Redis (`extend`) and stops in time.
 #[test]
 fn the_node_libraries_own_view_keeps_a_partitioned_holder_working_past_its_ttl() {
-    let (record, pid) = one_trial_through("redis-semaphore", "partition/heartbeat");
-    let flag = cell(&record, "partition/heartbeat", "redis");
+    let flag = cell_through("redis-semaphore", "partition/heartbeat", "redis");
     assert_eq!(flag["client"]["name"], "redis-semaphore", "{flag}");
     assert_eq!(n(&flag["trials_with_overlap"]), 1, "{flag}");
     assert!(n(&flag["stale_writes"]) > 0, "{flag}");
     let told = &flag["lost_told"];
     assert_eq!((n(&told["told"]), n(&told["by_event"])), (1, 1), "{flag}");
-    assert_left_nothing(&record, pid);
-    let (record, pid) = one_trial_through("node-redlock", "partition/heartbeat");
-    let signal = cell(&record, "partition/heartbeat", "redlock");
+    let signal = cell_through("node-redlock", "partition/heartbeat", "redlock");
     assert_eq!(n(&signal["trials_with_overlap"]), 1, "{signal}");
-    assert_left_nothing(&record, pid);
-    let (record, pid) = one_trial_through("redis-py", "partition/heartbeat");
-    let asked = cell(&record, "partition/heartbeat", "redis");
+    let asked = cell_through("redis-py", "partition/heartbeat", "redis");
     assert_eq!(n(&asked["trials_with_overlap"]), 0, "{asked}");
-    assert_left_nothing(&record, pid);
 }
 
 /// tooz's Postgres lock through a transaction-mode PgBouncer: psycopg2 is not in autocommit, so
@@ -787,11 +777,9 @@ fn the_node_libraries_own_view_keeps_a_partitioned_holder_working_past_its_ttl()
 /// overlaps, where lockbench's own session lock is handed on with the connection.
 #[test]
 fn tooz_keeps_its_lock_through_a_transaction_mode_pgbouncer_by_leaving_its_transaction_open() {
-    let (record, pid) = one_trial_through("tooz", "pooler/transaction-mode");
-    let pooled = cell(&record, "pooler/transaction-mode", "pg-session");
+    let pooled = cell_through("tooz", "pooler/transaction-mode", "pg-session");
     assert_eq!(pooled["client"]["name"], "tooz", "{pooled}");
     assert_eq!(n(&pooled["trials_with_overlap"]), 0, "{pooled}");
-    assert_left_nothing(&record, pid);
 }
 
 /// The reply to the holder's acquisition held for 1.5 TTL on its way back: a Redis holder that
@@ -825,14 +813,10 @@ fn a_lock_expired_by_the_time_its_grant_arrives_overlaps_unless_the_job_checks_t
 /// acquires again.
 #[test]
 fn one_redlock_library_hands_out_a_lock_that_has_already_expired_and_the_other_does_not() {
-    let (record, pid) = one_trial_through("node-redlock", "latency/expired-at-grant");
-    let expired = cell(&record, "latency/expired-at-grant", "redlock");
+    let expired = cell_through("node-redlock", "latency/expired-at-grant", "redlock");
     assert_eq!(n(&expired["trials_with_overlap"]), 1, "{expired}");
-    assert_left_nothing(&record, pid);
-    let (record, pid) = one_trial_through("pottery", "latency/expired-at-grant");
-    let refused = cell(&record, "latency/expired-at-grant", "redlock");
+    let refused = cell_through("pottery", "latency/expired-at-grant", "redlock");
     assert_eq!(n(&refused["trials_with_overlap"]), 0, "{refused}");
-    assert_left_nothing(&record, pid);
 }
 
 /// A holder stalled between its job and its release: its release arrives after its lease

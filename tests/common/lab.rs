@@ -28,6 +28,14 @@ pub fn one_trial_through(client: &str, scenario: &str) -> (Value, u32) {
     ])
 }
 
+/// The cell of `variant` on `backend` after one trial through `client` ([`one_trial_through`]),
+/// the run checked to have left nothing behind.
+pub fn cell_through(client: &str, variant: &str, backend: &str) -> Value {
+    let (record, pid) = one_trial_through(client, variant);
+    assert_left_nothing(&record, pid);
+    cell(&record, variant, backend).clone()
+}
+
 /// `lockbench faults ARGS` as [`faults`], expecting exit code `code` (3: a cell not run).
 pub fn faults_exiting(args: &[&str], code: i32) -> (Value, u32) {
     let child = lockbench_process()
