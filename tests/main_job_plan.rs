@@ -106,6 +106,16 @@ fn run_quick_is_the_plan_that_made_the_committed_sample() {
             &out("faults-curator"),
         ),
     );
+    // ledger's decision moves it to etcd, off Curator's ZooKeeper, and its resource checks a
+    // token: the lab again through the shipped library that hands out etcd's.
+    same(
+        "faults-etcd-go",
+        plan.library_args(
+            config,
+            lockbench_core::Client::EtcdGo,
+            &out("faults-etcd-go"),
+        ),
+    );
     // billing's incident: on the first preferred backend measured, each defence, then on its
     // decided pg-session, held as a session (today's TTL passed, ignored).
     let billing = Replay {

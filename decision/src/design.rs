@@ -951,7 +951,7 @@ fn library_residual(
         });
     };
     if client.backend() != chosen {
-        return Some(passed_over(client, chosen, r.fenced, team));
+        return Some(passed_over(client, chosen, r.fenced, team, ev));
     }
     let cells = ev.library_cells(client);
     let Some(version) = cells.first().and_then(|c| c.client.as_ref()) else {
@@ -1017,36 +1017,71 @@ fn library_residual(
     })
 }
 
+/// The shipped adapters on `chosen` that hand out its fencing token with the lock.
+pub(crate) fn tokened_on(chosen: BackendKind) -> Vec<lockbench_core::Client> {
+    lockbench_core::Client::ALL
+        .into_iter()
+        .filter(|c| c.backend() == chosen && c.gives_fencing_token())
+        .collect()
+}
+
+/// A candidate library as the record names it, with what the lab measured through it when it
+/// did (its first cell, a paused holder in `lockbench run`).
+fn candidate(c: lockbench_core::Client, ev: &Evidence) -> String {
+    match ev.library_cells(c).first() {
+        Some(cell) => format!(
+            "{} (`{c}`; measured through it here, {})",
+            c.library(),
+            describe(cell)
+        ),
+        None => format!("{} (`{c}`)", c.library()),
+    }
+}
+
 /// The job's lock library does not lock on the chosen backend: the move needs a new client,
-/// and with a fence, one that hands out the chosen backend's token.
+/// and with a fence, one that hands out the chosen backend's token. A candidate the lab measured
+/// is cited with what it did.
 fn passed_over(
     client: lockbench_core::Client,
     chosen: BackendKind,
     fenced: bool,
     team: String,
+    ev: &Evidence,
 ) -> Residual {
     let on_chosen = lockbench_core::Client::ALL
         .into_iter()
         .filter(|c| c.backend() == chosen);
-    let tokened: Vec<String> = on_chosen
-        .clone()
-        .filter(|c| c.gives_fencing_token())
-        .map(|c| format!("{} (`{c}`)", c.library()))
+    let tokened: Vec<String> = tokened_on(chosen)
+        .into_iter()
+        .map(|c| candidate(c, ev))
         .collect();
+    let measured = tokened_on(chosen)
+        .into_iter()
+        .any(|c| !ev.library_cells(c).is_empty());
     let shipped: Vec<String> = on_chosen.map(|c| format!("`{c}`")).collect();
     Residual {
         risk: format!(
-            "the job locks with {}, which does not lock on {chosen}: the move needs a new lock client, not yet chosen or measured",
-            client.library()
+            "the job locks with {}, which does not lock on {chosen}: the move needs a new lock client, not yet chosen{}",
+            client.library(),
+            if fenced && measured {
+                ""
+            } else {
+                " or measured"
+            }
         ),
         accepted: false,
         why: if fenced {
             format!(
-                "choose one that hands out {chosen}'s fencing token with the lock ({}), then measure it through the fault lab (`lockbench faults --client`)",
+                "choose one that hands out {chosen}'s fencing token with the lock ({}), then measure {} through the fault lab (`lockbench faults --client`)",
                 if tokened.is_empty() {
                     "none of lockbench's shipped adapters does".to_string()
                 } else {
                     format!("of lockbench's shipped adapters, {}", tokened.join(", "))
+                },
+                if measured {
+                    "the one adopted, as the job calls it,"
+                } else {
+                    "it"
                 }
             )
         } else {

@@ -55,6 +55,25 @@ pub fn decide(job: &JobAnswers, evidence: &Evidence) -> Decision {
     decision
 }
 
+/// The shipped client libraries a job would move to: when its decision chooses a backend its
+/// named library does not lock on and its resource checks a fencing token, the shipped adapters
+/// on the chosen backend that hand one out. `lockbench run` measures them, so that the record
+/// can say what the candidate does rather than only that one is needed.
+pub fn replacement_clients(
+    job: &JobAnswers,
+    decision: &Decision,
+    evidence: &Evidence,
+) -> Vec<lockbench_core::Client> {
+    let resolved = Resolved::of(job).measured(evidence);
+    let (Some(client), Some(chosen)) = (resolved.client, decision.backend) else {
+        return Vec::new();
+    };
+    if client.backend() == chosen || !resolved.fenced {
+        return Vec::new();
+    }
+    design::tokened_on(chosen)
+}
+
 /// The decision on answers already resolved (missing ones assumed), without the list of what
 /// each missing answer would change.
 pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> Decision {

@@ -953,6 +953,77 @@ fn a_library_without_fencing_tokens_takes_the_fence_away_and_the_record_says_why
     assert!(mechanism(&etcd_go, "the fencing token checked by the resource").is_some());
 }
 
+/// A fenced job moved off its library's backend needs a new client: `replacement_clients`
+/// names the shipped one that hands out the chosen backend's token (what `lockbench run`
+/// measures), and once its cells are in the evidence the record cites what it did.
+#[test]
+fn the_library_a_fenced_job_moves_to_is_named_and_cited_once_measured() {
+    let on_zookeeper = job(
+        DecisionAnswers {
+            client: Some(ClientChoice::Shipped(lockbench_core::Client::Curator)),
+            ..answers(
+                DoubleRun::Corrupts,
+                &[Service::Zookeeper, Service::Etcd],
+                1,
+                false,
+                true,
+            )
+        },
+        &[UNGUARDED_DB],
+    );
+    let unmeasured = decide(&on_zookeeper, &Evidence::default());
+    assert_eq!(unmeasured.backend.map(|b| b.name()), Some("etcd"));
+    assert_eq!(
+        lockbench_decision::replacement_clients(&on_zookeeper, &unmeasured, &Evidence::default()),
+        vec![lockbench_core::Client::EtcdGo]
+    );
+    let moved = |d: &lockbench_decision::Decision| {
+        d.residual
+            .iter()
+            .find(|r| r.risk.contains("which does not lock on etcd"))
+            .cloned()
+            .expect("the move to a new client is a residual risk")
+    };
+    assert!(
+        moved(&unmeasured)
+            .risk
+            .ends_with("not yet chosen or measured")
+    );
+
+    let mut paused = cell("pause/naive", "etcd", 2, "overlap");
+    paused.client = Some(lockbench_core::ClientUsed {
+        name: lockbench_core::Client::EtcdGo,
+        version: "3.4.23".into(),
+    });
+    let measured = Evidence {
+        library_cells: vec![paused],
+        ..Evidence::default()
+    };
+    let d = decide(&on_zookeeper, &measured);
+    let r = moved(&d);
+    assert!(r.risk.ends_with("not yet chosen"), "{}", r.risk);
+    assert!(
+        r.why
+            .contains("etcd concurrency.Mutex (Go) (`etcd-go`; measured through it here, pause/naive: overlap in 2/2 trials"),
+        "{}",
+        r.why
+    );
+    assert!(!r.accepted);
+    // A job without a fence, or one whose library already locks on the chosen backend, is
+    // moved to no new library.
+    let unfenced = job(
+        DecisionAnswers {
+            client: Some(ClientChoice::Shipped(lockbench_core::Client::Curator)),
+            ..answers(DoubleRun::Corrupts, &[Service::Zookeeper], 1, false, false)
+        },
+        &[UNGUARDED_DB],
+    );
+    let d = decide(&unfenced, &Evidence::default());
+    assert!(
+        lockbench_decision::replacement_clients(&unfenced, &d, &Evidence::default()).is_empty()
+    );
+}
+
 /// A team's own adapter (`client = "./adapters/zk_lock.py"`) is judged by what its measured cells
 /// say it is, as a shipped library is; not measured, no verdict leans on it and the record says
 /// what it assumed and how to measure it.

@@ -505,7 +505,9 @@ async fn faults_of(plan: &Plan, measured: &[BackendId], skipped: &mut Vec<String
 }
 
 /// The fault lab through each client library a spec names (`[decision] client`), on its
-/// backend: the library's cells are what the record judges it by.
+/// backend: the library's cells are what the record judges it by. Then through the shipped
+/// library a decision moves a fenced job to, when it chooses a backend the named library does
+/// not lock on: the record then says what that candidate did.
 async fn libraries_of(
     plan: &Plan,
     measured: &[BackendId],
@@ -533,34 +535,70 @@ async fn libraries_of(
         skipped.push("the fault lab through the client libraries: it needs the configured Postgres (pg-session) for its protected resource, and the benchmark did not reach it".to_string());
         return Ok(());
     }
-    for client in clients {
-        let backend = client.backend();
-        if !measured.contains(&BackendId::of(backend)) {
-            skipped.push(format!(
-                "the fault lab through {client}: the benchmark did not reach {backend}"
-            ));
-            continue;
+    for &client in &clients {
+        let title = format!(
+            "what {} does under a pause, through its adapter on {}",
+            client.library(),
+            client.backend()
+        );
+        library_lab(plan, client, &title, measured, skipped).await?;
+    }
+    if clients.is_empty() {
+        return Ok(());
+    }
+    // What the record decides from the libraries' cells: a fenced job moved off its library's
+    // backend needs a new client, and the shipped one that hands out the token is measured.
+    let evidence = lockbench_analysis::report::load(std::slice::from_ref(&plan.staging))
+        .map(|e| e.for_decision())
+        .unwrap_or_default();
+    let mut candidates: Vec<(lockbench_core::Client, String)> = Vec::new();
+    for spec in &plan.specs {
+        let answers = spec.answers();
+        let decided = lockbench_decision::decide(&answers, &evidence);
+        for c in lockbench_decision::replacement_clients(&answers, &decided, &evidence) {
+            if !clients.contains(&c) && !candidates.iter().any(|(seen, _)| *seen == c) {
+                candidates.push((c, answers.job.clone()));
+            }
         }
-        if !lockbench_clients::programs::installed(client) {
-            skipped.push(format!(
-                "the fault lab through {client}: its library is not installed; install it with scripts/clients.sh up"
-            ));
-            continue;
-        }
-        let out = plan.staging.join(format!("faults-{client}"));
-        let args = plan.job.library_args(&plan.config, client, &out);
-        let code = step(
-            plan,
-            &format!(
-                "what {} does under a pause, through its adapter on {backend}",
-                client.library()
-            ),
-            &args,
-        )
-        .await?;
-        if code != Exit::Ok && code != Exit::Partial {
-            anyhow::bail!("faults through {client} failed ({code}); see above");
-        }
+    }
+    for (client, job) in candidates {
+        let title = format!(
+            "what {} does under a pause, through its adapter on {} (the {job} job's decision moves it there)",
+            client.library(),
+            client.backend()
+        );
+        library_lab(plan, client, &title, measured, skipped).await?;
+    }
+    Ok(())
+}
+
+/// The lab through `client` on its backend, into `faults-CLIENT`, when its backend was reached
+/// and its library is installed; otherwise a line in `skipped`.
+async fn library_lab(
+    plan: &Plan,
+    client: lockbench_core::Client,
+    title: &str,
+    measured: &[BackendId],
+    skipped: &mut Vec<String>,
+) -> Result<()> {
+    let backend = client.backend();
+    if !measured.contains(&BackendId::of(backend)) {
+        skipped.push(format!(
+            "the fault lab through {client}: the benchmark did not reach {backend}"
+        ));
+        return Ok(());
+    }
+    if !lockbench_clients::programs::installed(client) {
+        skipped.push(format!(
+            "the fault lab through {client}: its library is not installed; install it with scripts/clients.sh up"
+        ));
+        return Ok(());
+    }
+    let out = plan.staging.join(format!("faults-{client}"));
+    let args = plan.job.library_args(&plan.config, client, &out);
+    let code = step(plan, title, &args).await?;
+    if code != Exit::Ok && code != Exit::Partial {
+        anyhow::bail!("faults through {client} failed ({code}); see above");
     }
     Ok(())
 }
