@@ -130,6 +130,27 @@ impl Resolved {
         service.is_some_and(|s| self.already_runs.contains(&s))
     }
 
+    /// The `client` answer as the record lists it: a shipped adapter's name, or the team's own
+    /// adapter's path with what its cells say it is, or that it is not measured.
+    fn client_answer(&self) -> Option<Answer> {
+        let choice = self.choice.as_ref()?;
+        let value = match (choice, self.client) {
+            (ClientChoice::Shipped(c), _) => c.name().to_string(),
+            (ClientChoice::Own(path), Some(lockbench_core::Client::Own(own))) => format!(
+                "`{path}`, the team's own adapter: {} {} on {}, as measured",
+                own.library, own.version, own.backend
+            ),
+            (ClientChoice::Own(path), _) => {
+                format!("`{path}`, the team's own adapter, not measured in these results")
+            }
+        };
+        Some(Answer {
+            field: "client".to_string(),
+            value,
+            given: true,
+        })
+    }
+
     /// The answers as the record lists them.
     pub(crate) fn listed(&self, job: &JobAnswers) -> Vec<Answer> {
         let values = [
@@ -173,24 +194,7 @@ impl Resolved {
             },
             given: !job.frequency.from.assumed(),
         });
-        if let Some(choice) = &self.choice {
-            out.push(Answer {
-                field: "client".to_string(),
-                value: match (choice, self.client) {
-                    (ClientChoice::Shipped(c), _) => c.name().to_string(),
-                    (ClientChoice::Own(path), Some(lockbench_core::Client::Own(own))) => {
-                        format!(
-                            "`{path}`, the team's own adapter: {} {} on {}, as measured",
-                            own.library, own.version, own.backend
-                        )
-                    }
-                    (ClientChoice::Own(path), _) => {
-                        format!("`{path}`, the team's own adapter, not measured in these results")
-                    }
-                },
-                given: true,
-            });
-        }
+        out.extend(self.client_answer());
         for s in &job.steps {
             out.push(Answer {
                 field: format!("steps.{}.idempotent", s.name),

@@ -5,7 +5,7 @@ use lockbench_core::fault::{Persistence, PoolMode, Variant};
 use lockbench_core::records::faults::FaultCell;
 use lockbench_core::records::ttl::TtlRecommendation;
 use lockbench_core::{
-    BackendKind, format_chance, format_count, format_readable, format_readable_s,
+    BackendKind, ClientChoice, format_chance, format_count, format_readable, format_readable_s,
 };
 use lockbench_workloads::{DoubleRun, Guard, JobAnswers, StepAnswers, Target};
 
@@ -937,18 +937,7 @@ fn library_residual(
     let team = format!("the {} job's owners", job.job);
     let chosen = kind?;
     let Some(client) = r.client else {
-        let path = r.choice.as_ref()?.argument();
-        // Nothing is known of it: no verdict leans on it, and the record says what that assumes.
-        return Some(Residual {
-            risk: format!(
-                "the job locks with the team's own adapter `{path}`, not measured in these results: this record judges {chosen} as if it handed out {chosen}'s fencing token and renewed as lockbench's client does"
-            ),
-            accepted: false,
-            why: format!(
-                "measure it before relying on this record: `lockbench faults --client {path} --backend {chosen}` and `lockbench clients check --backend {chosen} {path}` (docs/CLIENTS.md)"
-            ),
-            owner: team,
-        });
+        return unmeasured_own(r.choice.as_ref()?, chosen, team);
     };
     if client.backend() != chosen {
         return Some(passed_over(client, chosen, r.fenced, team, ev));
@@ -1013,6 +1002,22 @@ fn library_residual(
         } else {
             "by the library's word another holder may already have written: fence the resource, or bound each write by a deadline of the job's own within the lease, not by the notification".into()
         },
+        owner: team,
+    })
+}
+
+/// A team's own adapter with no cells in the evidence: nothing is known of it, so no verdict
+/// leans on it, and the record says what that assumes and how to measure it.
+fn unmeasured_own(choice: &ClientChoice, chosen: BackendKind, team: String) -> Option<Residual> {
+    let path = choice.argument();
+    Some(Residual {
+        risk: format!(
+            "the job locks with the team's own adapter `{path}`, not measured in these results: this record judges {chosen} as if it handed out {chosen}'s fencing token and renewed as lockbench's client does"
+        ),
+        accepted: false,
+        why: format!(
+            "measure it before relying on this record: `lockbench faults --client {path} --backend {chosen}` and `lockbench clients check --backend {chosen} {path}` (docs/CLIENTS.md)"
+        ),
         owner: team,
     })
 }
