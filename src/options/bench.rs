@@ -6,7 +6,9 @@ use std::time::Duration;
 use lockbench_bench::{BenchOptions, KeyMode, LoadMode, PollPolicy, WaitMode};
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::parse::{Refusal, configured_backend, positive_duration, read_config};
+use super::parse::{
+    Refusal, configured_backend, own_adapter_backend, positive_duration, read_config,
+};
 use super::shard;
 use crate::cli::{BenchArgs, KeysArg, WaitModeArg};
 
@@ -37,27 +39,9 @@ impl BenchSettings {
             .map(|name| {
                 let program = lockbench_clients::resolve(name)
                     .map_err(|e| Refusal::new("--client", e.to_string()))?;
-                let kind = match (program.client, args.backends.as_slice()) {
-                    (Some(library), _) => library.backend(),
-                    // A user's own adapter: its hello confirms the backend named.
-                    (None, [one]) => BackendKind::parse(one).ok_or_else(|| {
-                        Refusal::new(
-                            "--backend",
-                            format!(
-                                "unknown backend \"{one}\"; expected one of: {}",
-                                BackendKind::names()
-                            ),
-                        )
-                    })?,
-                    (None, _) => {
-                        return Err(Refusal::new(
-                            "--backend",
-                            format!(
-                                "{name} is not a shipped adapter: name the one backend it locks \
-                                 on (--backend redis, say)"
-                            ),
-                        ));
-                    }
+                let kind = match program.client {
+                    Some(library) => library.backend(),
+                    None => own_adapter_backend(&configs, name, &args.backends, &args.config)?,
                 };
                 Ok((program, kind))
             })

@@ -6,7 +6,7 @@ use std::time::Duration;
 use lockbench_faults::{Design, Variant};
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::parse::{Refusal, configured_backend, read_config, resolve_seed};
+use super::parse::{Refusal, configured_backend, own_adapter_backend, read_config, resolve_seed};
 use crate::cli::FaultsArgs;
 
 /// Options of `faults`.
@@ -41,7 +41,10 @@ impl FaultsSettings {
         // user's own is named by --backend (its hello then confirms it).
         let through: Option<(String, BackendKind)> = match &client {
             None => None,
-            Some(program) => Some((program.name.clone(), library_backend(program, args)?)),
+            Some(program) => Some((
+                program.name.clone(),
+                library_backend(program, args, &configs)?,
+            )),
         };
         let backends = if let Some((_, kind)) = &through {
             vec![configured_backend(&configs, kind.name(), &args.config)?]
@@ -154,6 +157,7 @@ impl FaultsSettings {
 fn library_backend(
     program: &lockbench_clients::Program,
     args: &FaultsArgs,
+    configs: &[BackendConfig],
 ) -> Result<BackendKind, Refusal> {
     if let Some(library) = program.client {
         let kind = library.backend();
@@ -165,22 +169,5 @@ fn library_backend(
         }
         return Ok(kind);
     }
-    match args.backends.as_slice() {
-        [one] => BackendKind::parse(one).ok_or_else(|| {
-            Refusal::new(
-                "--backend",
-                format!(
-                    "unknown backend \"{one}\"; expected one of: {}",
-                    BackendKind::names()
-                ),
-            )
-        }),
-        _ => Err(Refusal::new(
-            "--backend",
-            format!(
-                "{} is not a shipped adapter: name the one backend it locks on (--backend redis, say)",
-                program.name
-            ),
-        )),
-    }
+    own_adapter_backend(configs, &program.name, &args.backends, &args.config)
 }

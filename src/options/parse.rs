@@ -89,6 +89,25 @@ pub(super) fn configured_backend(
     }
 }
 
+/// The backend a user's own adapter (`program`) locks on: the one `--backend` names, checked as
+/// every backend flag is (its hello then confirms it).
+pub(super) fn own_adapter_backend(
+    configs: &[BackendConfig],
+    program: &str,
+    backends: &[String],
+    path: &std::path::Path,
+) -> Result<BackendKind, Refusal> {
+    match backends {
+        [one] => configured_backend(configs, one, path).map(|c| c.kind),
+        _ => Err(Refusal::new(
+            "--backend",
+            format!(
+                "{program} is not a shipped adapter: name the one backend it locks on (--backend redis, say)"
+            ),
+        )),
+    }
+}
+
 pub(super) fn positive_duration(flag: &str, text: &str) -> Result<Duration, Refusal> {
     crate::values::positive_duration(text).map_err(|m| Refusal::new(flag, m))
 }
