@@ -550,6 +550,11 @@ pub struct DecideArgs {
     /// several. Without it the decision follows from how each backend locks, and says so.
     #[arg(long = "results", value_name = "DIR")]
     pub results: Vec<PathBuf>,
+    /// Decide as if an action of the record were done: `guard:STEP` (the step has a guard of its
+    /// own) or `client:NAME` (the job locks with that library); repeat for several. The record's
+    /// actions table names the ones that apply.
+    #[arg(long = "assume", value_name = "ACTION", value_parser = lockbench_decision::Assumption::parse)]
+    pub assume: Vec<lockbench_decision::Assumption>,
     /// Print the decisions as JSON instead of text.
     #[arg(long)]
     pub json: bool,

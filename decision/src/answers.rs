@@ -28,6 +28,9 @@ pub(crate) struct Resolved {
     pub(crate) client: Option<lockbench_core::Client>,
     /// Which of the above the spec gave (same order as [`FIELDS`]).
     pub(crate) given: [bool; 7],
+    /// The service the job's named lock library locks on, when `already_runs` does not list it:
+    /// a team that locks with Curator runs ZooKeeper, whatever else it lists.
+    pub(crate) runs_through_client: Option<Service>,
 }
 
 /// The `[decision]` fields, in the order of [`Resolved::given`].
@@ -45,11 +48,18 @@ impl Resolved {
     /// The answers of `job`, missing ones assumed.
     pub(crate) fn of(job: &JobAnswers) -> Self {
         let d = job.decision.clone().unwrap_or_default();
+        // Every backend then counts as new infrastructure.
+        let mut already_runs = d.already_runs.clone().unwrap_or_default();
+        let client = d.client.as_ref().and_then(ClientChoice::shipped);
+        let runs_through_client = client
+            .and_then(|c| c.backend().service())
+            .filter(|s| !already_runs.contains(s));
+        already_runs.extend(runs_through_client);
         Resolved {
             // The worst a double run can do to the job's own data.
             double_run: d.double_run.unwrap_or(DoubleRun::Corrupts),
-            // Every backend then counts as new infrastructure.
-            already_runs: d.already_runs.clone().unwrap_or_default(),
+            already_runs,
+            runs_through_client,
             databases: d.databases.unwrap_or(1),
             one_transaction: d.one_transaction.unwrap_or(false),
             fenced: d.fenced.unwrap_or(false),
@@ -58,7 +68,7 @@ impl Resolved {
             // assumed, with what a pooler would change.
             postgres_via: d.postgres_via.unwrap_or(PostgresVia::Direct),
             postgres_via_measured: None,
-            client: d.client.as_ref().and_then(ClientChoice::shipped),
+            client,
             choice: d.client.clone(),
             given: [
                 d.double_run.is_some(),
@@ -158,11 +168,16 @@ impl Resolved {
             if self.already_runs.is_empty() {
                 "nothing".to_string()
             } else {
-                self.already_runs
+                let listed = self
+                    .already_runs
                     .iter()
                     .map(|s| s.name())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", ");
+                match (self.runs_through_client, self.client) {
+                    (Some(s), Some(c)) => format!("{listed} ({} through client = {c})", s.name()),
+                    _ => listed,
+                }
             },
             self.databases.to_string(),
             self.one_transaction.to_string(),

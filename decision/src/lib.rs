@@ -10,28 +10,58 @@
 //! decides again with each unanswered answer to show what it would change. docs/DECISION.md gives
 //! every rule a sentence and a source.
 
+mod actions;
 mod answers;
 mod design;
 mod evidence;
 pub mod lab;
+mod mechanism;
 mod missing;
 mod record;
 mod rules;
+mod verify;
 
+pub use actions::{Action, Assumption, Change};
 pub use design::describe_vanished;
 pub use evidence::{AcquireCost, Evidence, describe, fence_held};
+pub use mechanism::{Mechanism, MechanismKind};
 pub use missing::brief;
 pub use record::{
-    Answer, CrashRecovery, Decision, FactBasis, FailurePolicy, LockModel, Mechanism, MissingAnswer,
-    ModelKind, PolicyKind, Residual, Role, Status, StepRow, Verdict, VerdictKind,
+    Answer, CrashRecovery, Decision, FactBasis, FailurePolicy, LockModel, MissingAnswer, ModelKind,
+    PolicyKind, Residual, RiskKind, Role, Status, StepRow, Verdict, VerdictKind,
 };
 
+use lockbench_core::BackendKind;
 use lockbench_workloads::JobAnswers;
 
 use crate::answers::Resolved;
 
-/// The decision for `job` on `evidence`.
+/// The decision for `job` on `evidence`, with the decision after its blocking actions when they
+/// change an answer.
 pub fn decide(job: &JobAnswers, evidence: &Evidence) -> Decision {
+    let mut decision = decide_once(job, evidence);
+    decision.after = actions::after(job, &decision, |j| decide_once(j, evidence));
+    decision
+}
+
+/// The decision for `job` with `assumed` actions done (`decide --assume`); an error naming the
+/// step when an assumption names one the job does not have.
+pub fn decide_assuming(
+    job: &JobAnswers,
+    evidence: &Evidence,
+    assumed: &[Assumption],
+) -> Result<Decision, String> {
+    let mut changed = job.clone();
+    for a in assumed {
+        changed = a.apply(&changed)?;
+    }
+    let mut decision = decide(&changed, evidence);
+    decision.assumed = assumed.to_vec();
+    Ok(decision)
+}
+
+/// The decision on the answers as they are, without the decision after its actions.
+fn decide_once(job: &JobAnswers, evidence: &Evidence) -> Decision {
     let resolved = Resolved::of(job).measured(evidence);
     let mut decision = decide_resolved(job, &resolved, evidence);
     decision.missing = missing::missing(job, &resolved, evidence, &decision);
@@ -47,6 +77,8 @@ pub fn decide(job: &JobAnswers, evidence: &Evidence) -> Decision {
     }
     decision.status = if !resolved.given[0] {
         Status::Undecided
+    } else if decision.residual.iter().any(|r| !r.accepted) {
+        Status::Blocked
     } else if decision.missing.is_empty() {
         Status::Proposed
     } else {
@@ -110,7 +142,17 @@ pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> 
         spec: job.spec.display().to_string(),
         status: Status::Proposed,
         basis: ev.basis(&job.job),
-        answers: r.listed(job),
+        answers: r
+            .listed(job)
+            .into_iter()
+            // The path to Postgres is said only of a job whose lock is there, or that it kept
+            // from there (a transaction-mode pooler rules the session lock out).
+            .filter(|a| {
+                a.field != "postgres_via"
+                    || matches!(chosen, Some(BackendKind::PgSession | BackendKind::PgXact))
+                    || r.postgres_via == lockbench_workloads::PostgresVia::TransactionPooler
+            })
+            .collect(),
         role,
         backend: chosen,
         lock_model: model,
@@ -122,7 +164,11 @@ pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> 
         steps: design::steps(job, r.double_run),
         missing: Vec::new(),
         overruled,
+        actions: Vec::new(),
+        assumed: Vec::new(),
+        after: None,
     };
     decision.residual = design::residual(job, r, ev, chosen, &decision);
+    decision.actions = actions::actions(job, &decision);
     decision
 }

@@ -26,7 +26,7 @@ pub struct Decision {
     /// How the chosen lock lasts: a fixed TTL, a heartbeat lease, a session or a transaction.
     pub lock_model: LockModel,
     /// What the design needs besides the lock, each with its reason.
-    pub mechanisms: Vec<Mechanism>,
+    pub mechanisms: Vec<crate::Mechanism>,
     /// What a worker does when it cannot get the lock.
     pub failure_policy: FailurePolicy,
     /// Every backend with its verdict and the one fact that decides it, the chosen one first.
@@ -41,6 +41,15 @@ pub struct Decision {
     pub missing: Vec<MissingAnswer>,
     /// Where a measurement overruled what the rules predicted.
     pub overruled: Vec<String>,
+    /// What to change, each with its owner and whether the decision is blocked on it; the ones
+    /// that block come first.
+    pub actions: Vec<crate::Action>,
+    /// The actions this decision assumes done (`decide --assume`, or the record's decision after
+    /// its blocking actions); empty for the decision on the answers as given.
+    pub assumed: Vec<crate::Assumption>,
+    /// The decision once the actions it is blocked on are done (decided again with them
+    /// assumed); `None` when it is not blocked, or when no answer of the job's changes with them.
+    pub after: Option<Box<Decision>>,
 }
 
 /// Whether the decision can be acted on.
@@ -49,6 +58,8 @@ pub struct Decision {
 pub enum Status {
     /// Every answer given: ready for review.
     Proposed,
+    /// A residual risk is not acceptable yet: the decision waits for the actions that remove it.
+    Blocked,
     /// Some answers missing: decided under the assumptions listed.
     Assumed,
     /// `double_run` is not answered: without it no choice is defensible.
@@ -60,6 +71,7 @@ impl Status {
     pub fn name(self) -> &'static str {
         match self {
             Status::Proposed => "proposed",
+            Status::Blocked => "blocked on its actions",
             Status::Assumed => "proposed on assumptions",
             Status::Undecided => "undecided",
         }
@@ -142,22 +154,6 @@ pub struct LockModel {
     pub give_up_after_s: Option<f64>,
     /// Why this model, in one sentence, with where its figures come from.
     pub reason: String,
-}
-
-/// A mechanism the design needs besides the lock.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Mechanism {
-    /// What it is, in a few words.
-    pub name: String,
-    /// The step it applies to, if one.
-    pub step: Option<String>,
-    /// True when the answers say it is there already; false when it must be added.
-    pub in_place: bool,
-    /// Why it is needed.
-    pub reason: String,
-    /// The measurement that shows what it prevents; `None` when the evidence holds none.
-    pub measured: Option<String>,
 }
 
 /// What a worker does when it cannot get the lock.
@@ -307,6 +303,10 @@ pub struct CrashRecovery {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Residual {
+    /// Which kind of risk: what removes it follows from it.
+    pub kind: RiskKind,
+    /// The step it is about, if one.
+    pub step: Option<String>,
     /// The risk.
     pub risk: String,
     /// True when the job can carry it as the design stands; false for a risk that must be
@@ -316,6 +316,28 @@ pub struct Residual {
     pub why: String,
     /// Who must handle it.
     pub owner: String,
+}
+
+/// What a residual risk is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RiskKind {
+    /// A step that a rerun or a second run repeats, until it has a guard of its own.
+    Unguarded,
+    /// A heartbeat lease lost to a stall.
+    LeaseLost,
+    /// What the chosen backend itself cannot prevent.
+    Backend,
+    /// The job's lock library tells its holder of a lost lock late or never.
+    LibraryLate,
+    /// The job's lock library is not measured in these results.
+    LibraryNotMeasured,
+    /// The job's lock library does not lock on the chosen backend.
+    ClientMismatch,
+    /// A crash blocks the job for longer than its owners allow.
+    RecoveryExceeded,
+    /// What the acquisition-failure policy leaves.
+    Policy,
 }
 
 /// One step of the job.

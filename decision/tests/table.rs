@@ -31,6 +31,7 @@ fn job(d: DecisionAnswers, steps: &[S]) -> JobAnswers {
                 target: *target,
                 idempotent: *idempotent,
                 guard: *guard,
+                alters_table: false,
             })
             .collect(),
         frequency: Frequency::of_workload(Some("@monthly"), None).unwrap(),
@@ -98,7 +99,7 @@ fn assert_fact(d: &Decision, backend: &str, needle: &str) {
 }
 
 fn mechanism<'a>(d: &'a Decision, name: &str) -> Option<&'a lockbench_decision::Mechanism> {
-    d.mechanisms.iter().find(|m| m.name.contains(name))
+    d.mechanisms.iter().find(|m| m.name().contains(name))
 }
 
 struct Row {
@@ -320,7 +321,25 @@ fn every_row_of_the_table_gets_its_decision() {
             row.what,
             d.alternatives
         );
-        assert_eq!(d.status, Status::Proposed, "{}", row.what);
+        // A risk not acceptable yet blocks the decision on the action that removes it.
+        let blocked = d.residual.iter().any(|r| !r.accepted);
+        assert_eq!(
+            d.status,
+            if blocked {
+                Status::Blocked
+            } else {
+                Status::Proposed
+            },
+            "{}",
+            row.what
+        );
+        assert_eq!(
+            blocked,
+            d.actions.iter().any(|a| a.blocking),
+            "{}: {:#?}",
+            row.what,
+            d.actions
+        );
         assert!(
             d.basis.starts_with("from how each backend locks"),
             "{}",
@@ -531,7 +550,17 @@ fn missing_answers_are_listed_with_what_each_would_change() {
     );
     j.decision.as_mut().unwrap().already_runs = None;
     let d = decide(&j, &Evidence::default());
-    assert_eq!(d.status, Status::Assumed);
+    // The unanswered step may need a guard: blocked on it, whatever else is assumed.
+    assert_eq!(d.status, Status::Blocked);
+    let guarded = lockbench_decision::decide_assuming(
+        &j,
+        &Evidence::default(),
+        &[lockbench_decision::Assumption::Guard {
+            step: "write".into(),
+        }],
+    )
+    .unwrap();
+    assert_eq!(guarded.status, Status::Assumed);
     let runs = d
         .missing
         .iter()
@@ -635,13 +664,13 @@ fn a_crash_then_a_rerun_needs_a_guard_whatever_the_lock() {
     let guard = d
         .mechanisms
         .iter()
-        .find(|m| m.step.as_deref() == Some("write") && m.name.contains("resumable checkpoint"))
+        .find(|m| m.step.as_deref() == Some("write") && m.name().contains("resumable checkpoint"))
         .expect("a guard or a checkpoint on the unguarded write");
     assert!(!guard.in_place);
     assert!(
-        guard.reason.contains("no lock prevents a rerun"),
+        guard.reason().contains("no lock prevents a rerun"),
         "{}",
-        guard.reason
+        guard.reason()
     );
     assert!(
         d.role.reason.contains("A rerun after a crash repeats it"),
@@ -686,10 +715,10 @@ fn a_fence_across_three_databases_needs_a_guard_per_operation() {
     assert_eq!(guard.step.as_deref(), Some("write"));
     assert!(
         guard
-            .reason
+            .reason()
             .contains("with 3 databases a stale holder's write lands"),
         "{}",
-        guard.reason
+        guard.reason()
     );
     // With one database the fence is enough against a concurrent holder; the guard is asked for
     // the rerun alone.
@@ -725,11 +754,11 @@ fn a_session_lock_retries_within_the_budget_then_alerts() {
     // The keepalive is the job's own connection's, sized from the budget, never server-wide.
     let keepalive = mechanism(&d, "TCP keepalive on the job's own connection").expect("keepalive");
     assert!(
-        keepalive.name.contains("tcp_keepalives_idle=60"),
+        keepalive.name().contains("tcp_keepalives_idle=60"),
         "{}",
-        keepalive.name
+        keepalive.name()
     );
-    assert!(keepalive.name.contains("not server-wide"));
+    assert!(keepalive.name().contains("not server-wide"));
     assert_eq!(d.crash_recovery.chosen_s, Some(120.0));
     assert_eq!(d.crash_recovery.within, Some(true));
     // Without a budget there is nothing to retry within: skip and alert.
@@ -766,8 +795,8 @@ fn a_fixed_ttl_is_never_retried() {
     );
     // Decided on Redis: a persistence setting and its data-loss window.
     let persistence = mechanism(&d, "Redis persistence").expect("persistence");
-    assert!(persistence.name.contains("appendfsync always"));
-    assert!(persistence.reason.contains("data-loss window: none"));
+    assert!(persistence.name().contains("appendfsync always"));
+    assert!(persistence.reason().contains("data-loss window: none"));
 }
 
 #[test]
@@ -1183,4 +1212,180 @@ fn the_record_judges_the_shipped_library_by_its_measured_telling() {
     );
     // Lockbench's own cells decide the backend; the library's do not stand in for them.
     assert_eq!(d.backend, unmeasured.backend);
+}
+
+/// A ledger: three databases, a fence, two unguarded writes and Curator as its library.
+fn ledger() -> JobAnswers {
+    let mut d = answers(DoubleRun::Corrupts, &[Service::Postgres], 3, false, true);
+    d.client = Some(ClientChoice::Shipped(lockbench_core::Client::Curator));
+    job(
+        d,
+        &[
+            ("debit", Target::Db, Some(false), Some(Guard::None)),
+            ("credit", Target::Db, Some(false), Some(Guard::None)),
+            (
+                "post",
+                Target::Db,
+                Some(false),
+                Some(Guard::UniqueConstraint),
+            ),
+        ],
+    )
+}
+
+#[test]
+fn a_risk_not_acceptable_yet_blocks_the_decision_and_the_record_shows_it_after_the_guards() {
+    let d = decide(&ledger(), &Evidence::default());
+    assert_eq!(d.status, Status::Blocked);
+    let blocking: Vec<String> = d
+        .actions
+        .iter()
+        .filter(|a| a.blocking)
+        .filter_map(|a| a.assume.as_ref().map(|x| x.argument()))
+        .collect();
+    assert!(
+        blocking.contains(&"guard:debit".to_string())
+            && blocking.contains(&"guard:credit".to_string()),
+        "{blocking:?}"
+    );
+    // The lease's risk is not accepted for a fence that cannot cover three databases.
+    let lease = d
+        .residual
+        .iter()
+        .filter(|r| r.kind == lockbench_decision::RiskKind::LeaseLost)
+        .collect::<Vec<_>>();
+    assert!(
+        lease
+            .iter()
+            .all(|r| !r.accepted && !r.why.contains("the fence and the guards")),
+        "{lease:#?}"
+    );
+    let after = d.after.as_ref().expect("the decision after the guards");
+    // Without results nothing of Curator is measured: that alone still blocks it.
+    let still: Vec<&lockbench_decision::Change> = after
+        .actions
+        .iter()
+        .filter(|a| a.blocking)
+        .map(|a| &a.change)
+        .collect();
+    assert!(
+        matches!(
+            still.as_slice(),
+            [lockbench_decision::Change::MeasureClient { .. }]
+        ),
+        "{still:#?}"
+    );
+    assert!(!after.role.correctness, "{}", after.role.reason);
+    // Curator locks on ZooKeeper, which the team therefore runs: once the guards keep the job
+    // correct, no new infrastructure is needed.
+    assert_eq!(after.backend.map(|b| b.name()), Some("zookeeper"));
+    assert_eq!(
+        after.assumed,
+        vec![
+            lockbench_decision::Assumption::Guard {
+                step: "debit".into()
+            },
+            lockbench_decision::Assumption::Guard {
+                step: "credit".into()
+            },
+        ]
+    );
+    // An assumption naming a step the job does not have is refused, naming it.
+    let err = lockbench_decision::decide_assuming(
+        &ledger(),
+        &Evidence::default(),
+        &[lockbench_decision::Assumption::parse("guard:refund").unwrap()],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("no step \"refund\"") && err.contains("debit"),
+        "{err}"
+    );
+    assert!(lockbench_decision::Assumption::parse("fence:debit").is_err());
+}
+
+/// What a decision's mechanisms and actions may mention, given its lock model and backend: a
+/// token only where the lock has one, a renewal only where it is renewed, a Postgres setting only
+/// on Postgres, Redis's only on Redis.
+fn told_only_what_its_model_has(d: &Decision) -> Result<(), String> {
+    use lockbench_core::BackendKind as B;
+    use lockbench_decision::MechanismKind as K;
+    let model = d.lock_model.kind;
+    let backend = d.backend;
+    let postgres = matches!(backend, Some(B::PgSession | B::PgXact));
+    for m in &d.mechanisms {
+        let fits = match &m.kind {
+            K::KeepGuard { .. } | K::OwnGuard { .. } | K::RerunGuard { .. } => true,
+            K::FencingToken { backend: b, .. } => {
+                Some(*b) == backend && b.fencing() != lockbench_core::FencingSource::None
+            }
+            K::WritesInTransaction { .. } => model == ModelKind::Transaction,
+            K::Heartbeat { .. } => model == ModelKind::HeartbeatLease,
+            K::OwnConnection => model == ModelKind::Session,
+            K::Keepalive { .. } => postgres,
+            K::TableLocksFirst { .. } => model == ModelKind::Transaction,
+            K::ValidityCheck => matches!(backend, Some(B::Redis | B::Redlock)),
+            K::RedisPersistence { .. } => backend == Some(B::Redis),
+            K::CompletionRecord => true,
+            K::TokenRelease { renew, .. } => {
+                matches!(model, ModelKind::FixedTtl | ModelKind::HeartbeatLease)
+                    && (!renew || model == ModelKind::HeartbeatLease)
+            }
+            K::DieWithHolder => backend.is_some(),
+        };
+        if !fits {
+            return Err(format!(
+                "{} on {backend:?} ({model:?}): {}",
+                d.job,
+                m.name()
+            ));
+        }
+        if m.kind.renews() && model != ModelKind::HeartbeatLease {
+            return Err(format!("{}: renews without a lease: {}", d.job, m.name()));
+        }
+    }
+    let listed_pooler = d.answers.iter().any(|a| a.field == "postgres_via");
+    if listed_pooler && !postgres && !d.alternatives.iter().any(|v| v.fact.contains("pooler")) {
+        return Err(format!("{}: a pooler line for {backend:?}", d.job));
+    }
+    Ok(())
+}
+
+#[test]
+fn no_job_is_told_of_a_mechanism_its_model_does_not_have() {
+    let mut jobs: Vec<JobAnswers> = rows().into_iter().map(|r| r.job).collect();
+    jobs.push(ledger());
+    for j in jobs {
+        let d = decide(&j, &Evidence::default());
+        told_only_what_its_model_has(&d).unwrap();
+        if let Some(after) = &d.after {
+            told_only_what_its_model_has(after).unwrap();
+        }
+    }
+    // The check itself: a session lock told to release by token is caught.
+    let mut session = decide(
+        &job(
+            answers(DoubleRun::Charges, &[Service::Postgres], 1, false, false),
+            &[GUARDED_CHARGE, CONDITIONAL_DB],
+        ),
+        &Evidence::default(),
+    );
+    assert_eq!(session.lock_model.kind, ModelKind::Session);
+    session.mechanisms.push(lockbench_decision::Mechanism {
+        kind: lockbench_decision::MechanismKind::TokenRelease {
+            backend: lockbench_core::BackendKind::PgSession,
+            renew: true,
+        },
+        step: None,
+        in_place: false,
+        measured: None,
+    });
+    assert!(told_only_what_its_model_has(&session).is_err());
+    // With measured TTLs the models change (fixed TTLs, leases): the same holds.
+    for r in rows() {
+        let mut ev = Evidence::default();
+        ev.ttls.push(ttl_of("job"));
+        let d = decide(&r.job, &ev);
+        told_only_what_its_model_has(&d).unwrap();
+    }
 }

@@ -5,11 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use lockbench_analysis::report;
-use lockbench_decision::{Decision, Evidence, decide};
+use lockbench_decision::{Assumption, Decision, Evidence, decide_assuming};
 use lockbench_workloads::WorkloadSpec;
 
 use crate::cli::DecideArgs;
 use crate::failure::Outcome;
+use crate::options::Refusal;
 use crate::render;
 
 pub fn run(args: &DecideArgs) -> Outcome {
@@ -23,10 +24,43 @@ pub fn run(args: &DecideArgs) -> Outcome {
     } else {
         report::load(&args.results)?.for_decision()
     };
-    let decisions: Vec<Decision> = specs
+    let answers: Vec<_> = specs.iter().map(|s| s.answers()).collect();
+    let has_step =
+        |a: &lockbench_workloads::JobAnswers, step: &str| a.steps.iter().any(|s| s.name == step);
+    // A guard is assumed on each spec with that step; one no spec has is a typo.
+    for assumption in &args.assume {
+        if let Assumption::Guard { step } = assumption
+            && !answers.iter().any(|a| has_step(a, step))
+        {
+            let steps: Vec<&str> = answers
+                .iter()
+                .flat_map(|a| a.steps.iter().map(|s| s.name.as_str()))
+                .collect();
+            return Err(Refusal::new(
+                "--assume",
+                format!(
+                    "no spec given has a step \"{step}\" for guard:{step}; their steps: {}",
+                    steps.join(", ")
+                ),
+            )
+            .into());
+        }
+    }
+    let decisions = answers
         .iter()
-        .map(|spec| decide(&spec.answers(), &evidence))
-        .collect();
+        .map(|a| {
+            let applies: Vec<Assumption> = args
+                .assume
+                .iter()
+                .filter(|x| match x {
+                    Assumption::Guard { step } => has_step(a, step),
+                    Assumption::Client { .. } => true,
+                })
+                .cloned()
+                .collect();
+            decide_assuming(a, &evidence, &applies).map_err(|e| Refusal::new("--assume", e))
+        })
+        .collect::<Result<Vec<Decision>, Refusal>>()?;
     render::show(args.json, &decisions, |d| render::decisions(d))?;
     Ok(ExitCode::SUCCESS)
 }

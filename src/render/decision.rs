@@ -20,6 +20,17 @@ fn decision(out: &mut String, d: &Decision) {
     let _ = writeln!(out, "{}: {}", d.job, d.basis);
     let backend = d.backend.map_or("none fits", |b| b.name());
     let _ = writeln!(out, "  status       {}", d.status.name());
+    if !d.assumed.is_empty() {
+        let _ = writeln!(
+            out,
+            "  assumed done {}",
+            d.assumed
+                .iter()
+                .map(|a| a.argument())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if d.status == Status::Undecided {
         let _ = writeln!(
             out,
@@ -48,13 +59,13 @@ fn decision(out: &mut String, d: &Decision) {
         let _ = writeln!(
             out,
             "    - {}{} ({}): {}",
-            m.name,
+            m.name(),
             m.step
                 .as_ref()
                 .map(|s| format!(" on `{s}`"))
                 .unwrap_or_default(),
             if m.in_place { "in place" } else { "to add" },
-            m.reason
+            m.reason()
         );
         if let Some(measured) = &m.measured {
             let _ = writeln!(out, "      measured: {measured}");
@@ -98,6 +109,38 @@ fn decision(out: &mut String, d: &Decision) {
             },
             r.why,
             r.owner
+        );
+    }
+    if !d.actions.is_empty() {
+        let _ = writeln!(out, "  actions");
+        for (i, a) in d.actions.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "    {}. {}{} (owner: {}); verify: {}{}",
+                i + 1,
+                if a.blocking { "[blocks] " } else { "" },
+                a.what(),
+                a.owner,
+                a.verify(d),
+                a.assume
+                    .as_ref()
+                    .map(|x| format!("; decide as if done: --assume {}", x.argument()))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    if let Some(after) = &d.after {
+        let _ = writeln!(
+            out,
+            "  after        with {}: {}; {}",
+            after
+                .assumed
+                .iter()
+                .map(|a| format!("--assume {}", a.argument()))
+                .collect::<Vec<_>>()
+                .join(" "),
+            lockbench_decision::brief(after),
+            after.status.name()
         );
     }
     for o in &d.overruled {

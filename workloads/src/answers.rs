@@ -169,6 +169,10 @@ pub struct StepAnswers {
     /// Its own protection; `None` when not answered.
     #[serde(default)]
     pub guard: Option<Guard>,
+    /// It alters a table (ACCESS EXCLUSIVE until COMMIT): a lock held in its transaction blocks
+    /// every read and write of that table until the job commits.
+    #[serde(default)]
+    pub alters_table: bool,
 }
 
 impl StepAnswers {
@@ -249,6 +253,16 @@ impl JobAnswers {
     /// checks whichever way the answers were read.
     pub(crate) fn check(&self) -> Result<(), (String, String)> {
         for (i, step) in self.steps.iter().enumerate() {
+            if step.alters_table && step.target != Target::Db {
+                return Err((
+                    format!("steps[{i}].alters_table"),
+                    format!(
+                        "step \"{}\" calls {}: only a database step alters a table; remove alters_table or set target = \"db\"",
+                        step.name,
+                        step.target.name()
+                    ),
+                ));
+            }
             if step.idempotent == Some(true)
                 && let Some(guard) = step.guard.filter(|g| *g != Guard::None)
             {
@@ -370,6 +384,7 @@ guard = "idempotency-key"
             target: Target::Db,
             idempotent: None,
             guard: None,
+            alters_table: false,
         };
         assert!(step.unguarded());
         let idempotent = StepAnswers {

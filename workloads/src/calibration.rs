@@ -293,6 +293,7 @@ pub fn calibrate(
                 per_unit: None,
                 idempotent: None,
                 guard: None,
+                alters_table: false,
             },
             Precision::Fitted,
         )

@@ -102,6 +102,9 @@ pub struct Step {
     /// The step's own protection against running twice; `None` when not answered.
     #[serde(default)]
     pub guard: Option<Guard>,
+    /// The step alters a table (an ALTER TABLE, which takes ACCESS EXCLUSIVE until COMMIT).
+    #[serde(default)]
+    pub alters_table: bool,
 }
 
 /// One `[[profiles]]` entry: a named latency-injection scenario.
@@ -335,6 +338,7 @@ impl WorkloadSpec {
                     target: s.target,
                     idempotent: s.idempotent,
                     guard: s.guard,
+                    alters_table: s.alters_table,
                 })
                 .collect(),
             frequency: self.frequency(),

@@ -139,6 +139,7 @@ impl SpecWriter {
             )
             .optional("idempotent", s.idempotent)
             .optional("guard", s.guard)
+            .optional("alters_table", s.alters_table.then_some(true))
     }
 
     /// One `[[profiles]]` entry with its overrides, episodes and pauses.

@@ -93,7 +93,7 @@ fn summary_items(d: &Decision, date: &str, server: Option<String>) -> Vec<String
         .map(|m| {
             format!(
                 "{}{}{}",
-                m.name,
+                m.name(),
                 m.step
                     .as_ref()
                     .map(|s| format!(" on `{s}`"))

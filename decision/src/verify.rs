@@ -1,0 +1,138 @@
+//! What the record says of each action: what to change, in words, and how to verify it done (a
+//! command, a query or a metric that proves it), generated from the action's kind and the
+//! decision it belongs to.
+
+use lockbench_core::BackendKind;
+use lockbench_workloads::Target;
+
+use crate::actions::{Action, Change};
+use crate::mechanism::MechanismKind;
+use crate::record::Decision;
+
+impl Action {
+    /// What to change, in words.
+    pub fn what(&self) -> String {
+        match &self.change {
+            Change::Add { mechanism } => crate::Mechanism {
+                kind: mechanism.clone(),
+                step: self.step.clone(),
+                in_place: false,
+                measured: None,
+            }
+            .imperative(),
+            Change::ChooseClient {
+                backend,
+                candidates,
+            } => format!(
+                "lock with a library that locks on {backend}{}",
+                match candidates.as_slice() {
+                    [] => String::new(),
+                    [one] => format!(" ({})", one.library()),
+                    [first, ..] => format!(" (such as {})", first.library()),
+                }
+            ),
+            Change::MeasureClient { argument, .. } => {
+                format!("measure `{argument}` in the fault lab")
+            }
+            Change::DeadlineOrFence => "bound each write by a deadline of the job's own within the lease, or fence the resource".into(),
+            Change::FenceResource => {
+                "make the resource refuse a write whose fencing token is below the highest it has seen".into()
+            }
+            Change::ShortenRecovery => {
+                "shorten the lease or the keepalive, or raise `crash_recovery` with the job's owners".into()
+            }
+        }
+    }
+
+    /// How to verify it done, for the decision `d`: a command, a query or a metric.
+    pub fn verify(&self, d: &Decision) -> String {
+        let step = self.step.as_deref().unwrap_or("the step");
+        let backend = d.backend.map_or("BACKEND", BackendKind::name);
+        let spec = &d.spec;
+        match &self.change {
+            Change::Add { mechanism } => added(mechanism, step, backend, &d.job),
+            Change::ChooseClient { candidates, .. } => {
+                let c = candidates.first().map_or("CLIENT", |c| c.name());
+                format!(
+                    "`lockbench clients check {c}`, then `lockbench faults --client {c} --backend {backend}`: no stale write the fence lets through"
+                )
+            }
+            Change::MeasureClient { argument, backend } => format!(
+                "`lockbench faults --client {argument} --backend {backend}`, then `lockbench decide {spec} --results DIR`: the library's residual risk is gone"
+            ),
+            Change::DeadlineOrFence => format!(
+                "`lockbench faults --backend {backend} --scenario pause/heartbeat-short`: the holder stops writing before the next grant"
+            ),
+            Change::FenceResource => {
+                "a write carrying a token below the highest the resource has seen is refused (a test against the resource)".into()
+            }
+            Change::ShortenRecovery => format!(
+                "`lockbench decide {spec} --results DIR`: crash recovery within the budget"
+            ),
+        }
+    }
+}
+
+/// How to verify a mechanism added.
+fn added(m: &MechanismKind, step: &str, backend: &str, job: &str) -> String {
+    match m {
+        MechanismKind::OwnGuard {
+            target: Target::Api,
+        } => format!(
+            "call `{step}` twice with one idempotency key in staging: the second is refused or returns the first result"
+        ),
+        MechanismKind::OwnGuard { .. } | MechanismKind::KeepGuard { .. } => {
+            format!("run `{step}` twice for one item in staging: the second has no effect")
+        }
+        MechanismKind::RerunGuard {
+            across_databases: Some(n),
+            ..
+        } => format!(
+            "run `{step}` twice for one operation id against each of the {n} databases: the second fails with unique_violation (SQLSTATE 23505)"
+        ),
+        MechanismKind::RerunGuard { .. } => format!(
+            "run `{step}` twice for one item: the second fails on its guard (unique_violation, or 0 rows updated)"
+        ),
+        MechanismKind::Heartbeat { session: true, .. } => format!(
+            "cut the holder off from the ensemble in staging: it stops work before its session times out; `lockbench faults --backend {backend} --scenario partition/heartbeat` shows no stale write"
+        ),
+        MechanismKind::Heartbeat { .. } => format!(
+            "while a run holds the lock, `lock_last_renewal_timestamp_seconds{{job=\"{job}\"}}` advances every renewal interval; `lockbench faults --backend {backend} --scenario overrun/slow-job-heartbeat` shows no overlap"
+        ),
+        MechanismKind::OwnConnection => "on a pooled connection the job has returned: `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()` gives 0".into(),
+        MechanismKind::Keepalive {
+            idle_s,
+            interval_s,
+            count,
+            ..
+        } => format!(
+            "on the job's lock connection: `SHOW tcp_keepalives_idle` gives {idle_s}, `SHOW tcp_keepalives_interval` {interval_s} and `SHOW tcp_keepalives_count` {count}"
+        ),
+        MechanismKind::TableLocksFirst { lock_timeout_s, .. } => format!(
+            "inside the job's transaction `SHOW lock_timeout` gives {}s; with another transaction holding the table in staging, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'` stays 0 while the job retries",
+            lock_timeout_s.round() as u64
+        ),
+        MechanismKind::ValidityCheck => format!(
+            "`lockbench faults --backend {backend} --scenario latency/expired-at-grant-checked` shows no overlap"
+        ),
+        MechanismKind::RedisPersistence { always, .. } => format!(
+            "`redis-cli CONFIG GET appendonly` gives yes and `redis-cli CONFIG GET appendfsync` gives {}",
+            if *always { "always" } else { "everysec" }
+        ),
+        MechanismKind::CompletionRecord => {
+            "run the job twice for one window in staging: the second finds the window done and exits without work".into()
+        }
+        MechanismKind::TokenRelease { .. } => format!(
+            "`lockbench faults --backend {backend} --scenario release/after-expiry` leaves the next holder's lock in place"
+        ),
+        MechanismKind::DieWithHolder => format!(
+            "kill -9 the lock holder in staging: none of the job's processes keeps working; `lockbench faults --backend {backend} --scenario crash` shows what work that outlives it does"
+        ),
+        MechanismKind::FencingToken { .. } => {
+            "a write carrying a token below the highest the resource has seen is refused".into()
+        }
+        MechanismKind::WritesInTransaction { .. } => {
+            "kill the job mid-run in staging: none of its writes remain".into()
+        }
+    }
+}
