@@ -37,7 +37,7 @@ fn with(dir: &Path, decision: &str, step: &str) -> String {
 #[test]
 fn every_bad_answer_is_refused_in_one_line_naming_its_field() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str, &[&str]); 9] = [
+    let cases: [(&str, &str, &[&str]); 10] = [
         (
             "[decision]\ndouble_run = \"twice\"",
             "",
@@ -78,6 +78,11 @@ fn every_bad_answer_is_refused_in_one_line_naming_its_field() {
             "",
             "guard = \"retry\"",
             &["steps[0].guard", "`idempotency-key`"],
+        ),
+        (
+            "",
+            "alters_table = true",
+            &["steps[0].alters_table", "only a database step alters a table"],
         ),
         (
             "[decision]\nfenced = \"yes\"",
