@@ -168,15 +168,15 @@ pub struct TtlArgs {
     /// wins, so the default is never the optimistic case).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
-    /// Volume multiplier the TTL must hold at (1 = the spec's own volume).
+    /// Volume multiplier the TTL must hold at (1 = the spec's own volume) [default: the spec's
+    /// `target_volume` over its `volume`; 1, recorded as assumed, when it has none].
     #[arg(
         long,
         value_name = "X",
-        default_value = "1",
         value_parser = crate::values::scale,
         allow_hyphen_values = true
     )]
-    pub target_scale: f64,
+    pub target_scale: Option<f64>,
     /// TTL = measured P99.9 x this factor.
     #[arg(
         long,
@@ -186,7 +186,8 @@ pub struct TtlArgs {
         allow_hyphen_values = true
     )]
     pub safety_factor: f64,
-    /// The TTL in use today, to price: chance per run of outliving it (e.g. 300s, 5m).
+    /// The TTL in use today, to price: chance per run of outliving it (e.g. 300s, 5m) [default:
+    /// the spec's `current_ttl`].
     #[arg(long, value_name = "DURATION", value_parser = crate::values::current_ttl, allow_hyphen_values = true)]
     pub current_ttl: Option<std::time::Duration>,
     /// Job runs per year, for the yearly double-execution estimate [default: the spec's

@@ -82,7 +82,10 @@ fn every_bad_answer_is_refused_in_one_line_naming_its_field() {
         (
             "",
             "alters_table = true",
-            &["steps[0].alters_table", "only a database step alters a table"],
+            &[
+                "steps[0].alters_table",
+                "only a database step alters a table",
+            ],
         ),
         (
             "[decision]\nfenced = \"yes\"",

@@ -24,8 +24,6 @@ pub struct SimulateStep {
 /// `ttl`, once per spec.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TtlStep {
-    /// The volume the TTL is derived for.
-    pub target_scale: f64,
     /// Replays per (profile, scale).
     pub replays: u64,
     /// `--max-lease-risk`, where the plan coarsens the lease bound; `None`: ttl's default.
@@ -157,11 +155,12 @@ impl MainJobPlan {
             quick,
             seed,
             simulate: SimulateStep {
-                scales: vec![1.0, 10.0],
+                // Today's volume: the volume a TTL is sized for is each spec's own answer
+                // (`target_volume`), which `ttl` reads.
+                scales: vec![1.0],
                 replays,
             },
             ttl: TtlStep {
-                target_scale: 10.0,
                 replays,
                 // 6,000 replays of a pausing profile instead of 60,000: a coarser lease bound.
                 max_lease_risk: quick.then_some(1e-3),
@@ -281,8 +280,6 @@ impl MainJobPlan {
         let mut args = strings(&[
             "ttl",
             &spec.display().to_string(),
-            "--target-scale",
-            &t.target_scale.to_string(),
             "--replays",
             &t.replays.to_string(),
             "--seed",

@@ -82,11 +82,14 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
     let growth = fit_growth(&points);
     let current_ttl = inputs.current_ttl.map(|(ttl, exceeding)| {
         let (p, upper) = exceedance(exceeding, inputs.replays);
+        let lower = exceedance_lower(exceeding, inputs.replays);
         CurrentTtlRisk {
             ttl,
             replays_exceeding: exceeding,
             p_exceed: p,
+            p_exceed_lower95: Some(lower),
             p_exceed_upper95: upper,
+            expected_double_runs_per_year_lower95: Some(lower * inputs.runs_per_year),
             expected_double_runs_per_year: p * inputs.runs_per_year,
             expected_double_runs_per_year_upper95: upper * inputs.runs_per_year,
         }
@@ -97,6 +100,8 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         profiles_considered: inputs.profiles_considered,
         target_scale: inputs.target_scale,
         target_volume: inputs.target_volume,
+        target_from: Default::default(),
+        today: Vec::new(),
         unit: inputs.unit,
         seed: inputs.seed,
         replays: inputs.replays,
@@ -256,6 +261,22 @@ pub fn heartbeat_derivation(h: &HeartbeatRecommendation) -> HeartbeatDerivation 
 /// The chance per run of exceeding a limit when `exceeding` of `replays` did, and its one-sided
 /// 95 % upper bound: Clopper-Pearson, which for zero exceedances is the exact form of the rule of
 /// three (1 - 0.05^(1/n), about 3/n).
+/// The one-sided 95 % Clopper-Pearson lower bound of a chance seen `exceeding` times in
+/// `replays`: 0 when none exceeded, 0.05^(1/n) when all did.
+pub fn exceedance_lower(exceeding: u64, replays: u64) -> f64 {
+    if replays == 0 || exceeding == 0 {
+        return 0.0;
+    }
+    let n = replays as f64;
+    let k = exceeding.min(replays) as f64;
+    if exceeding >= replays {
+        return 0.05f64.powf(1.0 / n);
+    }
+    Beta::new(k, n - k + 1.0)
+        .map(|b| b.inverse_cdf(0.05))
+        .unwrap_or(0.0)
+}
+
 pub fn exceedance(exceeding: u64, replays: u64) -> (f64, f64) {
     if replays == 0 {
         return (0.0, 1.0);
@@ -406,5 +427,23 @@ mod tests {
             prop_assert!(upper >= p);
             prop_assert!(upper <= 1.0);
         }
+
+        #[test]
+        fn lower_bound_is_below_the_estimate(k in 0u64..1000, extra in 0u64..100_000) {
+            let n = (k + extra).max(1);
+            let (p, _) = exceedance(k, n);
+            let lower = exceedance_lower(k, n);
+            prop_assert!((0.0..=p).contains(&lower), "{lower} above {p}");
+        }
+    }
+
+    #[test]
+    fn every_replay_exceeding_gives_the_lower_bound_that_says_something() {
+        // All of n: P(all n | p) = p^n = 0.05 at the bound.
+        let lower = exceedance_lower(2_000, 2_000);
+        assert!((lower.powi(2_000) - 0.05).abs() < 1e-9, "{lower}");
+        assert!(lower > 0.998);
+        // Half of 100: the 95 % one-sided Clopper-Pearson bound is about 0.413.
+        assert!((exceedance_lower(50, 100) - 0.4135).abs() < 0.002);
     }
 }

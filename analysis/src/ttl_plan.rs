@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
 use lockbench_core::records::simulate::SimulationRow;
-use lockbench_core::records::ttl::RunsPerYearFrom;
+use lockbench_core::records::ttl::{ProfileRuntime, RunsPerYearFrom, TargetFrom};
 use lockbench_workloads::{JobModel, SpecError, WorkloadSpec};
 
 use crate::lease::{
@@ -28,6 +28,8 @@ pub struct Simulated {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TtlOptions {
     pub target_scale: f64,
+    /// Where the target comes from (the spec's `target_volume`, the flag, or today's assumed).
+    pub target_from: TargetFrom,
     pub safety_factor: f64,
     pub current_ttl: Option<Duration>,
     pub runs_per_year: f64,
@@ -44,6 +46,7 @@ impl TtlOptions {
     pub fn of(r: &TtlRecommendation) -> Self {
         TtlOptions {
             target_scale: r.target_scale,
+            target_from: r.target_from,
             safety_factor: r.safety_factor,
             current_ttl: r.current_ttl.as_ref().map(|c| c.ttl),
             runs_per_year: r.runs_per_year,
@@ -64,6 +67,9 @@ impl TtlOptions {
 pub struct TtlPlan {
     /// Every candidate profile compiled at the target scale, in the spec's order.
     pub candidates: Vec<JobModel>,
+    /// Every profile at today's volume, when the target is not today's: what alert thresholds are
+    /// sized against (a page must stay quiet on a normal run today).
+    pub today: Vec<JobModel>,
     /// Half and double the target scale: where runtime growth is measured.
     pub below: f64,
     pub above: f64,
@@ -102,8 +108,17 @@ impl TtlPlan {
         for n in &names {
             JobModel::new(spec, n, above)?;
         }
+        let today = if target_scale == 1.0 {
+            Vec::new()
+        } else {
+            names
+                .iter()
+                .map(|n| JobModel::new(spec, n, 1.0))
+                .collect::<Result<Vec<_>, _>>()?
+        };
         Ok(TtlPlan {
             candidates,
+            today,
             below,
             above,
             grow_every_candidate: sharded,
@@ -125,13 +140,14 @@ impl TtlPlan {
         }
     }
 
-    /// How many runs of [`TtlPlan::replays`] follow the candidates: two per growing profile.
+    /// How many runs of [`TtlPlan::replays`] follow the candidates: two per growing profile, and
+    /// each profile at today's volume.
     pub fn growth_simulations(&self) -> usize {
         2 * if self.grow_every_candidate {
             self.candidates.len()
         } else {
             1
-        }
+        } + self.today.len()
     }
 
     /// The profiles simulated below and above the target, given the candidates' runs.
@@ -190,8 +206,34 @@ fn worst(candidates: &[Simulated]) -> usize {
 pub struct TtlSimulations<'a> {
     /// Every candidate profile at the target scale (counted above the current TTL).
     pub candidates: &'a [Simulated],
-    /// Profiles at half and double the target: the worst candidate's at least.
+    /// Every other run: profiles at half and double the target (the worst candidate's at least),
+    /// and every profile at today's volume when the target is not today's.
     pub growth: &'a [Simulated],
+}
+
+/// Each candidate profile's runtimes at today's volume (scale 1), in the candidates' order, from
+/// the first run of it at scale 1 among `runs`; a profile without one is left out.
+fn today_of(runs: TtlSimulations<'_>) -> Vec<ProfileRuntime> {
+    runs.candidates
+        .iter()
+        .filter_map(|c| {
+            let s = runs
+                .candidates
+                .iter()
+                .chain(runs.growth)
+                .find(|s| s.row.profile == c.row.profile && s.row.scale == 1.0)?;
+            let r = &s.row.runtime;
+            Some(ProfileRuntime {
+                profile: s.row.profile.clone(),
+                volume: s.row.volume,
+                replays: s.histogram.count(),
+                p50: r.p50,
+                p99: r.p99,
+                p999: r.p999,
+                max: r.max,
+            })
+        })
+        .collect()
 }
 
 /// A recommendation and which growth runs it used (indexes into [`TtlSimulations::growth`]): a whole
@@ -290,6 +332,8 @@ pub fn derive(
         engine: params.engine.clone(),
     });
     recommendation.runs_per_year_from = params.runs_per_year_from.clone();
+    recommendation.target_from = params.target_from;
+    recommendation.today = today_of(runs);
     Ok(Derived {
         recommendation,
         below,
@@ -330,6 +374,7 @@ mod tests {
     fn params() -> TtlOptions {
         TtlOptions {
             target_scale: 1.0,
+            target_from: TargetFrom::Flag,
             safety_factor: 3.0,
             current_ttl: Some(Duration::from_secs(120)),
             runs_per_year: 12.0,

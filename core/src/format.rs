@@ -130,6 +130,16 @@ pub fn format_chance(p: f64) -> String {
     }
 }
 
+/// A chance as a percentage with two decimals ("99.85 %", "0.15 %"), or as a plain number below
+/// 0.01 % ("1.50e-5"), where a percentage would read as zero.
+pub fn format_percent(p: f64) -> String {
+    if p == 0.0 || p >= 1e-4 {
+        format!("{:.2} %", p * 100.0)
+    } else {
+        format!("{p:.2e}")
+    }
+}
+
 /// The UTC calendar date of a Unix time: `2026-12-01`.
 pub fn format_date(unix_s: u64) -> String {
     // Howard Hinnant's days-to-civil, for days since 1970-01-01.

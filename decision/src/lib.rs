@@ -75,6 +75,13 @@ fn decide_once(job: &JobAnswers, evidence: &Evidence) -> Decision {
             would_change: "every yearly figure (double executions a year, today's TTL priced, a lost lease a year); not the choice of lock".into(),
         });
     }
+    if job.target_volume.is_none() {
+        decision.missing.push(MissingAnswer {
+            field: "workload.target_volume".into(),
+            assumed: "today's volume (no growth)".into(),
+            would_change: "the TTL and the lease are sized at today's volume, and the review trigger says when to size them again; not the choice of lock".into(),
+        });
+    }
     decision.status = if !resolved.given[0] {
         Status::Undecided
     } else if decision.residual.iter().any(|r| !r.accepted) {

@@ -35,6 +35,7 @@ fn job(d: DecisionAnswers, steps: &[S]) -> JobAnswers {
             })
             .collect(),
         frequency: Frequency::of_workload(Some("@monthly"), None).unwrap(),
+        target_volume: Some(10),
     }
 }
 

@@ -120,15 +120,20 @@ pub fn run(args: &MergeArgs) -> Outcome {
             // The search is adaptive, so no shard can run a part of it: it runs here, whole, with
             // the run's seed and replays, as the whole run did.
             output::search_review_trigger(&specs[0], &mut recommendation, &simulation)?;
-            // What a whole run writes: the candidates and the chosen profile's growth runs.
+            // What a whole run writes: the candidates, the chosen profile's growth runs and every
+            // profile at today's volume (one run of each).
             let n = candidates.len();
             let (below, above) = (derived.below + n, derived.above + n);
-            let kept: Vec<Simulated> = merged
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| *i < n || *i == below || *i == above)
-                .map(|(_, s)| s)
-                .collect();
+            let mut kept: Vec<Simulated> = Vec::new();
+            for (i, s) in merged.into_iter().enumerate() {
+                let today = s.row.scale == 1.0
+                    && !kept
+                        .iter()
+                        .any(|k| k.row.profile == s.row.profile && k.row.scale == 1.0);
+                if i < n || i == below || i == above || today {
+                    kept.push(s);
+                }
+            }
             let bytes = to_json(&recommendation);
             render::show(args.json, &recommendation, render::ttl_report)?;
             write_results(out, "ttl", &simulation, &spec_refs, &kept, bytes, origins)?;

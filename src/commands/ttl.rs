@@ -35,15 +35,17 @@ pub fn run(args: &TtlArgs) -> Outcome {
         }
         None => None,
     };
+    let (target_scale, target_from) = settings.target(&spec);
+    let current_ttl = settings.current_ttl.or(spec.workload.current_ttl);
     let plan = TtlPlan::new(
         &spec,
         settings.profile.as_deref(),
-        settings.target_scale,
+        target_scale,
         settings.simulation.replays,
         settings.max_lease_risk,
         settings.simulation.shard.is_some(),
     )?;
-    let thresholds: Vec<_> = settings.current_ttl.into_iter().collect();
+    let thresholds: Vec<_> = current_ttl.into_iter().collect();
     let shard = settings.simulation.engine_shard();
     let candidate_replays: u64 = plan
         .candidates
@@ -75,7 +77,8 @@ pub fn run(args: &TtlArgs) -> Outcome {
         candidates.push(s);
     }
     // 2. The worst profile (every profile, in a shard) at half and double the target, to see how
-    //    runtime grows.
+    //    runtime grows; then every profile at today's volume, which alert thresholds are sized
+    //    against.
     let mut growth: Vec<Simulated> = Vec::new();
     for name in plan.growing(&candidates) {
         for scale in [plan.below, plan.above] {
@@ -89,6 +92,22 @@ pub fn run(args: &TtlArgs) -> Outcome {
             ));
         }
     }
+    for model in &plan.today {
+        // A growth run at today's volume (a target of 2 has its half there) already is one.
+        if growth
+            .iter()
+            .any(|g| g.row.profile == model.profile && g.row.scale == 1.0)
+        {
+            continue;
+        }
+        growth.push(simulate_one(
+            model,
+            &spec,
+            &settings.simulation,
+            &[],
+            &progress,
+        ));
+    }
     progress.finish();
 
     let frequency = settings
@@ -96,9 +115,10 @@ pub fn run(args: &TtlArgs) -> Outcome {
         .clone()
         .unwrap_or_else(|| spec.frequency());
     let params = TtlOptions {
-        target_scale: settings.target_scale,
+        target_scale,
+        target_from,
         safety_factor: settings.safety_factor,
-        current_ttl: settings.current_ttl,
+        current_ttl,
         runs_per_year: frequency.runs_per_year,
         runs_per_year_from: frequency.from,
         max_lease_risk: settings.max_lease_risk,

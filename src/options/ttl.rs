@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_workloads::Frequency;
+use lockbench_core::records::ttl::TargetFrom;
+use lockbench_workloads::{Frequency, WorkloadSpec};
 
 use super::parse::Refusal;
 use super::simulation::SimulationSettings;
@@ -14,8 +15,10 @@ use crate::cli::TtlArgs;
 pub struct TtlSettings {
     pub spec: PathBuf,
     pub profile: Option<String>,
-    pub target_scale: f64,
+    /// `--target-scale`; `None` to take the spec's `target_volume`.
+    pub target_scale: Option<f64>,
     pub safety_factor: f64,
+    /// `--current-ttl`; `None` to take the spec's `current_ttl`.
     pub current_ttl: Option<Duration>,
     /// `--runs-per-year`; `None` to take the spec's schedule.
     pub runs_per_year: Option<Frequency>,
@@ -25,6 +28,16 @@ pub struct TtlSettings {
 }
 
 impl TtlSettings {
+    /// The target scale and where it comes from: the flag, else the spec's `target_volume`, else
+    /// today's volume, assumed.
+    pub fn target(&self, spec: &WorkloadSpec) -> (f64, TargetFrom) {
+        match (self.target_scale, spec.target_scale()) {
+            (Some(flag), _) => (flag, TargetFrom::Flag),
+            (None, Some(answered)) => (answered, TargetFrom::Spec),
+            (None, None) => (1.0, TargetFrom::Assumed),
+        }
+    }
+
     /// Checks `ttl`'s flags.
     pub fn resolve(args: &TtlArgs) -> Result<Self, Refusal> {
         let simulation = SimulationSettings::resolve(&args.simulation)?;

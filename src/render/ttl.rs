@@ -19,10 +19,11 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
     }
     let _ = writeln!(
         o,
-        "TTL for {} at scale {} ({} {unit}), profile {}",
+        "TTL for {} at scale {} ({} {unit}: {}), profile {}",
         r.workload,
         r.target_scale,
         format_count(r.target_volume),
+        r.target_from.describe(),
         r.profile
     );
     if let Some(check) = r.model_check.as_ref().filter(|c| c.consistent) {
@@ -44,10 +45,30 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
     }
     let _ = writeln!(
         o,
-        "  seed {}, {} replays per scale\n",
+        "  seed {}, {} replays per scale",
         r.seed,
         format_count(r.replays)
     );
+    for t in &r.today {
+        let _ = writeln!(
+            o,
+            "  today, {} {unit}: {} P50 {}, P99 {}, {}",
+            format_count(t.volume),
+            t.profile,
+            format_readable(t.p50),
+            format_readable(t.p99),
+            if t.p999_reliable() {
+                format!("P99.9 {}", format_readable(t.p999))
+            } else {
+                format!(
+                    "slowest of {} replays {} (too few for a P99.9)",
+                    format_count(t.replays),
+                    format_readable(t.max)
+                )
+            }
+        );
+    }
+    o.push('\n');
 
     let ci = format!(
         "95% CI {} - {}{}",
@@ -138,17 +159,13 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         let _ = writeln!(o, "\n  current TTL {}", format_duration(c.ttl));
         let _ = writeln!(
             o,
-            "    chance per run that the job outlives it   {}   (95% upper bound {}; {} of {} replays)",
-            format_chance(c.p_exceed),
-            format_chance(c.p_exceed_upper95),
-            format_count(c.replays_exceeding),
-            format_count(r.replays)
+            "    chance per run that the job outlives it   {}",
+            c.chance(r.replays)
         );
         let _ = writeln!(
             o,
-            "    expected double executions per year       {:.3}   (upper bound {:.3}; {}, a second worker waiting)",
-            c.expected_double_runs_per_year,
-            c.expected_double_runs_per_year_upper95,
+            "    expected double executions per year       {}   ({}, a second worker waiting)",
+            c.per_year(r.replays),
             r.runs_per_year_from.runs_a_year(r.runs_per_year)
         );
         if c.ttl < r.ttl {

@@ -196,6 +196,8 @@ pub struct JobAnswers {
     pub steps: Vec<StepAnswers>,
     /// How often the job runs (`[workload] schedule` or `runs_per_year`; monthly assumed).
     pub frequency: Frequency,
+    /// The volume the lock must hold at (`[workload] target_volume`); `None` when not answered.
+    pub target_volume: Option<u64>,
 }
 
 /// The parts of a spec the answers need, read leniently (a recorded spec's latency files may be
@@ -216,6 +218,8 @@ struct RecordedWorkload {
     schedule: Option<String>,
     #[serde(default)]
     runs_per_year: Option<f64>,
+    #[serde(default)]
+    target_volume: Option<u64>,
 }
 
 impl JobAnswers {
@@ -242,6 +246,7 @@ impl JobAnswers {
             decision: recorded.decision,
             steps: recorded.steps,
             frequency,
+            target_volume: w.target_volume,
         };
         answers
             .check()

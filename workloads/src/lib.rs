@@ -40,7 +40,7 @@ pub use sim::{
     simulate_leases,
 };
 pub use spec::{
-    Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, Override, Pauses, Profile, Step,
-    Workload, WorkloadSpec,
+    Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, MAX_TARGET_SCALE, Override, Pauses,
+    Profile, Step, Workload, WorkloadSpec,
 };
 pub use target::Target;

@@ -15,6 +15,9 @@ use crate::target::Target;
 /// Most steps per item: steps are addressed by a 64-bit mask in the simulator.
 pub const MAX_STEPS: usize = 64;
 /// Most lanes inside one job run.
+/// The largest growth `target_volume` may ask for, as a multiple of today's volume: the trigger
+/// search runs up to ten times past it.
+pub const MAX_TARGET_SCALE: f64 = 1000.0;
 pub const MAX_CONCURRENCY: u32 = 4096;
 /// The name given to the implicit profile of a spec that defines none.
 pub const IMPLICIT_PROFILE: &str = "baseline";
@@ -80,6 +83,11 @@ pub struct Workload {
     /// Runs a year, for a job no schedule describes (run by hand, on demand).
     #[serde(default)]
     pub runs_per_year: Option<f64>,
+    /// The volume the lock must hold at before the record is reviewed again (expected growth):
+    /// `ttl` sizes the TTL there. Without it the TTL is sized at today's `volume`, and the record
+    /// says it assumed so.
+    #[serde(default, deserialize_with = "positive_option")]
+    pub target_volume: Option<u64>,
 }
 
 /// One `[[steps]]` entry.
@@ -342,6 +350,7 @@ impl WorkloadSpec {
                 })
                 .collect(),
             frequency: self.frequency(),
+            target_volume: self.workload.target_volume,
         }
     }
 
@@ -352,6 +361,13 @@ impl WorkloadSpec {
         // Checked when the spec was read.
         Frequency::of_workload(w.schedule.as_deref(), w.runs_per_year)
             .unwrap_or_else(|_| Frequency::assumed())
+    }
+
+    /// The scale `target_volume` is of today's volume; `None` when the spec does not say.
+    pub fn target_scale(&self) -> Option<f64> {
+        let w = &self.workload;
+        w.target_volume
+            .map(|target| target as f64 / w.volume as f64)
     }
 
     /// Volume of one run at `scale` (at least one unit).
@@ -385,6 +401,24 @@ impl WorkloadSpec {
             ));
         }
         Frequency::of_workload(w.schedule.as_deref(), w.runs_per_year)?;
+        if let Some(target) = w.target_volume.filter(|t| *t < w.volume) {
+            return Err((
+                "workload.target_volume".into(),
+                format!(
+                    "expected at least today's volume ({}), got {target}: the TTL is sized for the volume the job grows to",
+                    w.volume
+                ),
+            ));
+        }
+        if let Some(scale) = self.target_scale().filter(|s| *s > MAX_TARGET_SCALE) {
+            return Err((
+                "workload.target_volume".into(),
+                format!(
+                    "expected at most {} times today's volume ({}), got {scale:.0} times",
+                    MAX_TARGET_SCALE, w.volume
+                ),
+            ));
+        }
         if let Some(name) = &w.incident_profile {
             let known: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
             if !known.contains(&name.as_str()) {

@@ -112,6 +112,7 @@ impl SpecWriter {
             .optional("incident_profile", w.incident_profile.as_ref())
             .optional("schedule", w.schedule.as_ref())
             .optional("runs_per_year", w.runs_per_year)
+            .optional("target_volume", w.target_volume)
     }
 
     /// The `[decision]` table.

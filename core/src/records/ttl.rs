@@ -22,6 +22,15 @@ pub struct TtlRecommendation {
     pub target_scale: f64,
     /// Volume at the target scale.
     pub target_volume: u64,
+    /// Where the target comes from. Added without a schema bump: absent means
+    /// [`TargetFrom::Flag`], how every record before it got its target (`run` passed one).
+    #[serde(default, skip_serializing_if = "TargetFrom::is_flag")]
+    pub target_from: TargetFrom,
+    /// Every profile at today's volume (scale 1), in the spec's order: what alert thresholds are
+    /// sized against, since a page must stay quiet on a normal run today. Added without a schema
+    /// bump: absent (empty) in records written before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub today: Vec<ProfileRuntime>,
     /// Unit of volume.
     pub unit: String,
     /// Seed of the simulation.
@@ -123,6 +132,66 @@ impl RunsPerYearFrom {
             RunsPerYearFrom::Flag => "--runs-per-year".to_string(),
             RunsPerYearFrom::Assumed => "assumed monthly: the spec gives no schedule".to_string(),
         }
+    }
+}
+
+/// Where a TTL record's target volume comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetFrom {
+    /// The spec's `target_volume`.
+    Spec,
+    /// The `--target-scale` flag.
+    #[default]
+    Flag,
+    /// Nothing said: today's volume.
+    Assumed,
+}
+
+impl TargetFrom {
+    /// True for a target given by the flag (absent from the record).
+    pub fn is_flag(&self) -> bool {
+        *self == TargetFrom::Flag
+    }
+
+    /// Where the target comes from, as a clause.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TargetFrom::Spec => "the spec's target_volume",
+            TargetFrom::Flag => "--target-scale",
+            TargetFrom::Assumed => "assumed today's: the spec gives no target_volume",
+        }
+    }
+}
+
+/// One profile's runtimes at one volume.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileRuntime {
+    /// Profile name.
+    pub profile: String,
+    /// Units of volume.
+    pub volume: u64,
+    /// Replays behind the figures.
+    pub replays: u64,
+    /// Median runtime.
+    #[serde(rename = "p50_s", with = "seconds")]
+    pub p50: Duration,
+    /// 99th percentile.
+    #[serde(rename = "p99_s", with = "seconds")]
+    pub p99: Duration,
+    /// 99.9th percentile; see [`ProfileRuntime::p999_reliable`].
+    #[serde(rename = "p999_s", with = "seconds")]
+    pub p999: Duration,
+    /// The longest replay.
+    #[serde(rename = "max_s", with = "seconds")]
+    pub max: Duration,
+}
+
+impl ProfileRuntime {
+    /// True when enough replays stand behind the P99.9 for it to be printed as a figure.
+    pub fn p999_reliable(&self) -> bool {
+        self.replays >= super::tail_samples_needed(0.999)
     }
 }
 
@@ -307,12 +376,80 @@ pub struct CurrentTtlRisk {
     pub replays_exceeding: u64,
     /// Estimated chance per run that the runtime exceeds it.
     pub p_exceed: f64,
+    /// One-sided 95 % lower bound of that chance (Clopper-Pearson; 0 when no replay exceeded
+    /// it). Added without a schema bump: absent in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_exceed_lower95: Option<f64>,
     /// One-sided 95 % upper bound of that chance (rule of three when no replay exceeded it).
     pub p_exceed_upper95: f64,
     /// Expected double executions per year, assuming another worker waits for the lock.
     pub expected_double_runs_per_year: f64,
+    /// The same at the lower bound (absent before it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_double_runs_per_year_lower95: Option<f64>,
     /// The same at the upper bound.
     pub expected_double_runs_per_year_upper95: f64,
+}
+
+impl CurrentTtlRisk {
+    /// The chance per run in words, with the bound that says something: "all 2,000 replays: at
+    /// least 99.85 % per run (95 % lower bound)", "none of 2,000 replays: at most 0.15 % per run
+    /// (95 % upper bound)", or the figure with both bounds.
+    pub fn chance(&self, replays: u64) -> String {
+        let pct = |p: f64| crate::format_percent(p);
+        if self.replays_exceeding == 0 {
+            format!(
+                "none of {} replays: at most {} per run (95 % upper bound)",
+                crate::format_count(replays),
+                pct(self.p_exceed_upper95)
+            )
+        } else if self.replays_exceeding >= replays {
+            match self.p_exceed_lower95 {
+                Some(lower) => format!(
+                    "all {} replays: at least {} per run (95 % lower bound)",
+                    crate::format_count(replays),
+                    pct(lower)
+                ),
+                None => format!("all {} replays", crate::format_count(replays)),
+            }
+        } else {
+            format!(
+                "{} of {} replays: {} per run (95 % interval {} to {})",
+                crate::format_count(self.replays_exceeding),
+                crate::format_count(replays),
+                pct(self.p_exceed),
+                self.p_exceed_lower95.map_or("-".to_string(), pct),
+                pct(self.p_exceed_upper95)
+            )
+        }
+    }
+}
+
+impl CurrentTtlRisk {
+    /// The double executions a year it means, with the bound that says something, as
+    /// [`CurrentTtlRisk::chance`] chooses it.
+    pub fn per_year(&self, replays: u64) -> String {
+        let n = |x: f64| crate::format_per_year(x);
+        if self.replays_exceeding == 0 {
+            format!(
+                "at most {} (95 % upper bound)",
+                n(self.expected_double_runs_per_year_upper95)
+            )
+        } else if self.replays_exceeding >= replays {
+            match self.expected_double_runs_per_year_lower95 {
+                Some(lower) => format!("at least {} (95 % lower bound)", n(lower)),
+                None => n(self.expected_double_runs_per_year),
+            }
+        } else {
+            format!(
+                "{} (95 % interval {} to {})",
+                n(self.expected_double_runs_per_year),
+                self.expected_double_runs_per_year_lower95
+                    .map_or("-".to_string(), n),
+                n(self.expected_double_runs_per_year_upper95)
+            )
+        }
+    }
 }
 
 /// `runtime = coefficient x volume ^ exponent`, fitted by least squares on logarithms.
