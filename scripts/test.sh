@@ -10,6 +10,9 @@ say "== local servers (the backend tests talk to real ones)"
 scripts/services.sh up
 say "== client libraries (the adapter tests drive real ones: docs/CLIENTS.md)"
 scripts/clients.sh up
+say "== promtool (Prometheus's rule checker: the record's alerting rules are tested with it)"
+command -v promtool >/dev/null 2>&1 || ensure_packages prometheus
+command -v promtool >/dev/null 2>&1 || die "promtool not found after installing Debian's prometheus package"
 
 say "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -36,7 +39,7 @@ awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i) ~ /^passed;?$/) p +=
 [ "$status" -eq 0 ] || exit "$status"
 
 # What lockbench writes, read by the tools people read it with, not by lockbench.
-say "== other readers: HdrHistogram's Python reader, the Kubernetes schemas"
+say "== other readers: HdrHistogram's Python reader, the Kubernetes schemas, promtool"
 ensure_python hdrh=hdrhistogram kubernetes_validate=kubernetes-validate
 "$PY" scripts/check-hlog.py results/sample analysis/tests/fixtures/run
 rendered=$(mktemp -d)
@@ -45,3 +48,10 @@ deploy/kubernetes/render.sh all --run-id ci-check --out "$rendered" 2>/dev/null
 "$PYBIN/kubernetes-validate" --quiet -k 1.31.0 --strict "$rendered"/*.yaml \
     || die "a Kubernetes manifest does not validate against the 1.31 schemas (above)"
 say "manifests: $(ls "$rendered" | wc -l) valid against Kubernetes 1.31 (strict)"
+# The alerting rules the committed record ships, as Prometheus's own tool checks and tests them
+# (the record's tests run promtool on rebuilt rules too: tests/record.rs).
+(cd results/sample/report \
+    && promtool check rules prometheus-rules.yml >/dev/null \
+    && promtool test rules prometheus-rules.test.yml >/dev/null) \
+    || die "promtool refuses results/sample/report/prometheus-rules.yml or its tests (run them there to see why)"
+say "alerting rules: promtool check rules and test rules pass on results/sample/report"

@@ -567,10 +567,29 @@ pub struct ReportArgs {
     /// Results directories written with --out (or folders holding them, as `run` writes).
     #[arg(required = true, value_name = "RESULTS_DIR")]
     pub dirs: Vec<PathBuf>,
-    /// Where to write report.md, report.html and charts/ (default: report/ inside the first
-    /// results directory); it must not exist or be empty.
+    /// Where to write report.md, report.html, charts/ and the alerting rules (default: report/
+    /// inside the first results directory); it must not exist or be empty.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// How the results were made, for the record's first line (`run` says `lockbench run` or
+    /// `lockbench run --quick` itself): "--made-by 'the staging pipeline'".
+    #[arg(long, value_name = "TEXT")]
+    pub made_by: Option<String>,
+    #[command(flatten)]
+    pub alerts: AlertArgs,
+}
+
+/// The monitoring the record's alerts are timed against (`report` and `run`).
+#[derive(Debug, Args)]
+pub struct AlertArgs {
+    /// How often Prometheus scrapes the jobs' metrics and evaluates the rules: a page fires at the
+    /// latest a scrape and an evaluation after its threshold.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::values::scrape_interval)]
+    pub scrape_interval: std::time::Duration,
+    /// How long the person paged needs to act: every page fires at least this long before the
+    /// deadline it guards, or the record says it cannot and alerts on a leading signal.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::values::time_to_act)]
+    pub time_to_act: std::time::Duration,
 }
 
 /// `lockbench run`.
@@ -592,6 +611,8 @@ pub struct MainJobArgs {
     /// Seed of every simulation and replay (random when omitted).
     #[arg(long, value_name = "SEED", value_parser = crate::values::seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub alerts: AlertArgs,
 }
 
 /// `lockbench faults`.
@@ -715,4 +736,15 @@ pub enum WaitModeArg {
     Native,
     /// Polling with backoff.
     Poll,
+}
+
+impl AlertArgs {
+    /// The settings the alerts are timed with: the rules evaluated as often as scraped.
+    pub fn settings(&self) -> lockbench_decision::alerts::AlertSettings {
+        lockbench_decision::alerts::AlertSettings {
+            scrape: self.scrape_interval,
+            evaluation: self.scrape_interval,
+            act: self.time_to_act,
+        }
+    }
 }

@@ -215,6 +215,7 @@ pub fn manifest(
         files: out.file_names().map(str::to_string).collect(),
         shard: None,
         merged_from: Vec::new(),
+        build: Some(lockbench_core::BuildProfile::current()),
     }
 }
 
@@ -320,8 +321,13 @@ fn add_histograms(
 
 /// Loads `dirs`, builds the report and writes it to `out` (complete or not at all), saying where
 /// when `announce` is true.
-pub fn write_report(dirs: &[std::path::PathBuf], out: ResultsDir, announce: bool) -> Result<()> {
-    write_report_interim(dirs, out, announce, None)
+pub fn write_report(
+    dirs: &[std::path::PathBuf],
+    out: ResultsDir,
+    announce: bool,
+    options: &lockbench_analysis::report::ReportOptions,
+) -> Result<()> {
+    write_report_interim(dirs, out, announce, None, options)
 }
 
 /// [`write_report`], labelled as an interim record when `interim` says what is still being
@@ -331,6 +337,7 @@ pub fn write_report_interim(
     out: ResultsDir,
     announce: bool,
     interim: Option<&lockbench_analysis::report::Interim>,
+    options: &lockbench_analysis::report::ReportOptions,
 ) -> Result<()> {
     let evidence = lockbench_analysis::report::load(dirs)?;
     if evidence.is_empty() {
@@ -340,10 +347,18 @@ pub fn write_report_interim(
         }
         .into());
     }
-    let built = lockbench_analysis::report::build_interim(&evidence, interim)?;
+    let built = lockbench_analysis::report::build_interim(&evidence, interim, options)?;
     let mut out = out;
     out.add("report.md", built.markdown.into_bytes())?;
     out.add("report.html", built.html.into_bytes())?;
+    out.add(
+        lockbench_analysis::report::rules::RULES_FILE,
+        built.rules.into_bytes(),
+    )?;
+    out.add(
+        lockbench_analysis::report::rules::RULES_TEST_FILE,
+        built.rules_test.into_bytes(),
+    )?;
     for (name, chart) in &built.charts {
         out.add(&format!("charts/{name}.png"), chart.png.clone())?;
         out.add(

@@ -158,6 +158,26 @@ pub fn positive_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// `--scrape-interval`: 1 s to 10 min, as Prometheus setups have it.
+pub fn scrape_interval(text: &str) -> Result<Duration, String> {
+    let d = lockbench_workloads::duration::parse(text)?;
+    if (Duration::from_secs(1)..=Duration::from_secs(600)).contains(&d) {
+        Ok(d)
+    } else {
+        Err(format!("expected 1s to 10m, got {text}"))
+    }
+}
+
+/// `--time-to-act`: zero (an automated responder) to a day.
+pub fn time_to_act(text: &str) -> Result<Duration, String> {
+    let d = lockbench_workloads::duration::parse(text)?;
+    if d <= Duration::from_secs(86_400) {
+        Ok(d)
+    } else {
+        Err(format!("expected 0s to 24h, got {text}"))
+    }
+}
+
 /// A duration, zero allowed (`bench --warmup`, `--hold`).
 pub fn duration(text: &str) -> Result<Duration, String> {
     lockbench_workloads::duration::parse(text)

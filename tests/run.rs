@@ -456,9 +456,13 @@ fn assert_interim_record(dir: &std::path::Path, pending: &str) {
         "{kept:?}"
     );
     assert!(!kept.iter().any(|n| n.starts_with("faults")), "{kept:?}");
+    assert!(!kept.iter().any(|n| n.starts_with('.')), "{kept:?}");
+    // Marked stopped: nobody reads it as a run still measuring.
     let report = std::fs::read_to_string(run.join("report/report.md")).unwrap();
     assert!(
-        report.contains(&format!("and is still measuring: {pending}")),
+        report.contains("**Interim record of a stopped run.**")
+            && report.contains(&format!("stopped it: {pending}"))
+            && !report.contains("is still measuring"),
         "{}",
         &report[..800.min(report.len())]
     );

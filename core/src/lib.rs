@@ -34,7 +34,7 @@ pub use histogram::{
     ExactFigures, HistogramError, RuntimeHistogram, ThresholdCount, interval_log, read_interval_log,
 };
 pub use records::manifest::{
-    Machine, Manifest, ServerRecord, ShardOrigin, ShardRecord, SpecRecord, unix_now_s,
+    BuildProfile, Machine, Manifest, ServerRecord, ShardOrigin, ShardRecord, SpecRecord, unix_now_s,
 };
 pub use results::{
     ResultsDir, ResultsError, publish_copy, remove_stale_staging, replace_with, staging_for,

@@ -278,7 +278,7 @@ pub(crate) fn names(steps: &[&StepAnswers]) -> String {
 }
 
 /// Items joined in prose.
-pub(crate) fn list(items: Vec<String>) -> String {
+pub fn list(items: Vec<String>) -> String {
     match items.len() {
         0 => String::new(),
         1 => items[0].clone(),
@@ -287,7 +287,7 @@ pub(crate) fn list(items: Vec<String>) -> String {
 }
 
 /// What a double run does, as a clause after "a second run".
-pub(crate) fn effect(d: DoubleRun) -> &'static str {
+pub fn effect(d: DoubleRun) -> &'static str {
     match d {
         DoubleRun::Absorbed => "is absorbed downstream",
         DoubleRun::WastedWork => "only wastes work",

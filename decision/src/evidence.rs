@@ -180,6 +180,35 @@ impl Evidence {
         self.replays.iter().filter(move |r| r.workload == job)
     }
 
+    /// The TTL or lease the lab granted on each backend, as the record cites it: "lab TTL 1.00 s;
+    /// etcd 2.00 s; zookeeper 4.00 s" (the most common first, then each backend that differs).
+    pub fn lab_ttls(&self) -> String {
+        let mut by: Vec<(BackendKind, f64)> = Vec::new();
+        for c in &self.cells {
+            if !by
+                .iter()
+                .any(|(b, t)| *b == c.backend.kind && *t == c.granted_ttl_s)
+            {
+                by.push((c.backend.kind, c.granted_ttl_s));
+            }
+        }
+        let mut counts: Vec<(f64, usize)> = Vec::new();
+        for (_, t) in &by {
+            match counts.iter_mut().find(|(x, _)| x == t) {
+                Some(entry) => entry.1 += 1,
+                None => counts.push((*t, 1)),
+            }
+        }
+        let Some(&(common, _)) = counts.iter().max_by_key(|(_, n)| *n) else {
+            return "no lab TTL".to_string();
+        };
+        let mut out = format!("lab TTL {}", format_readable_s(common));
+        for (b, t) in by.iter().filter(|(_, t)| *t != common) {
+            out.push_str(&format!(", {b} {}", format_readable_s(*t)));
+        }
+        out
+    }
+
     /// What a decision for `job` rests on, in one line.
     pub fn basis(&self, job: &str) -> String {
         if self.is_empty() {
@@ -190,18 +219,18 @@ impl Evidence {
             let runs: Vec<String> = self
                 .fault_runs
                 .iter()
-                .map(|(seed, trials, ttl)| {
+                .map(|(seed, trials, _)| {
                     format!(
-                        "seed {seed}, {trials} trial{} per cell, TTL {}",
-                        if *trials == 1 { "" } else { "s" },
-                        format_readable_s(*ttl)
+                        "seed {seed}, {trials} trial{} per cell",
+                        if *trials == 1 { "" } else { "s" }
                     )
                 })
                 .collect();
             parts.push(format!(
-                "{} fault-lab cells ({})",
+                "{} fault-lab cells ({}; {})",
                 format_count(self.cells.len() as u64),
-                runs.join("; ")
+                runs.join("; "),
+                self.lab_ttls()
             ));
         }
         if !self.acquire.is_empty() {
@@ -241,10 +270,16 @@ pub(crate) fn p99_figure(p99_us: f64, samples: u64, max_us: f64) -> String {
     )
 }
 
-/// A cell in one clause: "restart/no-persistence: overlap in 1/1 trials (up to 0.57 s), 17
+/// A cell in one clause: "restart/no-persistence (lab TTL 1.00 s): overlap in 1/1 trials (up to 0.57 s), 17
 /// stale writes, fence refused 0 of 17: the counter restarted with the server".
 pub fn describe(cell: &FaultCell) -> String {
-    let label = cell.label();
+    // The lab's TTL differs by backend (a consensus store's minimum lease is longer): every lab
+    // figure names the one it was measured at.
+    let label = format!(
+        "{} (lab TTL {})",
+        cell.label(),
+        format_readable_s(cell.granted_ttl_s)
+    );
     if cell.trials_with_overlap == 0 {
         return format!(
             "{label}: no overlap in {} trial{}",

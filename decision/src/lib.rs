@@ -11,6 +11,7 @@
 //! every rule a sentence and a source.
 
 mod actions;
+pub mod alerts;
 mod answers;
 mod design;
 mod evidence;
@@ -20,15 +21,17 @@ mod missing;
 mod record;
 mod rules;
 mod verify;
+mod words;
 
 pub use actions::{Action, Assumption, Change};
+pub use answers::{effect, list};
 pub use design::describe_vanished;
 pub use evidence::{AcquireCost, Evidence, describe, fence_held};
 pub use mechanism::{Mechanism, MechanismKind};
 pub use missing::brief;
 pub use record::{
     Answer, CrashRecovery, Decision, FactBasis, FailurePolicy, LockModel, MissingAnswer, ModelKind,
-    PolicyKind, Residual, RiskKind, Role, Status, StepRow, Verdict, VerdictKind,
+    PolicyKind, Reason, Residual, RiskKind, Role, Status, StepRow, Verdict, VerdictKind,
 };
 
 use lockbench_core::BackendKind;
@@ -160,8 +163,10 @@ pub(crate) fn decide_resolved(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> 
                     || r.postgres_via == lockbench_workloads::PostgresVia::TransactionPooler
             })
             .collect(),
+        double_run: r.double_run,
         role,
         backend: chosen,
+        adds_infrastructure: chosen.is_some_and(|k| rules::weight(k, r) > 0),
         lock_model: model,
         mechanisms,
         failure_policy: policy,

@@ -196,6 +196,10 @@ impl Mechanism {
             MechanismKind::CompletionRecord => {
                 "a completion record per run window, checked once the lock is granted".into()
             }
+            MechanismKind::TokenRelease {
+                backend: BackendKind::Zookeeper,
+                ..
+            } => "release only the holder's own lock node".into(),
             MechanismKind::TokenRelease { renew: true, .. } => {
                 "release and renew the lock only by its token".into()
             }
@@ -210,8 +214,13 @@ impl Mechanism {
     pub fn imperative(&self) -> String {
         let step = self.step.as_deref().unwrap_or("the step");
         match &self.kind {
-            MechanismKind::OwnGuard { .. } | MechanismKind::RerunGuard { .. } => {
-                format!("give `{step}` {}", self.name())
+            MechanismKind::OwnGuard { .. } => format!("give `{step}` {}", self.name()),
+            MechanismKind::RerunGuard {
+                across_databases: Some(_),
+                ..
+            } => format!("give `{step}` a guard per operation in each database, or a resumable checkpoint"),
+            MechanismKind::RerunGuard { .. } => {
+                format!("give `{step}` a guard of its own, or a resumable checkpoint")
             }
             MechanismKind::KeepGuard { .. }
             | MechanismKind::TableLocksFirst { .. }
@@ -232,8 +241,15 @@ impl Mechanism {
                 give_up_after_s.map_or("two thirds of the lease".to_string(), format_readable_s)
             ),
             MechanismKind::Heartbeat { .. } => self.name(),
-            MechanismKind::OwnConnection => "hold the lock on a connection of the job's own, and run pg_advisory_unlock_all() (or DISCARD ALL) before it goes back to a pool".into(),
-            MechanismKind::Keepalive { .. } => format!("set {}", self.name()),
+            MechanismKind::OwnConnection => "hold the lock on a connection of its own; pg_advisory_unlock_all() before it returns to a pool".into(),
+            MechanismKind::Keepalive {
+                idle_s,
+                interval_s,
+                count,
+                ..
+            } => format!(
+                "set TCP keepalive on the lock's connection, not server-wide (idle {idle_s} s, {count} probes {interval_s} s apart)"
+            ),
             MechanismKind::RedisPersistence { .. } => format!("set {}", self.name()),
             MechanismKind::CompletionRecord => "keep a completion record per run window, and check it once the lock is granted".into(),
             MechanismKind::TokenRelease { .. } => self.name(),

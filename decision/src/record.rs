@@ -19,10 +19,14 @@ pub struct Decision {
     pub basis: String,
     /// Every answer the rules read, as given or as assumed.
     pub answers: Vec<Answer>,
+    /// What a second concurrent run does, as the rules read it (given or assumed).
+    pub double_run: lockbench_workloads::DoubleRun,
     /// Whether the lock is the job's correctness mechanism or a serialization aid, and why.
     pub role: Role,
     /// The chosen backend; `None` when every backend is rejected.
     pub backend: Option<BackendKind>,
+    /// True when the chosen backend is infrastructure the job does not run yet.
+    pub adds_infrastructure: bool,
     /// How the chosen lock lasts: a fixed TTL, a heartbeat lease, a session or a transaction.
     pub lock_model: LockModel,
     /// What the design needs besides the lock, each with its reason.
@@ -231,6 +235,47 @@ impl VerdictKind {
     }
 }
 
+/// What rules a backend out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// In-process only (the zero-network baseline).
+    InProcess,
+    /// The workers write to several databases; an advisory lock is scoped to one.
+    Databases,
+    /// A session lock through a transaction-mode pooler.
+    TransactionPooler,
+    /// The critical section is not one transaction.
+    NotOneTransaction,
+    /// Its server loses the key on a restart or a failover (or a node, for Redlock).
+    LosesKey,
+    /// It overlapped in the lab where nothing the design includes prevents it.
+    Overlapped,
+    /// No fencing token the resource can check reaches the unguarded writes.
+    NoToken,
+    /// Neither a fence nor the lock's transaction covers the unguarded writes.
+    Uncovered,
+    /// More infrastructure than the double run calls for.
+    Cost,
+}
+
+impl Reason {
+    /// A few words for a table cell.
+    pub fn short(self) -> &'static str {
+        match self {
+            Reason::InProcess => "in-process only",
+            Reason::Databases => "one database only",
+            Reason::TransactionPooler => "a transaction-mode pooler",
+            Reason::NotOneTransaction => "not one transaction",
+            Reason::LosesKey => "loses the key",
+            Reason::Overlapped => "overlapped (lab)",
+            Reason::NoToken => "no token to check",
+            Reason::Uncovered => "writes unprotected",
+            Reason::Cost => "more infrastructure",
+        }
+    }
+}
+
 /// Where a deciding fact comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -253,6 +298,8 @@ pub struct Verdict {
     pub backend: BackendKind,
     /// Its verdict.
     pub verdict: VerdictKind,
+    /// Why it was rejected, as a kind; `None` when it was not.
+    pub reason: Option<Reason>,
     /// The one fact that decides it.
     pub fact: String,
     /// Where that fact comes from.

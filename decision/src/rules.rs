@@ -10,7 +10,7 @@ use lockbench_workloads::{JobAnswers, PostgresVia, Target};
 use crate::answers::{Exposure, Resolved, effect, list, names};
 use crate::evidence::{Evidence, describe, fence_held};
 use crate::lab::{designed, linearizable, mitigation};
-use crate::record::{FactBasis, Role, Verdict, VerdictKind};
+use crate::record::{FactBasis, Reason, Role, Verdict, VerdictKind};
 
 /// The backends a job can choose from, in the order the record lists the rejected ones.
 const CANDIDATES: [BackendKind; 7] = [
@@ -96,7 +96,7 @@ pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
 /// A backend on its way to a verdict.
 pub(crate) struct Candidate {
     pub(crate) kind: BackendKind,
-    pub(crate) rejected: Option<(String, FactBasis)>,
+    pub(crate) rejected: Option<(Reason, String, FactBasis)>,
     /// How much infrastructure it adds (0: the job already runs it).
     pub(crate) weight: u32,
     /// Its fence or transaction covers the unguarded database steps.
@@ -105,7 +105,7 @@ pub(crate) struct Candidate {
 
 /// Infrastructure a backend adds to a job, roughly in servers to run: nothing for a service the
 /// job already depends on, one Redis, a Postgres, a quorum of three, five Redlock nodes.
-fn weight(kind: BackendKind, r: &Resolved) -> u32 {
+pub(crate) fn weight(kind: BackendKind, r: &Resolved) -> u32 {
     match kind {
         BackendKind::Redlock if r.runs(kind.service()) => 4,
         BackendKind::Redlock => 5,
@@ -168,7 +168,11 @@ pub(crate) fn verdicts(
             .iter_mut()
             .filter(|c| c.rejected.is_none() && c.weight > floor)
         {
-            c.rejected = Some((cost_fact(c.kind, best, r, ev), FactBasis::Cost));
+            c.rejected = Some((
+                Reason::Cost,
+                cost_fact(c.kind, best, r, ev),
+                FactBasis::Cost,
+            ));
         }
     }
     let mut out: Vec<Verdict> = candidates
@@ -202,6 +206,11 @@ fn reject_uncovering(candidates: &mut [Candidate], x: &Exposure<'_>, r: &Resolve
                 .to_string(),
         };
         c.rejected = Some((
+            if r.fenced {
+                Reason::NoToken
+            } else {
+                Reason::Uncovered
+            },
             format!("leaves {} unprotected: {why}", names(&x.inside)),
             FactBasis::Answer,
         ));
@@ -219,7 +228,7 @@ fn verdict_of(
     role: &Role,
 ) -> Verdict {
     let (verdict, fact, basis) = match (&c.rejected, chosen) {
-        (Some((fact, basis)), _) => (VerdictKind::Rejected, fact.clone(), *basis),
+        (Some((_, fact, basis)), _) => (VerdictKind::Rejected, fact.clone(), *basis),
         (None, Some(best)) if best == c.kind => (
             VerdictKind::Chosen,
             why_chosen(c, candidates, r, ev, role),
@@ -235,6 +244,7 @@ fn verdict_of(
     Verdict {
         backend: c.kind,
         verdict,
+        reason: c.rejected.as_ref().map(|(reason, _, _)| *reason),
         fact,
         basis,
         acquire_p99_us: ev.acquire_p99_us(c.kind),
@@ -259,7 +269,7 @@ fn rejection(
     role: &Role,
     api: &[&str],
     skip_policy: bool,
-) -> Option<(String, FactBasis)> {
+) -> Option<(Reason, String, FactBasis)> {
     rejected_by_answers(kind, r, ev, api).or_else(|| {
         role.correctness
             .then(|| rejected_for_safety(kind, r, ev, skip_policy))
@@ -275,10 +285,11 @@ fn rejected_by_answers(
     r: &Resolved,
     ev: &Evidence,
     api: &[&str],
-) -> Option<(String, FactBasis)> {
+) -> Option<(Reason, String, FactBasis)> {
     let postgres = matches!(kind, BackendKind::PgSession | BackendKind::PgXact);
     if kind == BackendKind::Memory {
         return Some((
+            Reason::InProcess,
             "in-process only: it excludes nothing outside one process (the zero-network baseline)"
                 .into(),
             FactBasis::Design,
@@ -286,6 +297,7 @@ fn rejected_by_answers(
     }
     if postgres && r.databases > 1 {
         return Some((
+            Reason::Databases,
             format!(
                 "the workers write to {} databases: an advisory lock is scoped to one Postgres instance",
                 r.databases
@@ -300,6 +312,7 @@ fn rejected_by_answers(
         let instead = "use pg-xact, or a direct connection for the lock";
         return Some(match measured {
             Some(cell) => (
+                Reason::TransactionPooler,
                 format!(
                     "through a transaction-mode pooler, {}: {instead}",
                     describe(cell)
@@ -307,6 +320,7 @@ fn rejected_by_answers(
                 FactBasis::Measured,
             ),
             None => (
+                Reason::TransactionPooler,
                 format!(
                     "reaches Postgres through a transaction-mode pooler, which hands the server connection holding a session lock to other clients: {instead}"
                 ),
@@ -325,6 +339,7 @@ fn rejected_by_answers(
             )
         };
         return Some((
+            Reason::NotOneTransaction,
             format!(
                 "the critical section is not one transaction{calls}: a transaction-scoped lock would end at its first COMMIT"
             ),
@@ -341,7 +356,7 @@ fn rejected_for_safety(
     r: &Resolved,
     ev: &Evidence,
     skip_policy: bool,
-) -> Option<(String, FactBasis)> {
+) -> Option<(Reason, String, FactBasis)> {
     if !linearizable(kind) {
         // The server lost the key (a restart, a failover, a Redlock node), not the client.
         let lost = overlaps(ev, kind).find(|c| {
@@ -352,6 +367,7 @@ fn rejected_for_safety(
         });
         return Some(match lost {
             Some(cell) => (
+                Reason::LosesKey,
                 format!(
                     "{}{}",
                     describe(cell),
@@ -364,10 +380,12 @@ fn rejected_for_safety(
                 FactBasis::Measured,
             ),
             None if kind == BackendKind::Redis => (
+                Reason::LosesKey,
                 "a restart or failover that lost the key grants it again, and the fencing counter goes back with the key (Redis persistence and replication are asynchronous)".into(),
                 FactBasis::Design,
             ),
             None => (
+                Reason::LosesKey,
                 "no safe fencing token, and a node restarted empty or a clock jump gives a second majority".into(),
                 FactBasis::Design,
             ),
@@ -379,6 +397,7 @@ fn rejected_for_safety(
     for cell in overlaps(ev, kind).filter(|c| c.stale_writes > 0) {
         if cell.expected == "no overlap" {
             return Some((
+                Reason::Overlapped,
                 format!(
                     "{}, where its design predicts none: the measurement wins",
                     describe(cell)
@@ -388,7 +407,7 @@ fn rejected_for_safety(
         }
         let prevented = mitigation(cell.variant).is_some_and(|(m, _)| includes.contains(&m));
         if !(prevented || r.fenced && fence_held(cell)) {
-            return Some((describe(cell), FactBasis::Measured));
+            return Some((Reason::Overlapped, describe(cell), FactBasis::Measured));
         }
     }
     None

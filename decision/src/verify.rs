@@ -58,7 +58,7 @@ impl Action {
                 )
             }
             Change::MeasureClient { argument, backend } => format!(
-                "`lockbench faults --client {argument} --backend {backend}`, then `lockbench decide {spec} --results DIR`: the library's residual risk is gone"
+                "`lockbench faults --client {argument} --backend {backend}`: its cells cited in the record"
             ),
             Change::DeadlineOrFence => format!(
                 "`lockbench faults --backend {backend} --scenario pause/heartbeat-short`: the holder stops writing before the next grant"
@@ -78,56 +78,49 @@ fn added(m: &MechanismKind, step: &str, backend: &str, job: &str) -> String {
     match m {
         MechanismKind::OwnGuard {
             target: Target::Api,
-        } => format!(
-            "call `{step}` twice with one idempotency key in staging: the second is refused or returns the first result"
-        ),
+        } => format!("call `{step}` twice with one key in staging: the second is refused"),
         MechanismKind::OwnGuard { .. } | MechanismKind::KeepGuard { .. } => {
-            format!("run `{step}` twice for one item in staging: the second has no effect")
+            format!("run `{step}` twice for one item in staging: the second does nothing")
         }
         MechanismKind::RerunGuard {
-            across_databases: Some(n),
+            across_databases: Some(_),
             ..
         } => format!(
-            "run `{step}` twice for one operation id against each of the {n} databases: the second fails with unique_violation (SQLSTATE 23505)"
+            "run `{step}` twice for one operation id in each database: the second fails (unique_violation)"
         ),
         MechanismKind::RerunGuard { .. } => format!(
-            "run `{step}` twice for one item: the second fails on its guard (unique_violation, or 0 rows updated)"
+            "run `{step}` twice for one item: the second fails on its guard"
         ),
         MechanismKind::Heartbeat { session: true, .. } => format!(
-            "cut the holder off from the ensemble in staging: it stops work before its session times out; `lockbench faults --backend {backend} --scenario partition/heartbeat` shows no stale write"
+            "`lockbench faults --backend {backend} --scenario partition/heartbeat`: no stale write"
         ),
         MechanismKind::Heartbeat { .. } => format!(
-            "while a run holds the lock, `lock_last_renewal_timestamp_seconds{{job=\"{job}\"}}` advances every renewal interval; `lockbench faults --backend {backend} --scenario overrun/slow-job-heartbeat` shows no overlap"
+            "`lock_last_renewal_timestamp_seconds{{workload=\"{job}\"}}` advances every renewal interval while a run holds the lock"
         ),
-        MechanismKind::OwnConnection => "on a pooled connection the job has returned: `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()` gives 0".into(),
-        MechanismKind::Keepalive {
-            idle_s,
-            interval_s,
-            count,
-            ..
-        } => format!(
-            "on the job's lock connection: `SHOW tcp_keepalives_idle` gives {idle_s}, `SHOW tcp_keepalives_interval` {interval_s} and `SHOW tcp_keepalives_count` {count}"
-        ),
+        MechanismKind::OwnConnection => "`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()` on a returned connection: 0".into(),
+        MechanismKind::Keepalive { idle_s, .. } => {
+            format!("`SHOW tcp_keepalives_idle` on the lock's connection: {idle_s}")
+        }
         MechanismKind::TableLocksFirst { lock_timeout_s, .. } => format!(
-            "inside the job's transaction `SHOW lock_timeout` gives {}s; with another transaction holding the table in staging, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'` stays 0 while the job retries",
+            "`SHOW lock_timeout` in the job's transaction: {}s; behind an open transaction in staging, no query waits on the table",
             lock_timeout_s.round() as u64
         ),
         MechanismKind::ValidityCheck => format!(
-            "`lockbench faults --backend {backend} --scenario latency/expired-at-grant-checked` shows no overlap"
+            "`lockbench faults --backend {backend} --scenario latency/expired-at-grant-checked`: no overlap"
         ),
         MechanismKind::RedisPersistence { always, .. } => format!(
-            "`redis-cli CONFIG GET appendonly` gives yes and `redis-cli CONFIG GET appendfsync` gives {}",
+            "`redis-cli CONFIG GET appendfsync`: {}",
             if *always { "always" } else { "everysec" }
         ),
         MechanismKind::CompletionRecord => {
-            "run the job twice for one window in staging: the second finds the window done and exits without work".into()
+            "run one window twice in staging: the second exits without work".into()
         }
         MechanismKind::TokenRelease { .. } => format!(
-            "`lockbench faults --backend {backend} --scenario release/after-expiry` leaves the next holder's lock in place"
+            "`lockbench faults --backend {backend} --scenario release/after-expiry`: the next holder keeps its lock"
         ),
-        MechanismKind::DieWithHolder => format!(
-            "kill -9 the lock holder in staging: none of the job's processes keeps working; `lockbench faults --backend {backend} --scenario crash` shows what work that outlives it does"
-        ),
+        MechanismKind::DieWithHolder => {
+            "kill -9 the holder in staging: none of the job's processes keeps working".into()
+        }
         MechanismKind::FencingToken { .. } => {
             "a write carrying a token below the highest the resource has seen is refused".into()
         }

@@ -537,7 +537,7 @@ fn a_measured_failure_is_cited_where_it_decides() {
     assert!(
         redis
             .fact
-            .starts_with("restart/no-persistence: overlap in 2/2 trials (up to 600 ms), 6 stale writes, fence refused 0 of 6"),
+            .starts_with("restart/no-persistence (lab TTL 1.00 s): overlap in 2/2 trials (up to 600 ms), 6 stale writes, fence refused 0 of 6"),
         "{}",
         redis.fact
     );
@@ -848,7 +848,7 @@ fn a_session_lock_is_never_chosen_through_a_transaction_mode_pooler() {
     };
     let d = decide(&billing(), &measured);
     assert_eq!(verdict(&d, "pg-session"), VerdictKind::Rejected);
-    assert_fact(&d, "pg-session", "pooler/transaction-mode: overlap in 3/");
+    assert_fact(&d, "pg-session", "pooler/transaction-mode (lab TTL ");
     let v = d
         .alternatives
         .iter()
@@ -1034,7 +1034,7 @@ fn the_library_a_fenced_job_moves_to_is_named_and_cited_once_measured() {
     assert!(r.risk.ends_with("not yet chosen"), "{}", r.risk);
     assert!(
         r.why
-            .contains("etcd concurrency.Mutex (Go) (`etcd-go`; measured through it here, pause/naive: overlap in 2/2 trials"),
+            .contains("etcd concurrency.Mutex (Go) (`etcd-go`; measured through it here, pause/naive (lab TTL "),
         "{}",
         r.why
     );

@@ -14,6 +14,10 @@ pub fn run(args: &ReportArgs) -> Outcome {
         None => args.dirs[0].join("report"),
     };
     let out = ResultsDir::new(&out)?;
-    output::write_report(&args.dirs, out, true)?;
+    let options = lockbench_analysis::report::ReportOptions {
+        alerts: args.alerts.settings(),
+        made_by: args.made_by.clone(),
+    };
+    output::write_report(&args.dirs, out, true, &options)?;
     Ok(ExitCode::SUCCESS)
 }

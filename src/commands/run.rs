@@ -35,8 +35,11 @@ struct Plan {
     staging: PathBuf,
     /// Where the results go (the staging folder is renamed to it at the end).
     out: PathBuf,
-    /// The stages the record now in `out` covers, in words; `None` before the first.
-    published: std::cell::RefCell<Option<String>>,
+    /// The stages the record now in `out` covers, in words, and those it was still waiting for;
+    /// `None` before the first.
+    published: std::cell::RefCell<Option<(String, Vec<String>)>>,
+    /// What the report is made with: `run`'s own name and the alerts' timing.
+    report: lockbench_analysis::report::ReportOptions,
     /// True when a spec names a client library, so that the lab runs through it.
     libraries: bool,
     /// The step running now (its title and pid), to pass a signal on to.
@@ -76,7 +79,7 @@ impl Plan {
 
     /// What a run that ends now leaves in `out`: the last interim record, if one was published.
     fn kept(&self) -> Option<String> {
-        self.published.borrow().as_ref().map(|after| {
+        self.published.borrow().as_ref().map(|(after, _)| {
             format!(
                 "{} keeps the interim record written after {after}",
                 self.out.display()
@@ -106,6 +109,7 @@ impl Plan {
         let interim = lockbench_analysis::report::Interim {
             after: after.clone(),
             pending: words[split..].iter().map(|w| w.to_string()).collect(),
+            stopped: None,
         };
         let report = self.staging.join("report");
         if report.exists() {
@@ -117,14 +121,41 @@ impl Plan {
             ResultsDir::new(&report)?,
             false,
             Some(&interim),
+            &self.report,
         )?;
         lockbench_core::publish_copy(&self.staging, &self.out)
             .context("publishing the interim record")?;
-        *self.published.borrow_mut() = Some(after.clone());
+        *self.published.borrow_mut() = Some((after.clone(), interim.pending.clone()));
         eprintln!(
             "\nlockbench: run: interim record after {after}: {}",
             self.out.join("report").join("report.html").display()
         );
+        Ok(())
+    }
+}
+
+impl Plan {
+    /// Rewrites the interim record kept in `out` to say that `by` stopped the run and which steps
+    /// never ran, so that nobody reads it as a run still measuring.
+    fn mark_stopped(&self, by: Stop) -> Result<()> {
+        let Some((after, pending)) = self.published.borrow().clone() else {
+            return Ok(());
+        };
+        let interim = lockbench_analysis::report::Interim {
+            after,
+            pending,
+            stopped: Some(by.name().to_string()),
+        };
+        let report = self.out.join("report");
+        let fresh = lockbench_core::staging_for(&self.out.join("report-stopped"));
+        crate::output::write_report_interim(
+            std::slice::from_ref(&self.out),
+            ResultsDir::new(&fresh)?,
+            false,
+            Some(&interim),
+            &self.report,
+        )?;
+        lockbench_core::replace_with(&fresh, &report).context("marking the record stopped")?;
         Ok(())
     }
 }
@@ -175,6 +206,7 @@ pub fn run(args: &MainJobArgs) -> Outcome {
         specs,
         seed,
         quick,
+        alerts,
     } = MainJobSettings::resolve(args, timestamp)?;
     // Refuses an occupied --out before any work (exit 2), as every command does.
     ResultsDir::new(&out)?;
@@ -193,6 +225,14 @@ pub fn run(args: &MainJobArgs) -> Outcome {
         current: std::cell::RefCell::new(None),
         stopped: tokio::sync::watch::Sender::new(None),
         took: std::cell::RefCell::new(Vec::new()),
+        report: lockbench_analysis::report::ReportOptions {
+            alerts,
+            made_by: Some(if quick {
+                "lockbench run --quick".to_string()
+            } else {
+                "lockbench run".to_string()
+            }),
+        },
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -221,6 +261,7 @@ pub fn run(args: &MainJobArgs) -> Outcome {
                 std::slice::from_ref(&staging),
                 ResultsDir::new(&staging.join("report"))?,
                 false,
+                &plan.report,
             )
             .inspect_err(|_| {
                 let _ = std::fs::remove_dir_all(&staging);
@@ -243,6 +284,11 @@ pub fn run(args: &MainJobArgs) -> Outcome {
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(&staging);
+            if let Some(stopped) = e.downcast_ref::<Interrupted>()
+                && let Err(why) = plan.mark_stopped(stopped.by)
+            {
+                eprintln!("lockbench: run: could not mark the kept record stopped: {why:#}");
+            }
             if e.downcast_ref::<Interrupted>().is_none()
                 && let Some(kept) = plan.kept()
             {
@@ -369,12 +415,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     let specs: Vec<&Path> = plan.specs.iter().map(|s| s.path.as_path()).collect();
 
     let args = job.simulate_args(&specs, &out("simulate"));
-    let code = step(
-        plan,
-        "runtimes of every profile at today's volume and at 10x",
-        &args,
-    )
-    .await?;
+    let code = step(plan, "runtimes of every profile at today's volume", &args).await?;
     if code != Exit::Ok {
         anyhow::bail!("simulate failed ({code}); see above");
     }
@@ -386,12 +427,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
             spec.workload.current_ttl,
             &out(&format!("ttl-{name}")),
         );
-        let code = step(
-            plan,
-            &format!("TTL for {name} at 10x today's volume"),
-            &args,
-        )
-        .await?;
+        let code = step(plan, &format!("TTL for {name} at its target volume"), &args).await?;
         if code != Exit::Ok {
             anyhow::bail!("ttl {name} failed ({code}); see above");
         }

@@ -13,6 +13,8 @@ pub struct MainJobSettings {
     pub specs: Vec<lockbench_workloads::WorkloadSpec>,
     pub seed: u64,
     pub quick: bool,
+    /// The record's alerts' timing.
+    pub alerts: lockbench_decision::alerts::AlertSettings,
 }
 
 impl MainJobSettings {
@@ -58,6 +60,7 @@ impl MainJobSettings {
             specs,
             seed: resolve_seed(args.seed),
             quick: args.quick,
+            alerts: args.alerts.settings(),
         })
     }
 }

@@ -133,12 +133,7 @@ fn decision(out: &mut String, d: &Decision) {
         let _ = writeln!(
             out,
             "  after        with {}: {}; {}",
-            after
-                .assumed
-                .iter()
-                .map(|a| format!("--assume {}", a.argument()))
-                .collect::<Vec<_>>()
-                .join(" "),
+            after.assumed_flags(),
             lockbench_decision::brief(after),
             after.status.name()
         );

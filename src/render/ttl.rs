@@ -52,18 +52,18 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
     for t in &r.today {
         let _ = writeln!(
             o,
-            "  today, {} {unit}: {} P50 {}, P99 {}, {}",
+            "  today, {} {unit}: {} P50 {}, P99 {}, {}{}",
             format_count(t.volume),
             t.profile,
             format_readable(t.p50),
             format_readable(t.p99),
+            t.tail_said(),
             if t.p999_reliable() {
-                format!("P99.9 {}", format_readable(t.p999))
+                String::new()
             } else {
                 format!(
-                    "slowest of {} replays {} (too few for a P99.9)",
-                    format_count(t.replays),
-                    format_readable(t.max)
+                    " of {} replays (too few for a P99.9)",
+                    format_count(t.replays)
                 )
             }
         );

@@ -439,12 +439,12 @@ pub struct RuntimeVsVolume {
     pub unit: String,
     /// Per profile: its name and (volume, P99.9 seconds) points, in rising volume.
     pub profiles: Vec<(String, Vec<(f64, f64)>)>,
-    /// TTL seconds.
-    pub ttl_s: f64,
-    /// Alert threshold seconds.
-    pub alert_s: f64,
-    /// Volume at which a profile's P99.9 reaches the alert threshold.
-    pub review_volume: Option<f64>,
+    /// Horizontal lines across the volumes: the TTL and its alert, or a page's threshold, each
+    /// with its label, seconds and colour.
+    pub lines: Vec<(String, f64, RGBColor)>,
+    /// The review trigger: its label and the volume at which a profile's P99.9 reaches the line
+    /// it is held against.
+    pub review: Option<(String, f64)>,
     /// Where the volume axis ends: past the trigger, or at the search's ceiling.
     pub max_volume: f64,
 }
@@ -464,21 +464,16 @@ impl Chart for RuntimeVsVolume {
             .iter()
             .flat_map(|(_, p)| shown(p))
             .map(|(_, y)| y)
-            .fold(self.ttl_s, f64::max);
+            .fold(self.lines.iter().map(|l| l.1).fold(0.0, f64::max), f64::max);
         let y = TimeAxis::covering(highest * 1.05);
         let top = y.range().end;
         // The key has a column of its own, so that it covers no line.
         let (width, _) = root.dim_in_pixel();
         let (plot, key) = root.split_horizontally(width as i32 - KEY_WIDTH);
-        let mut entries = vec![
-            ("TTL".to_string(), TTL_COLOUR),
-            ("alert (80 % of TTL)".to_string(), ALERT_COLOUR),
-        ];
-        if let Some(v) = self.review_volume {
-            entries.push((
-                format!("review trigger: {}", tick(&v)),
-                RGBColor(64, 64, 64),
-            ));
+        let mut entries: Vec<(String, RGBColor)> =
+            self.lines.iter().map(|(l, _, c)| (l.clone(), *c)).collect();
+        if let Some((label, v)) = &self.review {
+            entries.push((format!("{label}: {}", tick(v)), RGBColor(64, 64, 64)));
         }
         entries.extend(
             self.profiles
@@ -502,16 +497,13 @@ impl Chart for RuntimeVsVolume {
             .label_style((FONT, 14))
             .draw()
             .map_err(err)?;
-        for (label, value, colour) in [
-            ("TTL", self.ttl_s, TTL_COLOUR),
-            ("alert (80 % of TTL)", self.alert_s, ALERT_COLOUR),
-        ] {
-            let points = vec![(0.0, value), (max_volume, value)];
-            line(&mut chart, points, colour.stroke_width(2), label.into())?;
+        for (label, value, colour) in &self.lines {
+            let points = vec![(0.0, *value), (max_volume, *value)];
+            line(&mut chart, points, colour.stroke_width(2), label.clone())?;
         }
-        if let Some(v) = self.review_volume {
-            let label = format!("review trigger: {}", tick(&v));
-            let points = vec![(v, 0.0), (v, top)];
+        if let Some((label, v)) = &self.review {
+            let label = format!("{label}: {}", tick(v));
+            let points = vec![(*v, 0.0), (*v, top)];
             line(&mut chart, points, BLACK.mix(0.75).stroke_width(2), label)?;
         }
         for (i, (profile, points)) in self.profiles.iter().enumerate() {

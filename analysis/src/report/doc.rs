@@ -182,14 +182,9 @@ fn markdown_into(out: &mut String, blocks: &[Block], toc: &[(u8, String)]) {
                 let _ = writeln!(out, "```{lang}\n{}\n```\n", text.trim_end());
             }
             Block::Toc => {
-                for (level, text) in toc {
-                    let indent = if *level == 3 { "  " } else { "" };
-                    let _ = writeln!(
-                        out,
-                        "{indent}- [{}](#{})",
-                        text.replace('`', ""),
-                        slug(text)
-                    );
+                // The parts only: a Markdown page has no sidebar to fold the rest into.
+                for (_, text) in toc.iter().filter(|(level, _)| *level == 2) {
+                    let _ = writeln!(out, "- [{}](#{})", text.replace('`', ""), slug(text));
                 }
                 out.push('\n');
             }

@@ -38,6 +38,10 @@ pub struct Source {
     pub specs: Vec<SpecRecord>,
     /// The lock servers it measured, as its manifest recorded them (their URLs: the topology).
     pub servers: Vec<lockbench_core::ServerRecord>,
+    /// How the lockbench that wrote it was built, when its manifest says.
+    pub build: Option<lockbench_core::BuildProfile>,
+    /// Where it ran.
+    pub machine: lockbench_core::Machine,
 }
 
 /// Histograms of a results directory by tag.
@@ -267,6 +271,8 @@ fn load_one(dir: &Path, label: String, evidence: &mut Inputs) -> Result<(), Repo
         created_unix_s: m.created_unix_s,
         specs: m.specs.clone(),
         servers: m.backends.clone(),
+        build: m.build,
+        machine: m.machine.clone(),
     };
     let histograms = read.histograms;
     match read.body {

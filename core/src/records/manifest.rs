@@ -47,6 +47,39 @@ pub struct Manifest {
     pub shard: Option<ShardRecord>,
     /// The shards `lockbench merge` made this directory from, in index order; empty otherwise.
     pub merged_from: Vec<ShardOrigin>,
+    /// How the lockbench that wrote it was built: a debug build's timings are not a release's.
+    /// Added without a schema bump: absent in directories written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildProfile>,
+}
+
+/// How a binary was built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BuildProfile {
+    /// With debug assertions (`cargo build`).
+    Debug,
+    /// Optimised, without debug assertions (`cargo build --release`).
+    Release,
+}
+
+impl BuildProfile {
+    /// The profile of the binary this code is compiled into.
+    pub fn current() -> Self {
+        if cfg!(debug_assertions) {
+            BuildProfile::Debug
+        } else {
+            BuildProfile::Release
+        }
+    }
+
+    /// In words: "a debug build".
+    pub fn describe(self) -> &'static str {
+        match self {
+            BuildProfile::Debug => "a debug build",
+            BuildProfile::Release => "a release build",
+        }
+    }
 }
 
 /// One shard of a run split over several processes or machines.

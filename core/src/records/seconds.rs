@@ -19,3 +19,32 @@ pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error
         ))
     })
 }
+
+/// An optional duration as seconds, `null` when absent (`#[serde(with = "seconds::option")]`).
+pub mod option {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes an optional duration as seconds or `null`.
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Reads seconds or `null` back.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let seconds = Option::<f64>::deserialize(d)?;
+        seconds
+            .map(|s| {
+                Duration::try_from_secs_f64(s).map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "{s} is not a duration in seconds (expected a number of seconds, 0 or more)"
+                    ))
+                })
+            })
+            .transpose()
+    }
+}

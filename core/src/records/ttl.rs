@@ -90,6 +90,27 @@ pub struct TtlRecommendation {
     pub engine: String,
 }
 
+impl TtlRecommendation {
+    /// True when enough replays stand behind `measured_p999` for it to be printed as a figure.
+    pub fn p999_reliable(&self) -> bool {
+        self.replays >= super::tail_samples_needed(0.999)
+    }
+
+    /// The P99.9 runtime as a sentence may cite it: "P99.9 runtime 18.2 s", or, from too few
+    /// replays, "P99.9 runtime 18.2 s (from only 2,000 replays)".
+    pub fn p999_said(&self) -> String {
+        let figure = crate::format_readable(self.measured_p999);
+        if self.p999_reliable() {
+            format!("P99.9 runtime {figure}")
+        } else {
+            format!(
+                "P99.9 runtime {figure} (from only {} replays)",
+                crate::format_count(self.replays)
+            )
+        }
+    }
+}
+
 /// Where a TTL record's runs per year come from.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
@@ -192,6 +213,16 @@ impl ProfileRuntime {
     /// True when enough replays stand behind the P99.9 for it to be printed as a figure.
     pub fn p999_reliable(&self) -> bool {
         self.replays >= super::tail_samples_needed(0.999)
+    }
+
+    /// Its tail as the record may cite it: "P99.9 5.92 s", or "slowest 6.6 s" from too few
+    /// replays for a P99.9.
+    pub fn tail_said(&self) -> String {
+        if self.p999_reliable() {
+            format!("P99.9 {}", crate::format_readable(self.p999))
+        } else {
+            format!("slowest {}", crate::format_readable(self.max))
+        }
     }
 }
 
@@ -413,14 +444,23 @@ impl CurrentTtlRisk {
                 None => format!("all {} replays", crate::format_count(replays)),
             }
         } else {
-            format!(
-                "{} of {} replays: {} per run (95 % interval {} to {})",
-                crate::format_count(self.replays_exceeding),
-                crate::format_count(replays),
-                pct(self.p_exceed),
-                self.p_exceed_lower95.map_or("-".to_string(), pct),
-                pct(self.p_exceed_upper95)
-            )
+            match self.p_exceed_lower95 {
+                Some(lower) => format!(
+                    "{} of {} replays: {} per run (95 % interval {} to {})",
+                    crate::format_count(self.replays_exceeding),
+                    crate::format_count(replays),
+                    pct(self.p_exceed),
+                    pct(lower),
+                    pct(self.p_exceed_upper95)
+                ),
+                None => format!(
+                    "{} of {} replays: {} per run (95 % upper bound {})",
+                    crate::format_count(self.replays_exceeding),
+                    crate::format_count(replays),
+                    pct(self.p_exceed),
+                    pct(self.p_exceed_upper95)
+                ),
+            }
         }
     }
 }
@@ -441,13 +481,19 @@ impl CurrentTtlRisk {
                 None => n(self.expected_double_runs_per_year),
             }
         } else {
-            format!(
-                "{} (95 % interval {} to {})",
-                n(self.expected_double_runs_per_year),
-                self.expected_double_runs_per_year_lower95
-                    .map_or("-".to_string(), n),
-                n(self.expected_double_runs_per_year_upper95)
-            )
+            match self.expected_double_runs_per_year_lower95 {
+                Some(lower) => format!(
+                    "{} (95 % interval {} to {})",
+                    n(self.expected_double_runs_per_year),
+                    n(lower),
+                    n(self.expected_double_runs_per_year_upper95)
+                ),
+                None => format!(
+                    "{} (95 % upper bound {})",
+                    n(self.expected_double_runs_per_year),
+                    n(self.expected_double_runs_per_year_upper95)
+                ),
+            }
         }
     }
 }

@@ -308,7 +308,11 @@ fn table_locks_first(job: &JobAnswers, r: &Resolved, ev: &Evidence) -> Option<Me
                 lock_timeout_s: 5.0,
                 steps,
                 retry_for_s: r.crash_recovery.map(|c| c.as_secs_f64()),
-                held_p999_s: ev.ttl(&job.job).map(|t| t.measured_p999.as_secs_f64()),
+                // A P99.9 from too few replays is no figure to cite.
+                held_p999_s: ev
+                    .ttl(&job.job)
+                    .filter(|t| t.p999_reliable())
+                    .map(|t| t.measured_p999.as_secs_f64()),
             },
             None,
         )

@@ -61,9 +61,9 @@ pub(crate) fn lock_model(
             kind: ModelKind::FixedTtl,
             ttl_s: Some(t.ttl.as_secs_f64()),
             reason: format!(
-                "the fixed TTL of {} (P99.9 runtime {} x safety factor {}) is within the crash recovery allowed ({}): nothing to renew",
+                "the fixed TTL of {} ({} x safety factor {}) is within the crash recovery allowed ({}): nothing to renew",
                 format_readable(t.ttl),
-                format_readable(t.measured_p999),
+                t.p999_said(),
                 t.safety_factor,
                 r.crash_recovery.map_or(String::new(), format_readable),
             ),

@@ -96,9 +96,14 @@ pub(crate) fn crash_recovery(
         }
     };
     let mut notes = Vec::new();
-    // A fixed TTL is worth a sentence only where it is in force or was weighed against the lease
-    // in force; a session or a transaction has none.
-    let weighed = matches!(model.kind, ModelKind::FixedTtl | ModelKind::HeartbeatLease);
+    // A fixed TTL is worth a sentence only where it is in force, or where it is why the lease in
+    // force was chosen (it would block the job longer than allowed); a session or a transaction
+    // has none.
+    let weighed = match model.kind {
+        ModelKind::FixedTtl => true,
+        ModelKind::HeartbeatLease => fixed.zip(allowed).is_some_and(|(f, a)| f > a),
+        ModelKind::Session | ModelKind::Transaction => false,
+    };
     match (fixed.filter(|_| weighed), allowed) {
         (Some(f), Some(a)) if f > a => notes.push(format!(
             "A fixed TTL of {} is also a {} crash-recovery delay, above the {} allowed.",

@@ -3,9 +3,7 @@
 //! its status follow from the risks not acceptable yet.
 
 use lockbench_core::fault::{Persistence, Variant};
-use lockbench_core::{
-    BackendKind, format_chance, format_count, format_readable, format_readable_s,
-};
+use lockbench_core::{BackendKind, format_chance, format_count, format_readable_s};
 use lockbench_workloads::JobAnswers;
 
 use crate::answers::{Exposure, Resolved, effect, names};
@@ -247,7 +245,7 @@ fn backend_residual(
                 .collect();
             let held = ev
                 .ttl(&job.job)
-                .map(|t| format!(" (P99.9 {}, simulated)", format_readable(t.measured_p999)))
+                .map(|t| format!(" ({}, simulated)", t.p999_said()))
                 .unwrap_or_default();
             risk(
                 if altered.is_empty() {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lockbench_core::records::bench::{BenchRow, LatencySummary};
-use lockbench_core::records::ttl::{CurrentTtlRisk, TtlRecommendation};
+use lockbench_core::records::ttl::{ProfileRuntime, TtlRecommendation};
 use lockbench_core::stats::percentile_supported;
 use lockbench_core::{
     RuntimeHistogram, format_count, format_readable, format_readable_s, format_readable_us,
@@ -104,17 +104,6 @@ pub(crate) fn bench_rows(evidence: &Inputs) -> Vec<&BenchRow> {
         .iter()
         .flat_map(|b| &b.record.results)
         .collect()
-}
-
-/// The worst value of `metric` over the networked backends (the in-process one excluded).
-pub(crate) fn worst_networked(
-    rows: &[&BenchRow],
-    metric: impl Fn(&BenchRow) -> f64,
-) -> Option<f64> {
-    rows.iter()
-        .filter(|r| !r.backend.in_process())
-        .map(|r| metric(r))
-        .reduce(f64::max)
 }
 
 /// Percentile points of a histogram in seconds (or `scale` units), up to the nines its count
@@ -236,11 +225,6 @@ pub(crate) fn runtime_chart(evidence: &Inputs, workload: &str, lines: RuntimeLin
     doc.chart(caption, spec);
 }
 
-/// The decision for `job`, if the record decides one.
-pub(crate) fn decision_of<'a>(decisions: &'a [Decision], job: &str) -> Option<&'a Decision> {
-    decisions.iter().find(|d| d.job == job)
-}
-
 /// Where a TTL derivation's runtimes come from: "simulated: 2,000 replays of `month-end-incident`
 /// at 18,000 customers, 10x today's volume".
 pub(crate) fn simulated_at(r: &TtlRecommendation) -> String {
@@ -258,23 +242,6 @@ pub(crate) fn simulated_at(r: &TtlRecommendation) -> String {
     )
 }
 
-/// Double executions a year, expected and at the upper bound, in figures that fit them:
-/// "0.00 (95 % upper bound 787)".
-pub(crate) fn yearly(c: &CurrentTtlRisk) -> String {
-    let f = |x: f64| {
-        if x >= 100.0 {
-            format_count(x.round() as u64)
-        } else {
-            format!("{x:.2}")
-        }
-    };
-    format!(
-        "{} (95 % upper bound {})",
-        f(c.expected_double_runs_per_year),
-        f(c.expected_double_runs_per_year_upper95)
-    )
-}
-
 /// Today's TTL against today's volume, from the simulated rows at scale 1: how often the worst
 /// profile outlives it, in words ("in more than half of its runs"), and the figures behind that.
 pub(crate) fn today_against(
@@ -282,37 +249,49 @@ pub(crate) fn today_against(
     r: &TtlRecommendation,
     ttl: Duration,
 ) -> Option<(&'static str, String)> {
-    let worst = evidence
-        .simulations
-        .iter()
-        .flat_map(|s| &s.record.results)
-        .filter(|row| row.workload == r.workload && row.scale == 1.0)
-        .max_by(|a, b| a.runtime.p999.cmp(&b.runtime.p999))?;
-    let t = &worst.runtime;
-    // What the simulated sample shows, no more: a P99.9 below the TTL bounds the share of the
+    // The TTL record's own runs at today's volume, else a `simulate` run of the same workload.
+    let t: ProfileRuntime = match r.today.iter().max_by_key(|t| t.max) {
+        Some(t) => t.clone(),
+        None => {
+            let worst = evidence
+                .simulations
+                .iter()
+                .flat_map(|s| &s.record.results)
+                .filter(|row| row.workload == r.workload && row.scale == 1.0)
+                .max_by(|a, b| a.runtime.p999.cmp(&b.runtime.p999))?;
+            ProfileRuntime {
+                profile: worst.profile.clone(),
+                volume: worst.volume,
+                replays: worst.runtime.replays,
+                p50: worst.runtime.p50,
+                p99: worst.runtime.p99,
+                p999: worst.runtime.p999,
+                max: worst.runtime.max,
+            }
+        }
+    };
+    // What the simulated sample shows, no more: a tail below the TTL bounds the share of the
     // replays that outlived it, not the chance per run.
     let how_often = if ttl < t.p50 {
         "by more than half of the simulated runs"
-    } else if ttl < t.p90 {
-        "by more than 1 in 10 of the simulated runs"
     } else if ttl < t.p99 {
         "by more than 1 in 100 of the simulated runs"
-    } else if ttl < t.p999 {
-        "by more than 1 in 1,000 of the simulated runs"
+    } else if ttl < t.max {
+        "by the slowest of the simulated runs"
     } else {
-        "by at most 1 in 1,000 of the simulated runs"
+        "by none of the simulated runs"
     };
     Some((
         how_often,
         format!(
-            "the worst profile, `{}`, at {} {}: P50 {}, P99 {}, P99.9 {} (simulated, {} replays)",
-            worst.profile,
-            format_count(worst.volume),
-            worst.unit,
+            "the slowest profile, `{}`, at {} {}: P50 {}, P99 {}, {} (simulated, {} replays)",
+            t.profile,
+            format_count(t.volume),
+            r.unit,
             secs(t.p50),
             secs(t.p99),
-            secs(t.p999),
-            format_count(worst.replays),
+            t.tail_said(),
+            format_count(t.replays),
         ),
     ))
 }

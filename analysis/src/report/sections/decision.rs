@@ -1,31 +1,32 @@
-//! The decision in the record: the block that opens it (one per job), and the parts of sections
-//! 1 to 4 that each job's decision writes (its alternatives, what the chosen backend must
-//! document, the crash-recovery reconciliation, the failure policy, the steps).
+//! A job's decision in its evidence: the decision in full, and the parts 1 to 4 it writes (its
+//! alternatives and what the chosen backend must document, the crash-recovery reconciliation,
+//! the acquisition protocol and failure policy, the steps).
 
 use lockbench_core::BackendKind;
 use lockbench_core::fault::{Persistence, PoolMode, PoolerMode, Variant};
 use lockbench_core::format_readable_s;
 use lockbench_core::records::faults::FaultCell;
-use lockbench_decision::{Decision, FactBasis, Status, VerdictKind};
+use lockbench_decision::{Decision, FactBasis, ModelKind, Status, VerdictKind};
 
 use super::common::Doc;
 use super::faults::overlapped;
 use crate::report::doc::{Block, slug};
 use crate::report::load::Inputs;
 
-/// The heading of a job's decision block (its anchor is the slug).
+/// The heading of a job's decision in full (its anchor is the slug).
 pub(super) fn heading(d: &Decision) -> String {
-    format!("Decision: {}", d.job)
+    format!("{}: the decision in full", d.job)
 }
 
-/// The heading of a job's alternatives in section 1.
+/// The heading of a job's alternatives (its part 1).
 pub(super) fn alternatives_heading(job: &str) -> String {
-    format!("{job}: the alternatives")
+    format!("{job} 1: backend and failure model")
 }
 
-/// The block a job's record opens with.
-pub(super) fn block(d: &Decision, date: &str, server: Option<String>, doc: &mut Doc) {
-    let mut inner = vec![Block::Heading(2, heading(d))];
+/// A job's decision in full, as its evidence opens: every mechanism with its reason, the
+/// answers, the residual risks, and the decision after the blocking actions.
+pub(super) fn full(d: &Decision, date: &str, server: Option<String>, doc: &mut Doc) {
+    let mut inner = vec![Block::Heading(3, heading(d))];
     inner.push(Block::List(summary_items(d, date, server)));
     if !d.missing.is_empty() {
         inner.push(Block::Para(
@@ -41,12 +42,24 @@ pub(super) fn block(d: &Decision, date: &str, server: Option<String>, doc: &mut 
     for o in &d.overruled {
         inner.push(Block::Para(format!("**Measurement over rule**: {o}")));
     }
+    if let Some(after) = &d.after {
+        inner.push(Block::Para(format!(
+            "**After the blocking actions** (`lockbench decide {} {}`): {}, {}. {}",
+            d.spec,
+            after.assumed_flags(),
+            lockbench_decision::brief(after),
+            after.status.name(),
+            sentence(&after.role.reason)
+        )));
+    }
     inner.push(Block::Para(format!(
-        "Evidence: [alternatives](#{}) · [crash recovery and TTL](#{}) · [failure policy](#{}) · [steps](#{}) · [fault grid](#{})",
+        "Parts: [1 backend](#{}) · [2 runtime](#{}) · [2 crash recovery](#{}) · [3 acquisition](#{}) · [4 steps](#{}) · [5 alerts](#{}) · [fault grid](#{})",
         slug(&alternatives_heading(&d.job)),
+        slug(&super::ttl::heading(&d.job)),
         slug(&reconciliation_heading(&d.job)),
         slug(&policy_heading(&d.job)),
         slug(&steps_heading(&d.job)),
+        slug(&super::observability::heading(&d.job)),
         slug(super::faults::GRID_HEADING),
     )));
     doc.push(Block::Boxed(inner));
@@ -218,7 +231,7 @@ pub(super) fn alternatives(d: &Decision, evidence: &Inputs, doc: &mut Doc) {
             "verdict",
             "the deciding fact",
             "acquire P99",
-            "a crashed holder's lock free after (lab): process killed / host vanished",
+            "a crashed holder's lock free after (lab, at the lab's TTL for that backend): process killed / host vanished",
             "cannot prevent, measured",
         ]
         .map(String::from)
@@ -271,7 +284,13 @@ fn recovery(v: &lockbench_decision::Verdict, evidence: &Inputs, measured: bool) 
         (None, _, Some(d)) if d.contender_timed_out > 0 => d.not_granted(),
         _ => none.to_string(),
     };
-    format!("{killed} / {vanished}")
+    // Lab TTLs differ by backend (a consensus store's minimum lease is longer): each figure
+    // names the one it was measured at, so that no reader compares them across backends as if
+    // they were the backends' own.
+    let ttl = cell(Variant::CrashKilled)
+        .map(|c| format!(" at lab TTL {}", format_readable_s(c.granted_ttl_s)))
+        .unwrap_or_default();
+    format!("{killed} / {vanished}{ttl}")
 }
 
 /// The points the literature asks a locking decision record to document for the chosen backend,
@@ -318,7 +337,7 @@ fn vanished_point(evidence: &Inputs, backend: BackendKind) -> String {
         ),
     );
     format!(
-        "A vanished holder: the server ends its session, and frees the lock, only when its TCP gives up on the silent peer (about 2 h 11 min with Linux's defaults): the job's own connection sets `tcp_keepalives_idle`, `_interval` and `_count` for itself (section 3), never server-wide.{}",
+        "A vanished holder: the server ends its session, and frees the lock, only when its TCP gives up on the silent peer (about 2 h 11 min with Linux's defaults): the job's own connection sets `tcp_keepalives_idle`, `_interval` and `_count` for itself (its mechanisms), never server-wide.{}",
         match found {
             Some(text) => format!(" Measured: {text}."),
             None => measured(evidence, &[Variant::PartitionKeepalive], backend),
@@ -374,7 +393,7 @@ fn redis_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
             )
         ),
         format!(
-            "Redis unreachable: the job {} (the failure policy, section 3).",
+            "Redis unreachable: the job {} (the failure policy, part 3).",
             d.failure_policy.kind.name()
         ),
     ]
@@ -418,7 +437,7 @@ fn pg_session_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
                 backend
             )
         ),
-        "The pool's reset on return: `pg_advisory_unlock_all()` (or `DISCARD ALL`) before a connection goes back, and `pg_locks` watched for advisory locks held by idle sessions (section 5).".to_string(),
+        "The pool's reset on return: `pg_advisory_unlock_all()` (or `DISCARD ALL`) before a connection goes back, and `pg_locks` watched for advisory locks held by idle sessions (part 5).".to_string(),
         path_point(d, evidence, backend),
         vanished_point(evidence, backend),
     ]
@@ -431,7 +450,7 @@ fn pg_xact_points(d: &Decision, evidence: &Inputs) -> Vec<String> {
             "Scope: transaction (`pg_advisory_xact_lock`), taken inside the transaction that does the job's writes; COMMIT or ROLLBACK frees it, and nothing outside that transaction is protected.{}",
             measured(evidence, &[Variant::PoolLeak(PoolMode::Xact)], BackendKind::PgSession)
         ),
-        "The transaction's length: it stays open for the whole job, holding back vacuum; the database's operators must know its P99.9 (section 2).".to_string(),
+        "The transaction's length: it stays open for the whole job, holding back vacuum; the database's operators must know its P99.9 (part 2).".to_string(),
         path_point(d, evidence, backend),
         vanished_point(evidence, backend),
     ]
@@ -464,19 +483,22 @@ fn quorum_points(evidence: &Inputs, backend: BackendKind) -> Vec<String> {
     ]
 }
 
-/// The heading of a job's crash-recovery reconciliation in section 2.
+/// The heading of a job's crash-recovery reconciliation (its part 2).
 pub(super) fn reconciliation_heading(job: &str) -> String {
-    format!("{job}: crash recovery against the exclusivity window")
+    format!("{job} 2: crash recovery")
 }
 
 /// Section 2's part: the two jobs of a TTL reconciled.
 pub(super) fn reconciliation(d: &Decision, doc: &mut Doc) {
     doc.push(Block::Heading(3, reconciliation_heading(&d.job)));
     let c = &d.crash_recovery;
-    let mut text = format!(
-        "A TTL does two jobs: it frees the lock when the holder crashes, and it bounds how long the holder may work alone. {}",
-        c.note
-    );
+    let mut text = match d.lock_model.kind {
+        ModelKind::FixedTtl | ModelKind::HeartbeatLease => format!(
+            "A TTL does two jobs: it frees the lock when the holder crashes, and it bounds how long the holder may work alone. {}",
+            c.note
+        ),
+        ModelKind::Session | ModelKind::Transaction => c.note.clone(),
+    };
     match (c.within, c.chosen_s, c.allowed_s) {
         (Some(true), Some(chosen), Some(allowed)) => {
             text += &format!(
@@ -499,16 +521,22 @@ pub(super) fn reconciliation(d: &Decision, doc: &mut Doc) {
     doc.push(Block::Para(text));
 }
 
-/// The heading of a job's failure policy in section 3.
+/// The heading of a job's acquisition, release and failure policy (its part 3).
 pub(super) fn policy_heading(job: &str) -> String {
-    format!("{job}: when the lock cannot be had")
+    format!("{job} 3: acquisition and release")
 }
 
-/// Section 3's part: the chosen failure policy and what the lab measured for each.
-pub(super) fn policy(d: &Decision, doc: &mut Doc) {
+/// Part 3: the protocol on the decided backend, the failure policy and what the lab measured of
+/// each policy.
+pub(super) fn policy(d: &Decision, evidence: &Inputs, doc: &mut Doc) {
     doc.push(Block::Heading(3, policy_heading(&d.job)));
+    super::protocol::write_job(evidence, d, doc);
     let p = &d.failure_policy;
-    doc.push(Block::Para(format!("**{}**: {}.", p.kind.name(), p.reason)));
+    doc.push(Block::Para(format!(
+        "When the lock cannot be had, **{}**: {}.",
+        p.kind.name(),
+        p.reason
+    )));
     if p.measured.is_empty() {
         doc.push(Block::Para(
             format!(
@@ -528,9 +556,9 @@ pub(super) fn policy(d: &Decision, doc: &mut Doc) {
     }
 }
 
-/// The heading of a job's steps in section 4.
+/// The heading of a job's steps (its part 4).
 pub(super) fn steps_heading(job: &str) -> String {
-    format!("{job}: each step run twice")
+    format!("{job} 4: idempotency, step by step")
 }
 
 /// Section 4's part: each step, and the lock's role.

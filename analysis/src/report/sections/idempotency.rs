@@ -1,5 +1,5 @@
-//! Section 4: idempotency and the lock's role, from the live replays: what went twice under each
-//! mode.
+//! The live replays (shared evidence): what went twice under each mode, and what fencing
+//! refused, each finding naming its workload.
 
 use lockbench_core::format_count;
 use lockbench_core::records::replay::{HoldMode, ReplayRecord};
@@ -40,6 +40,10 @@ fn optional_count(v: Option<u64>, absent: &str) -> String {
 
 /// Section 4's evidence (its heading and each job's steps come first, from the decisions).
 pub(super) fn write(evidence: &Inputs, doc: &mut Doc) {
+    doc.push(Block::Heading(
+        3,
+        "Live replays, and what fencing refused".to_string(),
+    ));
     if let Some(text) = super::faults::stale_writes(evidence) {
         doc.push(Block::Para(text));
     }
@@ -131,25 +135,27 @@ fn findings(evidence: &Inputs) -> Vec<String> {
     let mut findings = Vec::new();
     if let Some(k) = records().find(|r| r.idempotency_keys) {
         findings.push(format!(
-            "With idempotency keys both workers still ran ({} items executed twice) and the payment API accepted {} duplicate charges: the key, not the lock, keeps a charge single.",
+            "{}, with idempotency keys: both workers still ran ({} items executed twice) and the payment API accepted {} duplicate charges: the key, not the lock, keeps a charge single.",
+            k.workload,
             format_count(k.double_executions),
             optional_count(k.duplicate_charges_accepted, "no")
         ));
     }
     if let Some(f) = records().find(|r| r.fencing) {
         findings.push(format!(
-            "Fencing refused {} stale writes and stopped the stale worker, yet {} items still ran twice: a fencing token protects the store that checks it, not a payment API that does not.",
+            "{}, with fencing: {} stale writes refused and the stale worker stopped, yet {} items still ran twice: a fencing token protects the store that checks it, not a payment API that does not.",
+            f.workload,
             format_count(f.stale_writes_rejected),
             format_count(f.double_executions)
         ));
     }
     if let Some(h) = records().find(|r| r.mode == HoldMode::Heartbeat && !r.fencing) {
         findings.push(format!(
-            "With heartbeat renewal the lock never expired under a running job: {} double executions in {} runs.",
+            "{}, with heartbeat renewal: the lock never expired under a running job: {} double executions in {} runs.",
+            h.workload,
             format_count(h.double_executions),
             h.runs
         ));
     }
-    findings.push("The operation guarded here (charging a card, applying a migration) is not idempotent: the lock is a serialization aid, and the correctness mechanism is the idempotency key (or a unique constraint, or a conditional update).".to_string());
     findings
 }

@@ -1,12 +1,16 @@
-//! Section 2: the TTL and the heartbeat, each figure with its derivation, and the runtime charts.
+//! A job's part 2: its runtime at today's volume and at the target, and the lock model in force
+//! (a fixed TTL's figures, or a heartbeat lease's; a session or a transaction has none), each
+//! figure with its derivation, and the runtime charts. Every simulated profile and scale is
+//! shared evidence.
 
+use lockbench_core::records::tail_samples_needed;
 use lockbench_core::{format_chance, format_count};
 
+use lockbench_decision::alerts::{AlertPlan, Severity, Signal};
 use lockbench_decision::{Decision, ModelKind};
 
 use super::common::{
-    ChartSpec, Doc, RuntimeLines, decision_of, number, runtime_chart, secs, secs_f, simulated_at,
-    today_against, yearly,
+    ChartSpec, Doc, RuntimeLines, number, runtime_chart, secs, secs_f, simulated_at, today_against,
 };
 use crate::report::charts::{ALERT_COLOUR, RuntimeVsVolume, TODAY_COLOUR, TTL_COLOUR};
 use crate::report::doc::Block;
@@ -16,19 +20,14 @@ use crate::{
     heartbeat_derivation,
 };
 
-pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
-    doc.push(Block::Heading(
-        2,
-        "2. Lock TTL and heartbeat model".to_string(),
-    ));
-    if evidence.ttls.is_empty() {
-        doc.push(Block::Para(
-            "No TTL derivation in these results: run `lockbench ttl SPEC` (or `lockbench run`) and report again.".to_string(),
-        ));
-    }
-    for t in &evidence.ttls {
-        write_job(evidence, decisions, &t.record, doc);
-    }
+/// The heading of a job's runtime, TTL and lease.
+pub(super) fn heading(job: &str) -> String {
+    format!("{job} 2: runtime, TTL and lease")
+}
+
+/// The simulations and model checks of workloads no job's evidence covers, and every simulated
+/// profile and scale in one table (shared evidence).
+pub(super) fn write_shared(evidence: &Inputs, doc: &mut Doc) {
     let covered: Vec<&str> = evidence
         .ttls
         .iter()
@@ -50,40 +49,43 @@ pub(super) fn write(evidence: &Inputs, decisions: &[Decision], doc: &mut Doc) {
     }
 }
 
-/// One job's TTL and heartbeat: its figures, its runtime and volume charts, its model check.
-fn write_job(evidence: &Inputs, decisions: &[Decision], r: &TtlRecommendation, doc: &mut Doc) {
+/// One job's runtime and the lock model in force: its figures, its runtime and volume charts, its
+/// model check. A model not in force gets no rows and no lines.
+pub(super) fn write_job(
+    evidence: &Inputs,
+    d: Option<&Decision>,
+    r: &TtlRecommendation,
+    plan: Option<&AlertPlan>,
+    doc: &mut Doc,
+) {
     let workload = r.workload.clone();
-    doc.push(Block::Heading(3, format!("{workload}: TTL and heartbeat")));
-    let otherwise = decided_otherwise(decision_of(decisions, &workload));
-    if let Some(note) = &otherwise {
-        doc.push(Block::Para(note.clone()));
+    doc.push(Block::Heading(3, heading(&workload)));
+    let model = d.filter(|d| d.backend.is_some()).map(|d| d.lock_model.kind);
+    if let Some(note) = d.and_then(in_force) {
+        doc.push(Block::Para(note));
     }
     doc.push(Block::Table {
         head: vec!["figure".into(), "value".into(), "how it was derived".into()],
-        rows: figures(evidence, r),
+        rows: figures(evidence, r, model),
     });
-    // A job decided otherwise has no TTL in force: its lines say they are the alternative.
-    let aside = if otherwise.is_some() {
-        " (not in force)"
-    } else {
-        ""
+    let target_lines = match model {
+        None | Some(ModelKind::FixedTtl) => vec![
+            (
+                format!("TTL {}", secs(r.ttl)),
+                r.ttl.as_secs_f64(),
+                TTL_COLOUR,
+            ),
+            (
+                format!("review at {}", secs(r.alert_hold)),
+                r.alert_hold.as_secs_f64(),
+                ALERT_COLOUR,
+            ),
+        ],
+        // A page is sized at today's volume: its line is drawn there, once.
+        Some(_) => Vec::new(),
     };
     let lines = RuntimeLines {
-        target: Some((
-            r.target_scale,
-            vec![
-                (
-                    format!("TTL {}{aside}", secs(r.ttl)),
-                    r.ttl.as_secs_f64(),
-                    TTL_COLOUR,
-                ),
-                (
-                    format!("alert {}{aside}", secs(r.alert_hold)),
-                    r.alert_hold.as_secs_f64(),
-                    ALERT_COLOUR,
-                ),
-            ],
-        )),
+        target: Some((r.target_scale, target_lines)),
         today: r
             .current_ttl
             .iter()
@@ -94,33 +96,79 @@ fn write_job(evidence: &Inputs, decisions: &[Decision], r: &TtlRecommendation, d
                     TODAY_COLOUR,
                 )
             })
+            .chain(page_line(plan).filter(|_| model != Some(ModelKind::FixedTtl)))
             .collect(),
     };
     runtime_chart(evidence, &workload, lines, doc);
-    volume_chart(r, doc);
+    volume_chart(r, model, plan, doc);
     super::model_check::write(evidence, &workload, doc);
+    super::live::live_against_simulated(evidence, &workload, doc);
 }
 
-/// The rows of a job's figures table: each figure, its value and how it was derived.
-fn figures(evidence: &Inputs, r: &TtlRecommendation) -> Vec<Vec<String>> {
+/// The lowest page on hold time, as a line across a runtime chart.
+fn page_line(plan: Option<&AlertPlan>) -> Option<(String, f64, plotters::style::RGBColor)> {
+    let t = plan?
+        .alerts
+        .iter()
+        .filter(|a| a.severity == Severity::Page && a.signal == Signal::Hold)
+        .filter_map(|a| a.threshold)
+        .min()?;
+    Some((
+        format!("page at {}", secs(t)),
+        t.as_secs_f64(),
+        ALERT_COLOUR,
+    ))
+}
+
+/// The P99.9 as the sample supports it: the figure from 10,000 replays up, else with the count it
+/// comes from and what it would need.
+fn p999_figure(r: &TtlRecommendation) -> (String, String) {
+    if r.p999_reliable() {
+        (secs(r.measured_p999), String::new())
+    } else {
+        (
+            format!(
+                "{} (from {} replays: too few, {} needed)",
+                secs(r.measured_p999),
+                format_count(r.replays),
+                format_count(tail_samples_needed(0.999))
+            ),
+            "unreliable".to_string(),
+        )
+    }
+}
+
+/// The rows of a job's figures table: the runtime, the target, today's runtimes, and the model in
+/// force (every model when no decision covers the job).
+fn figures(evidence: &Inputs, r: &TtlRecommendation, model: Option<ModelKind>) -> Vec<Vec<String>> {
     let considered: Vec<String> = r
         .profiles_considered
         .iter()
         .map(|p| format!("{} {}", p.profile, secs(p.p999)))
         .collect();
-    let hb = &r.heartbeat;
-    let derivation = heartbeat_derivation(hb);
+    let (p999, unreliable) = p999_figure(r);
     let mut rows = vec![
         vec![
-            "P99.9 runtime".to_string(),
-            secs(r.measured_p999),
+            "target volume".to_string(),
+            format!("{} {}", format_count(r.target_volume), r.unit),
+            format!(
+                "{}: {}x today's volume",
+                r.target_from.describe(),
+                number(r.target_scale)
+            ),
+        ],
+        vec![
+            "P99.9 runtime at the target".to_string(),
+            p999,
             format!(
                 "{}; the worst profile of: {}",
                 simulated_at(r),
                 considered.join(", "),
             ),
         ],
-        vec![
+    ];
+    if unreliable.is_empty() {
+        rows.push(vec![
             "its 95 % interval".to_string(),
             format!("{} to {}", secs_f(r.p999_ci_s[0]), secs_f(r.p999_ci_s[1])),
             format!(
@@ -133,7 +181,41 @@ fn figures(evidence: &Inputs, r: &TtlRecommendation) -> Vec<Vec<String>> {
                     ""
                 }
             ),
-        ],
+        ]);
+    }
+    for t in &r.today {
+        rows.push(vec![
+            format!("today, `{}`", t.profile),
+            t.tail_said(),
+            format!(
+                "P50 {}, P99 {} at {} {} ({} replays{})",
+                secs(t.p50),
+                secs(t.p99),
+                format_count(t.volume),
+                r.unit,
+                format_count(t.replays),
+                if t.p999_reliable() {
+                    ""
+                } else {
+                    ", too few for a P99.9"
+                }
+            ),
+        ]);
+    }
+    if matches!(model, None | Some(ModelKind::FixedTtl)) {
+        rows.extend(ttl_rows(r));
+    }
+    if matches!(model, None | Some(ModelKind::HeartbeatLease)) {
+        rows.extend(lease_rows(r));
+    }
+    rows.extend(today_rows(evidence, r));
+    rows
+}
+
+/// A fixed TTL's rows: the factor, the TTL, the review threshold and the review trigger.
+fn ttl_rows(r: &TtlRecommendation) -> Vec<Vec<String>> {
+    let (trigger, how) = describe_trigger(r);
+    vec![
         vec![
             "safety factor".to_string(),
             number(r.safety_factor),
@@ -145,16 +227,26 @@ fn figures(evidence: &Inputs, r: &TtlRecommendation) -> Vec<Vec<String>> {
             "simulated P99.9 x safety factor".to_string(),
         ],
         vec![
-            "alert threshold".to_string(),
+            "review threshold".to_string(),
             secs(r.alert_hold),
-            format!("{:.0} % of the TTL", ALERT_SHARE * 100.0),
+            format!(
+                "{:.0} % of the TTL: a run holding the lock this long is investigated (a ticket, part 5)",
+                ALERT_SHARE * 100.0
+            ),
         ],
-        vec![
-            "heartbeat lease".to_string(),
-            secs(hb.lease_ttl),
-            derivation.lease.clone(),
-        ],
-    ];
+        vec!["review trigger".to_string(), trigger, how],
+    ]
+}
+
+/// A heartbeat lease's rows.
+fn lease_rows(r: &TtlRecommendation) -> Vec<Vec<String>> {
+    let hb = &r.heartbeat;
+    let derivation = heartbeat_derivation(hb);
+    let mut rows = vec![vec![
+        "heartbeat lease".to_string(),
+        secs(hb.lease_ttl),
+        derivation.lease.clone(),
+    ]];
     if let Some(risk) = &derivation.risk {
         rows.push(vec![
             "lease lost per run".to_string(),
@@ -181,9 +273,6 @@ fn figures(evidence: &Inputs, r: &TtlRecommendation) -> Vec<Vec<String>> {
             derivation.give_up,
         ],
     ]);
-    let (trigger, how) = describe_trigger(r);
-    rows.push(vec!["review trigger".to_string(), trigger, how]);
-    rows.extend(today_rows(evidence, r));
     rows
 }
 
@@ -197,18 +286,15 @@ fn today_rows(evidence: &Inputs, r: &TtlRecommendation) -> Vec<Vec<String>> {
             "today's TTL, at the target volume".to_string(),
             secs(current.ttl),
             format!(
-                "outlived by {} of {} simulated runs at {} {}: {:.2} % per run (95 % upper bound {:.2} %)",
-                format_count(current.replays_exceeding),
-                format_count(r.replays),
+                "outlived at {} {} by {}",
                 format_count(r.target_volume),
                 r.unit,
-                current.p_exceed * 100.0,
-                current.p_exceed_upper95 * 100.0,
+                current.chance(r.replays),
             ),
         ],
         vec![
             "its double executions a year".to_string(),
-            yearly(current),
+            current.per_year(r.replays),
             format!(
                 "at {}, a second worker waiting",
                 r.runs_per_year_from.runs_a_year(r.runs_per_year)
@@ -225,26 +311,62 @@ fn today_rows(evidence: &Inputs, r: &TtlRecommendation) -> Vec<Vec<String>> {
     rows
 }
 
-/// A job's P99.9 runtime against volume per profile, with the TTL, the alert line and the review
-/// trigger.
-fn volume_chart(r: &TtlRecommendation, doc: &mut Doc) {
+/// A job's P99.9 runtime against volume per profile, with the TTL and its review threshold (a
+/// fixed TTL, or no decision) or the page's threshold (any other model), and the volume at which
+/// a profile reaches it.
+fn volume_chart(
+    r: &TtlRecommendation,
+    model: Option<ModelKind>,
+    plan: Option<&AlertPlan>,
+    doc: &mut Doc,
+) {
     let profiles = volume_series(r);
     if profiles.is_empty() {
         return;
     }
     let workload = &r.workload;
-    let caption = format!(
-        "{workload}: P99.9 runtime against volume per profile (the target, the growth runs and the review trigger's search), the TTL, the alert line and the review trigger"
-    );
+    let ttl = matches!(model, None | Some(ModelKind::FixedTtl));
+    let (lines, review) = if ttl {
+        (
+            vec![
+                ("TTL".to_string(), r.ttl.as_secs_f64(), TTL_COLOUR),
+                (
+                    "review threshold (80 % of the TTL)".to_string(),
+                    r.alert_hold.as_secs_f64(),
+                    ALERT_COLOUR,
+                ),
+            ],
+            r.review_trigger_volume
+                .map(|v| ("review trigger".to_string(), v as f64)),
+        )
+    } else {
+        let Some(line) = page_line(plan) else {
+            return;
+        };
+        (
+            vec![line],
+            plan.and_then(|p| p.pages_from_volume)
+                .map(|v| ("a normal run pages".to_string(), v as f64)),
+        )
+    };
+    let caption = if ttl {
+        format!(
+            "{workload}: P99.9 runtime against volume per profile (the target, the growth runs and the review trigger's search), the TTL, its review threshold and the review trigger"
+        )
+    } else {
+        format!(
+            "{workload}: P99.9 runtime against volume per profile (today's, the target and the growth runs), the page's threshold and the volume at which a normal run would reach it"
+        )
+    };
     let largest = r.volume_points.iter().map(|p| p.volume as f64);
     let ceiling = match &r.review_trigger_from {
-        TriggerSearch::Simulated { ceiling_volume, .. } => *ceiling_volume as f64,
+        TriggerSearch::Simulated { ceiling_volume, .. } if ttl => *ceiling_volume as f64,
         _ => 0.0,
     };
     // The axis ends a little past the trigger, or at the search's ceiling.
-    let max_volume = r
-        .review_trigger_volume
-        .map_or(ceiling, |v| v as f64 * 1.25)
+    let max_volume = review
+        .as_ref()
+        .map_or(ceiling, |(_, v)| v * 1.25)
         .max(largest.fold(0.0, f64::max) * 1.05);
     let spec = ChartSpec::Volume(
         format!("runtime-volume-{workload}"),
@@ -252,9 +374,8 @@ fn volume_chart(r: &TtlRecommendation, doc: &mut Doc) {
             title: format!("{workload}: runtime against volume"),
             unit: r.unit.clone(),
             profiles,
-            ttl_s: r.ttl.as_secs_f64(),
-            alert_s: r.alert_hold.as_secs_f64(),
-            review_volume: r.review_trigger_volume.map(|v| v as f64),
+            lines,
+            review,
             max_volume,
         },
     );
@@ -274,7 +395,11 @@ fn every_simulation(evidence: &Inputs, covered: &[&str], doc: &mut Doc) {
                 format!("{} {}", format_count(r.volume), r.unit),
                 secs(r.runtime.p50),
                 secs(r.runtime.p99),
-                secs(r.runtime.p999),
+                if r.p999_reliable {
+                    secs(r.runtime.p999)
+                } else {
+                    format!("(slowest {})", secs(r.runtime.max))
+                },
                 format_count(r.replays),
             ]);
         }
@@ -305,23 +430,23 @@ fn every_simulation(evidence: &Inputs, covered: &[&str], doc: &mut Doc) {
     }
 }
 
-/// What a job's decision makes of this section's figures, when it is not a fixed TTL.
-fn decided_otherwise(d: Option<&Decision>) -> Option<String> {
-    let d = d?;
+/// What the job's decision holds the lock by, when it is not a fixed TTL: the rows below are
+/// the model in force and the runtime the alerts are sized against.
+fn in_force(d: &Decision) -> Option<String> {
     let backend = d.backend?;
     let what = match d.lock_model.kind {
         ModelKind::FixedTtl => return None,
         ModelKind::HeartbeatLease => {
-            "a heartbeat lease: its lease, renewal interval and give-up deadline below are what the job uses; the fixed TTL and its alert are the alternative considered, not in force"
+            "a heartbeat lease: the rows below are its lease, renewal interval and give-up deadline"
         }
         ModelKind::Session => {
-            "a session lock, which has no TTL: the fixed TTL, its alert and the lease below are the alternatives considered, not in force; the runtime figures are what section 5 watches hold time against"
+            "a session lock, which has no TTL: the runtimes below are how long it is held, which its alerts (part 5) are sized against"
         }
         ModelKind::Transaction => {
-            "a transaction lock, which has no TTL: the fixed TTL, its alert and the lease below are the alternatives considered, not in force; the runtime figures are how long the transaction stays open"
+            "a transaction lock, which has no TTL: the runtimes below are how long the transaction, and every lock it takes, stays open"
         }
     };
-    Some(format!("**{} is decided `{backend}`**, {what}.", d.job))
+    Some(format!("**{} holds `{backend}`**, {what}.", d.job))
 }
 
 /// Every profile's P99.9 at the volumes simulated for `r`: the target, the worst profile's growth
@@ -338,6 +463,12 @@ fn volume_series(r: &TtlRecommendation) -> Vec<(String, Vec<(f64, f64)>)> {
             // (volume, replays, P99.9 seconds); the target's runs are the full count.
             let mut points: Vec<(u64, u64, f64)> =
                 vec![(r.target_volume, u64::MAX, p.p999.as_secs_f64())];
+            points.extend(
+                r.today
+                    .iter()
+                    .filter(|t| t.profile == p.profile && t.p999_reliable())
+                    .map(|t| (t.volume, u64::MAX, t.p999.as_secs_f64())),
+            );
             if p.profile == r.profile {
                 points.extend(
                     r.volume_points
