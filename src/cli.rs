@@ -17,51 +17,72 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Replay workloads in simulated time and print runtime percentiles per profile and scale.
+    /// Replay workloads in simulated time: runtime percentiles per profile and scale.
     Simulate(SimulateArgs),
-    /// Recommend a lock TTL, a heartbeat and an alert threshold, and price the TTL in use today.
+    /// Recommend a lock TTL and a heartbeat lease, and price the TTL in use today.
+    ///
+    /// The TTL is sized at the spec's target_volume (its growth answer) as the measured P99.9
+    /// runtime x a safety factor, kept apart; the lease from the profile whose pauses threaten it
+    /// most; today's TTL (the spec's current_ttl) is priced per run and per year.
     Ttl(TtlArgs),
     /// Check workload specs without running them.
     Validate(ValidateArgs),
-    /// Decide, per job, the backend, lock model, mechanisms and acquisition-failure policy from
-    /// the spec's [decision] answers and what the results measured, with every other backend's
-    /// verdict and the fact that decides it.
+    /// Decide each job's backend, lock model, mechanisms and actions.
+    ///
+    /// From the spec's [decision] answers and what the results measured: every other backend's
+    /// verdict with the fact that decides it, the mechanisms, the acquisition-failure policy, the
+    /// residual risk, the actions with their owners and how to verify them, and (for a decision
+    /// blocked on a risk not acceptable yet) the decision after them.
     Decide(DecideArgs),
-    /// Check a spec against past job runs: where each run falls in the simulated distribution at
-    /// its volume, a KS test of those positions, and the runs beyond the simulated P99 and P99.9.
+    /// Check a spec against past job runs.
+    ///
+    /// Where each run falls in the simulated distribution at its volume, a KS test of those
+    /// positions, and the runs beyond the simulated P99 and P99.9.
     Check(CheckArgs),
-    /// Fit each step's latency to observed per-call durations (CSV, OpenTelemetry OTLP JSON) and
-    /// write a spec that carries them, with the fit shown.
+    /// Fit each step's latency to observed per-call durations and write a spec.
+    ///
+    /// Reads CSV or OpenTelemetry OTLP JSON, and writes a spec that carries the fitted latencies,
+    /// with the fit shown.
     Calibrate(CalibrateArgs),
     /// Measure acquire, renew, release and handoff latency of each lock backend.
     Bench(BenchArgs),
-    /// Run a workload for real (Postgres, a payment-API stub, a lock backend, racing workers)
-    /// and count double executions.
+    /// Run a workload for real and count double executions.
+    ///
+    /// Against Postgres, a payment-API stub and a lock backend, with racing workers.
     Replay(ReplayArgs),
-    /// Write a locking decision record (Markdown, HTML, charts) from results directories.
+    /// Write the locking decision record and its alerting rules from results directories.
+    ///
+    /// Markdown, HTML with charts, and prometheus-rules.yml with its promtool tests.
     Report(ReportArgs),
     /// Show what changed between two sets of results (staging before and after a change).
     Compare(CompareArgs),
-    /// The main job: simulate every spec and derive its TTL (pricing its current_ttl), benchmark
-    /// every reachable backend, run a short fault matrix on them, replay each spec's
-    /// incident_profile live when Postgres is reachable, and write the report.
+    /// The main job: simulate, size TTLs, bench, the fault lab, live replays, the record.
+    ///
+    /// Simulates every spec and derives its TTL (pricing its current_ttl), benchmarks every
+    /// reachable backend, runs a short fault matrix on them, replays each spec's incident_profile
+    /// live when Postgres is reachable, and writes the record and its alerting rules.
     Run(MainJobArgs),
-    /// Inject faults (pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers,
-    /// outages, late releases, slow replies) and slow jobs into processes, servers and namespaces lockbench
-    /// starts itself, and measure overlaps, stale writes and what fencing did.
+    /// Inject faults into servers lockbench starts and measure overlaps and stale writes.
+    ///
+    /// Pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers, outages, late
+    /// releases, slow replies and slow jobs, into processes, servers and namespaces lockbench
+    /// starts itself; measures overlaps, stale writes and what fencing did.
     Faults(FaultsArgs),
-    /// The real lock client libraries lockbench drives through adapters (redis-py,
-    /// python-redis-lock, redis-semaphore, pottery, node-redlock, kazoo, curator, etcd-go, tooz):
-    /// list them with their versions and whether each is installed, or check that an adapter keeps the adapter protocol against a real server
+    /// List the real lock client libraries, or check an adapter against a real server.
+    ///
+    /// The libraries lockbench drives through adapters (redis-py, python-redis-lock,
+    /// redis-semaphore, pottery, node-redlock, kazoo, curator, etcd-go, tooz), with their versions
+    /// and whether each is installed; `check` holds an adapter to the adapter protocol
     /// (docs/CLIENTS.md).
     Clients(ClientsArgs),
-    /// Merge the shards of a split `simulate`, `ttl` or `bench` run (`--shard I/N`) into the
-    /// results directory the whole run would have written: histograms added exactly, the TTL
+    /// Merge the shards of a split simulate, ttl or bench run into one results directory.
+    ///
+    /// The directory the whole run would have written: histograms added exactly, the TTL
     /// derived from the merged whole.
     Merge(MergeArgs),
-    /// Print a shell's completion script for lockbench (bash, zsh, fish, elvish, powershell).
+    /// Print a shell's completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
-    /// Write a man page for lockbench and one for each command (lockbench.1, lockbench-ttl.1 ...).
+    /// Write man pages for lockbench and each command.
     Man(ManArgs),
     /// One worker of a fault-lab trial (started by `faults`; reads its plan on stdin).
     #[command(hide = true)]

@@ -92,3 +92,25 @@ fn flags_clap_refuses_are_one_line() {
         &["'--clean' cannot be used with '--out <DIR>'"],
     );
 }
+
+/// `lockbench --help` lists each command in one short line, as cargo and ripgrep do; the rest is
+/// in the command's own `--help`.
+#[test]
+fn the_command_list_is_one_short_line_a_command() {
+    let out = lockbench().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert!(commands.len() >= 15, "{help}");
+    for line in commands {
+        assert!(line.len() <= 100, "{} characters: {line}", line.len());
+    }
+    // The long text is kept for the command's own help.
+    let out = lockbench().args(["faults", "--help"]).output().unwrap();
+    let faults = String::from_utf8_lossy(&out.stdout);
+    assert!(faults.contains("late releases, slow replies"), "{faults}");
+}

@@ -26,23 +26,50 @@ pub(crate) struct Resolved {
     /// That library with what it does: a shipped adapter's, or a user's own as its measured
     /// cells describe it; `None` for an own adapter not measured (the record says so).
     pub(crate) client: Option<lockbench_core::Client>,
-    /// Which of the above the spec gave (same order as [`FIELDS`]).
-    pub(crate) given: [bool; 7],
+    /// The fields the spec gave (or a measurement stands for); the others are assumed.
+    pub(crate) given: Vec<Field>,
     /// The service the job's named lock library locks on, when `already_runs` does not list it:
     /// a team that locks with Curator runs ZooKeeper, whatever else it lists.
     pub(crate) runs_through_client: Option<Service>,
 }
 
-/// The `[decision]` fields, in the order of [`Resolved::given`].
-pub(crate) const FIELDS: [&str; 7] = [
-    "double_run",
-    "already_runs",
-    "databases",
-    "one_transaction",
-    "fenced",
-    "crash_recovery",
-    "postgres_via",
-];
+/// A `[decision]` field the rules read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Field {
+    DoubleRun,
+    AlreadyRuns,
+    Databases,
+    OneTransaction,
+    Fenced,
+    CrashRecovery,
+    PostgresVia,
+}
+
+impl Field {
+    /// Every field, in the order the record lists them.
+    pub(crate) const ALL: [Field; 7] = [
+        Field::DoubleRun,
+        Field::AlreadyRuns,
+        Field::Databases,
+        Field::OneTransaction,
+        Field::Fenced,
+        Field::CrashRecovery,
+        Field::PostgresVia,
+    ];
+
+    /// Its name in the spec.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Field::DoubleRun => "double_run",
+            Field::AlreadyRuns => "already_runs",
+            Field::Databases => "databases",
+            Field::OneTransaction => "one_transaction",
+            Field::Fenced => "fenced",
+            Field::CrashRecovery => "crash_recovery",
+            Field::PostgresVia => "postgres_via",
+        }
+    }
+}
 
 impl Resolved {
     /// The answers of `job`, missing ones assumed.
@@ -70,15 +97,18 @@ impl Resolved {
             postgres_via_measured: None,
             client,
             choice: d.client.clone(),
-            given: [
-                d.double_run.is_some(),
-                d.already_runs.is_some(),
-                d.databases.is_some(),
-                d.one_transaction.is_some(),
-                d.fenced.is_some(),
-                d.crash_recovery.is_some(),
-                d.postgres_via.is_some(),
-            ],
+            given: Field::ALL
+                .into_iter()
+                .filter(|f| match f {
+                    Field::DoubleRun => d.double_run.is_some(),
+                    Field::AlreadyRuns => d.already_runs.is_some(),
+                    Field::Databases => d.databases.is_some(),
+                    Field::OneTransaction => d.one_transaction.is_some(),
+                    Field::Fenced => d.fenced.is_some(),
+                    Field::CrashRecovery => d.crash_recovery.is_some(),
+                    Field::PostgresVia => d.postgres_via.is_some(),
+                })
+                .collect(),
         }
     }
 
@@ -98,7 +128,7 @@ impl Resolved {
         let Some((backend, found)) = ev.transaction_pooler else {
             return self;
         };
-        let answered = self.given[6];
+        let answered = self.is_given(Field::PostgresVia);
         let note = match (
             found,
             answered && self.postgres_via != PostgresVia::TransactionPooler,
@@ -120,9 +150,16 @@ impl Resolved {
         if found {
             self.postgres_via = PostgresVia::TransactionPooler;
         }
-        self.given[6] = true;
+        if !answered {
+            self.given.push(Field::PostgresVia);
+        }
         self.postgres_via_measured = Some(note);
         self
+    }
+
+    /// True when the spec gave `field` (or a measurement stands for it).
+    pub(crate) fn is_given(&self, field: Field) -> bool {
+        self.given.contains(&field)
     }
 
     /// The client library the job locks on `kind` with, when it is one that hands out no
@@ -161,13 +198,12 @@ impl Resolved {
         })
     }
 
-    /// The answers as the record lists them.
-    pub(crate) fn listed(&self, job: &JobAnswers) -> Vec<Answer> {
-        let values = [
-            self.double_run.name().to_string(),
-            if self.already_runs.is_empty() {
-                "nothing".to_string()
-            } else {
+    /// A field's value as the record lists it.
+    fn value(&self, field: Field) -> String {
+        match field {
+            Field::DoubleRun => self.double_run.name().to_string(),
+            Field::AlreadyRuns if self.already_runs.is_empty() => "nothing".to_string(),
+            Field::AlreadyRuns => {
                 let listed = self
                     .already_runs
                     .iter()
@@ -178,25 +214,28 @@ impl Resolved {
                     (Some(s), Some(c)) => format!("{listed} ({} through client = {c})", s.name()),
                     _ => listed,
                 }
-            },
-            self.databases.to_string(),
-            self.one_transaction.to_string(),
-            self.fenced.to_string(),
-            self.crash_recovery
+            }
+            Field::Databases => self.databases.to_string(),
+            Field::OneTransaction => self.one_transaction.to_string(),
+            Field::Fenced => self.fenced.to_string(),
+            Field::CrashRecovery => self
+                .crash_recovery
                 .map_or("no bound".to_string(), format_readable),
-            match &self.postgres_via_measured {
+            Field::PostgresVia => match &self.postgres_via_measured {
                 Some(note) => format!("{} ({note})", self.postgres_via.name()),
                 None => self.postgres_via.name().to_string(),
             },
-        ];
-        let mut out: Vec<Answer> = FIELDS
-            .iter()
-            .zip(values)
-            .zip(self.given)
-            .map(|((field, value), given)| Answer {
-                field: field.to_string(),
-                value,
-                given,
+        }
+    }
+
+    /// The answers as the record lists them.
+    pub(crate) fn listed(&self, job: &JobAnswers) -> Vec<Answer> {
+        let mut out: Vec<Answer> = Field::ALL
+            .into_iter()
+            .map(|field| Answer {
+                field: field.name().to_string(),
+                value: self.value(field),
+                given: self.is_given(field),
             })
             .collect();
         out.push(Answer {

@@ -85,7 +85,7 @@ fn decide_once(job: &JobAnswers, evidence: &Evidence) -> Decision {
             would_change: "the TTL and the lease are sized at today's volume, and the review trigger says when to size them again; not the choice of lock".into(),
         });
     }
-    decision.status = if !resolved.given[0] {
+    decision.status = if !resolved.is_given(answers::Field::DoubleRun) {
         Status::Undecided
     } else if decision.residual.iter().any(|r| !r.accepted) {
         Status::Blocked

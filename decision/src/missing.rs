@@ -6,7 +6,7 @@ use std::time::Duration;
 use lockbench_core::Service;
 use lockbench_workloads::{DoubleRun, JobAnswers, PostgresVia};
 
-use crate::answers::{FIELDS, Resolved};
+use crate::answers::{Field, Resolved};
 use crate::evidence::Evidence;
 use crate::record::{Decision, MissingAnswer};
 
@@ -29,23 +29,22 @@ pub(crate) fn missing(
 ) -> Vec<MissingAnswer> {
     let now = brief(current);
     let mut out = Vec::new();
-    for (i, field) in FIELDS.iter().enumerate() {
-        if r.given[i] {
-            continue;
-        }
-        let assumed = match i {
-            0 => format!(
+    for f in Field::ALL.into_iter().filter(|f| !r.is_given(*f)) {
+        let field = f.name();
+        let assumed = match f {
+            Field::DoubleRun => format!(
                 "{} (the worst a second run can do to the job's own data)",
                 r.double_run.name()
             ),
-            1 => "nothing (every backend counts as new infrastructure)".to_string(),
-            2 => "1".to_string(),
-            3 => "false".to_string(),
-            4 => "false".to_string(),
-            5 => "no bound".to_string(),
-            _ => "direct (no pooler between the job and Postgres)".to_string(),
+            Field::AlreadyRuns => {
+                "nothing (every backend counts as new infrastructure)".to_string()
+            }
+            Field::Databases => "1".to_string(),
+            Field::OneTransaction | Field::Fenced => "false".to_string(),
+            Field::CrashRecovery => "no bound".to_string(),
+            Field::PostgresVia => "direct (no pooler between the job and Postgres)".to_string(),
         };
-        let mut changes: Vec<String> = alternatives(r, i)
+        let mut changes: Vec<String> = alternatives(r, f)
             .into_iter()
             .map(|(value, alt)| {
                 let d = crate::decide_resolved(job, &alt, ev);
@@ -88,21 +87,20 @@ pub(crate) fn missing(
     out
 }
 
-/// The other values of `[decision]` field number `field` worth deciding again with, each with the
-/// answers it makes.
-fn alternatives(r: &Resolved, field: usize) -> Vec<(String, Resolved)> {
+/// The other values of `field` worth deciding again with, each with the answers it makes.
+fn alternatives(r: &Resolved, field: Field) -> Vec<(String, Resolved)> {
     let with = |f: &dyn Fn(&mut Resolved)| {
         let mut alt = r.clone();
         f(&mut alt);
         alt
     };
     match field {
-        0 => DoubleRun::ALL
+        Field::DoubleRun => DoubleRun::ALL
             .iter()
             .filter(|d| **d != r.double_run)
             .map(|d| (d.name().to_string(), with(&|a| a.double_run = *d)))
             .collect(),
-        1 => Service::ALL
+        Field::AlreadyRuns => Service::ALL
             .iter()
             .map(|s| {
                 (
@@ -111,16 +109,16 @@ fn alternatives(r: &Resolved, field: usize) -> Vec<(String, Resolved)> {
                 )
             })
             .collect(),
-        2 => vec![("3".to_string(), with(&|a| a.databases = 3))],
+        Field::Databases => vec![("3".to_string(), with(&|a| a.databases = 3))],
         // One transaction spans one database: no alternative with several.
-        3 if r.databases > 1 => Vec::new(),
-        3 => vec![("true".to_string(), with(&|a| a.one_transaction = true))],
-        4 => vec![("true".to_string(), with(&|a| a.fenced = true))],
-        6 => vec![(
+        Field::OneTransaction if r.databases > 1 => Vec::new(),
+        Field::OneTransaction => vec![("true".to_string(), with(&|a| a.one_transaction = true))],
+        Field::Fenced => vec![("true".to_string(), with(&|a| a.fenced = true))],
+        Field::PostgresVia => vec![(
             format!("\"{}\"", PostgresVia::TransactionPooler.name()),
             with(&|a| a.postgres_via = PostgresVia::TransactionPooler),
         )],
-        _ => vec![(
+        Field::CrashRecovery => vec![(
             "\"1m\"".to_string(),
             with(&|a| a.crash_recovery = Some(Duration::from_secs(60))),
         )],
