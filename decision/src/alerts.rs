@@ -297,6 +297,8 @@ pub struct AlertPlan {
     /// The volume at which a normal run's P99.9 would reach the lowest page threshold: the
     /// record's review trigger for its alerts; `None` without a page or a growth to go by.
     pub pages_from_volume: Option<u64>,
+    /// The unit of that volume ("customers"); empty without a TTL record.
+    pub unit: String,
 }
 
 /// The slowest run a threshold must stay above: the P99.9 where enough replays support it, else
@@ -337,6 +339,7 @@ pub fn plan(d: &Decision, ttl: Option<&TtlRecommendation>, settings: &AlertSetti
             no_page: Vec::new(),
             normal_profile: None,
             pages_from_volume: None,
+            unit: ttl.map(|t| t.unit.clone()).unwrap_or_default(),
         },
     };
     let today = ttl.map(|t| t.today.as_slice()).unwrap_or_default();
@@ -486,19 +489,50 @@ impl Planner<'_> {
         let left = format_readable(deadline.after().saturating_sub(t));
         match (kind, self.d.lock_model.kind) {
             (AlertKind::NearTtl, _) => (
-                format!("{{job}} has held its lock for {}: its TTL passes the lock to the next worker in {left}", format_readable(t)),
-                format!("A fixed TTL cannot be extended: at {} another worker may take the lock while this run still works. If the run is stuck, stop it now; if it is working, stop the next window's worker (or its scheduler) until this run ends, and raise the TTL (section 2) before the next run.", format_readable(deadline.after())),
+                format!(
+                    "{{job}} has held its lock for {}: its TTL passes the lock to the next worker in {left}",
+                    format_readable(t)
+                ),
+                format!(
+                    "A fixed TTL cannot be extended: at {} another worker may take the lock while this run still works. If the run is stuck, stop it now; if it is working, stop the next window's worker (or its scheduler) until this run ends, and raise the TTL (section 2) before the next run.",
+                    format_readable(deadline.after())
+                ),
             ),
             (_, ModelKind::Session | ModelKind::Transaction) => (
-                format!("{{job}} has held its {backend} lock for {}: {left} before the job has been blocked past its crash-recovery budget", format_readable(t)),
+                format!(
+                    "{{job}} has held its {backend} lock for {}: {left} before the job has been blocked past its crash-recovery budget",
+                    format_readable(t)
+                ),
                 {
-                    let scope = if self.d.lock_model.kind == ModelKind::Session { "session" } else { "transaction" };
-                    format!("No second worker gets a {scope} lock while the holder's {scope} lives, so nothing runs twice. Find the holder (the pg_locks query below). If it works (its query is active), let it finish and tell the waiting worker's owner that its alert at the budget is expected; if it hangs, pg_terminate_backend(pid) frees the lock and rolls back its open work.")
+                    let scope = if self.d.lock_model.kind == ModelKind::Session {
+                        "session"
+                    } else {
+                        "transaction"
+                    };
+                    let altered =
+                        self.d.mechanisms.iter().any(|m| {
+                            matches!(m.kind, crate::MechanismKind::TableLocksFirst { .. })
+                        });
+                    if altered {
+                        format!(
+                            "No second worker gets a {scope} lock while the holder's {scope} lives, so nothing runs twice. Find the holder (the pg_locks query below). If it is still waiting for the table's lock, it retries on its own; once it holds ACCESS EXCLUSIVE, every query on the table waits for it: decide with the database's operators whether to let it finish or cancel it (pg_cancel_backend(pid) rolls the whole migration back and frees the lock)."
+                        )
+                    } else {
+                        format!(
+                            "No second worker gets a {scope} lock while the holder's {scope} lives, so nothing runs twice. Find the holder (the pg_locks query below). If it works (its query is active), let it finish and tell the waiting worker's owner that its alert at the budget is expected; if it hangs, pg_terminate_backend(pid) frees the lock and rolls back its open work."
+                        )
+                    }
                 },
             ),
             _ => (
-                format!("{{job}} has held its {backend} lease for {} while still renewing it: {left} before the job has been blocked past its crash-recovery budget", format_readable(t)),
-                "A holder that keeps renewing keeps the lock however long it takes. Check that the run still makes progress; if it hangs, stop its process: the lease then passes on within one lease, and the fence refuses anything it writes after.".to_string(),
+                format!(
+                    "{{job}} has held its {backend} lease for {} while still renewing it: {left} before the job has been blocked past its crash-recovery budget",
+                    format_readable(t)
+                ),
+                format!(
+                    "A holder that keeps renewing keeps the lock however long it takes. Check that the run still makes progress; if it hangs, stop its process: the lease then passes on within one lease{}.",
+                    self.after_a_stale_holder()
+                ),
             ),
         }
     }
@@ -621,7 +655,12 @@ impl Planner<'_> {
                     format_readable(self.settings.act),
                     format_readable(renew * 2)
                 );
-                let a = self.push(AlertKind::RenewalStale, Severity::Page, Signal::SinceRenewal);
+                let stale = self.after_a_stale_holder();
+                let a = self.push(
+                    AlertKind::RenewalStale,
+                    Severity::Page,
+                    Signal::SinceRenewal,
+                );
                 a.threshold = Some(threshold);
                 a.deadline = Some(deadline);
                 a.from = from;
@@ -629,13 +668,31 @@ impl Planner<'_> {
                     "{job}'s holder has not renewed its lease for {}",
                     format_readable(threshold)
                 );
-                a.runbook = "The holder should stop at its give-up deadline. Check that it did: if it still works, stop its process before the lease passes on; the fence refuses what it writes after.".to_string();
+                a.runbook = format!(
+                    "The holder should stop at its give-up deadline. Check that it did: if it still works, stop its process before the lease passes on{stale}."
+                );
             }
-            None => self.no_page(
-                deadline,
-                None,
-                "the holder's own give-up deadline stops it before the lease passes on, the fence refuses it if it does not, and failed renewals (a ticket) are the leading signal",
-            ),
+            None => {
+                let instead = format!(
+                    "the holder's own give-up deadline stops it before the lease passes on{}, and failed renewals (a ticket) are the leading signal",
+                    self.after_a_stale_holder()
+                );
+                self.no_page(deadline, None, &instead)
+            }
+        }
+    }
+
+    /// What refuses a holder that goes on after its lease passed: ", and the fence refuses what it
+    /// writes", or the steps' guards, or nothing to say.
+    fn after_a_stale_holder(&self) -> &'static str {
+        let has =
+            |f: fn(&crate::MechanismKind) -> bool| self.d.mechanisms.iter().any(|m| f(&m.kind));
+        if has(|k| matches!(k, crate::MechanismKind::FencingToken { .. })) {
+            ", and the fence refuses what it writes after"
+        } else if has(|k| matches!(k, crate::MechanismKind::KeepGuard { .. })) {
+            ", and the steps' guards refuse what it repeats"
+        } else {
+            ""
         }
     }
 

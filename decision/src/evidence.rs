@@ -180,16 +180,16 @@ impl Evidence {
         self.replays.iter().filter(move |r| r.workload == job)
     }
 
-    /// The TTL or lease the lab granted on each backend, as the record cites it: "lab TTL 1.00 s;
-    /// etcd 2.00 s; zookeeper 4.00 s" (the most common first, then each backend that differs).
+    /// The TTL or lease the lab granted on each backend, as the record cites it: "lab TTL 1.00 s,
+    /// etcd 2.00 s, zookeeper 4.00 s" (the most common first, then each backend that differs).
     pub fn lab_ttls(&self) -> String {
+        // Per backend, the longest it granted: the lab's TTL (Redlock grants its validity, the
+        // TTL less the acquisition's time and the drift, a little less each cell).
         let mut by: Vec<(BackendKind, f64)> = Vec::new();
         for c in &self.cells {
-            if !by
-                .iter()
-                .any(|(b, t)| *b == c.backend.kind && *t == c.granted_ttl_s)
-            {
-                by.push((c.backend.kind, c.granted_ttl_s));
+            match by.iter_mut().find(|(b, _)| *b == c.backend.kind) {
+                Some(entry) => entry.1 = entry.1.max(c.granted_ttl_s),
+                None => by.push((c.backend.kind, c.granted_ttl_s)),
             }
         }
         let mut counts: Vec<(f64, usize)> = Vec::new();

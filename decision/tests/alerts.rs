@@ -94,6 +94,23 @@ fn check(plan: &AlertPlan, d: &Decision, settings: &AlertSettings) -> Result<(),
             ));
         }
     }
+    // A runbook tells only of what the decision has: no fence where the resource checks none.
+    let fenced = d.mechanisms.iter().any(|m| {
+        matches!(
+            m.kind,
+            lockbench_decision::MechanismKind::FencingToken { .. }
+        )
+    });
+    let words = plan
+        .alerts
+        .iter()
+        .flat_map(|a| [a.runbook.as_str(), a.summary.as_str()])
+        .chain(plan.no_page.iter().map(|n| n.why.as_str()));
+    for text in words {
+        if !fenced && text.contains("fence") {
+            return Err(format!("{what}: a fence it has not: {text}"));
+        }
+    }
     // Investigate comes before page, on the same signal.
     for a in plan
         .alerts

@@ -108,12 +108,13 @@ pub fn agreement(r: &ReplayRecord) -> Option<String> {
             sorted[sorted.len() / 2]
         };
         format!(
-            "Consistent with the simulation: {setting}: the live median {} and {above_p90} of {n} runs beyond the simulated P90, which chance explains ({}).",
+            "Consistent with the simulation: {setting}: the live median {}, and {above_p90} of {n} runs beyond the simulated P90, as a calibrated spec allows (1 in 10 each; {}).",
             lockbench_core::format_readable_s(median),
-            if n < 2 {
-                "one run tells little".to_string()
+            if n < 5 {
+                "too few runs to tell a miscalibration of less than a few times the spread"
+                    .to_string()
             } else {
-                format!("chance {:.2}", slow)
+                format!("as many or more with chance {slow:.2}")
             }
         )
     })

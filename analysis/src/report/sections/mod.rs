@@ -160,6 +160,8 @@ pub fn content(
         doc.push(Block::Para(interim_label(interim)));
     }
     doc.push(Block::Para(made(evidence, options)));
+    // A blocked decision's alerts are those of the decision after its blocking actions: the one
+    // its actions put in place.
     let plans: Vec<AlertPlan> = decisions
         .iter()
         .map(|d| {
@@ -168,7 +170,12 @@ pub fn content(
                 .iter()
                 .map(|t| &t.record)
                 .find(|r| r.workload == d.job);
-            alerts::plan(d, ttl, &options.alerts)
+            let implemented = d
+                .after
+                .as_deref()
+                .filter(|_| d.status == lockbench_decision::Status::Blocked)
+                .unwrap_or(d);
+            alerts::plan(implemented, ttl, &options.alerts)
         })
         .collect();
     adr::write(evidence, decisions, &plans, &mut doc);

@@ -19,9 +19,17 @@ pub(super) fn heading(job: &str) -> String {
 /// One job's alerts.
 pub(super) fn write_job(d: &Decision, plan: &AlertPlan, settings: &AlertSettings, doc: &mut Doc) {
     doc.push(Block::Heading(3, heading(&d.job)));
+    // A blocked decision is monitored as the decision after its blocking actions.
+    let blocked = d.status == lockbench_decision::Status::Blocked && d.after.is_some();
+    let implemented = d.after.as_deref().filter(|_| blocked).unwrap_or(d);
     doc.push(Block::Para(format!(
-        "Derived from the decided lock model ({}) with a {} scrape, a {} rule evaluation and {} for the person paged to act{}. A page's latest firing time is its threshold plus its `for`, a scrape and an evaluation; with the time to act, it comes before the deadline it guards. {}",
-        d.lock_model.kind.name(),
+        "Derived from the {} ({}) with a {} scrape, a {} rule evaluation and {} for the person paged to act{}. A page's latest firing time is its threshold plus its `for`, a scrape and an evaluation; with the time to act, it comes before the deadline it guards. {}",
+        if blocked {
+            "decision after its blocking actions"
+        } else {
+            "decided lock model"
+        },
+        implemented.lock_model.kind.name(),
         secs(settings.scrape),
         secs(settings.evaluation),
         secs(settings.act),
@@ -31,8 +39,9 @@ pub(super) fn write_job(d: &Decision, plan: &AlertPlan, settings: &AlertSettings
             .unwrap_or_default(),
         match plan.pages_from_volume {
             Some(v) => format!(
-                "**Review trigger**: a normal run's P99.9 would reach the page's threshold at about {} (a power law through the simulated volumes): size the thresholds again before then.",
-                lockbench_core::format_count(v)
+                "**Review trigger**: a normal run's P99.9 would reach the page's threshold at about {} {} (a power law through the simulated volumes): size the thresholds again before then.",
+                lockbench_core::format_count(v),
+                plan.unit
             ),
             None => String::new(),
         }
@@ -93,10 +102,10 @@ pub(super) fn write_job(d: &Decision, plan: &AlertPlan, settings: &AlertSettings
             .map(|a| format!("`{}`: {}", a.name, a.runbook))
             .collect(),
     ));
-    if let Some((lang, text)) = d.backend.and_then(stale_lock) {
+    if let Some((lang, text)) = implemented.backend.and_then(stale_lock) {
         doc.push(Block::Para(format!(
             "A stale lock on `{}`: how to find one, and clear it:",
-            d.backend.map_or("", BackendKind::name)
+            implemented.backend.map_or("", BackendKind::name)
         )));
         doc.push(Block::Code {
             lang: lang.to_string(),
