@@ -56,7 +56,7 @@ fn run_with_no_server_reachable_still_completes_and_says_what_it_skipped() {
         assert!(out.join(step).join("manifest.json").is_file(), "{step}");
     }
     let md = std::fs::read_to_string(out.join("report/report.md")).unwrap();
-    assert!(md.contains("## 4. Idempotency and the lock's role"));
+    assert!(md.contains("### billing 4: idempotency, step by step"));
     assert!(md.contains("No live replay in these results"));
     assert!(md.contains("| `memory` |"));
     assert!(out.join("report/report.html").is_file());

@@ -160,7 +160,16 @@ fn ttl_recommends_from_the_worst_profile_and_prices_the_current_ttl() {
 }
 
 #[test]
-fn ttl_without_current_ttl_reports_null_and_honours_profile_and_factor() {
+fn ttl_prices_the_specs_current_ttl_and_honours_profile_and_factor() {
+    // No --current-ttl: billing's own current_ttl (300 s) is priced, and its target_volume
+    // (3,600 customers) is where the TTL is sized, the flag taking precedence over it.
+    let answered = json_of(&["ttl", BILLING, "--replays", "2000", "--seed", "3", "--json"]);
+    assert_eq!(answered["current_ttl"]["ttl_s"], 300.0);
+    assert_eq!(answered["target_volume"], 3600);
+    assert_eq!(answered["target_from"], "spec");
+    let today = answered["today"].as_array().expect("today's runtimes");
+    assert_eq!(today.len(), 3, "every profile at today's volume");
+    assert!(today.iter().all(|t| t["volume"] == 1800));
     let v = json_of(&[
         "ttl",
         BILLING,
@@ -176,7 +185,6 @@ fn ttl_without_current_ttl_reports_null_and_honours_profile_and_factor() {
         "3",
         "--json",
     ]);
-    assert!(v["current_ttl"].is_null());
     assert_eq!(v["profile"], "gc-pressure");
     assert_eq!(v["target_scale"], 2.0);
     assert_eq!(v["target_volume"], 3600);
@@ -369,4 +377,19 @@ fn the_review_trigger_is_the_first_profile_to_reach_the_alert_not_the_worst_ones
         (p999 / alert - 1.0).abs() < 0.05,
         "direct P99.9 {p999} s at {trigger} items against the alert threshold {alert} s"
     );
+}
+
+#[test]
+fn ttl_of_a_spec_without_a_target_or_a_current_ttl_says_it_assumed_todays_volume() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = common::write_file(
+        dir.path(),
+        "job.toml",
+        b"[workload]\nname = \"job\"\nvolume = 100\n\n[[steps]]\nname = \"write\"\ntarget = \"db\"\nlatency = \"10ms\"\n",
+    );
+    let v = json_of(&["ttl", spec.to_str().unwrap(), "--replays", "1000", "--json"]);
+    assert!(v["current_ttl"].is_null(), "{v}");
+    assert_eq!(v["target_from"], "assumed");
+    assert_eq!(v["target_scale"], 1.0);
+    assert_eq!(v["target_volume"], 100);
 }

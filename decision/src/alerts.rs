@@ -509,10 +509,12 @@ impl Planner<'_> {
                     } else {
                         "transaction"
                     };
-                    let altered =
-                        self.d.mechanisms.iter().any(|m| {
-                            matches!(m.kind, crate::MechanismKind::TableLocksFirst { .. })
-                        });
+                    let altered = self.d.mechanisms.iter().any(|m| {
+                        matches!(
+                            m.kind,
+                            crate::mechanism::MechanismKind::TableLocksFirst { .. }
+                        )
+                    });
                     if altered {
                         format!(
                             "No second worker gets a {scope} lock while the holder's {scope} lives, so nothing runs twice. Find the holder (the pg_locks query below). If it is still waiting for the table's lock, it retries on its own; once it holds ACCESS EXCLUSIVE, every query on the table waits for it: decide with the database's operators whether to let it finish or cancel it (pg_cancel_backend(pid) rolls the whole migration back and frees the lock)."
@@ -685,11 +687,12 @@ impl Planner<'_> {
     /// What refuses a holder that goes on after its lease passed: ", and the fence refuses what it
     /// writes", or the steps' guards, or nothing to say.
     fn after_a_stale_holder(&self) -> &'static str {
-        let has =
-            |f: fn(&crate::MechanismKind) -> bool| self.d.mechanisms.iter().any(|m| f(&m.kind));
-        if has(|k| matches!(k, crate::MechanismKind::FencingToken { .. })) {
+        let has = |f: fn(&crate::mechanism::MechanismKind) -> bool| {
+            self.d.mechanisms.iter().any(|m| f(&m.kind))
+        };
+        if has(|k| matches!(k, crate::mechanism::MechanismKind::FencingToken { .. })) {
             ", and the fence refuses what it writes after"
-        } else if has(|k| matches!(k, crate::MechanismKind::KeepGuard { .. })) {
+        } else if has(|k| matches!(k, crate::mechanism::MechanismKind::KeepGuard { .. })) {
             ", and the steps' guards refuse what it repeats"
         } else {
             ""

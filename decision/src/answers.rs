@@ -7,6 +7,7 @@ use lockbench_core::{ClientChoice, Service, format_readable};
 use lockbench_workloads::{DoubleRun, JobAnswers, PostgresVia, StepAnswers, Target};
 
 use crate::evidence::Evidence;
+pub(crate) use crate::prose::{effect, list};
 use crate::record::Answer;
 
 /// Every answer with a value.
@@ -314,23 +315,4 @@ impl<'a> Exposure<'a> {
 /// "`a`", "`a` and `b`", "`a`, `b` and `c`".
 pub(crate) fn names(steps: &[&StepAnswers]) -> String {
     list(steps.iter().map(|s| format!("`{}`", s.name)).collect())
-}
-
-/// Items joined in prose.
-pub fn list(items: Vec<String>) -> String {
-    match items.len() {
-        0 => String::new(),
-        1 => items[0].clone(),
-        n => format!("{} and {}", items[..n - 1].join(", "), items[n - 1]),
-    }
-}
-
-/// What a double run does, as a clause after "a second run".
-pub fn effect(d: DoubleRun) -> &'static str {
-    match d {
-        DoubleRun::Absorbed => "is absorbed downstream",
-        DoubleRun::WastedWork => "only wastes work",
-        DoubleRun::Corrupts => "corrupts the job's data",
-        DoubleRun::Charges => "charges customers twice",
-    }
 }

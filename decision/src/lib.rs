@@ -10,6 +10,7 @@
 //! decides again with each unanswered answer to show what it would change. docs/DECISION.md gives
 //! every rule a sentence and a source.
 
+mod action;
 mod actions;
 pub mod alerts;
 mod answers;
@@ -18,17 +19,18 @@ mod evidence;
 pub mod lab;
 mod mechanism;
 mod missing;
+mod prose;
 mod record;
 mod rules;
 mod verify;
 mod words;
 
-pub use actions::{Action, Assumption, Change};
-pub use answers::{effect, list};
+pub use action::{Action, Assumption, Change};
 pub use design::describe_vanished;
 pub use evidence::{AcquireCost, Evidence, describe, fence_held};
 pub use mechanism::{Mechanism, MechanismKind};
 pub use missing::brief;
+pub use prose::{effect, list};
 pub use record::{
     Answer, CrashRecovery, Decision, FactBasis, FailurePolicy, LockModel, MissingAnswer, ModelKind,
     PolicyKind, Reason, Residual, RiskKind, Role, Status, StepRow, Verdict, VerdictKind,

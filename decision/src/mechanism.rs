@@ -381,5 +381,5 @@ fn whole_seconds(s: f64) -> String {
 
 /// "`a`", "`a` and `b`", "`a`, `b` and `c`".
 pub(crate) fn code_list(steps: &[String]) -> String {
-    crate::answers::list(steps.iter().map(|s| format!("`{s}`")).collect())
+    crate::prose::list(steps.iter().map(|s| format!("`{s}`")).collect())
 }

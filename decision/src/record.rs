@@ -30,7 +30,7 @@ pub struct Decision {
     /// How the chosen lock lasts: a fixed TTL, a heartbeat lease, a session or a transaction.
     pub lock_model: LockModel,
     /// What the design needs besides the lock, each with its reason.
-    pub mechanisms: Vec<crate::Mechanism>,
+    pub mechanisms: Vec<crate::mechanism::Mechanism>,
     /// What a worker does when it cannot get the lock.
     pub failure_policy: FailurePolicy,
     /// Every backend with its verdict and the one fact that decides it, the chosen one first.
@@ -47,10 +47,10 @@ pub struct Decision {
     pub overruled: Vec<String>,
     /// What to change, each with its owner and whether the decision is blocked on it; the ones
     /// that block come first.
-    pub actions: Vec<crate::Action>,
+    pub actions: Vec<crate::action::Action>,
     /// The actions this decision assumes done (`decide --assume`, or the record's decision after
     /// its blocking actions); empty for the decision on the answers as given.
-    pub assumed: Vec<crate::Assumption>,
+    pub assumed: Vec<crate::action::Assumption>,
     /// The decision once the actions it is blocked on are done (decided again with them
     /// assumed); `None` when it is not blocked, or when no answer of the job's changes with them.
     pub after: Option<Box<Decision>>,

@@ -5,7 +5,7 @@
 use lockbench_core::BackendKind;
 use lockbench_workloads::Target;
 
-use crate::actions::{Action, Change};
+use crate::action::{Action, Change};
 use crate::mechanism::MechanismKind;
 use crate::record::Decision;
 
@@ -13,7 +13,7 @@ impl Action {
     /// What to change, in words.
     pub fn what(&self) -> String {
         match &self.change {
-            Change::Add { mechanism } => crate::Mechanism {
+            Change::Add { mechanism } => crate::mechanism::Mechanism {
                 kind: mechanism.clone(),
                 step: self.step.clone(),
                 in_place: false,

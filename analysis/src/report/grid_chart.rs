@@ -10,7 +10,7 @@ use super::doc::{Grid, Tone};
 /// Pixels per row.
 const ROW: i32 = 24;
 /// Pixels above the first row: the title and the column names.
-const HEAD: i32 = 64;
+const HEAD: i32 = 84;
 /// Pixels below the last row: the legend.
 const FOOT: i32 = 40;
 /// Pixels of the label column.
@@ -58,8 +58,20 @@ impl Chart for FaultGridChart {
         let width = (WIDTH as i32 - LABEL - 12) / columns;
         for (c, name) in self.grid.columns.iter().enumerate() {
             let x = LABEL + c as i32 * width + 6;
-            root.draw(&text(&name.replace('`', ""), x, HEAD - 22, 14))
-                .map_err(err)?;
+            // A column named with what it was measured at ("`etcd` (TTL 2.00 s)") takes two
+            // lines, so that neighbours do not run into each other.
+            let name = name.replace('`', "");
+            let (first, second) = name.split_once(" (").unwrap_or((&name, ""));
+            let top = if second.is_empty() {
+                HEAD - 22
+            } else {
+                HEAD - 38
+            };
+            root.draw(&text(first, x, top, 14)).map_err(err)?;
+            if !second.is_empty() {
+                root.draw(&text(&format!("({second}"), x, top + 17, 12))
+                    .map_err(err)?;
+            }
         }
         for (r, row) in self.grid.rows.iter().enumerate() {
             let y = HEAD + r as i32 * ROW;

@@ -3,7 +3,7 @@
 
 use lockbench_core::fault::{CellId, Variant};
 use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow};
-use lockbench_core::{BackendId, format_count};
+use lockbench_core::{BackendId, format_count, format_readable_s};
 
 use super::common::{ChartSpec, Doc, secs_f};
 use crate::report::doc::{Block, Grid, GridCell, GridRow, Tone, slug};
@@ -159,7 +159,18 @@ pub(super) fn write_grid(evidence: &Inputs, doc: &mut Doc) {
             caption: "The fault grid: trials with an overlap per scenario/variant and backend, the longest overlap, coloured by outcome",
             off: "not applicable, or not run here",
         },
-        backends.iter().map(|b| format!("`{b}`")).collect(),
+        // Each column names the TTL the lab granted on it (a consensus store's minimum lease is
+        // longer): overlap lengths compare within a column, not across columns.
+        backends
+            .iter()
+            .map(|b| {
+                let ttl = cells(evidence)
+                    .filter(|(_, c)| c.backend == *b)
+                    .map(|(_, c)| c.granted_ttl_s)
+                    .fold(0.0, f64::max);
+                format!("`{b}` (TTL {})", format_readable_s(ttl))
+            })
+            .collect(),
         rows,
     );
 }
