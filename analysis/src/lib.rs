@@ -14,6 +14,7 @@ mod growth;
 mod lease;
 mod main_job;
 mod merged;
+pub mod rare;
 pub mod report;
 mod trigger;
 mod ttl;

@@ -36,8 +36,8 @@ pub use model::{CompiledStep, JobModel, MAX_ITEMS};
 pub use schedule::Frequency;
 pub use shard::Shard;
 pub use sim::{
-    Engine, LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, replay_rng, simulate,
-    simulate_leases,
+    Engine, LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, Stream, lease_margin, replay_rng,
+    replay_with, simulate, simulate_leases,
 };
 pub use spec::{
     Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, MAX_TARGET_SCALE, Override, Pauses,

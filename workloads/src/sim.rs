@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
-use rand::SeedableRng;
 use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 use crate::Shard;
 use crate::model::{CompiledPauses, JobModel};
@@ -172,22 +172,62 @@ pub fn simulate_leases(
 /// a pause moves the phase of the renewals after it.
 fn count_lost(pauses: &[(f64, f64)], runtime_s: f64, leases_s: &[f64], lost: &mut [u64]) {
     for (lease, count) in leases_s.iter().zip(lost.iter_mut()) {
-        let every = lease / 3.0;
-        let mut renewed = 0.0f64;
-        let mut lost_here = false;
-        for &(start, length) in pauses.iter().take_while(|(start, _)| *start < runtime_s) {
-            // The renewals due before the pause, on the grid from the last one.
-            renewed += ((start - renewed) / every).floor().max(0.0) * every;
-            if length > lease - (start - renewed) {
-                lost_here = true;
-                break;
-            }
-            if start + length >= renewed + every {
-                renewed = start + length;
-            }
-        }
-        *count += u64::from(lost_here);
+        *count += u64::from(lease_margin(pauses, runtime_s, *lease) > 0.0);
     }
+}
+
+/// By how much the worst pause of a run outlasted what was left of a heartbeat lease of `lease_s`
+/// seconds when it began (the renewals as [`simulate_leases`] has them): positive when the lease
+/// was lost, and the larger the closer the run came to losing it otherwise. A continuous score,
+/// so that a rare-event estimator can climb towards a loss.
+pub fn lease_margin(pauses: &[(f64, f64)], runtime_s: f64, lease_s: f64) -> f64 {
+    let every = lease_s / 3.0;
+    let mut renewed = 0.0f64;
+    let mut margin = f64::NEG_INFINITY;
+    for &(start, length) in pauses.iter().take_while(|(start, _)| *start < runtime_s) {
+        // The renewals due before the pause, on the grid from the last one.
+        renewed += ((start - renewed) / every).floor().max(0.0) * every;
+        margin = margin.max(length - (lease_s - (start - renewed)));
+        if start + length >= renewed + every {
+            renewed = start + length;
+        }
+    }
+    margin
+}
+
+/// A replay's source of randomness: a stream of random bits that can split off an independent
+/// stream of its own (the pause timeline draws from one, so that its pauses do not depend on how
+/// many latency draws came before). [`SmallRng`] is the simulator's; a rare-event estimator drives
+/// the same engines with a stream it can steer ([`replay_with`]).
+pub trait Stream: Rng + Sized {
+    /// An independent stream, derived from this one.
+    fn split(&mut self) -> Self;
+}
+
+impl Stream for SmallRng {
+    fn split(&mut self) -> Self {
+        SmallRng::seed_from_u64(self.next_u64())
+    }
+}
+
+/// One replay of `model` by `engine` (the per-call engine where the model needs it), drawing from
+/// `rng`: its runtime in seconds, and the pauses it drew (start, length), in order, left in
+/// `pauses`. What [`simulate`] does for each of its replays, for a caller that brings its own
+/// stream.
+pub fn replay_with<R: Stream>(
+    model: &JobModel,
+    engine: Engine,
+    rng: &mut R,
+    pauses: &mut Vec<(f64, f64)>,
+) -> f64 {
+    let mut scratch = Scratch::default();
+    let runtime = match engine.for_model(model) {
+        Engine::Blocks => blocks::replay(model, rng, &mut scratch),
+        Engine::Exact => replay(model, rng, &mut scratch),
+    };
+    pauses.clear();
+    pauses.extend_from_slice(&scratch.pauses);
+    runtime
 }
 
 /// The random stream of replay `index`: independent of which thread runs it.
@@ -270,7 +310,7 @@ impl LivePauses {
 }
 
 /// One job run in virtual time; returns its runtime in seconds.
-pub(crate) fn replay(model: &JobModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f64 {
+pub(crate) fn replay<R: Stream>(model: &JobModel, rng: &mut R, scratch: &mut Scratch) -> f64 {
     scratch.active.clear();
     for ep in &model.episodes {
         if let Some(window) = realise(ep, rng) {
@@ -287,7 +327,7 @@ pub(crate) fn replay(model: &JobModel, rng: &mut SmallRng, scratch: &mut Scratch
 
 /// The common case, kept free of branches on time: one lane, nothing correlated happening.
 #[inline(never)]
-fn straight_sum(model: &JobModel, rng: &mut SmallRng) -> f64 {
+fn straight_sum<R: Rng>(model: &JobModel, rng: &mut R) -> f64 {
     let mut total = 0.0;
     let units = model.units_per_item;
     for _ in 0..model.items {
@@ -302,12 +342,12 @@ fn straight_sum(model: &JobModel, rng: &mut SmallRng) -> f64 {
 /// boundaries, so it is recomputed when a call starts past the next boundary, not per call; and
 /// pauses only cost anything for the calls they overlap. Gives exactly what [`lanes`] gives for
 /// one lane, at nearly the speed of [`straight_sum`].
-fn single_lane(
+fn single_lane<R: Rng>(
     model: &JobModel,
-    rng: &mut SmallRng,
+    rng: &mut R,
     active: &[Window],
     states: &mut Vec<StepState>,
-    mut pauses: Option<PauseTimeline>,
+    mut pauses: Option<PauseTimeline<R>>,
 ) -> f64 {
     let units = model.units_per_item;
     let steps = model.steps.len();
@@ -364,12 +404,12 @@ fn wait_for_blocks(
 }
 
 /// The general case: several lanes, episodes and pauses on the run's own timeline.
-fn lanes(
+fn lanes<R: Rng>(
     model: &JobModel,
-    rng: &mut SmallRng,
+    rng: &mut R,
     active: &[Window],
     lanes: &mut Vec<f64>,
-    mut pauses: Option<PauseTimeline>,
+    mut pauses: Option<PauseTimeline<R>>,
 ) -> f64 {
     lanes.clear();
     lanes.resize(model.concurrency, 0.0);

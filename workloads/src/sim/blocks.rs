@@ -19,7 +19,9 @@ use super::parts::{
     realise, start_and_factor,
 };
 use crate::model::JobModel;
-use rand::rngs::SmallRng;
+use rand::Rng;
+
+use super::Stream;
 
 /// Fewest items one block covers: below it the block's draws (a Gamma per step) cost more than
 /// the calls' own.
@@ -34,7 +36,7 @@ const ROUND_ITEMS_PER_LANE: u64 = 4 * MIN_BLOCK;
 
 /// One replay by the block engine; returns its runtime in seconds. Draws the episodes and the
 /// pause stream as the per-call engine does.
-pub(crate) fn replay(model: &JobModel, rng: &mut SmallRng, scratch: &mut Scratch) -> f64 {
+pub(crate) fn replay<R: Stream>(model: &JobModel, rng: &mut R, scratch: &mut Scratch) -> f64 {
     scratch.active.clear();
     for ep in &model.episodes {
         if let Some(window) = realise(ep, rng) {
@@ -85,18 +87,18 @@ fn block_of(step: &crate::model::CompiledStep) -> &crate::model::StepBlock {
 
 /// One replay's shared timeline: its episode windows, what they do to each step at some moment
 /// (valid on `[valid_from, valid_until)`), and its pauses.
-struct Run<'a> {
+struct Run<'a, R> {
     model: &'a JobModel,
     active: &'a [Window],
     states: &'a mut Vec<StepState>,
-    pauses: Option<PauseTimeline<'a>>,
+    pauses: Option<PauseTimeline<'a, R>>,
     valid_from: f64,
     valid_until: f64,
 }
 
-impl Run<'_> {
+impl<R: Rng> Run<'_, R> {
     /// Moves `lane` to its first free moment at or past `horizon`, or until no item is left.
-    fn advance(&mut self, lane: &mut Lane, horizon: f64, left: &mut u64, rng: &mut SmallRng) {
+    fn advance(&mut self, lane: &mut Lane, horizon: f64, left: &mut u64, rng: &mut R) {
         while lane.t < horizon && *left > 0 {
             let t = lane.t;
             if t < self.valid_from || t >= self.valid_until {
@@ -150,7 +152,7 @@ impl Run<'_> {
     }
 
     /// The time `k` items take under the factors in force: one sum per step and per-unit part.
-    fn block_sum(&self, k: u64, rng: &mut SmallRng) -> f64 {
+    fn block_sum(&self, k: u64, rng: &mut R) -> f64 {
         let units = self.model.units_per_item;
         self.model
             .steps
@@ -169,7 +171,7 @@ impl Run<'_> {
 
     /// One item on `lane`, call by call: blocks waited out, the factor in force at each call's
     /// start, the pauses that begin during it (the per-call engine's rules).
-    fn item(&mut self, lane: &mut Lane, rng: &mut SmallRng) {
+    fn item(&mut self, lane: &mut Lane, rng: &mut R) {
         let units = self.model.units_per_item;
         let mut t = lane.t;
         for step in &self.model.steps {

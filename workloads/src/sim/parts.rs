@@ -3,8 +3,9 @@
 //! (the parent module) and the block engine ([`super::blocks`]) both build on these, so that the
 //! calls they draw one by one are drawn the same way.
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
+
+use super::Stream;
 
 use crate::model::{CompiledEpisode, CompiledPauses, CompiledStep, Effect, JobModel};
 
@@ -34,13 +35,13 @@ impl StepState {
 
 /// The stop-the-world pauses of one replay, generated lazily from their own random stream so that
 /// the pause timeline does not depend on how many latency draws came before.
-pub(super) struct PauseTimeline<'a> {
+pub(super) struct PauseTimeline<'a, R> {
     pub(super) spec: &'a CompiledPauses,
-    pub(super) rng: SmallRng,
+    pub(super) rng: R,
     pub(super) pauses: &'a mut Vec<(f64, f64)>,
 }
 
-impl PauseTimeline<'_> {
+impl<R: Rng> PauseTimeline<'_, R> {
     /// The `i`-th pause as (start, length), generating it if needed.
     pub(super) fn get(&mut self, i: usize) -> (f64, f64) {
         while self.pauses.len() <= i {
@@ -70,9 +71,9 @@ impl PauseTimeline<'_> {
 }
 
 /// The pause after one that ended at `previous_end`: (start, length), exponential gaps.
-pub(super) fn next_pause(
+pub(super) fn next_pause<R: Rng + ?Sized>(
     spec: &CompiledPauses,
-    rng: &mut SmallRng,
+    rng: &mut R,
     previous_end: f64,
 ) -> (f64, f64) {
     let gap = -spec.mean_interval_s * (-unit_f64(rng.next_u64())).ln_1p();
@@ -90,22 +91,22 @@ pub(super) struct Window {
     pub(super) factor: Option<f64>,
 }
 
-pub(super) fn pause_timeline<'a>(
+pub(super) fn pause_timeline<'a, R: Stream>(
     model: &'a JobModel,
-    rng: &mut SmallRng,
+    rng: &mut R,
     buffer: &'a mut Vec<(f64, f64)>,
-) -> Option<PauseTimeline<'a>> {
+) -> Option<PauseTimeline<'a, R>> {
     model.pauses.as_ref().map(|spec| {
         buffer.clear();
         PauseTimeline {
             spec,
-            rng: SmallRng::seed_from_u64(rng.next_u64()),
+            rng: rng.split(),
             pauses: buffer,
         }
     })
 }
 
-pub(super) fn realise(ep: &CompiledEpisode, rng: &mut SmallRng) -> Option<Window> {
+pub(super) fn realise<R: Rng + ?Sized>(ep: &CompiledEpisode, rng: &mut R) -> Option<Window> {
     let roll = unit_f64(rng.next_u64());
     if roll >= ep.chance || ep.mask == 0 {
         return None;
@@ -161,7 +162,7 @@ pub(super) fn effects_at(
 /// part times the item's units. Every engine draws it here, in the same order and association,
 /// so that they agree to the last bit.
 #[inline(always)]
-pub(super) fn call_work(step: &CompiledStep, units: f64, rng: &mut SmallRng) -> f64 {
+pub(super) fn call_work<R: Rng + ?Sized>(step: &CompiledStep, units: f64, rng: &mut R) -> f64 {
     let mut work = step.base.sample(rng);
     if let Some(per_unit) = &step.per_unit {
         work += per_unit.sample(rng) * units;
