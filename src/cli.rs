@@ -226,6 +226,11 @@ pub struct TtlArgs {
         allow_hyphen_values = true
     )]
     pub max_lease_risk: f64,
+    /// Double executions a year the job's owners accept [default: the spec's
+    /// `accepted_double_runs_per_year`, else 0.01, one in a century]: the TTL is also sized so
+    /// that runs outlive it less often than that at the job's schedule.
+    #[arg(long, value_name = "N", value_parser = crate::values::budget, allow_hyphen_values = true)]
+    pub accepted_double_runs_per_year: Option<f64>,
     /// Past job runs (CSV, as `lockbench check --observed` reads them): the model is checked
     /// against them first, and a rejected model is said so in the first line.
     #[arg(long, value_name = "RUNS.csv")]

@@ -117,6 +117,12 @@ pub fn lease_risk(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--accepted-double-runs-per-year`: a positive count a year.
+pub fn budget(text: &str) -> Result<f64, String> {
+    let x: f64 = number(text, "a count a year such as 0.01 (one in a century)")?;
+    lockbench_workloads::check_budget(x).map(|()| x)
+}
+
 /// `replay --time-scale`: how much of a second of the job a second of the replay is.
 pub fn time_scale(text: &str) -> Result<f64, String> {
     let x: f64 = number(text, "a factor such as 0.05 (1 s of the job takes 50 ms)")?;

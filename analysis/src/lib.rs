@@ -16,6 +16,7 @@ mod main_job;
 mod merged;
 pub mod rare;
 pub mod report;
+mod tail_pricing;
 mod trigger;
 mod ttl;
 mod ttl_plan;
@@ -34,6 +35,7 @@ pub use main_job::{
     TtlStep,
 };
 pub use merged::{merged_curves, merged_simulations};
+pub use tail_pricing::{Budget, TTL_RARE, TailInputs, budget_from_said, price_tail, ttl_rule_said};
 pub use trigger::{
     CEILING, NARROWING_REPLAYS, RESOLUTION, Trigger, TriggerPlan, describe_trigger, search_trigger,
 };

@@ -22,11 +22,11 @@ use std::cell::{Cell, RefCell};
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
+pub use lockbench_core::records::ttl::{Chance, ChanceMethod as Method, TailQuantile};
 use lockbench_workloads::{Engine, JobModel, Stream, lease_margin, replay_with};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand_distr::{Distribution, StandardNormal};
-use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Replays per level of one repetition, by default.
@@ -63,48 +63,6 @@ impl Default for RareOptions {
             threads: 1,
         }
     }
-}
-
-/// How a chance was estimated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    /// Plain replays: the count of runs that exceeded, with a Clopper-Pearson interval.
-    Replays,
-    /// Subset simulation over the replays' latent random numbers.
-    SubsetSimulation,
-}
-
-/// A chance per run with its 95 % interval and what it cost.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Chance {
-    /// The estimate.
-    pub p: f64,
-    /// Its 95 % interval.
-    pub lower: f64,
-    pub upper: f64,
-    /// How it was made.
-    pub method: Method,
-    /// Model runs it cost.
-    pub runs: u64,
-    /// Seconds it took.
-    pub seconds: f64,
-}
-
-/// A runtime quantile far in the tail, with its 95 % interval.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TailQuantile {
-    /// The chance per run of exceeding it.
-    pub p: f64,
-    /// The runtime, seconds.
-    pub seconds: f64,
-    /// Its 95 % interval, seconds.
-    pub lower_s: f64,
-    pub upper_s: f64,
-    /// Model runs it cost.
-    pub runs: u64,
 }
 
 /// One replay's latent: a vector of standard normals per stream (0 the replay's own, then the
@@ -275,6 +233,17 @@ fn evaluate<S: Scored>(s: &S, latent: Latent, fresh: &mut SmallRng) -> (Latent, 
     (cell.into_inner(), score)
 }
 
+/// One level of a climb: its replays, all above its threshold, and the chance of being there.
+#[derive(Clone, Debug)]
+struct Level {
+    /// The threshold its replays lie above (minus infinity for the first, plain replays).
+    threshold: f64,
+    /// The chance per run of being above it (the product of the fractions so far).
+    reached: f64,
+    /// Its replays' scores, descending (each standing for `reached / len`).
+    sorted: Vec<f64>,
+}
+
 /// One repetition's climb: the levels it passed and the replays of its last one.
 struct Climb {
     /// The thresholds it climbed by, in order.
@@ -283,6 +252,8 @@ struct Climb {
     reached: f64,
     /// The scores of the last level's replays (each standing for `reached / len`).
     last: Vec<f64>,
+    /// Every level, the first (plain replays) first.
+    levels: Vec<Level>,
     /// Model runs.
     runs: u64,
 }
@@ -305,10 +276,16 @@ fn climb<S: Scored>(
     let mut runs = n as u64;
     let mut reached = 1.0;
     let mut rho: f64 = 0.8;
-    let mut thresholds = Vec::new();
+    let mut thresholds: Vec<f64> = Vec::new();
+    let mut levels: Vec<Level> = Vec::new();
     for k in 0..MAX_LEVELS as usize {
         let mut scores: Vec<f64> = level.iter().map(|(_, x)| *x).collect();
         scores.sort_by(|a, b| b.total_cmp(a));
+        levels.push(Level {
+            threshold: thresholds.last().copied().unwrap_or(f64::NEG_INFINITY),
+            reached,
+            sorted: scores.clone(),
+        });
         // Given levels (from a pilot climb) end where they end; otherwise the climb stops when
         // asked to, or below the floor.
         let threshold = if fixed.is_empty() {
@@ -332,6 +309,7 @@ fn climb<S: Scored>(
                 thresholds,
                 reached: if fixed.is_empty() { reached } else { 0.0 },
                 last: scores,
+                levels,
                 runs,
             };
         }
@@ -359,26 +337,39 @@ fn climb<S: Scored>(
                 }
                 next.push((current.clone(), current_score));
             }
-        }
-        // Aim at about a third of the moves accepted: smaller steps when fewer are.
-        if proposed > 0 {
-            let rate = accepted as f64 / proposed as f64;
-            rho = if rate < 0.2 {
-                (1.0 - (1.0 - rho) * 0.6).min(0.995)
-            } else if rate > 0.5 {
-                (1.0 - (1.0 - rho) * 1.5).max(0.3)
-            } else {
-                rho
-            };
+            // Aim at about a third of the moves accepted, chain by chain: smaller steps when
+            // fewer are. A replay of thousands of calls needs steps far smaller than one of ten
+            // (its runtime moves with every coordinate), and a level's chains that all stay
+            // where they began would end the climb as if the model went no further.
+            if proposed >= 10 {
+                let rate = accepted as f64 / proposed as f64;
+                rho = if rate < 0.2 {
+                    (1.0 - (1.0 - rho) * 0.6).min(0.999_99)
+                } else if rate > 0.5 {
+                    (1.0 - (1.0 - rho) * 1.5).max(0.3)
+                } else {
+                    rho
+                };
+                (accepted, proposed) = (0, 0);
+            }
         }
         level = next;
     }
     let mut last: Vec<f64> = level.iter().map(|(_, x)| *x).collect();
     last.sort_by(|a, b| b.total_cmp(a));
+    // The loop ran out of levels after moving to a new one, not yet recorded.
+    if levels.len() == thresholds.len() {
+        levels.push(Level {
+            threshold: thresholds.last().copied().unwrap_or(f64::NEG_INFINITY),
+            reached,
+            sorted: last.clone(),
+        });
+    }
     Climb {
         thresholds,
         reached,
         last,
+        levels,
         runs,
     }
 }
@@ -482,19 +473,11 @@ pub fn exceedance<S: Scored>(s: &S, threshold: f64, options: &RareOptions) -> Ch
     });
     let ps: Vec<f64> = each.iter().map(|(p, _, _)| *p).collect();
     let runs = pilot.runs + each.iter().map(|(_, _, r)| *r).sum::<u64>();
-    let (p, lower, upper) = cox_interval(&ps).unwrap_or_else(|| {
-        // Some repetition saw none above. With none at all, the bound is what the deepest level
-        // reached could still hide: fewer than 3 of its replays above (the rule of three), at the
-        // chance of that level; otherwise the plain interval, kept at or above zero.
-        let (p, half) = mean_and_half_width(&ps);
-        if p == 0.0 {
-            let deepest = each.iter().map(|(_, r, _)| *r).fold(0.0, f64::max);
-            let n = (options.samples.max(10) * u64::from(options.repetitions.max(2))) as f64;
-            (0.0, 0.0, deepest.max(pilot.reached) * 3.0 / n)
-        } else {
-            (p, (p - half).max(0.0), p + half)
-        }
-    });
+    let deepest = each
+        .iter()
+        .map(|(_, r, _)| *r)
+        .fold(pilot.reached, f64::max);
+    let (p, lower, upper) = summarize(&ps, deepest, options);
     Chance {
         p,
         lower,
@@ -505,26 +488,114 @@ pub fn exceedance<S: Scored>(s: &S, threshold: f64, options: &RareOptions) -> Ch
     }
 }
 
+/// The estimate and 95 % interval from the repetitions' estimates `ps`. With some repetition
+/// seeing none above, the plain interval kept at or above zero; with none at all, the bound is
+/// what the deepest level reached could still hide: fewer than 3 of its replays above (the rule
+/// of three) at the chance `deepest` of that level.
+fn summarize(ps: &[f64], deepest: f64, options: &RareOptions) -> (f64, f64, f64) {
+    cox_interval(ps).unwrap_or_else(|| {
+        let (p, half) = mean_and_half_width(ps);
+        if p == 0.0 {
+            let n = (options.samples.max(10) * u64::from(options.repetitions.max(2))) as f64;
+            (0.0, 0.0, deepest * 3.0 / n)
+        } else {
+            (p, (p - half).max(0.0), p + half)
+        }
+    })
+}
+
+/// A score's tail, climbed once by each repetition deep enough for every question asked of it:
+/// the chance of exceeding several thresholds and the score exceeded at a given chance, from
+/// the same model runs. Its levels are adaptive (each the top [`P0`] of the one before), which
+/// biases a chance low by a few percent at 1e-9 (Cérou et al. 2012), well inside its interval;
+/// [`exceedance`] climbs fixed levels where one threshold must be priced without that bias.
+pub struct Tail {
+    climbs: Vec<Vec<Level>>,
+    options: RareOptions,
+    /// Model runs it cost.
+    pub runs: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+}
+
+/// Climbs the tail of `s` down to the chance `p_min` per run, and on past the score `past`
+/// (counted directly, at least [`P0`] of a level above it) or three decades further, whichever
+/// comes first (a chance below that is said as a bound), or to [`FLOOR`].
+pub fn tail<S: Scored>(s: &S, past: f64, p_min: f64, options: &RareOptions) -> Tail {
+    let started = Instant::now();
+    let deep_enough = |reached: f64, sorted: &[f64]| {
+        reached * P0 <= p_min && (above(sorted, past) >= P0 || reached <= p_min * 1e-3)
+    };
+    let climbs = repeated(s, options, |s, seed| {
+        let c = climb(s, options.samples, seed, &[], deep_enough);
+        (c.levels, c.runs)
+    });
+    Tail {
+        runs: climbs.iter().map(|(_, r)| *r).sum(),
+        climbs: climbs.into_iter().map(|(levels, _)| levels).collect(),
+        options: *options,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+impl Tail {
+    /// The chance per run of scoring above `t`: in each repetition, the deepest level below `t`
+    /// times the fraction of its replays above it.
+    pub fn exceedance(&self, t: f64) -> Chance {
+        let ps: Vec<f64> = self
+            .climbs
+            .iter()
+            .map(|levels| {
+                levels
+                    .iter()
+                    .rev()
+                    .find(|l| l.threshold < t)
+                    .map_or(0.0, |l| l.reached * above(&l.sorted, t))
+            })
+            .collect();
+        let deepest = self
+            .climbs
+            .iter()
+            .filter_map(|levels| levels.last().map(|l| l.reached))
+            .fold(0.0, f64::max);
+        let (p, lower, upper) = summarize(&ps, deepest, &self.options);
+        Chance {
+            p,
+            lower,
+            upper,
+            method: Method::SubsetSimulation,
+            runs: self.runs,
+            seconds: self.seconds,
+        }
+    }
+
+    /// The score exceeded with chance `p` per run: in each repetition, from the deepest level
+    /// still at least that likely.
+    pub fn quantile(&self, p: f64) -> TailQuantile {
+        let xs: Vec<f64> = self
+            .climbs
+            .iter()
+            .filter_map(|levels| {
+                let l = levels.iter().rev().find(|l| l.reached >= p)?;
+                let rank = ((p / l.reached) * l.sorted.len() as f64).round() as usize;
+                Some(l.sorted[rank.clamp(1, l.sorted.len()) - 1])
+            })
+            .collect();
+        let (mean, half) = mean_and_half_width(&xs);
+        TailQuantile {
+            p,
+            seconds: mean,
+            lower_s: mean - half,
+            upper_s: mean + half,
+            method: Method::SubsetSimulation,
+            runs: self.runs,
+        }
+    }
+}
+
 /// The score exceeded with chance `p` per run (a runtime for [`Score::Runtime`]).
 pub fn quantile<S: Scored>(s: &S, p: f64, options: &RareOptions) -> TailQuantile {
-    let each = repeated(s, options, |s, seed| {
-        let climb = climb(s, options.samples, seed, &[], |reached, _| {
-            reached * P0 <= p
-        });
-        // The score whose fraction above it, times the chance of the level, is p.
-        let rank = ((p / climb.reached) * climb.last.len() as f64).round() as usize;
-        let x = climb.last[rank.clamp(1, climb.last.len()) - 1];
-        (x, climb.runs)
-    });
-    let xs: Vec<f64> = each.iter().map(|(x, _)| *x).collect();
-    let (mean, half) = mean_and_half_width(&xs);
-    TailQuantile {
-        p,
-        seconds: mean,
-        lower_s: mean - half,
-        upper_s: mean + half,
-        runs: each.iter().map(|(_, r)| *r).sum(),
-    }
+    tail(s, f64::NEG_INFINITY, p, options).quantile(p)
 }
 
 /// [`exceedance`] of a runtime over `ttl` for `model`.

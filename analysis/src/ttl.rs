@@ -92,6 +92,8 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
             expected_double_runs_per_year_lower95: Some(lower * inputs.runs_per_year),
             expected_double_runs_per_year: p * inputs.runs_per_year,
             expected_double_runs_per_year_upper95: upper * inputs.runs_per_year,
+            estimated: None,
+            estimated_profile: None,
         }
     });
     TtlRecommendation {
@@ -121,6 +123,7 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         runs_per_year_from: Default::default(),
         model_check: None,
         engine: inputs.engine,
+        tail: None,
     }
 }
 

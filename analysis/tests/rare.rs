@@ -233,3 +233,29 @@ fn figures_over_200_seeds() {
         }
     }
 }
+
+#[test]
+fn one_climb_prices_several_thresholds_and_a_quantile() {
+    // Ten exponential calls: the chance of three runtimes and the runtime at 1e-8, one climb.
+    let model = gamma_job();
+    let law = Gamma::new(10.0, 1.0).unwrap();
+    let s = ModelScore {
+        model: &model,
+        engine: Engine::Exact,
+        score: Score::Runtime,
+    };
+    let far = law.inverse_cdf(1.0 - 1e-9);
+    let t = lockbench_analysis::rare::tail(&s, far, 1e-8, &options(21));
+    for p in [1e-2, 1e-5, 1e-9] {
+        let c = t.exceedance(law.inverse_cdf(1.0 - p));
+        assert_near("tail", c.p, p, 0.25);
+        assert_eq!(c.runs, t.runs);
+    }
+    // The runtime at 1e-8, to within 1 % (adaptive levels put it a fraction of a percent low).
+    let q = t.quantile(1e-8);
+    assert_near("quantile", q.seconds, law.inverse_cdf(1.0 - 1e-8), 0.01);
+    // Nothing below the floor is said to be zero: a bound, not a certainty.
+    let beyond = t.exceedance(10.0 * far);
+    assert_eq!(beyond.p, 0.0);
+    assert!(beyond.upper > 0.0 && beyond.upper < 1e-8, "{beyond:?}");
+}

@@ -155,14 +155,35 @@ pub fn format_date(unix_s: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
-/// A yearly count of events in the figures that fit it: `262` (not `262.3606`), `3.40`, `0.0060`.
+/// A yearly count of events in the figures that fit it: `262` (not `262.3606`), `3.40`, `0.0060`,
+/// `3.1e-7` (a count too small for four decimals keeps its two figures).
 pub fn format_per_year(x: f64) -> String {
     if x >= 100.0 {
         format_count(x.round() as u64)
     } else if x >= 1.0 {
         format!("{x:.2}")
-    } else {
+    } else if x == 0.0 || x >= 1e-3 {
         format!("{x:.4}")
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+/// The years between two events that happen `per_year` times a year: `0.02` (a week), `3.4`,
+/// `1,200`, `2.5e9`, and `never` for none at all.
+pub fn format_years_between(per_year: f64) -> String {
+    if per_year <= 0.0 {
+        return "never".to_string();
+    }
+    let years = 1.0 / per_year;
+    if years >= 1e6 {
+        format!("{years:.1e}")
+    } else if years >= 100.0 {
+        format_count(years.round() as u64)
+    } else if years >= 1.0 {
+        format!("{years:.1}")
+    } else {
+        format!("{years:.2}")
     }
 }
 

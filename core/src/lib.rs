@@ -28,7 +28,7 @@ pub use fault::{CellId, Scenario, Variant};
 pub use format::{
     format_chance, format_column, format_count, format_date, format_duration, format_duration_s,
     format_hms, format_long, format_per_year, format_percent, format_readable, format_readable_s,
-    format_readable_us, format_seconds, format_tail_us,
+    format_readable_us, format_seconds, format_tail_us, format_years_between,
 };
 pub use histogram::{
     ExactFigures, HistogramError, RuntimeHistogram, ThresholdCount, interval_log, read_interval_log,

@@ -2,7 +2,11 @@
 
 use std::process::ExitCode;
 
-use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlSimulations, derive};
+use lockbench_analysis::rare::RareOptions;
+use lockbench_analysis::{
+    LeaseCurve, Simulated, TTL_RARE, TailInputs, TtlOptions, TtlPlan, TtlSimulations, derive,
+    price_tail,
+};
 use lockbench_core::records::to_json;
 use lockbench_workloads::observed::read_runs;
 use lockbench_workloads::{JobModel, WorkloadSpec};
@@ -130,7 +134,32 @@ pub fn run(args: &TtlArgs) -> Outcome {
         growth: &growth,
     };
     let mut recommendation = derive(&spec, &params, runs, curves)?.recommendation;
-    // 3. The review trigger, searched by simulation; a shard leaves it to `merge`.
+    // 3. The tail priced for the schedule, and the TTL the yearly budget needs: subset
+    //    simulation where the replays saw too few runs over a TTL. A shard's record is not priced.
+    if settings.simulation.shard.is_none() {
+        let replays: Vec<(&str, &lockbench_core::RuntimeHistogram)> = candidates
+            .iter()
+            .map(|c| (c.row.profile.as_str(), &c.histogram))
+            .collect();
+        let spinner = Progress::spinner("pricing the tail".to_string());
+        price_tail(
+            &mut recommendation,
+            &TailInputs {
+                spec: &spec,
+                replays: &replays,
+                budget: settings.budget(&spec),
+                engine: settings.simulation.engine,
+                options: RareOptions {
+                    seed: settings.simulation.seed,
+                    threads: settings.simulation.threads,
+                    ..TTL_RARE
+                },
+            },
+            &|stage| spinner.set_message(format!("pricing the tail: {stage}")),
+        )?;
+        spinner.finish();
+    }
+    // 4. The review trigger, searched by simulation; a shard leaves it to `merge`.
     if settings.simulation.shard.is_none() {
         search_review_trigger(&spec, &mut recommendation, &settings.simulation)?;
     }

@@ -63,6 +63,7 @@ impl TtlSettings {
             current_ttl,
             runs_per_year,
             max_lease_risk,
+            accepted_double_runs_per_year,
             // A sharded ttl refuses --observed.
             observed: _,
             simulation,
@@ -74,6 +75,11 @@ impl TtlSettings {
         put(&mut out, "current TTL", current_ttl);
         put(&mut out, "runs per year", runs_per_year);
         put(&mut out, "max lease risk", max_lease_risk);
+        put(
+            &mut out,
+            "accepted double runs a year",
+            accepted_double_runs_per_year,
+        );
         simulation.shard_settings(&mut out);
         out
     }

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use lockbench_core::records::ttl::TargetFrom;
+use lockbench_analysis::Budget;
+use lockbench_core::records::ttl::{BudgetFrom, DEFAULT_ACCEPTED_PER_YEAR, TargetFrom};
 use lockbench_workloads::{Frequency, WorkloadSpec};
 
 use super::parse::Refusal;
@@ -23,6 +24,8 @@ pub struct TtlSettings {
     /// `--runs-per-year`; `None` to take the spec's schedule.
     pub runs_per_year: Option<Frequency>,
     pub max_lease_risk: f64,
+    /// `--accepted-double-runs-per-year`; `None` to take the spec's.
+    pub accepted_double_runs_per_year: Option<f64>,
     pub observed: Option<PathBuf>,
     pub simulation: SimulationSettings,
 }
@@ -35,6 +38,27 @@ impl TtlSettings {
             (Some(flag), _) => (flag, TargetFrom::Flag),
             (None, Some(answered)) => (answered, TargetFrom::Spec),
             (None, None) => (1.0, TargetFrom::Assumed),
+        }
+    }
+
+    /// The yearly budget and where it comes from: the flag, else the spec's, else the default.
+    pub fn budget(&self, spec: &WorkloadSpec) -> Budget {
+        match (
+            self.accepted_double_runs_per_year,
+            spec.workload.accepted_double_runs_per_year,
+        ) {
+            (Some(flag), _) => Budget {
+                per_year: flag,
+                from: BudgetFrom::Flag,
+            },
+            (None, Some(answered)) => Budget {
+                per_year: answered,
+                from: BudgetFrom::Spec,
+            },
+            (None, None) => Budget {
+                per_year: DEFAULT_ACCEPTED_PER_YEAR,
+                from: BudgetFrom::Default,
+            },
         }
     }
 
@@ -55,6 +79,7 @@ impl TtlSettings {
             current_ttl: args.current_ttl,
             runs_per_year: args.runs_per_year.clone(),
             max_lease_risk: args.max_lease_risk,
+            accepted_double_runs_per_year: args.accepted_double_runs_per_year,
             observed: args.observed.clone(),
             simulation,
         };

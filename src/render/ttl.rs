@@ -2,10 +2,15 @@
 
 use std::fmt::Write as _;
 
-use lockbench_analysis::{ALERT_SHARE, TtlRecommendation, describe_trigger, heartbeat_derivation};
+use lockbench_analysis::{
+    ALERT_SHARE, TtlRecommendation, budget_from_said, describe_trigger, heartbeat_derivation,
+    ttl_rule_said,
+};
 use lockbench_core::records::tail_samples_needed;
+use lockbench_core::records::ttl::{TailPricing, TtlRule};
 use lockbench_core::{
-    format_chance, format_count, format_duration, format_long, format_readable, format_seconds,
+    format_chance, format_count, format_duration, format_long, format_per_year, format_percent,
+    format_readable, format_seconds,
 };
 
 use super::table::seconds;
@@ -88,8 +93,9 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
     let _ = writeln!(o, "  safety factor            {}", r.safety_factor);
     let _ = writeln!(
         o,
-        "  fixed TTL                {}   = measured P99.9 x safety factor",
-        format_long(r.ttl)
+        "  fixed TTL                {}   = {}",
+        format_long(r.ttl),
+        ttl_rule_said(r)
     );
     if r.replays < tail_samples_needed(0.999) {
         let _ = writeln!(
@@ -165,7 +171,7 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
         let _ = writeln!(
             o,
             "    expected double executions per year       {}   ({}, a second worker waiting)",
-            c.per_year(r.replays),
+            c.per_year(r.replays, r.runs_per_year),
             r.runs_per_year_from.runs_a_year(r.runs_per_year)
         );
         if c.ttl < r.ttl {
@@ -175,8 +181,81 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
                 format_long(r.ttl)
             );
         }
+        if let Some(e) = &c.estimated {
+            let _ = writeln!(
+                o,
+                "    cost                                      {}",
+                e.cost_said()
+            );
+        }
+    }
+    if let Some(t) = &r.tail {
+        tail_block(&mut o, r, t);
     }
     o
+}
+
+/// The tail priced for the schedule: the budget, the TTL it needs, and the chances of the
+/// recommended TTL and lease.
+fn tail_block(o: &mut String, r: &TtlRecommendation, t: &TailPricing) {
+    let _ = writeln!(
+        o,
+        "\n  yearly budget            {} double executions a year ({}) = {} per run at {}",
+        format_per_year(t.accepted_per_year),
+        budget_from_said(t.accepted_from),
+        format_percent(t.per_run_budget),
+        r.runs_per_year_from.runs_a_year(r.runs_per_year)
+    );
+    let q = &t.budget_runtime;
+    let _ = writeln!(
+        o,
+        "    runtime at that chance {} (95 % interval {} - {}), {}",
+        format_seconds(seconds(q.seconds)),
+        format_seconds(seconds(q.lower_s)),
+        format_seconds(seconds(q.upper_s)),
+        q.method.said()
+    );
+    let mark = |rule: TtlRule| {
+        if t.governs == rule {
+            "   <- governs"
+        } else {
+            ""
+        }
+    };
+    let _ = writeln!(
+        o,
+        "    TTL from the budget    {}   = that runtime x safety factor{}",
+        format_long(t.budget_ttl),
+        mark(TtlRule::YearlyBudget)
+    );
+    let _ = writeln!(
+        o,
+        "    TTL from P99.9         {}   = measured P99.9 x safety factor{}",
+        format_long(t.p999_ttl),
+        mark(TtlRule::P999)
+    );
+    let _ = writeln!(
+        o,
+        "  recommended TTL {} outlived: {}, {}\n    {}\n    ({})",
+        format_long(r.ttl),
+        t.recommended.method.said(),
+        t.recommended.per_run_said(),
+        t.recommended.per_year_said(r.runs_per_year),
+        t.recommended.cost_said()
+    );
+    if let (Some(lease), Some(profile)) = (&t.lease, &t.lease_profile) {
+        let within = lease.upper * r.runs_per_year <= t.accepted_per_year;
+        let _ = writeln!(
+            o,
+            "  heartbeat lease {} lost to `{profile}`'s stalls: {}, {}\n    {}: {} the budget\n    ({})",
+            format_duration(r.heartbeat.lease_ttl),
+            lease.method.said(),
+            lease.per_run_said(),
+            lease.per_year_said(r.runs_per_year),
+            if within { "within" } else { "NOT within" },
+            lease.cost_said()
+        );
+    }
 }
 
 /// The first line of a TTL whose model the observed runs reject.

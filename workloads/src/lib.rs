@@ -41,6 +41,6 @@ pub use sim::{
 };
 pub use spec::{
     Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, MAX_TARGET_SCALE, Override, Pauses,
-    Profile, Step, Workload, WorkloadSpec,
+    Profile, Step, Workload, WorkloadSpec, check_budget,
 };
 pub use target::Target;

@@ -88,6 +88,11 @@ pub struct Workload {
     /// says it assumed so.
     #[serde(default, deserialize_with = "positive_option")]
     pub target_volume: Option<u64>,
+    /// Double executions a year the job's owners accept (0.01: one in a century): `ttl` sizes a
+    /// TTL whose chance of being outlived stays within it at the job's schedule, beside the
+    /// P99.9 x factor one. Without it, 0.01 is assumed and the record says so.
+    #[serde(default)]
+    pub accepted_double_runs_per_year: Option<f64>,
 }
 
 /// One `[[steps]]` entry.
@@ -419,6 +424,10 @@ impl WorkloadSpec {
                 ),
             ));
         }
+        if let Some(budget) = w.accepted_double_runs_per_year {
+            check_budget(budget)
+                .map_err(|why| ("workload.accepted_double_runs_per_year".to_string(), why))?;
+        }
         if let Some(name) = &w.incident_profile {
             let known: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
             if !known.contains(&name.as_str()) {
@@ -602,4 +611,16 @@ fn line_of(text: &str, span: Option<std::ops::Range<usize>>) -> Option<usize> {
 
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A yearly budget of double executions: a positive, finite count, below a million a year (a
+/// budget that large accepts a double execution on almost every run of any schedule).
+pub fn check_budget(per_year: f64) -> Result<(), String> {
+    if per_year.is_finite() && per_year > 0.0 && per_year < 1e6 {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a positive number of double executions a year (0.01 is one in a century), got {per_year}"
+        ))
+    }
 }

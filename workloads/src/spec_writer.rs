@@ -113,6 +113,10 @@ impl SpecWriter {
             .optional("schedule", w.schedule.as_ref())
             .optional("runs_per_year", w.runs_per_year)
             .optional("target_volume", w.target_volume)
+            .optional(
+                "accepted_double_runs_per_year",
+                w.accepted_double_runs_per_year,
+            )
     }
 
     /// The `[decision]` table.

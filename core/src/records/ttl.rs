@@ -88,6 +88,11 @@ pub struct TtlRecommendation {
         skip_serializing_if = "super::simulate::is_exact"
     )]
     pub engine: String,
+    /// The tail priced per run and per year, and the TTL the yearly budget needs; `None` in a
+    /// shard's record (merged ones are priced by `merge`) and in records written before it
+    /// (added without a schema bump).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<TailPricing>,
 }
 
 impl TtlRecommendation {
@@ -420,6 +425,209 @@ pub struct CurrentTtlRisk {
     pub expected_double_runs_per_year_lower95: Option<f64>,
     /// The same at the upper bound.
     pub expected_double_runs_per_year_upper95: f64,
+    /// Where plain replays saw too few runs over it to say (fewer than
+    /// [`RARE_BELOW_EXCEEDING`]), the rare-event estimate its figures above come from. Added
+    /// without a schema bump: absent means the replays' count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated: Option<Chance>,
+    /// The profile that estimate is of: the candidate in which the chance is highest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_profile: Option<String>,
+}
+
+/// Fewer replays than this over a TTL and the count says too little: the chance is estimated by
+/// subset simulation instead.
+pub const RARE_BELOW_EXCEEDING: u64 = 10;
+
+/// How a chance per run was estimated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChanceMethod {
+    /// Plain replays: the count of runs that exceeded, with a Clopper-Pearson interval.
+    Replays,
+    /// Subset simulation over the replays' latent random numbers.
+    SubsetSimulation,
+}
+
+impl ChanceMethod {
+    /// How a sentence names it.
+    pub fn said(self) -> &'static str {
+        match self {
+            ChanceMethod::Replays => "counted over plain replays",
+            ChanceMethod::SubsetSimulation => "estimated by subset simulation",
+        }
+    }
+}
+
+/// A chance per run with its 95 % interval and what it cost.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Chance {
+    /// The estimate.
+    pub p: f64,
+    /// Its 95 % interval.
+    pub lower: f64,
+    pub upper: f64,
+    /// How it was made.
+    pub method: ChanceMethod,
+    /// Model runs it cost.
+    pub runs: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+}
+
+impl Chance {
+    /// Events a year at `runs_per_year`: the estimate and its interval.
+    pub fn per_year(&self, runs_per_year: f64) -> [f64; 3] {
+        [self.p, self.lower, self.upper].map(|p| p * runs_per_year)
+    }
+
+    /// "2.1e-9 per run (95 % interval 1.6e-9 to 2.8e-9)", or "below 3.0e-16 per run (95 % upper
+    /// bound)" when no run of the estimate got there.
+    pub fn per_run_said(&self) -> String {
+        let pct = |p: f64| crate::format_percent(p);
+        if self.p == 0.0 {
+            format!("below {} per run (95 % upper bound)", pct(self.upper))
+        } else {
+            format!(
+                "{} per run (95 % interval {} to {})",
+                pct(self.p),
+                pct(self.lower),
+                pct(self.upper)
+            )
+        }
+    }
+
+    /// "0.0011 a year (95 % interval 0.0008 to 0.0015), one in 910 years", or "at most ... a
+    /// year (95 % upper bound), at least one in ... years".
+    pub fn per_year_said(&self, runs_per_year: f64) -> String {
+        let n = |x: f64| crate::format_per_year(x);
+        let [p, lower, upper] = self.per_year(runs_per_year);
+        if p == 0.0 {
+            format!(
+                "at most {} a year (95 % upper bound): at least {} years between",
+                n(upper),
+                crate::format_years_between(upper)
+            )
+        } else {
+            format!(
+                "{} a year (95 % interval {} to {}): {} years between (95 % interval {} to {})",
+                n(p),
+                n(lower),
+                n(upper),
+                crate::format_years_between(p),
+                crate::format_years_between(upper),
+                crate::format_years_between(lower)
+            )
+        }
+    }
+
+    /// What it cost: "subset simulation, 184,000 model runs, 9.2 s".
+    pub fn cost_said(&self) -> String {
+        match self.method {
+            ChanceMethod::Replays => {
+                format!("{} replays", crate::format_count(self.runs))
+            }
+            ChanceMethod::SubsetSimulation => format!(
+                "subset simulation, {} model runs, {:.1} s",
+                crate::format_count(self.runs),
+                self.seconds
+            ),
+        }
+    }
+}
+
+/// A runtime far in the tail, exceeded with chance `p` per run, with its 95 % interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TailQuantile {
+    /// The chance per run of exceeding it.
+    pub p: f64,
+    /// The runtime, seconds.
+    pub seconds: f64,
+    /// Its 95 % interval, seconds.
+    pub lower_s: f64,
+    pub upper_s: f64,
+    /// How it was found.
+    pub method: ChanceMethod,
+    /// Model runs it cost.
+    pub runs: u64,
+}
+
+/// Where the accepted double executions a year come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetFrom {
+    /// The spec's `[decision] accepted_double_runs_per_year`.
+    Spec,
+    /// The `--accepted-double-runs-per-year` flag.
+    Flag,
+    /// Nothing said: [`DEFAULT_ACCEPTED_PER_YEAR`].
+    #[default]
+    Default,
+}
+
+/// The double executions a year accepted when nobody says: one in a century.
+pub const DEFAULT_ACCEPTED_PER_YEAR: f64 = 0.01;
+
+/// Which rule sized the recommended TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TtlRule {
+    /// The P99.9 runtime x the safety factor.
+    P999,
+    /// The runtime the yearly budget allows x the safety factor.
+    YearlyBudget,
+}
+
+/// The tail priced per run and per year for the profile the TTL is sized for, at the target.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TailPricing {
+    /// Double executions a year the owners accept.
+    pub accepted_per_year: f64,
+    /// Where that figure comes from.
+    pub accepted_from: BudgetFrom,
+    /// The chance per run it allows at the job's runs per year.
+    pub per_run_budget: f64,
+    /// The runtime exceeded with that chance, in the profile where it is longest.
+    pub budget_runtime: TailQuantile,
+    /// That profile.
+    pub budget_profile: String,
+    /// That runtime x the safety factor.
+    #[serde(rename = "budget_ttl_s", with = "seconds")]
+    pub budget_ttl: Duration,
+    /// The P99.9 runtime x the safety factor.
+    #[serde(rename = "p999_ttl_s", with = "seconds")]
+    pub p999_ttl: Duration,
+    /// The longer of the two, which the recommended TTL is.
+    pub governs: TtlRule,
+    /// The chance per run that a run outlives the recommended TTL, in the profile where it is
+    /// highest.
+    pub recommended: Chance,
+    /// That profile.
+    pub recommended_profile: String,
+    /// Every candidate profile's own figures.
+    pub profiles: Vec<ProfileTail>,
+    /// The chance per run that a stall loses the recommended heartbeat lease, for the profile
+    /// that sized it; `None` when no profile pauses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Chance>,
+    /// The pausing profile the lease was priced for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_profile: Option<String>,
+}
+
+/// One profile's tail at the target: the runtime the budget allows, and its chances of
+/// outliving the recommended TTL and the TTL in use.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileTail {
+    pub profile: String,
+    pub budget_runtime: TailQuantile,
+    pub recommended: Chance,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current: Option<Chance>,
 }
 
 impl CurrentTtlRisk {
@@ -428,6 +636,19 @@ impl CurrentTtlRisk {
     /// (95 % upper bound)", or the figure with both bounds.
     pub fn chance(&self, replays: u64) -> String {
         let pct = |p: f64| crate::format_percent(p);
+        if let Some(e) = &self.estimated {
+            return format!(
+                "{} of {} replays; {}{}: {}",
+                crate::format_count(self.replays_exceeding),
+                crate::format_count(replays),
+                e.method.said(),
+                self.estimated_profile
+                    .as_ref()
+                    .map(|p| format!(" (highest in `{p}`)"))
+                    .unwrap_or_default(),
+                e.per_run_said()
+            );
+        }
         if self.replays_exceeding == 0 {
             format!(
                 "none of {} replays: at most {} per run (95 % upper bound)",
@@ -468,33 +689,39 @@ impl CurrentTtlRisk {
 impl CurrentTtlRisk {
     /// The double executions a year it means, with the bound that says something, as
     /// [`CurrentTtlRisk::chance`] chooses it.
-    pub fn per_year(&self, replays: u64) -> String {
-        let n = |x: f64| crate::format_per_year(x);
-        if self.replays_exceeding == 0 {
-            format!(
-                "at most {} (95 % upper bound)",
-                n(self.expected_double_runs_per_year_upper95)
-            )
-        } else if self.replays_exceeding >= replays {
-            match self.expected_double_runs_per_year_lower95 {
-                Some(lower) => format!("at least {} (95 % lower bound)", n(lower)),
-                None => n(self.expected_double_runs_per_year),
-            }
-        } else {
-            match self.expected_double_runs_per_year_lower95 {
+    pub fn per_year(&self, replays: u64, runs_per_year: f64) -> String {
+        if let Some(e) = &self.estimated {
+            return e.per_year_said(runs_per_year);
+        }
+        if self.replays_exceeding > 0 && self.replays_exceeding >= replays {
+            return match self.expected_double_runs_per_year_lower95 {
                 Some(lower) => format!(
-                    "{} (95 % interval {} to {})",
-                    n(self.expected_double_runs_per_year),
-                    n(lower),
-                    n(self.expected_double_runs_per_year_upper95)
+                    "at least {} a year (95 % lower bound)",
+                    crate::format_per_year(lower)
                 ),
                 None => format!(
-                    "{} (95 % upper bound {})",
-                    n(self.expected_double_runs_per_year),
-                    n(self.expected_double_runs_per_year_upper95)
+                    "{} a year",
+                    crate::format_per_year(self.expected_double_runs_per_year)
                 ),
-            }
+            };
         }
+        if let (None, true) = (self.p_exceed_lower95, self.replays_exceeding > 0) {
+            // A record from before lower bounds were kept.
+            return format!(
+                "{} a year (95 % upper bound {})",
+                crate::format_per_year(self.expected_double_runs_per_year),
+                crate::format_per_year(self.expected_double_runs_per_year_upper95)
+            );
+        }
+        Chance {
+            p: self.p_exceed,
+            lower: self.p_exceed_lower95.unwrap_or(0.0),
+            upper: self.p_exceed_upper95,
+            method: ChanceMethod::Replays,
+            runs: replays,
+            seconds: 0.0,
+        }
+        .per_year_said(runs_per_year)
     }
 }
 

@@ -93,14 +93,19 @@ fn context(evidence: &Inputs, d: &Decision) -> String {
     }
     if let Some(c) = &r.current_ttl {
         sentences.push(format!(
-            "At {} {} ({}), {} replays outlive it: {} double executions a year.",
+            "At {} {} ({}), {} replays outlive it; double executions: {}.",
             format_count(r.target_volume),
             r.unit,
             match r.target_from {
                 lockbench_core::records::ttl::TargetFrom::Assumed => "assumed: no growth answered",
                 _ => "the target",
             },
-            if c.replays_exceeding == 0 {
+            if c.estimated.is_some() {
+                format!(
+                    "{} of its replays outlive it, and subset simulation says",
+                    format_count(c.replays_exceeding)
+                )
+            } else if c.replays_exceeding == 0 {
                 "none of its".to_string()
             } else if c.replays_exceeding >= r.replays {
                 format!("all {}", format_count(r.replays))
@@ -111,7 +116,7 @@ fn context(evidence: &Inputs, d: &Decision) -> String {
                     format_count(r.replays)
                 )
             },
-            c.per_year(r.replays)
+            c.per_year(r.replays, r.runs_per_year)
         ));
     }
     sentences.join(" ")

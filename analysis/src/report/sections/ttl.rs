@@ -4,7 +4,9 @@
 //! shared evidence.
 
 use lockbench_core::records::tail_samples_needed;
-use lockbench_core::{format_chance, format_count};
+use lockbench_core::records::ttl::TtlRule;
+use lockbench_core::{format_chance, format_count, format_per_year, format_percent};
+use std::time::Duration;
 
 use lockbench_decision::alerts::{AlertPlan, Severity, Signal};
 use lockbench_decision::{Decision, ModelKind};
@@ -209,6 +211,89 @@ fn figures(evidence: &Inputs, r: &TtlRecommendation, model: Option<ModelKind>) -
         rows.extend(lease_rows(r));
     }
     rows.extend(today_rows(evidence, r));
+    rows.extend(tail_rows(r, model));
+    rows
+}
+
+/// The tail priced for the schedule: the yearly budget, the TTL it needs beside the P99.9 rule's,
+/// and the chance per run and a year of outliving the TTL or losing the lease, with their cost.
+fn tail_rows(r: &TtlRecommendation, model: Option<ModelKind>) -> Vec<Vec<String>> {
+    let Some(t) = &r.tail else {
+        return Vec::new();
+    };
+    let q = &t.budget_runtime;
+    let mut rows = vec![
+        vec![
+            "yearly budget".to_string(),
+            format!(
+                "{} double executions a year",
+                format_per_year(t.accepted_per_year)
+            ),
+            format!(
+                "{}: {} per run at {}",
+                crate::budget_from_said(t.accepted_from),
+                format_percent(t.per_run_budget),
+                r.runs_per_year_from.runs_a_year(r.runs_per_year)
+            ),
+        ],
+        vec![
+            "runtime at that chance".to_string(),
+            secs(Duration::from_secs_f64(q.seconds.max(0.0))),
+            format!(
+                "in `{}`, {} (95 % interval {} to {}, {} model runs)",
+                t.budget_profile,
+                q.method.said(),
+                secs(Duration::from_secs_f64(q.lower_s.max(0.0))),
+                secs(Duration::from_secs_f64(q.upper_s.max(0.0))),
+                format_count(q.runs)
+            ),
+        ],
+    ];
+    if matches!(model, None | Some(ModelKind::FixedTtl)) {
+        rows.push(vec![
+            "TTL from the budget / from P99.9".to_string(),
+            format!("{} / {}", secs(t.budget_ttl), secs(t.p999_ttl)),
+            format!(
+                "each x the safety factor; the {} governs",
+                match t.governs {
+                    TtlRule::YearlyBudget => "budget",
+                    TtlRule::P999 => "P99.9 rule",
+                }
+            ),
+        ]);
+        rows.push(vec![
+            "the TTL outlived".to_string(),
+            t.recommended.per_run_said(),
+            format!(
+                "{} a run in `{}`: {} ({})",
+                t.recommended.method.said(),
+                t.recommended_profile,
+                t.recommended.per_year_said(r.runs_per_year),
+                t.recommended.cost_said()
+            ),
+        ]);
+    }
+    if let (Some(lease), Some(profile), true) = (
+        &t.lease,
+        &t.lease_profile,
+        matches!(model, None | Some(ModelKind::HeartbeatLease)),
+    ) {
+        rows.push(vec![
+            "the lease lost to a stall".to_string(),
+            lease.per_run_said(),
+            format!(
+                "{} in `{profile}`: {}, {} the budget ({})",
+                lease.method.said(),
+                lease.per_year_said(r.runs_per_year),
+                if lease.upper * r.runs_per_year <= t.accepted_per_year {
+                    "within"
+                } else {
+                    "not within"
+                },
+                lease.cost_said()
+            ),
+        ]);
+    }
     rows
 }
 
@@ -224,7 +309,7 @@ fn ttl_rows(r: &TtlRecommendation) -> Vec<Vec<String>> {
         vec![
             "**TTL**".to_string(),
             format!("**{}**", secs(r.ttl)),
-            "simulated P99.9 x safety factor".to_string(),
+            crate::ttl_rule_said(r),
         ],
         vec![
             "review threshold".to_string(),
@@ -294,7 +379,7 @@ fn today_rows(evidence: &Inputs, r: &TtlRecommendation) -> Vec<Vec<String>> {
         ],
         vec![
             "its double executions a year".to_string(),
-            current.per_year(r.replays),
+            current.per_year(r.replays, r.runs_per_year),
             format!(
                 "at {}, a second worker waiting",
                 r.runs_per_year_from.runs_a_year(r.runs_per_year)
