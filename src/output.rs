@@ -7,7 +7,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use lockbench_analysis::check::{CheckContext, CheckPlan, Checked, Quantiles, check};
-use lockbench_analysis::{TriggerPlan, TtlRecommendation, search_trigger};
+use lockbench_analysis::rare::RareOptions;
+use lockbench_analysis::{
+    Budget, TTL_RARE, TailInputs, TriggerPlan, TtlRecommendation, price_tail, search_trigger,
+};
 use lockbench_bench::BenchResult;
 use lockbench_core::records::bench::{self, BenchRecord};
 use lockbench_core::records::simulate::{self, SimulationRow};
@@ -85,6 +88,39 @@ pub fn search_review_trigger(
     progress.finish();
     r.review_trigger_volume = found.volume;
     r.review_trigger_from = found.search;
+    Ok(())
+}
+
+/// Prices `r`'s tail for its schedule from the candidates' replays (every candidate profile at
+/// the target) and sizes its TTL to `budget`, with a spinner saying which stage it is at.
+pub fn price_tail_of(
+    spec: &WorkloadSpec,
+    r: &mut TtlRecommendation,
+    candidates: &[Simulated],
+    budget: Budget,
+    simulation: &SimulationSettings,
+) -> Result<()> {
+    let replays: Vec<(&str, &lockbench_core::RuntimeHistogram)> = candidates
+        .iter()
+        .map(|c| (c.row.profile.as_str(), &c.histogram))
+        .collect();
+    let spinner = Progress::spinner("pricing the tail".to_string());
+    price_tail(
+        r,
+        &TailInputs {
+            spec,
+            replays: &replays,
+            budget,
+            engine: simulation.engine,
+            options: RareOptions {
+                seed: simulation.seed,
+                threads: simulation.threads,
+                ..TTL_RARE
+            },
+        },
+        &|stage| spinner.set_message(format!("pricing the tail: {stage}")),
+    )?;
+    spinner.finish();
     Ok(())
 }
 

@@ -132,7 +132,7 @@ fn ttl_recommends_from_the_worst_profile_and_prices_the_current_ttl() {
     );
     let measured = v["measured_p999_s"].as_f64().unwrap();
     assert_eq!(v["safety_factor"], 3.0);
-    assert!((v["ttl_s"].as_f64().unwrap() - 3.0 * measured).abs() < 1e-3);
+    assert_ttl_rule(&v);
     assert!(
         (v["alert_hold_s"].as_f64().unwrap() - 0.8 * v["ttl_s"].as_f64().unwrap()).abs() < 1e-3
     );
@@ -190,8 +190,96 @@ fn ttl_prices_the_specs_current_ttl_and_honours_profile_and_factor() {
     assert_eq!(v["target_volume"], 3600);
     // gc-pressure injects pauses: the lease is sized from their P99.9 (over 10 s).
     assert!(v["heartbeat"]["lease_ttl_s"].as_f64().unwrap() > 30.0);
+    assert_ttl_rule(&v);
+}
+
+/// The TTL is the longer of P99.9 x factor and the yearly budget's runtime x factor, and the
+/// record says which governs.
+fn assert_ttl_rule(v: &Value) {
+    let factor = v["safety_factor"].as_f64().unwrap();
+    let p999 = factor * v["measured_p999_s"].as_f64().unwrap();
+    let tail = &v["tail"];
+    let budget = factor * tail["budget_runtime"]["seconds"].as_f64().unwrap();
+    let ttl = v["ttl_s"].as_f64().unwrap();
     assert!(
-        (v["ttl_s"].as_f64().unwrap() - 2.0 * v["measured_p999_s"].as_f64().unwrap()).abs() < 1e-3
+        (ttl - p999.max(budget)).abs() < 1e-3,
+        "{ttl} against {p999} and {budget}"
+    );
+    assert!((tail["p999_ttl_s"].as_f64().unwrap() - p999).abs() < 1e-3);
+    let governs = if budget > p999 {
+        "yearly-budget"
+    } else {
+        "p999"
+    };
+    assert_eq!(tail["governs"], governs);
+}
+
+#[test]
+fn a_minute_job_is_priced_by_subset_simulation_and_sized_to_its_budget() {
+    // events runs 525,600 times a year: its replays cannot see the budget's 1.9e-8 per run.
+    let v = json_of(&[
+        "ttl",
+        "workloads/specs/events.toml",
+        "--replays",
+        "2000",
+        "--seed",
+        "4",
+        "--accepted-double-runs-per-year",
+        "0.1",
+        "--json",
+    ]);
+    let tail = &v["tail"];
+    assert_eq!(tail["accepted_per_year"], 0.1);
+    assert_eq!(tail["accepted_from"], "flag");
+    let per_run = tail["per_run_budget"].as_f64().unwrap();
+    assert!((per_run - 0.1 / 525_600.0).abs() < 1e-12, "{per_run}");
+    assert_eq!(tail["budget_runtime"]["method"], "subset-simulation");
+    assert_eq!(tail["governs"], "yearly-budget");
+    assert_ttl_rule(&v);
+    // The recommended TTL's chance a year stays within the budget, with an interval or a bound.
+    let rec = &tail["recommended"];
+    assert_eq!(rec["method"], "subset-simulation");
+    assert!(rec["upper"].as_f64().unwrap() * 525_600.0 <= 0.1, "{rec}");
+    assert!(rec["runs"].as_u64().unwrap() > 1_000);
+    // Today's 60 s TTL: no replay outlived it, so subset simulation priced it.
+    let current = &v["current_ttl"];
+    assert_eq!(current["estimated"]["method"], "subset-simulation");
+    assert!(
+        current["expected_double_runs_per_year_upper95"]
+            .as_f64()
+            .unwrap()
+            < 1.0
+    );
+    // Every candidate profile priced.
+    assert_eq!(tail["profiles"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_budget_that_is_not_a_positive_count_is_refused_naming_it() {
+    for bad in ["0", "-1", "abc", "inf"] {
+        refused(
+            &["ttl", BILLING, "--accepted-double-runs-per-year", bad],
+            &["--accepted-double-runs-per-year".to_string()],
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(BILLING).unwrap().replacen(
+        "[workload]\n",
+        "[workload]\naccepted_double_runs_per_year = -0.5\n",
+        1,
+    );
+    let spec = dir.path().join("billing.toml");
+    std::fs::write(&spec, text).unwrap();
+    let out = lockbench()
+        .args(["ttl", spec.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("workload.accepted_double_runs_per_year"),
+        "{err}"
     );
 }
 

@@ -25,6 +25,27 @@ pub struct Budget {
     pub from: BudgetFrom,
 }
 
+impl Budget {
+    /// The budget from `--accepted-double-runs-per-year` (`flag`), else the spec's, else the
+    /// default.
+    pub fn of(flag: Option<f64>, spec: &WorkloadSpec) -> Budget {
+        match (flag, spec.workload.accepted_double_runs_per_year) {
+            (Some(flag), _) => Budget {
+                per_year: flag,
+                from: BudgetFrom::Flag,
+            },
+            (None, Some(answered)) => Budget {
+                per_year: answered,
+                from: BudgetFrom::Spec,
+            },
+            (None, None) => Budget {
+                per_year: lockbench_core::records::ttl::DEFAULT_ACCEPTED_PER_YEAR,
+                from: BudgetFrom::Default,
+            },
+        }
+    }
+}
+
 /// What the pricing takes besides the recommendation.
 #[derive(Clone, Copy, Debug)]
 pub struct TailInputs<'a> {

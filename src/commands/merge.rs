@@ -117,6 +117,24 @@ pub fn run(args: &MergeArgs) -> Outcome {
             let runs = TtlSimulations { candidates, growth };
             let derived = derive(&specs[0], &params, runs, curves)?;
             let mut recommendation = derived.recommendation;
+            // The tail is priced here, as a whole run prices it (a sharded ttl takes its budget
+            // from the spec).
+            let whole = lockbench_analysis::Budget::of(None, &specs[0]);
+            let engine = if record.engine.starts_with("exact") {
+                lockbench_workloads::Engine::Exact
+            } else {
+                lockbench_workloads::Engine::Blocks
+            };
+            output::price_tail_of(
+                &specs[0],
+                &mut recommendation,
+                candidates,
+                whole,
+                &SimulationSettings {
+                    engine,
+                    ..simulation.clone()
+                },
+            )?;
             // The search is adaptive, so no shard can run a part of it: it runs here, whole, with
             // the run's seed and replays, as the whole run did.
             output::search_review_trigger(&specs[0], &mut recommendation, &simulation)?;

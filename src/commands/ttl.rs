@@ -2,11 +2,7 @@
 
 use std::process::ExitCode;
 
-use lockbench_analysis::rare::RareOptions;
-use lockbench_analysis::{
-    LeaseCurve, Simulated, TTL_RARE, TailInputs, TtlOptions, TtlPlan, TtlSimulations, derive,
-    price_tail,
-};
+use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlSimulations, derive};
 use lockbench_core::records::to_json;
 use lockbench_workloads::observed::read_runs;
 use lockbench_workloads::{JobModel, WorkloadSpec};
@@ -15,7 +11,8 @@ use crate::cli::TtlArgs;
 use crate::failure::Outcome;
 use crate::options::TtlSettings;
 use crate::output::{
-    check_model, prepare_out, search_review_trigger, simulate_one, simulate_priced, write_results,
+    check_model, prepare_out, price_tail_of, search_review_trigger, simulate_one, simulate_priced,
+    write_results,
 };
 use crate::progress::Progress;
 use crate::render;
@@ -137,27 +134,13 @@ pub fn run(args: &TtlArgs) -> Outcome {
     // 3. The tail priced for the schedule, and the TTL the yearly budget needs: subset
     //    simulation where the replays saw too few runs over a TTL. A shard's record is not priced.
     if settings.simulation.shard.is_none() {
-        let replays: Vec<(&str, &lockbench_core::RuntimeHistogram)> = candidates
-            .iter()
-            .map(|c| (c.row.profile.as_str(), &c.histogram))
-            .collect();
-        let spinner = Progress::spinner("pricing the tail".to_string());
-        price_tail(
+        price_tail_of(
+            &spec,
             &mut recommendation,
-            &TailInputs {
-                spec: &spec,
-                replays: &replays,
-                budget: settings.budget(&spec),
-                engine: settings.simulation.engine,
-                options: RareOptions {
-                    seed: settings.simulation.seed,
-                    threads: settings.simulation.threads,
-                    ..TTL_RARE
-                },
-            },
-            &|stage| spinner.set_message(format!("pricing the tail: {stage}")),
+            &candidates,
+            settings.budget(&spec),
+            &settings.simulation,
         )?;
-        spinner.finish();
     }
     // 4. The review trigger, searched by simulation; a shard leaves it to `merge`.
     if settings.simulation.shard.is_none() {

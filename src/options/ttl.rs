@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use lockbench_analysis::Budget;
-use lockbench_core::records::ttl::{BudgetFrom, DEFAULT_ACCEPTED_PER_YEAR, TargetFrom};
+use lockbench_core::records::ttl::TargetFrom;
 use lockbench_workloads::{Frequency, WorkloadSpec};
 
 use super::parse::Refusal;
@@ -43,23 +43,7 @@ impl TtlSettings {
 
     /// The yearly budget and where it comes from: the flag, else the spec's, else the default.
     pub fn budget(&self, spec: &WorkloadSpec) -> Budget {
-        match (
-            self.accepted_double_runs_per_year,
-            spec.workload.accepted_double_runs_per_year,
-        ) {
-            (Some(flag), _) => Budget {
-                per_year: flag,
-                from: BudgetFrom::Flag,
-            },
-            (None, Some(answered)) => Budget {
-                per_year: answered,
-                from: BudgetFrom::Spec,
-            },
-            (None, None) => Budget {
-                per_year: DEFAULT_ACCEPTED_PER_YEAR,
-                from: BudgetFrom::Default,
-            },
-        }
+        Budget::of(self.accepted_double_runs_per_year, spec)
     }
 
     /// Checks `ttl`'s flags.
@@ -69,6 +53,12 @@ impl TtlSettings {
             return Err(Refusal::new(
                 "--observed",
                 "a sharded ttl cannot check the model: run `lockbench check` on its own",
+            ));
+        }
+        if args.accepted_double_runs_per_year.is_some() && simulation.shard.is_some() {
+            return Err(Refusal::new(
+                "--accepted-double-runs-per-year",
+                "a sharded ttl is priced by `merge`, which reads the budget from the spec: set [workload] accepted_double_runs_per_year there",
             ));
         }
         let mut settings = TtlSettings {

@@ -472,7 +472,9 @@ pub struct Chance {
     pub method: ChanceMethod,
     /// Model runs it cost.
     pub runs: u64,
-    /// Seconds it took.
+    /// Seconds it took: said where it is made, not recorded (the estimate does not depend on
+    /// it, and a merged run's record is the whole run's, byte for byte).
+    #[serde(skip)]
     pub seconds: f64,
 }
 
@@ -528,10 +530,14 @@ impl Chance {
             ChanceMethod::Replays => {
                 format!("{} replays", crate::format_count(self.runs))
             }
-            ChanceMethod::SubsetSimulation => format!(
+            ChanceMethod::SubsetSimulation if self.seconds > 0.0 => format!(
                 "subset simulation, {} model runs, {:.1} s",
                 crate::format_count(self.runs),
                 self.seconds
+            ),
+            ChanceMethod::SubsetSimulation => format!(
+                "subset simulation, {} model runs",
+                crate::format_count(self.runs)
             ),
         }
     }
