@@ -281,3 +281,47 @@ fn bad_runs_are_refused_in_one_line_naming_file_line_and_field() {
         );
     }
 }
+
+#[test]
+fn the_observed_tail_is_fitted_and_its_one_in_a_million_runtime_has_an_interval() {
+    // 10,000 runs of 40 s plus a generalized Pareto excess of shape 0.2 and scale 2 s: the
+    // runtime exceeded once in a million runs is 40 + 2 (1e6^0.2 - 1) / 0.2 = 188.4 s, where the
+    // largest of the runs is about 100 s.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec_file(dir.path());
+    let mut draws = Draws(77);
+    let mut text = String::from("duration,volume\n");
+    for _ in 0..10_000 {
+        let u = draws.next().max(1e-12);
+        let x = 40.0 + 2.0 * (u.powf(-0.2) - 1.0) / 0.2;
+        text += &format!("{x:.6}s,50\n");
+    }
+    let runs = dir.path().join("tail.csv");
+    std::fs::write(&runs, text).unwrap();
+    let v = check(&spec, &runs, 5);
+    let fit = &v["tail_fit"];
+    assert_eq!(fit["runs"], 10_000);
+    assert_eq!(fit["exceedances"], 1_000);
+    let truth = 40.0 + 2.0 * (1e6f64.powf(0.2) - 1.0) / 0.2;
+    let q = fit["quantiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["p"] == 1e-6)
+        .unwrap();
+    let at = |k: usize| q["interval_s"][k].as_f64().unwrap();
+    assert!(at(0) <= truth && truth <= at(1), "{q} against {truth}");
+    assert!(fit["largest_s"].as_f64().unwrap() < truth);
+    // The text says it, with its threshold.
+    let out = lockbench()
+        .args(["check", spec.to_str().unwrap(), "--observed"])
+        .arg(&runs)
+        .args(["--replays", "2000"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("observed tail: generalized Pareto tail fitted above"),
+        "{text}"
+    );
+}

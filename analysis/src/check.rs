@@ -208,6 +208,10 @@ pub fn check(
         alpha: CHECK_ALPHA,
         consistent,
         verdict: words,
+        tail_fit: lockbench_workloads::tail_fit::fit_tail(
+            &runs.iter().map(|r| r.seconds).collect::<Vec<_>>(),
+            context.seed,
+        ),
     };
     Checked {
         record,

@@ -192,12 +192,15 @@ fn its_interval_covers_the_truth_over_seeds() {
 fn figures_over_200_seeds() {
     let gamma = Gamma::new(10.0, 1.0).unwrap();
     let gamma_model = gamma_job();
+    let lognormal_model = lognormal_job();
+    let lognormal = LogNormal::new(0.0, 10.240f64.ln() / 2.326_348).unwrap();
     for p in [1e-7f64, 1e-9] {
         for (name, t) in [
             (
                 "ten exponential calls (Gamma 10)",
                 gamma.inverse_cdf(1.0 - p),
             ),
+            ("one lognormal step", lognormal.inverse_cdf(1.0 - p)),
             ("work and a Pareto pause", 10.0 + p.powf(-1.0 / 1.6)),
         ] {
             let started = std::time::Instant::now();
@@ -209,15 +212,19 @@ fn figures_over_200_seeds() {
                     seed,
                     threads: 2,
                 };
-                let c = if name.starts_with("ten") {
+                let c = if name.starts_with("work") {
+                    exceedance(&WorkAndPause, t, &o)
+                } else {
                     let s = ModelScore {
-                        model: &gamma_model,
+                        model: if name.starts_with("ten") {
+                            &gamma_model
+                        } else {
+                            &lognormal_model
+                        },
                         engine: Engine::Exact,
                         score: Score::Runtime,
                     };
                     exceedance(&s, t, &o)
-                } else {
-                    exceedance(&WorkAndPause, t, &o)
                 };
                 covered += usize::from(c.lower <= p && p <= c.upper);
                 errors.push((c.p / p - 1.0).abs());

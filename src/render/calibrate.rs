@@ -47,6 +47,9 @@ pub fn calibration_text(r: &CalibrationRecord) -> String {
         for w in &s.warnings {
             let _ = writeln!(o, "    warning: {w}");
         }
+        if let Some(t) = &s.tail_fit {
+            let _ = writeln!(o, "    tail: {}", t.said());
+        }
     }
     o
 }

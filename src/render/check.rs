@@ -47,6 +47,18 @@ pub fn check_text(r: &CheckRecord) -> String {
         r.beyond_p999, r.runs, r.expected_beyond_p999, r.p999_p_value
     );
     let _ = writeln!(o, "  verdict: {}", r.verdict);
+    match &r.tail_fit {
+        Some(t) => {
+            let _ = writeln!(o, "  observed tail: {}", t.said());
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "  observed tail: not fitted: fewer than {} runs above their 90th percentile",
+                lockbench_workloads::tail_fit::MIN_EXCEEDANCES
+            );
+        }
+    }
     if r.expected_beyond_p999 < 3.0 {
         let _ = writeln!(
             o,

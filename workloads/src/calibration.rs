@@ -283,6 +283,7 @@ pub fn calibrate(
             latency_toml: latency_toml(&f.latency, Precision::Fitted)?,
             samples_file,
             warnings: warnings(&f),
+            tail_fit: crate::tail_fit::fit_tail(&s.seconds, 0),
         };
         w.comment(&fit_comment(&record));
         w.step(

@@ -28,6 +28,7 @@ mod shard;
 mod sim;
 mod spec;
 pub mod spec_writer;
+pub mod tail_fit;
 mod target;
 
 pub use answers::{DecisionAnswers, DoubleRun, Guard, JobAnswers, PostgresVia, StepAnswers};

@@ -52,6 +52,10 @@ pub struct StepFit {
     pub samples_file: Option<String>,
     /// Tails claimed beyond what the samples show.
     pub warnings: Vec<String>,
+    /// A generalized Pareto tail fitted to the step's latencies; `None` with too few above the
+    /// threshold. Added without a schema bump: absent in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_fit: Option<TailFit>,
 }
 
 /// `results.json` of `check`: past job runs against the simulated distribution at their volumes.
@@ -96,6 +100,80 @@ pub struct CheckRecord {
     pub consistent: bool,
     /// The verdict in words.
     pub verdict: String,
+    /// A generalized Pareto tail fitted to the observed durations, as they are (runs at every
+    /// volume together); `None` with too few runs above the threshold. Added without a schema
+    /// bump: absent in records written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_fit: Option<TailFit>,
+}
+
+/// A generalized Pareto tail over a threshold (peaks over threshold), fitted by probability-
+/// weighted moments, with bootstrap intervals.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TailFit {
+    /// Durations fitted.
+    pub runs: u64,
+    /// The threshold, seconds: the empirical quantile `threshold_quantile`.
+    pub threshold_s: f64,
+    pub threshold_quantile: f64,
+    /// Runs above it.
+    pub exceedances: u64,
+    /// Shape ξ (0: an exponential tail; above: heavier, a Pareto-like one), and its 95 %
+    /// interval.
+    pub shape: f64,
+    pub shape_interval: [f64; 2],
+    /// Scale, seconds.
+    pub scale_s: f64,
+    /// The largest run observed, seconds.
+    pub largest_s: f64,
+    /// The runtime exceeded with each chance per run, with its 95 % interval.
+    pub quantiles: Vec<TailFitQuantile>,
+    /// Bootstrap resamples behind the intervals.
+    pub resamples: u64,
+}
+
+/// One quantile of a [`TailFit`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TailFitQuantile {
+    /// Chance per run of exceeding it.
+    pub p: f64,
+    /// Seconds.
+    pub seconds: f64,
+    /// 95 % interval, seconds.
+    pub interval_s: [f64; 2],
+}
+
+impl TailFit {
+    /// The fit in one line: "tail fitted above 41.2 s (the 90th percentile, 1,000 runs): shape
+    /// 0.18 (95 % interval 0.12 to 0.25); once in a million runs 74.0 s (61.3 s to 92.1 s),
+    /// against a largest run of 30.2 s".
+    pub fn said(&self) -> String {
+        let s = |x: f64| crate::format_readable(std::time::Duration::from_secs_f64(x.max(0.0)));
+        let at = |p: f64| {
+            self.quantiles.iter().find(|q| q.p == p).map(|q| {
+                format!(
+                    "{} ({} to {})",
+                    s(q.seconds),
+                    s(q.interval_s[0]),
+                    s(q.interval_s[1])
+                )
+            })
+        };
+        format!(
+            "generalized Pareto tail fitted above {} (the {:.0}th percentile, {} runs over it): shape {:.2} (95 % interval {:.2} to {:.2}); exceeded once in 10,000 runs: {}; once in a million: {}; the largest observed run {}",
+            s(self.threshold_s),
+            self.threshold_quantile * 100.0,
+            crate::format_count(self.exceedances),
+            self.shape,
+            self.shape_interval[0],
+            self.shape_interval[1],
+            at(1e-4).unwrap_or_default(),
+            at(1e-6).unwrap_or_default(),
+            s(self.largest_s)
+        )
+    }
 }
 
 /// The simulated runtime percentiles at one profile and volume.
