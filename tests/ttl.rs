@@ -481,3 +481,48 @@ fn ttl_of_a_spec_without_a_target_or_a_current_ttl_says_it_assumed_todays_volume
     assert_eq!(v["target_scale"], 1.0);
     assert_eq!(v["target_volume"], 100);
 }
+
+#[test]
+fn a_heartbeat_lease_follows_the_schedule_as_the_ttl_does() {
+    // A minute job whose stalls reach two minutes: the lease the replays size at 1e-4 a run is
+    // lost more often than 0.01 a year allows (1.9e-8 a run), so it is lengthened until the
+    // estimator puts it within the budget; a stall can never outlast two thirds of it then.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("pausy.toml");
+    std::fs::write(
+        &spec,
+        r#"
+[workload]
+name = "pausy"
+volume = 100
+schedule = "1m"
+
+[[steps]]
+name = "call"
+target = "db"
+latency = { dist = "lognormal", p50 = "400ms", p99 = "1s" }
+
+[[profiles]]
+name = "gc"
+
+[profiles.pauses]
+mean_interval = "10s"
+duration = { dist = "pareto", scale = "100ms", shape = 1.5, max = "120s" }
+"#,
+    )
+    .unwrap();
+    let v = json_of(&["ttl", spec.to_str().unwrap(), "--replays", "2000", "--json"]);
+    let hb = &v["heartbeat"];
+    let from = hb["lengthened_from_s"]
+        .as_f64()
+        .expect("the lease was lengthened");
+    let lease = hb["lease_ttl_s"].as_f64().unwrap();
+    assert!(lease > from, "{hb}");
+    assert!(
+        lease * 2.0 / 3.0 > 120.0,
+        "a two-minute stall still loses {lease} s"
+    );
+    let lost = &v["tail"]["lease"];
+    assert!(lost["upper"].as_f64().unwrap() <= v["tail"]["per_run_budget"].as_f64().unwrap());
+    assert_eq!(v["tail"]["lease_profile"], "gc");
+}

@@ -15,8 +15,9 @@ use lockbench_core::records::ttl::{
 use lockbench_workloads::{Engine, JobModel, SpecError, WorkloadSpec};
 
 use crate::TtlRecommendation;
+use crate::lease::MAX_LEASE;
 use crate::rare::{ModelScore, RareOptions, Score, Tail, tail};
-use crate::ttl::{ALERT_SHARE, exceedance, exceedance_lower};
+use crate::ttl::{ALERT_SHARE, exceedance, exceedance_lower, heartbeat_with_lease};
 
 /// The double executions a year the owners accept, and where the figure comes from.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -213,12 +214,40 @@ pub fn price_tail(
                 "the heartbeat lease's loss to `{profile}`'s stalls"
             ));
             let pausing = JobModel::new(inputs.spec, &profile, r.target_scale)?;
-            let margin = ModelScore {
-                model: &pausing,
-                engine: inputs.engine,
-                score: Score::LeaseMargin(r.heartbeat.lease_ttl.as_secs_f64()),
+            let lost_at = |lease: Duration| {
+                let margin = ModelScore {
+                    model: &pausing,
+                    engine: inputs.engine,
+                    score: Score::LeaseMargin(lease.as_secs_f64()),
+                };
+                tail(&margin, 0.0, per_run_budget, &inputs.options).exceedance(0.0)
             };
-            let lost = tail(&margin, 0.0, per_run_budget, &inputs.options).exceedance(0.0);
+            // The lease follows the schedule as the TTL does: lengthened by half at a time
+            // (whole seconds, up to the longest lease considered) until its chance of being
+            // lost, at its upper end, is within the budget's chance per run.
+            let sized = r.heartbeat.lease_ttl;
+            let mut lease = sized;
+            let mut lost = lost_at(lease);
+            while lost.upper > per_run_budget && lease < MAX_LEASE {
+                lease = Duration::from_secs_f64((lease.as_secs_f64() * 1.5).ceil()).min(MAX_LEASE);
+                progress(&format!(
+                    "the heartbeat lease lengthened to {}",
+                    lockbench_core::format_duration(lease)
+                ));
+                lost = lost_at(lease);
+            }
+            if lease != sized {
+                let kept = r.heartbeat.clone();
+                r.heartbeat = heartbeat_with_lease(
+                    lease,
+                    kept.sized_for_stall_s.map(Duration::from_secs_f64),
+                );
+                r.heartbeat.sized_by_profile = kept.sized_by_profile;
+                r.heartbeat.pricing = kept.pricing;
+                r.heartbeat.p_lease_lost = Some(lost.p);
+                r.heartbeat.p_lease_lost_upper95 = Some(lost.upper);
+                r.heartbeat.lengthened_from = Some(sized);
+            }
             (Some(lost), Some(profile))
         }
         None => (None, None),

@@ -158,6 +158,7 @@ pub fn heartbeat_with_lease(
         p_lease_lost: None,
         p_lease_lost_upper95: None,
         pricing: None,
+        lengthened_from: None,
     }
 }
 
@@ -183,6 +184,11 @@ pub fn heartbeat_derivation(h: &HeartbeatRecommendation) -> HeartbeatDerivation 
     let pricing = h.pricing.as_ref();
     let by = h.sized_by_profile.as_deref().unwrap_or("the profile");
     let lease = match (pricing, &stall) {
+        (Some(_), Some(_)) if h.lengthened_from.is_some() => format!(
+            "the {} the replays sized (below {:e} per run), lengthened by half at a time until subset simulation put its chance of being lost to `{by}`'s stalls within the yearly budget",
+            format_duration(h.lengthened_from.unwrap_or_default()),
+            pricing.map_or(0.0, |p| p.max_lease_risk)
+        ),
         (Some(p), Some(_)) if p.risk_met => format!(
             "the shortest whole second whose chance of being lost to a stall stays below {:e} per run (95 % upper bound), sized by `{by}`, the profile whose stalls threaten it most",
             p.max_lease_risk
@@ -216,7 +222,13 @@ pub fn heartbeat_derivation(h: &HeartbeatRecommendation) -> HeartbeatDerivation 
             format_count(p.replays_lost),
             format_count(p.replays)
         );
-        if p.replays_lost == 0 {
+        if let Some(from) = h.lengthened_from {
+            format!(
+                "estimated by subset simulation at the lengthened lease: {} per run (95 % upper bound {upper}); at the replays' {} it was lost more often than the yearly budget allows",
+                format_chance(h.p_lease_lost.unwrap_or(0.0)),
+                format_duration(from)
+            )
+        } else if p.replays_lost == 0 {
             format!(
                 "no replay lost it ({counted}); 95 % upper bound {upper}{}: at most {} double executions a year",
                 if h.sized_by_profile.is_none() {

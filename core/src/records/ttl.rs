@@ -342,6 +342,16 @@ pub struct HeartbeatRecommendation {
     /// How the lease was priced; `None` where it was not simulated.
     #[serde(deserialize_with = "present")]
     pub pricing: Option<LeasePricing>,
+    /// The lease the replays sized, when the rare-event estimator found it lost more often than
+    /// the yearly budget allows and the lease was lengthened until it was not. Added without a
+    /// schema bump: absent in records written before it, and when the replays' lease stood.
+    #[serde(
+        default,
+        rename = "lengthened_from_s",
+        with = "super::seconds::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub lengthened_from: Option<Duration>,
 }
 
 /// How `ttl` priced the heartbeat lease: the simulated losses behind the figures.
