@@ -482,9 +482,8 @@ pub struct Chance {
     pub method: ChanceMethod,
     /// Model runs it cost.
     pub runs: u64,
-    /// Seconds it took: said where it is made, not recorded (the estimate does not depend on
-    /// it, and a merged run's record is the whole run's, byte for byte).
-    #[serde(skip)]
+    /// Seconds it took (wall time; the estimate does not depend on it).
+    #[serde(rename = "elapsed_s", default)]
     pub seconds: f64,
 }
 

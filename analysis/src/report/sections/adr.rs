@@ -119,6 +119,22 @@ fn context(evidence: &Inputs, d: &Decision) -> String {
             c.per_year(r.replays, r.runs_per_year)
         ));
     }
+    if let Some(t) = &r.tail {
+        sentences.push(format!(
+            "Sized to {} double executions a year ({}), the recommended TTL of {} ({}) is outlived {} ({}, {}).",
+            lockbench_core::format_per_year(t.accepted_per_year),
+            crate::budget_from_said(t.accepted_from),
+            secs(r.ttl),
+            match t.governs {
+                lockbench_core::records::ttl::TtlRule::YearlyBudget =>
+                    "the budget governs, longer than P99.9 x the factor",
+                lockbench_core::records::ttl::TtlRule::P999 => "P99.9 x the factor governs",
+            },
+            t.recommended.per_year_said(r.runs_per_year),
+            t.recommended.method.said(),
+            t.recommended.cost_said()
+        ));
+    }
     sentences.join(" ")
 }
 
