@@ -80,8 +80,13 @@ fn a_looser_bound_gives_a_shorter_lease_with_a_nonzero_chance() {
         "3",
         "--max-lease-risk",
         "0.002",
+        // A budget loose enough that the lease the replays size stands (a tighter one lengthens
+        // it: a_heartbeat_lease_follows_the_schedule_as_the_ttl_does).
+        "--accepted-double-runs-per-year",
+        "100",
     ]);
     let hb = &v["heartbeat"];
+    assert!(hb["lengthened_from_s"].is_null(), "{hb}");
     assert_eq!(hb["pricing"]["replays"], 20_000);
     let p = f(&hb["p_lease_lost"]);
     assert!(p > 0.0, "{hb}");

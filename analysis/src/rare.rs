@@ -66,10 +66,18 @@ impl Default for RareOptions {
 }
 
 /// One replay's latent: a vector of standard normals per stream (0 the replay's own, then the
-/// streams it split off, in the order it split them), extended on demand.
+/// streams it split off, in the order it split them), extended on demand, and a salt per stream.
+///
+/// A draw's 64 bits are the normal's uniform in their top 56 and a byte of the salt's hash with
+/// the draw's position in their lowest 8. Samplers that pick by low bits (the ziggurat normal
+/// behind the block engine's sums picks its layer by the lowest byte) would otherwise jump at
+/// every move however small, and no chain above a level would ever move. The salt is drawn with
+/// the replay and kept by every move: a move of the normals alone, given the salt, still leaves
+/// the law above a level unchanged (a Gibbs step), and the salts vary from seed to seed.
 #[derive(Clone, Debug, Default)]
 struct Latent {
     streams: Vec<Vec<f32>>,
+    salts: Vec<u64>,
 }
 
 impl Latent {
@@ -90,8 +98,17 @@ impl Latent {
                         .collect()
                 })
                 .collect(),
+            salts: self.salts.clone(),
         }
     }
+}
+
+/// The low byte of the draw at `position` of a stream salted `salt` (splitmix64's finaliser).
+fn low_byte(salt: u64, position: usize) -> u64 {
+    let mut x = salt ^ (position as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (x ^ (x >> 31)) & 0xFF
 }
 
 /// What a replay draws from: its latent's normals, as uniform bits.
@@ -138,20 +155,26 @@ impl rand::TryRng for Draws<'_> {
     }
 
     fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        let z = {
+        let (z, salt) = {
             let mut latent = self.latent.borrow_mut();
+            while latent.salts.len() <= self.stream {
+                let salt = rand::Rng::next_u64(&mut *self.fresh.borrow_mut());
+                latent.salts.push(salt);
+            }
             if latent.streams.len() <= self.stream {
                 latent.streams.resize(self.stream + 1, Vec::new());
             }
+            let salt = latent.salts[self.stream];
             let stream = &mut latent.streams[self.stream];
             if stream.len() <= self.position {
                 let z: f64 = StandardNormal.sample(&mut *self.fresh.borrow_mut());
                 stream.push(z as f32);
             }
-            f64::from(stream[self.position])
+            (f64::from(stream[self.position]), salt)
         };
+        let bits = (bits_of(z) & !0xFF) | low_byte(salt, self.position);
         self.position += 1;
-        Ok(bits_of(z))
+        Ok(bits)
     }
 
     fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {

@@ -116,13 +116,10 @@ fn work_and_a_pareto_pause_and_its_quantile() {
     let x = p.powf(-1.0 / 1.6);
     let c = exceedance(&WorkAndPause, 10.0 + x, &options(7));
     assert_near("pareto", c.p, p, 0.15);
-    // The other way round: the runtime exceeded once in a billion runs.
+    // The other way round: the runtime exceeded once in a billion runs, to 15 % (a chance 15 %
+    // off moves this Pareto's runtime by 9 %).
     let q = quantile(&WorkAndPause, p, &options(7));
-    assert!(
-        q.lower_s <= 10.0 + x && 10.0 + x <= q.upper_s,
-        "{q:?} against {}",
-        10.0 + x
-    );
+    assert_near("pareto quantile", q.seconds, 10.0 + x, 0.15);
 }
 
 #[test]
