@@ -13,6 +13,8 @@ use serde_json::Value;
 
 const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/results/sample");
 const SPECS: [&str; 4] = ["billing", "events", "ledger", "migration"];
+/// The most words the record's first page may hold.
+const FRONT_WORDS: usize = 1_250;
 
 /// The words of a record before its evidence: the one page.
 fn front_words(markdown: &str) -> (usize, &str) {
@@ -73,7 +75,9 @@ fn promtool_accepts(dir: &Path) {
 fn the_committed_record_opens_with_one_page_holding_the_actions_table() {
     let text = std::fs::read_to_string(Path::new(SAMPLE).join("report/report.md")).unwrap();
     let (words, front) = front_words(&text);
-    assert!(words < 1200, "{words} words before the evidence");
+    // One page: about 1,170 words before issue 51, and the sentence that prices each job's TTLs
+    // for its schedule (today's and the recommended one, a year, years between) added about 45.
+    assert!(words < FRONT_WORDS, "{words} words before the evidence");
     for part in [
         "## Context",
         "## Decision",
@@ -88,7 +92,10 @@ fn the_committed_record_opens_with_one_page_holding_the_actions_table() {
     let (_dir, out) = reported(&[]);
     let fresh = std::fs::read_to_string(out.join("report.md")).unwrap();
     let (words, _) = front_words(&fresh);
-    assert!(words < 1200, "{words} words before the evidence, rebuilt");
+    assert!(
+        words < FRONT_WORDS,
+        "{words} words before the evidence, rebuilt"
+    );
 }
 
 #[test]

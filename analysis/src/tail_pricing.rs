@@ -195,7 +195,7 @@ pub fn price_tail(
             .filter_map(|p| Some((p.profile.as_str(), p.current?))),
     );
     if let (Some(c), Some((profile, e))) = (r.current_ttl.as_mut(), worst_current)
-        && (c.replays_exceeding < RARE_BELOW_EXCEEDING || profile != r.profile)
+        && c.replays_exceeding < RARE_BELOW_EXCEEDING
     {
         c.p_exceed = e.p;
         c.p_exceed_lower95 = Some(e.lower);

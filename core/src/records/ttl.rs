@@ -460,6 +460,14 @@ pub enum ChanceMethod {
 }
 
 impl ChanceMethod {
+    /// Its name in a parenthesis: "subset simulation".
+    pub fn short(self) -> &'static str {
+        match self {
+            ChanceMethod::Replays => "counted",
+            ChanceMethod::SubsetSimulation => "subset simulation",
+        }
+    }
+
     /// How a sentence names it.
     pub fn said(self) -> &'static str {
         match self {
@@ -533,6 +541,29 @@ impl Chance {
         }
     }
 
+    /// Events a year in few words: "at most 2.3e-6 a year" (none seen), or "0.64 a year (0.59 to
+    /// 0.69)".
+    pub fn per_year_short(&self, runs_per_year: f64) -> String {
+        let n = |x: f64| crate::format_per_year(x);
+        let [p, lower, upper] = self.per_year(runs_per_year);
+        if p == 0.0 {
+            format!("at most {} a year", n(upper))
+        } else {
+            format!("{} a year ({} to {})", n(p), n(lower), n(upper))
+        }
+    }
+
+    /// The years between events in few words: "431,065+ years between" (none seen), or
+    /// "1.6 years between".
+    pub fn years_between_short(&self, runs_per_year: f64) -> String {
+        let [p, _, upper] = self.per_year(runs_per_year);
+        if p == 0.0 {
+            format!("{}+ years between", crate::format_years_between(upper))
+        } else {
+            format!("{} years between", crate::format_years_between(p))
+        }
+    }
+
     /// What it cost: "subset simulation, 184,000 model runs, 9.2 s".
     pub fn cost_said(&self) -> String {
         match self.method {
@@ -540,9 +571,9 @@ impl Chance {
                 format!("{} replays", crate::format_count(self.runs))
             }
             ChanceMethod::SubsetSimulation if self.seconds > 0.0 => format!(
-                "subset simulation, {} model runs, {:.1} s",
+                "subset simulation, {} model runs, {}",
                 crate::format_count(self.runs),
-                self.seconds
+                crate::format_readable(Duration::from_secs_f64(self.seconds))
             ),
             ChanceMethod::SubsetSimulation => format!(
                 "subset simulation, {} model runs",
@@ -646,6 +677,32 @@ pub struct ProfileTail {
 }
 
 impl CurrentTtlRisk {
+    /// Its double executions a year in few words, as [`Chance::per_year_short`] says them: "at
+    /// least 12.00 a year" when every replay outlived it.
+    pub fn per_year_short(&self, replays: u64, runs_per_year: f64) -> String {
+        if let Some(e) = &self.estimated {
+            return e.per_year_short(runs_per_year);
+        }
+        if self.replays_exceeding > 0 && self.replays_exceeding >= replays {
+            return format!(
+                "at least {} a year",
+                crate::format_per_year(
+                    self.expected_double_runs_per_year_lower95
+                        .unwrap_or(self.expected_double_runs_per_year)
+                )
+            );
+        }
+        Chance {
+            p: self.p_exceed,
+            lower: self.p_exceed_lower95.unwrap_or(0.0),
+            upper: self.p_exceed_upper95,
+            method: ChanceMethod::Replays,
+            runs: replays,
+            seconds: 0.0,
+        }
+        .per_year_short(runs_per_year)
+    }
+
     /// The chance per run in words, with the bound that says something: "all 2,000 replays: at
     /// least 99.85 % per run (95 % lower bound)", "none of 2,000 replays: at most 0.15 % per run
     /// (95 % upper bound)", or the figure with both bounds.

@@ -4,6 +4,7 @@
 //! is evidence, by job. Kept short on purpose: a test holds it under 1,200 words.
 
 use lockbench_core::records::ttl::TtlRecommendation;
+use lockbench_core::records::ttl::{BudgetFrom, TtlRule};
 use lockbench_core::{BackendKind, format_count, format_readable};
 use lockbench_decision::alerts::{AlertPlan, Severity};
 use lockbench_decision::{Action, Decision, ModelKind, Status, VerdictKind};
@@ -91,49 +92,42 @@ fn context(evidence: &Inputs, d: &Decision) -> String {
             against.unwrap_or_default()
         ));
     }
+    // Today's TTL and the recommended one, priced for the schedule, in one sentence.
+    let mut priced = Vec::new();
     if let Some(c) = &r.current_ttl {
-        sentences.push(format!(
-            "At {} {} ({}), {} replays outlive it; double executions: {}.",
+        // The method and the counts are in the job's evidence; the page keeps the figure.
+        let figure = c.per_year_short(r.replays, r.runs_per_year);
+        priced.push(format!(
+            "At {} {} ({}) it is outlived {figure}",
             format_count(r.target_volume),
             r.unit,
             match r.target_from {
                 lockbench_core::records::ttl::TargetFrom::Assumed => "assumed: no growth answered",
                 _ => "the target",
             },
-            if c.estimated.is_some() {
-                format!(
-                    "{} of its replays outlive it, and subset simulation says",
-                    format_count(c.replays_exceeding)
-                )
-            } else if c.replays_exceeding == 0 {
-                "none of its".to_string()
-            } else if c.replays_exceeding >= r.replays {
-                format!("all {}", format_count(r.replays))
-            } else {
-                format!(
-                    "{} of {}",
-                    format_count(c.replays_exceeding),
-                    format_count(r.replays)
-                )
-            },
-            c.per_year(r.replays, r.runs_per_year)
         ));
     }
     if let Some(t) = &r.tail {
-        sentences.push(format!(
-            "Sized to {} double executions a year ({}), the recommended TTL of {} ({}) is outlived {} ({}, {}).",
-            lockbench_core::format_per_year(t.accepted_per_year),
-            crate::budget_from_said(t.accepted_from),
+        let sized = match (t.governs, t.accepted_from) {
+            (TtlRule::YearlyBudget, BudgetFrom::Default) => {
+                format!("sized to an assumed {} a year", t.accepted_per_year)
+            }
+            (TtlRule::YearlyBudget, _) => format!("sized to {} a year", t.accepted_per_year),
+            (TtlRule::P999, _) => "P99.9 x the factor".to_string(),
+        };
+        priced.push(format!(
+            "the recommended {} ({sized}) {} ({})",
             secs(r.ttl),
-            match t.governs {
-                lockbench_core::records::ttl::TtlRule::YearlyBudget =>
-                    "the budget governs, longer than P99.9 x the factor",
-                lockbench_core::records::ttl::TtlRule::P999 => "P99.9 x the factor governs",
-            },
-            t.recommended.per_year_said(r.runs_per_year),
-            t.recommended.method.said(),
-            t.recommended.cost_said()
+            t.recommended.per_year_short(r.runs_per_year),
+            t.recommended.years_between_short(r.runs_per_year)
         ));
+    }
+    if !priced.is_empty() {
+        let mut sentence = priced.join("; ");
+        if let Some(first) = sentence.get(..1) {
+            sentence = first.to_uppercase() + &sentence[1..];
+        }
+        sentences.push(sentence + ".");
     }
     sentences.join(" ")
 }
