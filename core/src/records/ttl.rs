@@ -692,6 +692,14 @@ impl CurrentTtlRisk {
                 )
             );
         }
+        if let (None, true) = (self.p_exceed_lower95, self.replays_exceeding > 0) {
+            // A record from before lower bounds were kept.
+            return format!(
+                "{} a year (at most {})",
+                crate::format_per_year(self.expected_double_runs_per_year),
+                crate::format_per_year(self.expected_double_runs_per_year_upper95)
+            );
+        }
         Chance {
             p: self.p_exceed,
             lower: self.p_exceed_lower95.unwrap_or(0.0),

@@ -98,7 +98,7 @@ fn context(evidence: &Inputs, d: &Decision) -> String {
         // The method and the counts are in the job's evidence; the page keeps the figure.
         let figure = c.per_year_short(r.replays, r.runs_per_year);
         priced.push(format!(
-            "At {} {} ({}) it is outlived {figure}",
+            "At {} {} ({}) today's TTL is outlived {figure}",
             format_count(r.target_volume),
             r.unit,
             match r.target_from {
