@@ -35,6 +35,9 @@ pub(super) fn write(evidence: &Inputs, workload: &str, doc: &mut Doc) {
             r.p999_p_value,
             r.alpha
         );
+        if let Some(t) = &r.tail_fit {
+            text += &format!(" The runs' own tail: {}.", t.said());
+        }
         if !r.consistent {
             text += " The TTL above comes from this model: recalibrate the spec from observed latencies (`lockbench calibrate`) and derive it again before relying on it.";
         }
