@@ -195,21 +195,6 @@ pub fn lease_margin(pauses: &[(f64, f64)], runtime_s: f64, lease_s: f64) -> f64 
     margin
 }
 
-/// A replay's source of randomness: a stream of random bits that can split off an independent
-/// stream of its own (the pause timeline draws from one, so that its pauses do not depend on how
-/// many latency draws came before). [`SmallRng`] is the simulator's; a rare-event estimator drives
-/// the same engines with a stream it can steer ([`replay_with`]).
-pub trait Stream: Rng + Sized {
-    /// An independent stream, derived from this one.
-    fn split(&mut self) -> Self;
-}
-
-impl Stream for SmallRng {
-    fn split(&mut self) -> Self {
-        SmallRng::seed_from_u64(self.next_u64())
-    }
-}
-
 /// One replay of `model` by `engine` (the per-call engine where the model needs it), drawing from
 /// `rng`: its runtime in seconds, and the pauses it drew (start, length), in order, left in
 /// `pauses`. What [`simulate`] does for each of its replays, for a caller that brings its own
@@ -451,6 +436,9 @@ fn lanes<R: Rng>(
 
 mod blocks;
 mod parts;
+mod stream;
+
+pub use stream::Stream;
 
 #[cfg(test)]
 #[path = "sim_tests.rs"]

@@ -21,7 +21,7 @@ use super::parts::{
 use crate::model::JobModel;
 use rand::Rng;
 
-use super::Stream;
+use super::stream::Stream;
 
 /// Fewest items one block covers: below it the block's draws (a Gamma per step) cost more than
 /// the calls' own.

@@ -5,7 +5,7 @@
 
 use rand::Rng;
 
-use super::Stream;
+use super::stream::Stream;
 
 use crate::model::{CompiledEpisode, CompiledPauses, CompiledStep, Effect, JobModel};
 
