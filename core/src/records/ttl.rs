@@ -677,6 +677,19 @@ pub struct ProfileTail {
 }
 
 impl CurrentTtlRisk {
+    /// Its chance as the replays counted it (with no lower bound, in a record from before they
+    /// were kept, taken as 0).
+    fn counted(&self, replays: u64) -> Chance {
+        Chance {
+            p: self.p_exceed,
+            lower: self.p_exceed_lower95.unwrap_or(0.0),
+            upper: self.p_exceed_upper95,
+            method: ChanceMethod::Replays,
+            runs: replays,
+            seconds: 0.0,
+        }
+    }
+
     /// Its double executions a year in few words, as [`Chance::per_year_short`] says them: "at
     /// least 12.00 a year" when every replay outlived it.
     pub fn per_year_short(&self, replays: u64, runs_per_year: f64) -> String {
@@ -700,15 +713,7 @@ impl CurrentTtlRisk {
                 crate::format_per_year(self.expected_double_runs_per_year_upper95)
             );
         }
-        Chance {
-            p: self.p_exceed,
-            lower: self.p_exceed_lower95.unwrap_or(0.0),
-            upper: self.p_exceed_upper95,
-            method: ChanceMethod::Replays,
-            runs: replays,
-            seconds: 0.0,
-        }
-        .per_year_short(runs_per_year)
+        self.counted(replays).per_year_short(runs_per_year)
     }
 
     /// The chance per run in words, with the bound that says something: "all 2,000 replays: at
@@ -793,15 +798,7 @@ impl CurrentTtlRisk {
                 crate::format_per_year(self.expected_double_runs_per_year_upper95)
             );
         }
-        Chance {
-            p: self.p_exceed,
-            lower: self.p_exceed_lower95.unwrap_or(0.0),
-            upper: self.p_exceed_upper95,
-            method: ChanceMethod::Replays,
-            runs: replays,
-            seconds: 0.0,
-        }
-        .per_year_said(runs_per_year)
+        self.counted(replays).per_year_said(runs_per_year)
     }
 }
 
