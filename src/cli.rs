@@ -648,7 +648,7 @@ pub struct FaultsArgs {
     #[arg(long, value_name = "FILE", default_value = "lockbench.toml")]
     pub config: PathBuf,
     /// Scenario (pause, restart, redlock, pool-leak, partition, clock-jump, crash, failover,
-    /// outage, pooler, release, overrun, latency) or one variant (pause/naive, restart/aof-always ...;
+    /// outage, pooler, release, overrun, latency, cluster) or one variant (pause/naive, restart/aof-always ...;
     /// docs/FAULTS.md); repeat for several (default: all).
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,

@@ -1154,6 +1154,45 @@ fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
     assert_left_nothing(&record, pid);
 }
 
+/// Clusters, not single nodes: three private etcd members and a three-server ZooKeeper
+/// ensemble keep a held lock through the loss of their leader (the contender waits for the
+/// holder, granted on the survivors), while a Postgres primary's advisory lock does not reach its
+/// streaming standby: promoted, it grants the lock at once beside the old holder (the positive
+/// control: the lab sees a failover's overlap), and only the fence, whose sequence the standby
+/// replayed ahead of the primary, refuses the old holder's writes.
+#[test]
+fn a_consensus_leader_lost_keeps_the_lock_and_a_promoted_standby_hands_it_on_under_the_fence() {
+    let (record, pid) = faults(&["--scenario", "cluster", "--trials", "3", "--ttl", "2s"]);
+    assert!(record["skipped"].as_array().unwrap().is_empty(), "{record}");
+    for backend in ["etcd", "zookeeper"] {
+        let c = cell(&record, "cluster/leader-killed", backend);
+        assert_eq!(c["expected"], "no overlap", "{c}");
+        assert_eq!(n(&c["trials"]), 3, "{backend}: {c}");
+        assert_eq!(n(&c["trials_with_overlap"]), 0, "{backend}: {c}");
+        assert_eq!(n(&c["stale_writes"]), 0, "{backend}: {c}");
+        assert_eq!(n(&c["contender_timed_out"]), 0, "{backend}: {c}");
+        // A new leader was found among the survivors, within the lab's 30 s bound.
+        let elected = c["new_leader_max_s"].as_f64().unwrap();
+        assert!(elected > 0.0 && elected < 30.0, "{backend}: {c}");
+    }
+    for backend in ["pg-session", "pg-xact"] {
+        let c = cell(&record, "cluster/primary-promoted", backend);
+        assert_eq!(c["expected"], "overlap", "{c}");
+        assert_eq!(n(&c["trials_with_overlap"]), 3, "{backend}: {c}");
+        assert!(n(&c["stale_writes"]) > 0, "{backend}: {c}");
+        assert_eq!(
+            c["stale_rejected_by_fence"], c["stale_writes"],
+            "{backend}: {c}"
+        );
+        assert_eq!(n(&c["legitimate_rejected_by_fence"]), 0, "{backend}: {c}");
+        // Granted as soon as the standby is promoted, long before the holder's job ends.
+        let promoted = c["new_leader_max_s"].as_f64().unwrap();
+        let granted = c["recovery_max_s"].as_f64().unwrap();
+        assert!(granted < promoted + 1.0, "{backend}: {c}");
+    }
+    assert_left_nothing(&record, pid);
+}
+
 #[test]
 fn faults_flags_are_checked() {
     let f = |extra: &[&str]| -> Vec<String> {

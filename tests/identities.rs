@@ -102,7 +102,7 @@ fn compares(line: &str, name: &str) -> bool {
 fn no_backend_or_variant_is_compared_as_a_string() {
     let names = names();
     assert!(
-        names.len() == 20,
+        names.len() == 21,
         "the names were not read from the definitions: {names:?}"
     );
     let mut files = Vec::new();

@@ -411,7 +411,8 @@ pub struct Replay<'a> {
 }
 
 /// `run --quick`'s fault cells: what the decision needs. Crash recovery on every backend (a
-/// killed process and a vanished host), Postgres through PgBouncer in each mode, each scenario
+/// killed process and a vanished host), Postgres through PgBouncer in each mode, a cluster's
+/// leader or primary lost (the record's failover sentences cite them), each scenario
 /// with the variant that must overlap and the one that must not (a late release: a plain delete
 /// and the client's own; a job longer than its lease: without and with a heartbeat; a grant that
 /// arrives expired: trusted and checked).
@@ -427,7 +428,11 @@ fn quick_variants() -> Vec<Variant> {
     variants.extend(Variant::ALL.iter().copied().filter(|v| {
         matches!(
             v.scenario(),
-            Scenario::Crash | Scenario::Failover | Scenario::Outage | Scenario::Pooler
+            Scenario::Crash
+                | Scenario::Failover
+                | Scenario::Outage
+                | Scenario::Pooler
+                | Scenario::Cluster
         )
     }));
     variants.extend([
@@ -500,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn quick_runs_crash_failover_and_outage_whole_and_both_sides_of_the_rest() {
+    fn quick_runs_crash_failover_outage_and_clusters_whole_and_both_sides_of_the_rest() {
         let plan = MainJobPlan::new(true, 1);
         let v = &plan.faults.variants;
         for scenario in [
@@ -508,6 +513,7 @@ mod tests {
             Scenario::Failover,
             Scenario::Outage,
             Scenario::Pooler,
+            Scenario::Cluster,
         ] {
             let all = Variant::ALL.iter().filter(|x| x.scenario() == scenario);
             for x in all {

@@ -41,11 +41,14 @@ pub enum Scenario {
     Overrun,
     /// A slow link between the holder and its lock server during its acquisition.
     Latency,
+    /// A member of a private cluster lost while the lock is held: an etcd or ZooKeeper leader
+    /// among three members, a Postgres primary with a streaming standby promoted in its place.
+    Cluster,
 }
 
 impl Scenario {
     /// Every scenario, in the matrix's order.
-    pub const ALL: [Scenario; 13] = [
+    pub const ALL: [Scenario; 14] = [
         Scenario::Pause,
         Scenario::Restart,
         Scenario::Redlock,
@@ -59,6 +62,7 @@ impl Scenario {
         Scenario::Release,
         Scenario::Overrun,
         Scenario::Latency,
+        Scenario::Cluster,
     ];
 
     /// Its name on the command line and in results.
@@ -77,6 +81,7 @@ impl Scenario {
             Scenario::Release => "release",
             Scenario::Overrun => "overrun",
             Scenario::Latency => "latency",
+            Scenario::Cluster => "cluster",
         }
     }
 }
@@ -233,6 +238,12 @@ pub enum Variant {
         /// The job checks the validity left before it starts.
         checked: bool,
     },
+    /// Three private members (etcd, ZooKeeper): the leader SIGKILLed while the lock is held and
+    /// the contender waits; restarted after the trial.
+    ClusterLeaderKilled,
+    /// A private Postgres primary and its streaming standby: the primary lost (immediate
+    /// shutdown) while the lock is held, the standby promoted, a contender acquiring on it.
+    ClusterPrimaryPromoted,
 }
 
 impl Variant {
@@ -260,7 +271,9 @@ impl Variant {
             | Variant::Failover { wait: false }
             | Variant::ReleaseAfterExpiry { checked: true }
             | Variant::Overrun { .. }
-            | Variant::SlowReply { .. } => None,
+            | Variant::SlowReply { .. }
+            | Variant::ClusterLeaderKilled
+            | Variant::ClusterPrimaryPromoted => None,
             Variant::ReleaseAfterExpiry { checked: false } => Some(
                 "its holder releases with a plain DEL of lockbench's own key, the positive \
                  control of lockbench's client, which no library does",
@@ -285,7 +298,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 39] = [
+    pub const ALL: [Variant; 41] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -325,6 +338,8 @@ impl Variant {
         Variant::Overrun { heartbeat: true },
         Variant::SlowReply { checked: false },
         Variant::SlowReply { checked: true },
+        Variant::ClusterLeaderKilled,
+        Variant::ClusterPrimaryPromoted,
     ];
 
     /// The scenario it belongs to.
@@ -354,6 +369,7 @@ impl Variant {
             Variant::ReleaseAfterExpiry { .. } => Scenario::Release,
             Variant::Overrun { .. } => Scenario::Overrun,
             Variant::SlowReply { .. } => Scenario::Latency,
+            Variant::ClusterLeaderKilled | Variant::ClusterPrimaryPromoted => Scenario::Cluster,
         }
     }
 
@@ -399,6 +415,8 @@ impl Variant {
             Variant::Overrun { heartbeat: true } => "slow-job-heartbeat",
             Variant::SlowReply { checked: false } => "expired-at-grant",
             Variant::SlowReply { checked: true } => "expired-at-grant-checked",
+            Variant::ClusterLeaderKilled => "leader-killed",
+            Variant::ClusterPrimaryPromoted => "primary-promoted",
         }
     }
 

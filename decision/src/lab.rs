@@ -93,7 +93,12 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset)
         | Variant::ReleaseAfterExpiry { checked: true }
         | Variant::Overrun { heartbeat: true }
-        | Variant::SlowReply { checked: true } => return None,
+        | Variant::SlowReply { checked: true }
+        // A consensus cluster's leader lost: a control. A promoted standby never had the
+        // primary's advisory locks: no setting of the lock brings them over, only a fence
+        // refuses the old holder.
+        | Variant::ClusterLeaderKilled
+        | Variant::ClusterPrimaryPromoted => return None,
     })
 }
 

@@ -508,18 +508,24 @@ fn why_chosen(
         format!("it adds {}", adds(c.kind, r))
     };
     let how = match c.kind {
-        BackendKind::PgXact => "the lock ends with the transaction that holds the job's writes",
+        BackendKind::PgXact => {
+            "the lock ends with the transaction that holds the job's writes".to_string()
+        }
         BackendKind::PgSession => {
             "the lock lasts as long as the job's session and ends with it when the holder dies"
-        }
-        BackendKind::Etcd | BackendKind::Zookeeper => {
-            "as a consensus store, its lock and fencing token survive a failover"
+                .to_string()
         }
         BackendKind::Redis if r.double_run.harms() => {
-            "one key is enough once the guards keep the job correct"
+            "one key is enough once the guards keep the job correct".to_string()
         }
-        BackendKind::Redis => "one key is enough for a job whose double run is cheap",
-        _ => "the lightest that fits",
+        BackendKind::Redis => "one key is enough for a job whose double run is cheap".to_string(),
+        BackendKind::Etcd | BackendKind::Zookeeper => String::new(),
+        _ => "the lightest that fits".to_string(),
+    };
+    let how = match failover(c.kind, ev) {
+        Some(failover) if how.is_empty() => failover,
+        Some(failover) => format!("{how}; {failover}"),
+        None => how,
     };
     let clean: Vec<String> = ev
         .cells_on(c.kind)
@@ -552,6 +558,61 @@ fn why_chosen(
         format!(". Measured in the lab: no overlap under {}", list(clean))
     };
     format!("{infrastructure}; {how}{measured}")
+}
+
+/// What a failover does to the lock on `kind`, as the lab's cluster cells measured it: a
+/// consensus store's lock through its leader's loss (`cluster/leader-killed`), a Postgres
+/// advisory lock through a standby's promotion (`cluster/primary-promoted`). A consensus store
+/// with no such cell says that its surviving a failover is unmeasured; Postgres without one says
+/// nothing of failovers.
+fn failover(kind: BackendKind, ev: &Evidence) -> Option<String> {
+    let variant = match kind {
+        BackendKind::Etcd | BackendKind::Zookeeper => Variant::ClusterLeaderKilled,
+        BackendKind::PgSession | BackendKind::PgXact => Variant::ClusterPrimaryPromoted,
+        _ => return None,
+    };
+    let cell = ev.cell(variant, kind);
+    let elected = |cell: &FaultCell| {
+        cell.new_leader_p50_s
+            .map(|s| format!(", {} to a new leader", lockbench_core::format_duration_s(s)))
+            .unwrap_or_default()
+    };
+    Some(match (variant, cell) {
+        (Variant::ClusterLeaderKilled, None) => {
+            "as a consensus store its lock is replicated to a quorum; that it survives a failover \
+             is not measured here (`lockbench faults --scenario cluster` measures it)"
+                .to_string()
+        }
+        (Variant::ClusterLeaderKilled, Some(cell)) if cell.trials_with_overlap == 0 => format!(
+            "its lock survived the loss of its leader in the lab (cluster/leader-killed on three \
+             members: {} of {} trials without overlap{})",
+            cell.trials,
+            cell.trials,
+            elected(cell)
+        ),
+        (Variant::ClusterLeaderKilled, Some(cell)) => format!(
+            "yet the lab saw two holders at once when its leader was lost (cluster/leader-killed: \
+             {} of {} trials overlapped)",
+            cell.trials_with_overlap, cell.trials
+        ),
+        (_, Some(cell)) if cell.trials_with_overlap > 0 => format!(
+            "a promoted standby does not have it and grants it at once (cluster/primary-promoted: \
+             {} of {} trials overlapped{}), so across a failover only the fence keeps the job \
+             correct",
+            cell.trials_with_overlap,
+            cell.trials,
+            match cell.stale_rejected_by_fence {
+                Some(n) if cell.stale_writes > 0 => {
+                    format!(
+                        ", the fence refused {n} of {} stale writes",
+                        cell.stale_writes
+                    )
+                }
+                _ => String::new(),
+            }
+        ),
+        _ => return None,
+    })
 }
 
 fn why_not_chosen(c: &Candidate, best: BackendKind, r: &Resolved, ev: &Evidence) -> String {

@@ -467,6 +467,8 @@ fn cell(label: &str, backend: &str, overlapped: u32, expected: &str) -> FaultCel
         not_granted_within_s: None,
         idle_session_advisory_locks_max: None,
         lost_told: None,
+        new_leader_p50_s: None,
+        new_leader_max_s: None,
     }
 }
 

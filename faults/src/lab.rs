@@ -159,6 +159,7 @@ impl FaultLab {
             Need::Netns => crate::netns::unavailable(),
             Need::Postgres => crate::postgres::unavailable(),
             Need::Pgbouncer => crate::pgbouncer::unavailable(),
+            Need::Cluster(kind) => crate::cluster::unavailable(kind),
             Need::Impossible(reason) => Some(reason),
         }
     }
@@ -593,10 +594,12 @@ fn backend_groups(
 
 /// Whether a cell of `variant` on `backend` locks on servers the lab starts for it alone.
 fn own_servers(variant: Variant, backend: BackendKind) -> bool {
-    crate::fault::of(variant)
-        .needs(backend)
-        .iter()
-        .any(|need| matches!(need, Need::RedisServer | Need::Zookeeper | Need::Postgres))
+    crate::fault::of(variant).needs(backend).iter().any(|need| {
+        matches!(
+            need,
+            Need::RedisServer | Need::Zookeeper | Need::Postgres | Need::Cluster(_)
+        )
+    })
 }
 
 /// A cell's rough length, only to order the groups: 3 s a trial (a few TTLs of 1 s), and the

@@ -39,6 +39,7 @@ pub(crate) fn trial_row(
         idle_session_advisory_locks: outcome.idle_session_locks,
         told_s: f.told.as_ref().map(|t| t.0),
         told_how: f.told.as_ref().map(|t| t.1.clone()),
+        new_leader_s: outcome.new_leader.map(|d| d.as_secs_f64()),
     }
 }
 
@@ -100,6 +101,8 @@ pub(crate) fn aggregate(
     let trials_with_overlap = overlaps.len() as u32;
     let (overlap_p50_s, overlap_max_s) = p50_max(overlaps);
     let (recovery_p50_s, recovery_max_s) = p50_max(recoveries);
+    let (new_leader_p50_s, new_leader_max_s) =
+        p50_max(rows.iter().filter_map(|r| r.new_leader_s).collect());
     let sum = |f: fn(&FaultTrialRow) -> Option<u64>| -> Option<u64> {
         rows.iter().map(f).try_fold(0, |acc, v| v.map(|v| acc + v))
     };
@@ -140,6 +143,8 @@ pub(crate) fn aggregate(
             .filter_map(|r| r.idle_session_advisory_locks)
             .max(),
         lost_told: None,
+        new_leader_p50_s,
+        new_leader_max_s,
     }
 }
 

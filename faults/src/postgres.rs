@@ -19,6 +19,8 @@ pub struct PrivatePostgres {
     dir: PathBuf,
     port: u16,
     bind: Ipv4Addr,
+    /// The `name=value` settings it runs with.
+    settings: Vec<String>,
     child: Option<Child>,
 }
 
@@ -73,78 +75,131 @@ impl PrivatePostgres {
     /// Initialises and starts a server listening on `bind` (a free port), with `settings`
     /// (`name=value`) on its command line; ready when it accepts a connection (within 15 s).
     pub async fn start(bind: Ipv4Addr, settings: &[String]) -> Result<Self, FaultError> {
-        let bin = bin_dir()?;
         let (uid, gid) = postgres_user()?;
-        let dir = private_dir("pg")?;
-        let port = free_port(bind)?;
-        let mut server = PrivatePostgres {
-            dir,
-            port,
-            bind,
-            child: None,
-        };
-        std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid))
-            .map_err(|e| fail(format!("chown {}: {e}", server.dir.display())))?;
-        let data = server.dir.join("data");
-        let mut init = Command::new(bin.join("initdb"));
-        let init = crate::process::dies_with_the_lab(&mut init)
-            .args([
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "--no-sync",
-                "-E",
-                "UTF8",
-                "-D",
-            ])
-            .arg(&data)
-            .uid(uid)
-            .gid(gid)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .output();
-        let init = tokio::time::timeout(Duration::from_secs(30), init)
-            .await
-            .map_err(|_| fail("initdb did not finish within 30s"))?
-            .map_err(|e| fail(format!("initdb: {e}")))?;
-        if !init.status.success() {
-            return Err(fail(format!(
-                "initdb: {}",
-                String::from_utf8_lossy(&init.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-            )));
-        }
+        let mut server = PrivatePostgres::empty(bind, settings)?;
+        let data = server.data();
+        let mut init = Command::new(bin_dir()?.join("initdb"));
+        init.args([
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "-D",
+        ])
+        .arg(&data);
+        run_as(&mut init, (uid, gid), "initdb").await?;
         // Trust the lab's namespaces' addresses too.
         let hba = data.join("pg_hba.conf");
         let mut rules = std::fs::read_to_string(&hba).map_err(fail)?;
         rules.push_str("host all all 10.213.0.0/16 trust\n");
         std::fs::write(&hba, rules).map_err(fail)?;
-        let mut command = Command::new(bin.join("postgres"));
+        server.launch().await?;
+        Ok(server)
+    }
+
+    /// A server not yet initialised: its directory (owned by `postgres`) and a free port.
+    fn empty(bind: Ipv4Addr, settings: &[String]) -> Result<Self, FaultError> {
+        let (uid, gid) = postgres_user()?;
+        let server = PrivatePostgres {
+            dir: private_dir("pg")?,
+            port: free_port(bind)?,
+            bind,
+            settings: settings.to_vec(),
+            child: None,
+        };
+        std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid))
+            .map_err(|e| fail(format!("chown {}: {e}", server.dir.display())))?;
+        Ok(server)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// Starts the server on its data directory; ready when it accepts a connection (15 s).
+    async fn launch(&mut self) -> Result<(), FaultError> {
+        let (uid, gid) = postgres_user()?;
+        let mut command = Command::new(bin_dir()?.join("postgres"));
         command
             .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string()])
-            .args(["-c", &format!("listen_addresses={bind}")])
+            .arg(self.data())
+            .args(["-p", &self.port.to_string()])
+            .args(["-c", &format!("listen_addresses={}", self.bind)])
             .args([
                 "-c",
-                &format!("unix_socket_directories={}", server.dir.display()),
+                &format!("unix_socket_directories={}", self.dir.display()),
             ])
             .args(["-c", "fsync=off", "-c", "max_connections=20"]);
-        for setting in settings {
+        for setting in &self.settings {
             command.args(["-c", setting]);
         }
         let child = spawn_as(&mut command, (uid, gid))
             .map_err(|e| fail(format!("starting postgres: {e}")))?;
-        server.child = Some(child);
-        if answers_within(&server.url(), Duration::from_secs(15)).await {
-            Ok(server)
+        self.child = Some(child);
+        if answers_within(&self.url(), Duration::from_secs(15)).await {
+            Ok(())
         } else {
-            Err(fail(format!("no connection on {bind}:{port} within 15s")))
+            Err(fail(format!(
+                "no connection on {}:{} within 15s",
+                self.bind, self.port
+            )))
         }
+    }
+
+    /// A streaming standby of this server (`pg_basebackup -R`, a fast checkpoint), on a port
+    /// and in a directory of its own, started and answering (read-only).
+    pub async fn standby(&self) -> Result<PrivatePostgres, FaultError> {
+        let (uid, gid) = postgres_user()?;
+        let mut standby = PrivatePostgres::empty(self.bind, &self.settings)?;
+        let mut backup = Command::new(bin_dir()?.join("pg_basebackup"));
+        backup
+            .args(["-h", &self.bind.to_string()])
+            .args(["-p", &self.port.to_string()])
+            .args(["-U", "postgres", "-R", "-X", "stream", "--checkpoint=fast"])
+            .arg("--no-sync")
+            .arg("-D")
+            .arg(standby.data());
+        run_as(&mut backup, (uid, gid), "pg_basebackup").await?;
+        standby.launch().await?;
+        Ok(standby)
+    }
+
+    /// Promotes a standby (`pg_promote`, waiting for it): it takes writes from now on.
+    pub async fn promote(&self) -> Result<(), FaultError> {
+        let promote = async {
+            let mut conn = sqlx::PgConnection::connect(&self.url()).await?;
+            let done: bool = sqlx::query_scalar("SELECT pg_promote(true, 30)")
+                .fetch_one(&mut conn)
+                .await?;
+            let _ = conn.close().await;
+            Ok::<bool, sqlx::Error>(done)
+        };
+        match tokio::time::timeout(Duration::from_secs(35), promote).await {
+            Ok(Ok(true)) => Ok(()),
+            Ok(Ok(false)) => Err(fail("pg_promote did not finish within 30s")),
+            Ok(Err(e)) => Err(fail(format!("pg_promote: {e}"))),
+            Err(_) => Err(fail("pg_promote did not answer within 35s")),
+        }
+    }
+
+    /// Starts it again on its data directory after [`PrivatePostgres::stop`] (crash recovery
+    /// from its WAL, as after a power loss).
+    pub async fn restart(&mut self) -> Result<(), FaultError> {
+        self.stop().await;
+        self.launch().await
+    }
+
+    /// Stops a standby and makes it again from `primary`, a new base backup in place of its
+    /// data directory (a promoted standby's timeline is not the primary's any more).
+    pub async fn rebuild_from(&mut self, primary: &PrivatePostgres) -> Result<(), FaultError> {
+        self.stop().await;
+        let fresh = primary.standby().await?;
+        let old = std::mem::replace(self, fresh);
+        drop(old);
+        Ok(())
     }
 
     /// Its URL.
@@ -170,6 +225,36 @@ impl PrivatePostgres {
             }
         }
     }
+}
+
+/// Runs a Postgres tool as `postgres` to its end (30 s at most); its last line of error when it
+/// fails.
+async fn run_as(
+    command: &mut Command,
+    (uid, gid): (u32, u32),
+    what: &str,
+) -> Result<(), FaultError> {
+    let run = crate::process::dies_with_the_lab(command)
+        .uid(uid)
+        .gid(gid)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .map_err(|_| fail(format!("{what} did not finish within 30s")))?
+        .map_err(|e| fail(format!("{what}: {e}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(fail(format!(
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or("")
+    )))
 }
 
 /// Starts `command` as `user` (uid, gid: Postgres and PgBouncer refuse root), dying with the lab,

@@ -115,6 +115,13 @@ impl Design for Variant {
             (Scenario::Overrun, _) => true,
             // A key whose TTL the server starts as the request arrives.
             (Scenario::Latency, kind) => matches!(kind, BackendKind::Redis | BackendKind::Redlock),
+            // Consensus stores elect a leader; Postgres promotes a standby.
+            (Scenario::Cluster, kind) => match self {
+                Variant::ClusterPrimaryPromoted => {
+                    matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
+                }
+                _ => matches!(kind, BackendKind::Etcd | BackendKind::Zookeeper),
+            },
         }
     }
 
@@ -132,7 +139,8 @@ impl Design for Variant {
             | Scenario::Pooler
             | Scenario::Release
             | Scenario::Overrun
-            | Scenario::Latency => 0,
+            | Scenario::Latency
+            | Scenario::Cluster => 0,
         }
     }
 
@@ -334,6 +342,8 @@ impl Design for Variant {
             } else {
                 "a plain DEL of the lock's key, as a hand-written release does"
             }),
+            Variant::ClusterLeaderKilled => "three private members on loopback (etcd: default heartbeat 100 ms, election 1 s; ZooKeeper: tickTime 500 ms), every client given every member's address; the leader SIGKILLed while the lock is held, the contender waiting; the member restarted after the trial".to_string(),
+            Variant::ClusterPrimaryPromoted => "a private Postgres primary and its streaming standby (pg_basebackup -R); the primary lost while the lock is held (immediate shutdown: its sessions closed), the standby promoted (pg_promote), a contender acquiring on it; rebuilt after the trial".to_string(),
             Variant::RedlockLateStart { checked } => format!("Redlock over five private redis-servers, TTL 400 ms; one node SIGSTOPped during the holder's acquisition, so it returns after the 250 ms node timeout with about 140 ms of validity left; the holder {}", if checked {
                 "compares the validity left with its job (267 ms) and tries again when it is shorter"
             } else {
@@ -393,6 +403,11 @@ impl Design for Variant {
                         LockScope::Key | LockScope::Majority | LockScope::ConsensusLease
                     )
             }
+            // The lease or session lives in the replicated log: a new leader keeps it.
+            Variant::ClusterLeaderKilled => false,
+            // Advisory locks are in the primary's memory, never in the WAL: the promoted
+            // standby grants the lock at once while the old holder works on.
+            Variant::ClusterPrimaryPromoted => true,
         }
     }
 }

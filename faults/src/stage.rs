@@ -31,6 +31,8 @@ pub(crate) enum Need {
     Postgres,
     /// PgBouncer, for a private pooler.
     Pgbouncer,
+    /// A private cluster of three members of a consensus store.
+    Cluster(crate::cluster::Consensus),
     /// Nothing this machine can give: the cell cannot be measured, for this reason.
     Impossible(&'static str),
 }
@@ -44,6 +46,10 @@ pub(crate) struct Stage {
     pub(crate) postgres: Option<PrivatePostgres>,
     /// The clock-jump control's private ZooKeeper.
     pub(crate) zookeeper: Option<PrivateZookeeper>,
+    /// A cluster cell's three private members.
+    pub(crate) cluster: Option<crate::cluster::PrivateCluster>,
+    /// A promotion cell's streaming standby of the private Postgres.
+    pub(crate) standby: Option<PrivatePostgres>,
     /// A pooler's PgBouncer, in front of the private Postgres.
     pub(crate) pgbouncer: Option<crate::pgbouncer::PrivatePgbouncer>,
     /// The holder's namespace, when the variant isolates it.
@@ -62,7 +68,10 @@ pub(crate) struct Stage {
 impl Stage {
     /// True when the cell locks on servers of the lab's own (its keys go with them).
     pub(crate) fn private(&self) -> bool {
-        !self.servers.is_empty() || self.postgres.is_some() || self.zookeeper.is_some()
+        !self.servers.is_empty()
+            || self.postgres.is_some()
+            || self.zookeeper.is_some()
+            || self.cluster.is_some()
     }
 
     /// Where the holder's job is cut off: the private Postgres's port, or the first private
@@ -87,6 +96,12 @@ impl Stage {
         }
         if let Some(zk) = &mut self.zookeeper {
             zk.stop().await;
+        }
+        if let Some(cluster) = &mut self.cluster {
+            cluster.stop().await;
+        }
+        if let Some(standby) = &mut self.standby {
+            standby.stop().await;
         }
     }
 }
@@ -174,6 +189,28 @@ impl StageSetup<'_> {
         let server = PrivateZookeeper::start(&shim).await?;
         self.config.urls = vec![server.url()];
         self.stage.zookeeper = Some(server);
+        Ok(())
+    }
+
+    /// Starts a private cluster of `kind`, and points the cell's URLs at every member.
+    pub(crate) async fn private_cluster(
+        &mut self,
+        kind: crate::cluster::Consensus,
+    ) -> Result<(), FaultError> {
+        let cluster = crate::cluster::PrivateCluster::start(kind).await?;
+        self.config.urls = cluster.urls();
+        self.stage.cluster = Some(cluster);
+        Ok(())
+    }
+
+    /// Starts a private Postgres with a streaming standby; the cell's URL is the primary's.
+    pub(crate) async fn private_postgres_with_standby(&mut self) -> Result<(), FaultError> {
+        self.private_postgres(&[]).await?;
+        let standby = match &self.stage.postgres {
+            Some(primary) => primary.standby().await?,
+            None => return Err(FaultError::Server("no primary for a standby".to_string())),
+        };
+        self.stage.standby = Some(standby);
         Ok(())
     }
 

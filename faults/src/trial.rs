@@ -44,6 +44,8 @@ pub(crate) struct TrialOutcome {
     pub(crate) log: Vec<LoggedEvent>,
     /// Advisory locks the idle pooled session held after both jobs (pool-leak trials).
     pub(crate) idle_session_locks: Option<u64>,
+    /// From the fault's start to a new leader or primary (cluster trials).
+    pub(crate) new_leader: Option<Duration>,
 }
 
 /// One trial's timing, by the machine's monotonic clock.
@@ -70,6 +72,7 @@ pub(crate) async fn judge(
         granted_ttl,
         log,
         idle_session_locks,
+        new_leader: None,
     })
 }
 

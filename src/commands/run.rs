@@ -529,7 +529,7 @@ async fn faults_of(plan: &Plan, measured: &[BackendId], skipped: &mut Vec<String
         .job
         .faults_args(&plan.config, &backends, &plan.staging.join("faults"));
     let code = step(plan,
-        "what each backend cannot prevent: pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers, outages, late releases, slow jobs, slow replies",
+        "what each backend cannot prevent: pauses, restarts, clock jumps, pool leaks, partitions, crashes, failovers, outages, late releases, slow jobs, slow replies, a cluster's leader or primary lost",
         &args,
     )
     .await?;

@@ -98,6 +98,27 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
         out.push_str("\nwhat the library told its holder of the lost lock:\n");
         out.push_str(&told.concat());
     }
+    let elected: Vec<String> = r
+        .cells
+        .iter()
+        .filter_map(|c| {
+            let (p50, max) = (c.new_leader_p50_s?, c.new_leader_max_s?);
+            Some(format!(
+                "  {} on {}: {p50:.2} / {max:.2} s (P50 / max) from the fault to {}\n",
+                c.label(),
+                c.backend_through(),
+                if c.variant == lockbench_core::Variant::ClusterPrimaryPromoted {
+                    "the promoted standby taking writes"
+                } else {
+                    "a new leader answering"
+                }
+            ))
+        })
+        .collect();
+    if !elected.is_empty() {
+        out.push_str("\nfailover:\n");
+        out.push_str(&elected.concat());
+    }
     let pooled: Vec<String> = r
         .cells
         .iter()

@@ -102,6 +102,13 @@ pub struct FaultCell {
     /// lockbench's own client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_told: Option<LostTold>,
+    /// cluster: the median time from the fault's start to a new leader (or a promoted standby
+    /// taking writes); absent for other faults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_leader_p50_s: Option<f64>,
+    /// The longest such time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_leader_max_s: Option<f64>,
 }
 
 /// What a client library told the holder of a lost lock, over a cell's trials: a pushed event
@@ -240,6 +247,11 @@ pub struct FaultTrialRow {
     /// How it told (`event: KazooState.LOST`, `answer: renewal refused`); empty as above.
     #[serde(default, deserialize_with = "present")]
     pub told_how: Option<String>,
+    /// cluster: from the fault's start to the moment a surviving member answered as the new
+    /// leader (or the promoted standby took writes); empty for other faults and in files
+    /// written before it was kept.
+    #[serde(default, deserialize_with = "present")]
+    pub new_leader_s: Option<f64>,
 }
 
 /// One event of the protected resource's log, as an `events.csv` line.

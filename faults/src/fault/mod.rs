@@ -20,6 +20,7 @@
 //! test).
 
 mod clock_jump;
+mod cluster;
 mod crash;
 mod failover;
 mod latency;
@@ -55,5 +56,6 @@ pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
         Scenario::Release => Box::new(release::Release(variant)),
         Scenario::Overrun => Box::new(overrun::Overrun(variant)),
         Scenario::Latency => Box::new(latency::Latency(variant)),
+        Scenario::Cluster => Box::new(cluster::Cluster(variant)),
     }
 }

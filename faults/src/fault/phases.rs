@@ -135,6 +135,8 @@ pub(crate) struct Trial<'a> {
     pub(crate) contender_step: Option<Message>,
     /// The fault window's end, when the fault dates it itself.
     pub(crate) end_ns: Option<i64>,
+    /// From the fault's start to a new leader or primary, when the fault measures it.
+    pub(crate) new_leader: Option<Duration>,
 }
 
 /// A fault: a variant's needs, its stage, and its phases (see the module's documentation).
@@ -263,8 +265,10 @@ pub(crate) async fn run<F: Fault + ?Sized>(
         longest,
         contender_step: None,
         end_ns: None,
+        new_leader: None,
     };
     fault.inject(&mut trial).await?;
+    let new_leader = trial.new_leader;
     let window = Window {
         start_ns,
         end_ns: trial.end_ns.unwrap_or_else(monotonic_ns),
@@ -281,7 +285,8 @@ pub(crate) async fn run<F: Fault + ?Sized>(
     )
     .await?;
     fault.heal(stage).await?;
-    let outcome = judge(context, id, window, granted, None).await?;
+    let mut outcome = judge(context, id, window, granted, None).await?;
+    outcome.new_leader = new_leader;
     fault.premise(&outcome, config)?;
     Ok(outcome)
 }

@@ -503,17 +503,20 @@ impl LockBackend for EtcdLock {
     /// Revoking the lease deletes the key bound to it; another holder's key is bound to another
     /// lease, so this can only free our own lock.
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
+        // The lease stays in the table until the server has answered: a release that timed out
+        // (an election under way) and is tried again must revoke it again, not find it gone.
         let Some(id) = self
             .leases
             .lock()
             .expect("lease table poisoned")
-            .remove(&lease.token)
+            .get(&lease.token)
+            .copied()
         else {
             return Ok(false);
         };
         let mut client = self.client.clone();
         self.requests.sent();
-        timed("etcd", "release", self.timeout, async move {
+        let answer = timed("etcd", "release", self.timeout, async move {
             match client.lease_revoke(id).await {
                 Ok(_) => Ok(true),
                 // An expired lease is gone already: the lock was not ours any more.
@@ -521,7 +524,14 @@ impl LockBackend for EtcdLock {
                 Err(e) => Err(LockError::server("etcd", "release", e)),
             }
         })
-        .await
+        .await;
+        if answer.is_ok() {
+            self.leases
+                .lock()
+                .expect("lease table poisoned")
+                .remove(&lease.token);
+        }
+        answer
     }
 
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {

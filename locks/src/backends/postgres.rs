@@ -208,7 +208,10 @@ impl PgLock {
             .or_else(|e| {
                 // Two clients creating it at once (shards of one run starting together): one
                 // wins, the other's IF NOT EXISTS loses a race on the catalog and says so.
-                if is_duplicate_object(&e) {
+                // A hot standby refuses every CREATE: the sequence comes to it from its
+                // primary, and its nextval works once it is promoted (a client that connects to
+                // the address a failover moves).
+                if is_duplicate_object(&e) || is_read_only(&e) {
                     Ok(())
                 } else {
                     Err(LockError::server(backend, "create fencing sequence", e))
@@ -647,6 +650,11 @@ async fn read_back(
 /// on the catalog (23505) or duplicate_table (42P07).
 fn is_duplicate_object(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if matches!(db.code().as_deref(), Some("23505" | "42P07")))
+}
+
+/// Postgres's answer to a write on a hot standby (SQLSTATE 25006, read_only_sql_transaction).
+fn is_read_only(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some("25006"))
 }
 
 /// Postgres's answer when `lock_timeout` ends a wait (SQLSTATE 55P03, lock_not_available).

@@ -1,0 +1,120 @@
+//! `cluster/*`: a member of a private cluster lost while the lock is held. The leader of three
+//! etcd members or of a three-server ZooKeeper ensemble SIGKILLed, the contender waiting on the
+//! surviving members; a Postgres primary lost and its streaming standby promoted, a contender
+//! acquiring on the standby. Each trial measures the time to a new leader (or to a promoted
+//! standby taking writes); the cluster is whole again before the next trial.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lockbench_locks::{BackendConfig, BackendKind};
+
+use super::phases::{Fault, Shape, Trial};
+use crate::FaultError;
+use crate::cluster::{Consensus, PrivateCluster};
+use crate::plan::BackendPlan;
+use crate::postgres::PrivatePostgres;
+use crate::scenario::Variant;
+use crate::stage::{Need, Stage, StageSetup};
+
+/// How long the surviving members may take to elect a new leader.
+const ELECTION_WITHIN: Duration = Duration::from_secs(30);
+
+pub(crate) struct Cluster(pub(crate) Variant);
+
+fn consensus(backend: BackendKind) -> Option<Consensus> {
+    match backend {
+        BackendKind::Etcd => Some(Consensus::Etcd),
+        BackendKind::Zookeeper => Some(Consensus::Zookeeper),
+        _ => None,
+    }
+}
+
+fn members(stage: &mut Stage) -> Result<&mut PrivateCluster, FaultError> {
+    stage
+        .cluster
+        .as_mut()
+        .ok_or_else(|| FaultError::Server("a cluster fault without its cluster".to_string()))
+}
+
+fn pair(stage: &mut Stage) -> Result<(&mut PrivatePostgres, &mut PrivatePostgres), FaultError> {
+    match (&mut stage.postgres, &mut stage.standby) {
+        (Some(primary), Some(standby)) => Ok((primary, standby)),
+        _ => Err(FaultError::Server(
+            "a promotion without its primary and standby".to_string(),
+        )),
+    }
+}
+
+#[async_trait]
+impl Fault for Cluster {
+    fn variant(&self) -> Variant {
+        self.0
+    }
+
+    fn needs(&self, backend: BackendKind) -> Vec<Need> {
+        match (self.0, consensus(backend)) {
+            (Variant::ClusterPrimaryPromoted, _) => vec![Need::Postgres],
+            (_, Some(kind)) => vec![Need::Cluster(kind)],
+            (_, None) => vec![Need::Impossible("a cluster of this backend")],
+        }
+    }
+
+    async fn prepare(&self, setup: &mut StageSetup<'_>) -> Result<(), FaultError> {
+        match (self.0, consensus(setup.config.kind)) {
+            (Variant::ClusterPrimaryPromoted, _) => setup.private_postgres_with_standby().await,
+            (_, Some(kind)) => setup.private_cluster(kind).await,
+            (_, None) => Err(FaultError::Server(format!(
+                "no private cluster of {}",
+                setup.config.kind.name()
+            ))),
+        }
+    }
+
+    /// A promotion's contender locks on the standby, told to go once it is promoted (a hot
+    /// standby grants an advisory lock but hands out no fencing token); a consensus cluster's
+    /// workers reach every member, as real clients are configured.
+    fn shape(&self, shape: Shape, stage: &Stage, config: &BackendConfig) -> Shape {
+        if self.0 != Variant::ClusterPrimaryPromoted {
+            return shape;
+        }
+        let Some(standby) = &stage.standby else {
+            return shape;
+        };
+        let mut contender = config.clone();
+        contender.urls = vec![standby.url()];
+        Shape {
+            contender: BackendPlan::of(&contender),
+            contender_waits_for_fault: true,
+            ..shape
+        }
+    }
+
+    async fn inject(&self, trial: &mut Trial<'_>) -> Result<(), FaultError> {
+        let start = tokio::time::Instant::now();
+        if self.0 == Variant::ClusterPrimaryPromoted {
+            let (primary, standby) = pair(trial.stage)?;
+            primary.stop().await;
+            standby.promote().await?;
+            trial.new_leader = Some(start.elapsed());
+            return trial.contender.go(trial.longest).await;
+        }
+        let cluster = members(trial.stage)?;
+        let leader = cluster.leader_within(Duration::from_secs(5), None).await?;
+        cluster.kill(leader).await;
+        cluster.leader_within(ELECTION_WITHIN, Some(leader)).await?;
+        trial.new_leader = Some(start.elapsed());
+        Ok(())
+    }
+
+    /// The killed member back in the cluster; the lost primary restarted on its data and the
+    /// standby made again from it.
+    async fn heal(&self, stage: &mut Stage) -> Result<(), FaultError> {
+        if self.0 == Variant::ClusterPrimaryPromoted {
+            let (primary, standby) = pair(stage)?;
+            primary.restart().await?;
+            return standby.rebuild_from(primary).await;
+        }
+        members(stage)?.heal().await
+    }
+}
