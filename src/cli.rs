@@ -453,6 +453,11 @@ pub struct BenchArgs {
     /// Do not renew while holding.
     #[arg(long)]
     pub no_renew: bool,
+    /// `single`: the configured servers. `cluster`: also, right after each configured etcd and
+    /// ZooKeeper, a private cluster of three members lockbench starts on loopback and stops after
+    /// (`etcd-cluster`, `zookeeper-cluster` in the results): what a quorum costs, in one run.
+    #[arg(long, value_enum, value_name = "single|cluster", default_value_t = TopologyArg::Single)]
+    pub topology: TopologyArg,
     /// Print machine-readable JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -744,6 +749,15 @@ pub struct MergeArgs {
     /// Print the merged record as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `bench --topology`: the configured servers alone, or private clusters beside them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TopologyArg {
+    /// The configured servers.
+    Single,
+    /// Also a private three-member cluster of each etcd and ZooKeeper measured.
+    Cluster,
 }
 
 /// `bench --keys`: the contenders' keys.

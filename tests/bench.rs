@@ -149,6 +149,93 @@ fn redis_fair_is_measured_as_a_backend_of_its_own() {
     assert_eq!(facts["wait_queue"], true);
 }
 
+/// `--topology cluster`: etcd and ZooKeeper measured on the configured server and, in the same
+/// run, on a private cluster of three members lockbench starts on loopback and stops after: the
+/// rows, the histograms and the manifest's servers name it (`etcd-cluster`), and nothing of the
+/// cluster is left running. A quorum's write is a round of the leader to a follower more.
+#[test]
+fn a_private_cluster_is_measured_beside_the_configured_server_and_stopped_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let v = json_of(&[
+        "bench",
+        "--config",
+        CONFIG,
+        "--backend",
+        "etcd",
+        "--backend",
+        "zookeeper",
+        "--topology",
+        "cluster",
+        "--contenders",
+        "1",
+        "--ops",
+        "200",
+        "--warmup",
+        "0.2s",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(v["failed"].as_array().unwrap().is_empty(), "{v}");
+    let row = |name: &str| {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["backend"] == name)
+            .unwrap_or_else(|| panic!("no {name} row: {v}"))
+            .clone()
+    };
+    for (single, cluster) in [("etcd", "etcd-cluster"), ("zookeeper", "zookeeper-cluster")] {
+        let (one, three) = (row(single), row(cluster));
+        assert_eq!(three["ops"], 200, "{three}");
+        assert_eq!(three["errors"], 0, "{three}");
+        assert!(one["acquire_us"]["p50"].as_f64().unwrap() > 0.0);
+        assert!(three["acquire_us"]["p50"].as_f64().unwrap() > 0.0);
+    }
+    let facts = |name: &str| {
+        v["backends"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["backend"] == name)
+            .unwrap()
+            .clone()
+    };
+    // Each member of the ensemble answers srvr: its version is recorded as the single server's.
+    assert_eq!(
+        facts("zookeeper-cluster")["server_version"],
+        facts("zookeeper")["server_version"]
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let servers = manifest["backends"].as_array().unwrap();
+    let cluster = servers
+        .iter()
+        .find(|s| s["backend"] == "etcd-cluster")
+        .unwrap();
+    assert_eq!(cluster["urls"].as_str().unwrap().split(',').count(), 3);
+    assert!(
+        std::fs::read_to_string(out.join("latency.hlog"))
+            .unwrap()
+            .contains("etcd-cluster/closed/one/c=1/acquire")
+    );
+    // The members were stopped by pid and their directories removed.
+    let leftovers: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("-etcd-m") || n.contains("-zookeeper-m"))
+        .filter(|n| {
+            n.strip_prefix("lockbench-faults-")
+                .and_then(|rest| rest.split('-').next())
+                .is_some_and(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
 #[test]
 fn bench_flags_are_checked() {
     refused(
@@ -171,6 +258,36 @@ fn bench_flags_are_checked() {
             "--client",
             "a split benchmark (--shard) measures lockbench's own client only",
         ],
+    );
+    refused(
+        &[
+            "bench",
+            "--config",
+            CONFIG,
+            "--backend",
+            "redis",
+            "--topology",
+            "cluster",
+        ],
+        &["--topology", "--backend etcd or --backend zookeeper"],
+    );
+    refused(
+        &[
+            "bench",
+            "--config",
+            CONFIG,
+            "--backend",
+            "etcd",
+            "--topology",
+            "cluster",
+            "--shard",
+            "0/2",
+        ],
+        &["--topology", "not in a split one (--shard)"],
+    );
+    refused(
+        &["bench", "--config", CONFIG, "--backend", "etcd-cluster"],
+        &["--backend", "etcd-cluster", "--topology cluster"],
     );
     let dir = tempfile::tempdir().unwrap();
     let etcd_only = write_file(

@@ -104,30 +104,57 @@ impl std::fmt::Display for BackendKind {
 }
 
 /// A backend as results name it: a kind, and for Redis whether waiters queue fairly (Redisson's
-/// fair lock), whose figures and faults are its own (`redis-fair`). Written as that name.
+/// fair lock), whose figures and faults are its own (`redis-fair`); for etcd and ZooKeeper,
+/// whether it is a private three-member cluster lockbench started beside the configured server
+/// (`bench --topology cluster`: `etcd-cluster`, `zookeeper-cluster`), whose figures are the
+/// cost of a quorum. Written as that name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BackendId {
     /// The backend.
     pub kind: BackendKind,
     /// Redis with a fair queue.
     pub fair: bool,
+    /// etcd or ZooKeeper on a private cluster of [`CLUSTER_MEMBERS`] members.
+    pub cluster: bool,
 }
 
 /// The name of Redis with a fair queue, on the command line and in results.
 pub const REDIS_FAIR: &str = "redis-fair";
 
+/// The members of the private clusters lockbench starts (the smallest quorum that survives
+/// losing one).
+pub const CLUSTER_MEMBERS: usize = 3;
+
+/// The names of the private clusters, in results.
+pub const ETCD_CLUSTER: &str = "etcd-cluster";
+/// See [`ETCD_CLUSTER`].
+pub const ZOOKEEPER_CLUSTER: &str = "zookeeper-cluster";
+
 impl BackendId {
     /// The backend `kind`, as configured by default.
     pub const fn of(kind: BackendKind) -> Self {
-        BackendId { kind, fair: false }
+        BackendId {
+            kind,
+            fair: false,
+            cluster: false,
+        }
+    }
+
+    /// `kind` on a private cluster, where it has one (etcd, ZooKeeper); `None` otherwise.
+    pub fn cluster_of(kind: BackendKind) -> Option<Self> {
+        matches!(kind, BackendKind::Etcd | BackendKind::Zookeeper).then_some(BackendId {
+            cluster: true,
+            ..BackendId::of(kind)
+        })
     }
 
     /// Its name in results and on the command line.
     pub fn name(self) -> &'static str {
-        if self.fair && self.kind == BackendKind::Redis {
-            REDIS_FAIR
-        } else {
-            self.kind.name()
+        match (self.kind, self.fair, self.cluster) {
+            (BackendKind::Redis, true, _) => REDIS_FAIR,
+            (BackendKind::Etcd, _, true) => ETCD_CLUSTER,
+            (BackendKind::Zookeeper, _, true) => ZOOKEEPER_CLUSTER,
+            (kind, _, _) => kind.name(),
         }
     }
 
@@ -135,9 +162,11 @@ impl BackendId {
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             REDIS_FAIR => Some(BackendId {
-                kind: BackendKind::Redis,
                 fair: true,
+                ..BackendId::of(BackendKind::Redis)
             }),
+            ETCD_CLUSTER => BackendId::cluster_of(BackendKind::Etcd),
+            ZOOKEEPER_CLUSTER => BackendId::cluster_of(BackendKind::Zookeeper),
             other => BackendKind::parse(other).map(BackendId::of),
         }
     }
@@ -178,7 +207,7 @@ impl<'de> Deserialize<'de> for BackendId {
         let name = String::deserialize(deserializer)?;
         BackendId::parse(&name).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "unknown backend {name:?}; expected one of {}, {REDIS_FAIR}",
+                "unknown backend {name:?}; expected one of {}, {REDIS_FAIR}, {ETCD_CLUSTER}, {ZOOKEEPER_CLUSTER}",
                 BackendKind::names()
             ))
         })

@@ -13,7 +13,7 @@
 //! run's Postgres schema, and every lock key it used.
 
 mod clock;
-mod cluster;
+pub mod cluster;
 mod fault;
 mod forward;
 mod lab;

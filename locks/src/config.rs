@@ -62,6 +62,9 @@ pub struct BackendConfig {
     /// to measure what such a pooler does to a session lock; everyone else's session lock is
     /// refused there ([`crate::backends::postgres::transaction_pooler`]).
     pub through_transaction_pooler: bool,
+    /// etcd, ZooKeeper: the URLs are a private cluster's that lockbench started
+    /// (`bench --topology cluster`); results name it `etcd-cluster`, `zookeeper-cluster`.
+    pub private_cluster: bool,
 }
 
 /// The fair variant of Redis as results and `--backend` name it (`[backends.redis]` with
@@ -83,6 +86,7 @@ impl BackendConfig {
             fair: false,
             waiter_timeout: Duration::from_secs(5),
             through_transaction_pooler: false,
+            private_cluster: false,
         }
     }
 
@@ -92,11 +96,14 @@ impl BackendConfig {
         self.id().name()
     }
 
-    /// The backend as results carry it: its kind, fair or not.
+    /// The backend as results carry it: its kind, fair or not, on a private cluster or not.
     pub fn id(&self) -> lockbench_core::BackendId {
-        lockbench_core::BackendId {
-            kind: self.kind,
-            fair: self.fair && self.kind == BackendKind::Redis,
+        match lockbench_core::BackendId::cluster_of(self.kind) {
+            Some(cluster) if self.private_cluster => cluster,
+            _ => lockbench_core::BackendId {
+                fair: self.fair && self.kind == BackendKind::Redis,
+                ..lockbench_core::BackendId::of(self.kind)
+            },
         }
     }
 

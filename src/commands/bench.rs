@@ -24,6 +24,8 @@ struct Measured {
     backends: Vec<BackendFacts>,
     /// A shard's clock against the server's: (offset, round trip) in milliseconds.
     clock: Option<(f64, f64)>,
+    /// The private clusters measured (`--topology cluster`), for the manifest's servers.
+    clusters: Vec<lockbench_locks::BackendConfig>,
 }
 
 pub fn run(args: &BenchArgs) -> Outcome {
@@ -45,7 +47,8 @@ pub fn run(args: &BenchArgs) -> Outcome {
     let failed = !record.failed.is_empty();
     if let Some(out) = out {
         output::write_bench_results(out, &measured.results, &record, |out| {
-            let servers = output::server_records(&settings.backends);
+            let mut servers = output::server_records(&settings.backends);
+            servers.extend(output::server_records(&measured.clusters));
             lockbench_core::Manifest {
                 shard: settings.shard.clone().map(|mut s| {
                     s.clock_offset_ms = measured.clock.map(|c| c.0);
@@ -82,10 +85,69 @@ async fn measure_all(settings: &BenchSettings) -> Result<Measured> {
         failed: Vec::new(),
         backends: Vec::new(),
         clock: None,
+        clusters: Vec::new(),
     };
     for config in &settings.backends {
+        measure_one(config, settings, &levels, &mut measured).await?;
+        if settings.clusters {
+            on_a_private_cluster(config, settings, &levels, &mut measured).await?;
+        }
+    }
+    Ok(measured)
+}
+
+/// `config`'s backend measured again on a private cluster of three members started for it on
+/// loopback and stopped after (etcd and ZooKeeper; nothing for the others). A cluster that does
+/// not start is a failure of its own (`etcd-cluster`), the rest goes on.
+async fn on_a_private_cluster(
+    config: &lockbench_locks::BackendConfig,
+    settings: &BenchSettings,
+    levels: &Levels,
+    measured: &mut Measured,
+) -> Result<()> {
+    use lockbench_faults::cluster::{Consensus, PrivateCluster};
+    let (consensus, id) = match config.kind {
+        lockbench_core::BackendKind::Etcd => (Consensus::Etcd, config.kind),
+        lockbench_core::BackendKind::Zookeeper => (Consensus::Zookeeper, config.kind),
+        _ => return Ok(()),
+    };
+    let Some(id) = lockbench_core::BackendId::cluster_of(id) else {
+        return Ok(());
+    };
+    let starting = Progress::spinner(format!("starting {id} (three members)"));
+    let started = PrivateCluster::start(consensus).await;
+    starting.finish();
+    let mut cluster = match started {
+        Ok(cluster) => cluster,
+        Err(e) => {
+            eprintln!("lockbench: bench: {id}: {e}");
+            measured.failed.push(BenchFailure {
+                backend: id,
+                error: e.to_string(),
+            });
+            return Ok(());
+        }
+    };
+    let mut on_cluster = config.clone();
+    on_cluster.urls = cluster.urls();
+    on_cluster.private_cluster = true;
+    let result = measure_one(&on_cluster, settings, levels, measured).await;
+    cluster.stop().await;
+    measured.clusters.push(on_cluster);
+    result
+}
+
+/// One backend's levels through lockbench's own client, then through each library asked for
+/// on it.
+async fn measure_one(
+    config: &lockbench_locks::BackendConfig,
+    settings: &BenchSettings,
+    levels: &Levels,
+    measured: &mut Measured,
+) -> Result<()> {
+    {
         let name = config.label();
-        match measure_levels(config, &levels, &Spinners::default()).await {
+        match measure_levels(config, levels, &Spinners::default()).await {
             Ok(mut m) => {
                 if let Some(e) = m.cleanup_error.take() {
                     eprintln!("lockbench: bench: {name}: cleanup after the run failed: {e}");
@@ -112,7 +174,7 @@ async fn measure_all(settings: &BenchSettings) -> Result<Measured> {
                     .iter()
                     .filter(|(_, kind)| *kind == config.kind && !config.fair)
                 {
-                    through_library(program, config, &levels, &mut measured).await?;
+                    through_library(program, config, levels, measured).await?;
                 }
             }
             Err(LevelsError::NotReady(e)) => return Err(e.into()),
@@ -128,7 +190,7 @@ async fn measure_all(settings: &BenchSettings) -> Result<Measured> {
             }
         }
     }
-    Ok(measured)
+    Ok(())
 }
 
 /// Measures `config`'s backend through `program`'s library: one adapter per contender, each a

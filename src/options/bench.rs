@@ -10,7 +10,7 @@ use super::parse::{
     Refusal, configured_backend, own_adapter_backend, positive_duration, read_config,
 };
 use super::shard;
-use crate::cli::{BenchArgs, KeysArg, WaitModeArg};
+use crate::cli::{BenchArgs, KeysArg, TopologyArg, WaitModeArg};
 
 /// Options of `bench`.
 #[derive(Clone, Debug)]
@@ -27,6 +27,32 @@ pub struct BenchSettings {
     pub start_at: Option<std::time::SystemTime>,
     /// Client libraries measured beside lockbench's own client, each on its backend.
     pub clients: Vec<(lockbench_clients::Program, BackendKind)>,
+    /// `--topology cluster`: each etcd and ZooKeeper measured again on a private cluster.
+    pub clusters: bool,
+}
+
+/// `--topology cluster`, checked: a private cluster is this machine's, so not in a split run,
+/// and it needs an etcd or a ZooKeeper among the backends measured.
+fn clusters(args: &BenchArgs, backends: &[BackendConfig]) -> Result<bool, Refusal> {
+    if args.topology == TopologyArg::Single {
+        return Ok(false);
+    }
+    if args.shard.is_some() {
+        return Err(Refusal::new(
+            "--topology",
+            "a private cluster runs on this machine alone: measure it in a whole run, not in a split one (--shard)",
+        ));
+    }
+    if !backends
+        .iter()
+        .any(|b| lockbench_core::BackendId::cluster_of(b.kind).is_some())
+    {
+        return Err(Refusal::new(
+            "--topology",
+            "cluster measures etcd and ZooKeeper on three members: give --backend etcd or --backend zookeeper (configured), or drop --topology",
+        ));
+    }
+    Ok(true)
 }
 
 impl BenchSettings {
@@ -68,6 +94,7 @@ impl BenchSettings {
                 .map(|name| configured_backend(&configs, name, &args.config))
                 .collect::<Result<Vec<_>, _>>()?
         };
+        let clusters = clusters(args, &backends)?;
         let contenders = args.contenders.clone();
         let ops = args.ops;
         let duration = match (args.duration, ops) {
@@ -126,6 +153,7 @@ impl BenchSettings {
             ));
         }
         let mut settings = BenchSettings {
+            clusters,
             clients,
             backends,
             contenders,

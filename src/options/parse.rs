@@ -72,6 +72,15 @@ pub(super) fn configured_backend(
     name: &str,
     path: &std::path::Path,
 ) -> Result<BackendConfig, Refusal> {
+    if lockbench_core::BackendId::parse(name).is_some_and(|id| id.cluster) {
+        return Err(Refusal::new(
+            "--backend",
+            format!(
+                "{name} is a private cluster lockbench starts itself: give --backend {} with --topology cluster",
+                name.trim_end_matches("-cluster")
+            ),
+        ));
+    }
     match BackendConfig::select(configs, name) {
         Some(Some(config)) => Ok(config),
         Some(None) => Err(Refusal::new(

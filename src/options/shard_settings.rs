@@ -101,6 +101,8 @@ impl BenchSettings {
             start_at: _,
             // A split benchmark measures lockbench's own client only (the options refuse both).
             clients: _,
+            // A split benchmark measures the configured servers only (the options refuse both).
+            clusters: _,
         } = self;
         let mut out = ShardSettings::new();
         for (i, b) in backends.iter().enumerate() {
@@ -154,6 +156,7 @@ fn backend(out: &mut ShardSettings, i: usize, b: &BackendConfig) {
         fair,
         waiter_timeout,
         through_transaction_pooler: _,
+        private_cluster,
     } = b;
     let urls: Vec<String> = urls.iter().map(|u| Redacted(u).to_string()).collect();
     put(
@@ -170,6 +173,7 @@ fn backend(out: &mut ShardSettings, i: usize, b: &BackendConfig) {
             wait_replicas,
             fair,
             waiter_timeout,
+            private_cluster,
         ),
     );
 }

@@ -77,10 +77,14 @@ impl ZkLock {
             timeout: config.operation_timeout,
             session_timeout,
             folders: Mutex::new(HashSet::new()),
+            // A connect string names every server of an ensemble (`h1:p1,h2:p2/chroot`), and
+            // the config may list them as several URLs too.
             servers: config
                 .urls
                 .iter()
-                .map(|u| u.split('/').next().unwrap_or(u).to_string())
+                .flat_map(|u| u.split('/').next().unwrap_or(u).split(','))
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
                 .collect(),
             requests: Requests::default(),
         })

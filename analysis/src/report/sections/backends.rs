@@ -272,6 +272,10 @@ pub(crate) fn server_line(f: &BackendFacts, servers: &[lockbench_core::ServerRec
         (_, 0) => "topology not recorded".to_string(),
         (BackendKind::Redlock, n) => format!("{n} independent nodes ({})", urls.join(", ")),
         (_, 1) if consensus => format!("a single member ({}), not a quorum", urls[0]),
+        (_, n) if f.backend.cluster => format!(
+            "{n} members of a private cluster lockbench started on loopback for the run ({})",
+            urls.join(", ")
+        ),
         (_, n) if consensus => format!("{n} members ({})", urls.join(", ")),
         (_, 1) => format!("one server ({}), no replica", urls[0]),
         (_, n) => format!("{n} servers ({})", urls.join(", ")),
