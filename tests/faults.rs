@@ -1156,12 +1156,15 @@ fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
 
 /// Clusters, not single nodes: three private etcd members and a three-server ZooKeeper
 /// ensemble keep a held lock through the loss of their leader (the contender waits for the
-/// holder, granted on the survivors), while a Postgres primary's advisory lock does not reach its
+/// holder, granted on the survivors) and let it go, when the leader is cut off in a minority with
+/// the holder, only once a careful holder has stopped (the positive control: one that works on
+/// overlaps and the fence refuses it), while a Postgres primary's advisory lock does not reach its
 /// streaming standby: promoted, it grants the lock at once beside the old holder (the positive
 /// control: the lab sees a failover's overlap), and only the fence, whose sequence the standby
 /// replayed ahead of the primary, refuses the old holder's writes.
 #[test]
-fn a_consensus_leader_lost_keeps_the_lock_and_a_promoted_standby_hands_it_on_under_the_fence() {
+fn a_consensus_leader_lost_or_cut_off_keeps_the_lock_and_a_promoted_standby_hands_it_on_under_the_fence()
+ {
     let (record, pid) = faults(&["--scenario", "cluster", "--trials", "3", "--ttl", "2s"]);
     assert!(record["skipped"].as_array().unwrap().is_empty(), "{record}");
     for backend in ["etcd", "zookeeper"] {
@@ -1174,6 +1177,38 @@ fn a_consensus_leader_lost_keeps_the_lock_and_a_promoted_standby_hands_it_on_und
         // A new leader was found among the survivors, within the lab's 30 s bound.
         let elected = c["new_leader_max_s"].as_f64().unwrap();
         assert!(elected > 0.0 && elected < 30.0, "{backend}: {c}");
+    }
+    // The leader cut off in a minority with the holder: the majority elects, lets the holder's
+    // lease or session run out and grants the lock on. A holder that stops at its give-up
+    // deadline has stopped by then; one that works on overlaps, and the fence refuses it.
+    for backend in ["etcd", "zookeeper"] {
+        let careful = cell(&record, "cluster/leader-isolated", backend);
+        assert_eq!(
+            n(&careful["trials_with_overlap"]),
+            0,
+            "{backend}: {careful}"
+        );
+        assert_eq!(n(&careful["stale_writes"]), 0, "{backend}: {careful}");
+        assert_eq!(
+            n(&careful["contender_timed_out"]),
+            0,
+            "{backend}: {careful}"
+        );
+        let reckless = cell(&record, "cluster/leader-isolated-no-give-up", backend);
+        assert_eq!(reckless["expected"], "overlap", "{reckless}");
+        assert_eq!(
+            n(&reckless["trials_with_overlap"]),
+            3,
+            "{backend}: {reckless}"
+        );
+        assert!(n(&reckless["stale_writes"]) > 0, "{backend}: {reckless}");
+        assert_eq!(
+            reckless["stale_rejected_by_fence"], reckless["stale_writes"],
+            "{backend}: {reckless}"
+        );
+        for c in [careful, reckless] {
+            assert!(c["new_leader_max_s"].as_f64().unwrap() < 30.0, "{c}");
+        }
     }
     for backend in ["pg-session", "pg-xact"] {
         let c = cell(&record, "cluster/primary-promoted", backend);

@@ -88,7 +88,7 @@ fn run_is_the_plan_that_made_the_committed_sample() {
             .current_ttl;
         same(&step, plan.ttl_args(spec, today, &out(&step)));
     }
-    same("bench", plan.bench_args(config, &out("bench")));
+    same("bench", plan.bench_args(config, &out("bench"), true));
     let networked: Vec<BackendId> = BackendKind::ALL
         .into_iter()
         .filter(|k| *k != BackendKind::Memory)

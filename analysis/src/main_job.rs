@@ -298,11 +298,13 @@ impl MainJobPlan {
         args
     }
 
-    /// `bench`'s arguments.
-    pub fn bench_args(&self, config: &Path, out: &Path) -> Vec<String> {
+    /// `bench`'s arguments; with `consensus` (the config has etcd or ZooKeeper), each is
+    /// measured on a private three-member cluster too, so that the record can say what a quorum
+    /// costs.
+    pub fn bench_args(&self, config: &Path, out: &Path, consensus: bool) -> Vec<String> {
         let b = &self.bench;
         let contenders: Vec<String> = b.contenders.iter().map(usize::to_string).collect();
-        strings(&[
+        let mut args = strings(&[
             "bench",
             "--config",
             &config.display().to_string(),
@@ -312,9 +314,12 @@ impl MainJobPlan {
             &b.ops.to_string(),
             "--warmup",
             &duration_arg(b.warmup),
-            "--out",
-            &out.display().to_string(),
-        ])
+        ]);
+        if consensus {
+            args.extend(strings(&["--topology", "cluster"]));
+        }
+        args.extend(strings(&["--out", &out.display().to_string()]));
+        args
     }
 
     /// `faults` with the lab's TTL, seed and trials, and `extra` after the config.

@@ -244,6 +244,13 @@ pub enum Variant {
     /// A private Postgres primary and its streaming standby: the primary lost (immediate
     /// shutdown) while the lock is held, the standby promoted, a contender acquiring on it.
     ClusterPrimaryPromoted,
+    /// Three private members (etcd, ZooKeeper), the leader and the holder in a network namespace
+    /// cut off from the other two (a minority), the contender with the majority. `give_up`: the
+    /// holder's heartbeat stops its job at the give-up deadline; otherwise it works on.
+    ClusterLeaderIsolated {
+        /// The job stops when no renewal succeeded for 2/3 of the TTL.
+        give_up: bool,
+    },
 }
 
 impl Variant {
@@ -273,7 +280,8 @@ impl Variant {
             | Variant::Overrun { .. }
             | Variant::SlowReply { .. }
             | Variant::ClusterLeaderKilled
-            | Variant::ClusterPrimaryPromoted => None,
+            | Variant::ClusterPrimaryPromoted
+            | Variant::ClusterLeaderIsolated { .. } => None,
             Variant::ReleaseAfterExpiry { checked: false } => Some(
                 "its holder releases with a plain DEL of lockbench's own key, the positive \
                  control of lockbench's client, which no library does",
@@ -298,7 +306,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 41] = [
+    pub const ALL: [Variant; 43] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -339,6 +347,8 @@ impl Variant {
         Variant::SlowReply { checked: false },
         Variant::SlowReply { checked: true },
         Variant::ClusterLeaderKilled,
+        Variant::ClusterLeaderIsolated { give_up: true },
+        Variant::ClusterLeaderIsolated { give_up: false },
         Variant::ClusterPrimaryPromoted,
     ];
 
@@ -369,7 +379,9 @@ impl Variant {
             Variant::ReleaseAfterExpiry { .. } => Scenario::Release,
             Variant::Overrun { .. } => Scenario::Overrun,
             Variant::SlowReply { .. } => Scenario::Latency,
-            Variant::ClusterLeaderKilled | Variant::ClusterPrimaryPromoted => Scenario::Cluster,
+            Variant::ClusterLeaderKilled
+            | Variant::ClusterPrimaryPromoted
+            | Variant::ClusterLeaderIsolated { .. } => Scenario::Cluster,
         }
     }
 
@@ -417,6 +429,8 @@ impl Variant {
             Variant::SlowReply { checked: true } => "expired-at-grant-checked",
             Variant::ClusterLeaderKilled => "leader-killed",
             Variant::ClusterPrimaryPromoted => "primary-promoted",
+            Variant::ClusterLeaderIsolated { give_up: true } => "leader-isolated",
+            Variant::ClusterLeaderIsolated { give_up: false } => "leader-isolated-no-give-up",
         }
     }
 

@@ -22,6 +22,8 @@ pub(crate) struct Resolved {
     pub(crate) postgres_via: PostgresVia,
     /// What bench measured of the path to Postgres, when it did, as the record says it.
     pub(crate) postgres_via_measured: Option<String>,
+    /// The Postgres the job locks on has a standby promoted when the primary fails.
+    pub(crate) postgres_standby: bool,
     /// The client library the job locks with, as the spec names it.
     pub(crate) choice: Option<ClientChoice>,
     /// That library with what it does: a shipped adapter's, or a user's own as its measured
@@ -44,11 +46,12 @@ pub(crate) enum Field {
     Fenced,
     CrashRecovery,
     PostgresVia,
+    PostgresStandby,
 }
 
 impl Field {
     /// Every field, in the order the record lists them.
-    pub(crate) const ALL: [Field; 7] = [
+    pub(crate) const ALL: [Field; 8] = [
         Field::DoubleRun,
         Field::AlreadyRuns,
         Field::Databases,
@@ -56,6 +59,7 @@ impl Field {
         Field::Fenced,
         Field::CrashRecovery,
         Field::PostgresVia,
+        Field::PostgresStandby,
     ];
 
     /// Its name in the spec.
@@ -68,6 +72,7 @@ impl Field {
             Field::Fenced => "fenced",
             Field::CrashRecovery => "crash_recovery",
             Field::PostgresVia => "postgres_via",
+            Field::PostgresStandby => "postgres_standby",
         }
     }
 }
@@ -96,6 +101,9 @@ impl Resolved {
             // assumed, with what a pooler would change.
             postgres_via: d.postgres_via.unwrap_or(PostgresVia::Direct),
             postgres_via_measured: None,
+            // Production Postgres runs with a standby more often than not, and assuming none
+            // would make a session lock look safer than a failover leaves it.
+            postgres_standby: d.postgres_standby.unwrap_or(true),
             client,
             choice: d.client.clone(),
             given: Field::ALL
@@ -108,6 +116,7 @@ impl Resolved {
                     Field::Fenced => d.fenced.is_some(),
                     Field::CrashRecovery => d.crash_recovery.is_some(),
                     Field::PostgresVia => d.postgres_via.is_some(),
+                    Field::PostgresStandby => d.postgres_standby.is_some(),
                 })
                 .collect(),
         }
@@ -226,6 +235,7 @@ impl Resolved {
                 Some(note) => format!("{} ({note})", self.postgres_via.name()),
                 None => self.postgres_via.name().to_string(),
             },
+            Field::PostgresStandby => self.postgres_standby.to_string(),
         }
     }
 

@@ -37,6 +37,10 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
     Some(match variant {
         Variant::PauseNaive => (Mitigation::Heartbeat, Variant::PauseHeartbeatShort),
         Variant::PartitionNoGiveUp => (Mitigation::Heartbeat, Variant::PartitionHeartbeat),
+        Variant::ClusterLeaderIsolated { give_up: false } => (
+            Mitigation::Heartbeat,
+            Variant::ClusterLeaderIsolated { give_up: true },
+        ),
         Variant::Overrun { heartbeat: false } => {
             (Mitigation::Heartbeat, Variant::Overrun { heartbeat: true })
         }
@@ -98,6 +102,7 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         // primary's advisory locks: no setting of the lock brings them over, only a fence
         // refuses the old holder.
         | Variant::ClusterLeaderKilled
+        | Variant::ClusterLeaderIsolated { give_up: true }
         | Variant::ClusterPrimaryPromoted => return None,
     })
 }

@@ -43,6 +43,9 @@ pub(crate) fn missing(
             Field::OneTransaction | Field::Fenced => "false".to_string(),
             Field::CrashRecovery => "no bound".to_string(),
             Field::PostgresVia => "direct (no pooler between the job and Postgres)".to_string(),
+            Field::PostgresStandby => {
+                "true (a standby promoted when the primary fails)".to_string()
+            }
         };
         let mut changes: Vec<String> = alternatives(r, f)
             .into_iter()
@@ -117,6 +120,10 @@ fn alternatives(r: &Resolved, field: Field) -> Vec<(String, Resolved)> {
         Field::PostgresVia => vec![(
             format!("\"{}\"", PostgresVia::TransactionPooler.name()),
             with(&|a| a.postgres_via = PostgresVia::TransactionPooler),
+        )],
+        Field::PostgresStandby => vec![(
+            (!r.postgres_standby).to_string(),
+            with(&|a| a.postgres_standby = !r.postgres_standby),
         )],
         Field::CrashRecovery => vec![(
             "\"1m\"".to_string(),

@@ -393,8 +393,13 @@ fn rejected_for_safety(
     }
     let includes = designed(kind, skip_policy);
     // An overlap in which nothing stale reached the resource (a heartbeat stopped the holder
-    // before it wrote) did no harm: it is noted, it does not decide.
-    for cell in overlaps(ev, kind).filter(|c| c.stale_writes > 0) {
+    // before it wrote) did no harm: it is noted, it does not decide. A promotion counts only
+    // where the job's Postgres has a standby, and not for a transaction's lock that holds every
+    // write the job makes: the old primary's transaction dies with what it wrote.
+    for cell in overlaps(ev, kind)
+        .filter(|c| c.stale_writes > 0)
+        .filter(|c| c.variant != Variant::ClusterPrimaryPromoted || promotion_harms(kind, r))
+    {
         if cell.expected == "no overlap" {
             return Some((
                 Reason::Overlapped,
@@ -522,7 +527,7 @@ fn why_chosen(
         BackendKind::Etcd | BackendKind::Zookeeper => String::new(),
         _ => "the lightest that fits".to_string(),
     };
-    let how = match failover(c.kind, ev) {
+    let how = match failover(c.kind, r, ev, role.correctness) {
         Some(failover) if how.is_empty() => failover,
         Some(failover) => format!("{how}; {failover}"),
         None => how,
@@ -560,15 +565,23 @@ fn why_chosen(
     format!("{infrastructure}; {how}{measured}")
 }
 
+/// True when a standby's promotion can let a second run's writes land beside the first's: the
+/// job's Postgres has a standby, and its writes are not all in the lock's own transaction.
+fn promotion_harms(kind: BackendKind, r: &Resolved) -> bool {
+    r.postgres_standby && !by_transaction(kind, r)
+}
+
 /// What a failover does to the lock on `kind`, as the lab's cluster cells measured it: a
 /// consensus store's lock through its leader's loss (`cluster/leader-killed`), a Postgres
 /// advisory lock through a standby's promotion (`cluster/primary-promoted`). A consensus store
 /// with no such cell says that its surviving a failover is unmeasured; Postgres without one says
 /// nothing of failovers.
-fn failover(kind: BackendKind, ev: &Evidence) -> Option<String> {
+fn failover(kind: BackendKind, r: &Resolved, ev: &Evidence, correctness: bool) -> Option<String> {
     let variant = match kind {
         BackendKind::Etcd | BackendKind::Zookeeper => Variant::ClusterLeaderKilled,
-        BackendKind::PgSession | BackendKind::PgXact => Variant::ClusterPrimaryPromoted,
+        BackendKind::PgSession | BackendKind::PgXact if promotion_harms(kind, r) => {
+            Variant::ClusterPrimaryPromoted
+        }
         _ => return None,
     };
     let cell = ev.cell(variant, kind);
@@ -585,10 +598,19 @@ fn failover(kind: BackendKind, ev: &Evidence) -> Option<String> {
         }
         (Variant::ClusterLeaderKilled, Some(cell)) if cell.trials_with_overlap == 0 => format!(
             "its lock survived the loss of its leader in the lab (cluster/leader-killed on three \
-             members: {} of {} trials without overlap{})",
+             members: {} of {} trials without overlap{}){}",
             cell.trials,
             cell.trials,
-            elected(cell)
+            elected(cell),
+            ev.cell(Variant::ClusterLeaderIsolated { give_up: true }, kind)
+                .filter(|c| c.trials_with_overlap == 0)
+                .map(|c| format!(
+                    ", and a leader cut off in a minority with its holder let the lock go only \
+                     after the holder's heartbeat had stopped its job (cluster/leader-isolated: \
+                     {} of {} trials without overlap)",
+                    c.trials, c.trials
+                ))
+                .unwrap_or_default()
         ),
         (Variant::ClusterLeaderKilled, Some(cell)) => format!(
             "yet the lab saw two holders at once when its leader was lost (cluster/leader-killed: \
@@ -597,8 +619,7 @@ fn failover(kind: BackendKind, ev: &Evidence) -> Option<String> {
         ),
         (_, Some(cell)) if cell.trials_with_overlap > 0 => format!(
             "a promoted standby does not have it and grants it at once (cluster/primary-promoted: \
-             {} of {} trials overlapped{}), so across a failover only the fence keeps the job \
-             correct",
+             {} of {} trials overlapped{}), so across a failover {}",
             cell.trials_with_overlap,
             cell.trials,
             match cell.stale_rejected_by_fence {
@@ -609,6 +630,13 @@ fn failover(kind: BackendKind, ev: &Evidence) -> Option<String> {
                     )
                 }
                 _ => String::new(),
+            },
+            if r.fenced {
+                "only the fence keeps the job correct"
+            } else if !correctness {
+                "the steps' own guards keep the job correct"
+            } else {
+                "nothing refuses the old holder's writes"
             }
         ),
         _ => return None,

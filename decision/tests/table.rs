@@ -54,6 +54,7 @@ fn answers(
         fenced: Some(fenced),
         crash_recovery: Some(Duration::from_secs(900)),
         postgres_via: Some(PostgresVia::Direct),
+        postgres_standby: Some(true),
         client: None,
     }
 }
@@ -595,7 +596,19 @@ fn missing_answers_are_listed_with_what_each_would_change() {
         "{}",
         double_run.would_change
     );
-    assert_eq!(d.missing.len(), 8, "{:#?}", d.missing);
+    assert_eq!(d.missing.len(), 9, "{:#?}", d.missing);
+    let standby = d
+        .missing
+        .iter()
+        .find(|m| m.field == "decision.postgres_standby")
+        .expect("postgres_standby listed");
+    assert!(standby.assumed.starts_with("true"), "{standby:?}");
+    assert!(
+        standby
+            .would_change
+            .starts_with("postgres_standby = false: "),
+        "{standby:?}"
+    );
     let via = d
         .missing
         .iter()
@@ -1391,4 +1404,78 @@ fn no_job_is_told_of_a_mechanism_its_model_does_not_have() {
         let d = decide(&r.job, &ev);
         told_only_what_its_model_has(&d).unwrap();
     }
+}
+
+/// "Survives a failover" is said only where a cluster cell measured it, and cites it; a promoted
+/// standby's overlap is said beside a Postgres lock the fence keeps correct.
+#[test]
+fn a_failover_is_said_survived_only_where_a_cluster_cell_measured_it() {
+    let ledger = job(
+        answers(DoubleRun::Corrupts, &[Service::Postgres], 3, false, true),
+        &[UNGUARDED_DB],
+    );
+    let d = decide(&ledger, &Evidence::default());
+    assert_eq!(d.backend.map(|b| b.name()), Some("etcd"));
+    assert_fact(
+        &d,
+        "etcd",
+        "that it survives a failover is not measured here",
+    );
+    let mut killed = cell("cluster/leader-killed", "etcd", 0, "no overlap");
+    killed.new_leader_p50_s = Some(1.2);
+    let evidence = Evidence {
+        cells: vec![
+            killed,
+            cell("cluster/leader-isolated", "etcd", 0, "no overlap"),
+        ],
+        ..Evidence::default()
+    };
+    let d = decide(&ledger, &evidence);
+    assert_eq!(d.backend.map(|b| b.name()), Some("etcd"));
+    assert_fact(
+        &d,
+        "etcd",
+        "its lock survived the loss of its leader in the lab (cluster/leader-killed on three members: 2 of 2 trials without overlap, 1.2 s to a new leader)",
+    );
+    assert_fact(
+        &d,
+        "etcd",
+        "(cluster/leader-isolated: 2 of 2 trials without overlap)",
+    );
+
+    let fenced_postgres = job(
+        answers(DoubleRun::Corrupts, &[Service::Postgres], 1, false, true),
+        &[UNGUARDED_DB],
+    );
+    let mut promoted = cell("cluster/primary-promoted", "pg-session", 2, "overlap");
+    promoted.stale_rejected_by_fence = Some(promoted.stale_writes);
+    let evidence = Evidence {
+        cells: vec![promoted],
+        ..Evidence::default()
+    };
+    let d = decide(&fenced_postgres, &evidence);
+    assert_eq!(d.backend.map(|b| b.name()), Some("pg-session"));
+    assert_fact(
+        &d,
+        "pg-session",
+        "a promoted standby does not have it and grants it at once (cluster/primary-promoted: 2 of 2 trials overlapped, the fence refused 6 of 6 stale writes), so across a failover only the fence keeps the job correct",
+    );
+    // Unfenced, the promotion's stale writes reject the session lock where a standby exists,
+    // and do not where the job's Postgres has none.
+    let unfenced = job(
+        answers(DoubleRun::Corrupts, &[Service::Postgres], 1, false, false),
+        &[UNGUARDED_DB],
+    );
+    let d = decide(&unfenced, &evidence);
+    assert_eq!(verdict(&d, "pg-session"), VerdictKind::Rejected);
+    assert_fact(&d, "pg-session", "cluster/primary-promoted");
+    let mut alone = unfenced.clone();
+    alone.decision.as_mut().unwrap().postgres_standby = Some(false);
+    let d = decide(&alone, &evidence);
+    assert_ne!(verdict(&d, "pg-session"), VerdictKind::Rejected);
+    assert!(
+        !fact(&d, "pg-session").contains("promoted"),
+        "{}",
+        fact(&d, "pg-session")
+    );
 }

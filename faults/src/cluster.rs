@@ -15,10 +15,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use crate::FaultError;
+use crate::netns::Namespace;
 use crate::server::{free_port, private_dir};
 
 /// Members of a private cluster: the smallest quorum that survives losing one.
 pub const MEMBERS: usize = 3;
+
+/// The member that leads a split cluster, inside the lab's namespace: the last (ZooKeeper's
+/// highest id, which its first election picks).
+pub(crate) const SPLIT: usize = MEMBERS - 1;
 
 /// How long a cluster may take to elect its first leader, or a new one.
 const ELECTION_WITHIN: Duration = Duration::from_secs(30);
@@ -58,6 +63,11 @@ pub fn unavailable(kind: Consensus) -> Option<&'static str> {
 /// process while it runs.
 struct Member {
     id: u32,
+    /// Where it listens: loopback, a lab namespace's host end, or (the member that leads a
+    /// split cluster) the namespace's own end.
+    bind: Ipv4Addr,
+    /// The command prefix that runs it inside the namespace; empty on the host.
+    prefix: Vec<String>,
     client_port: u16,
     /// etcd: the peer port; ZooKeeper: the quorum port.
     peer_port: u16,
@@ -70,7 +80,6 @@ struct Member {
 /// A cluster the lab started.
 pub struct PrivateCluster {
     kind: Consensus,
-    bind: Ipv4Addr,
     members: Vec<Member>,
     /// The cluster's token (etcd refuses to join members of another cluster by it).
     token: String,
@@ -84,24 +93,51 @@ impl PrivateCluster {
     /// Starts [`MEMBERS`] members of `kind` on loopback, each on free ports in a directory of
     /// its own; ready when every member answers and they agree on a leader (within 30 s).
     pub async fn start(kind: Consensus) -> Result<Self, FaultError> {
+        Self::start_on(kind, None).await
+    }
+
+    /// As [`PrivateCluster::start`], the member [`SPLIT`] inside `ns` (on its own end) and the
+    /// others on its host end, and leading: the namespace's cut then leaves the leader, and
+    /// whatever else runs inside, in a minority.
+    pub(crate) async fn start_split(kind: Consensus, ns: &Namespace) -> Result<Self, FaultError> {
+        let mut cluster = Self::start_on(kind, Some(ns)).await?;
+        cluster.lead(SPLIT).await?;
+        Ok(cluster)
+    }
+
+    async fn start_on(kind: Consensus, ns: Option<&Namespace>) -> Result<Self, FaultError> {
         if let Some(why) = unavailable(kind) {
             return Err(fail(kind, why));
         }
-        let bind = Ipv4Addr::LOCALHOST;
         let mut members = Vec::with_capacity(MEMBERS);
-        for id in 1..=MEMBERS as u32 {
+        for index in 0..MEMBERS {
+            let (bind, prefix) = match ns {
+                Some(ns) if index == SPLIT => (ns.inner_ip(), ns.prefix()),
+                Some(ns) => (ns.host_ip(), Vec::new()),
+                None => (Ipv4Addr::LOCALHOST, Vec::new()),
+            };
+            let id = index as u32 + 1;
+            // A port free on the host is free inside a new namespace too.
+            let free = |bind: Ipv4Addr| {
+                free_port(if prefix.is_empty() {
+                    bind
+                } else {
+                    Ipv4Addr::LOCALHOST
+                })
+            };
             members.push(Member {
                 id,
-                client_port: free_port(bind)?,
-                peer_port: free_port(bind)?,
-                election_port: free_port(bind)?,
+                bind,
+                client_port: free(bind)?,
+                peer_port: free(bind)?,
+                election_port: free(bind)?,
                 dir: private_dir(&format!("{}-m{id}", kind.name()))?,
+                prefix: prefix.clone(),
                 child: None,
             });
         }
         let mut cluster = PrivateCluster {
             kind,
-            bind,
             members,
             token: format!(
                 "lockbench-{}-{:08x}",
@@ -118,13 +154,73 @@ impl PrivateCluster {
         Ok(cluster)
     }
 
+    /// Makes member `index` the leader: etcd hands leadership over (`MoveLeader`); ZooKeeper,
+    /// which has no such request, loses its leader until `index` wins the election (the highest
+    /// id among members whose logs are equal), each lost member started again at once.
+    pub(crate) async fn lead(&mut self, index: usize) -> Result<(), FaultError> {
+        for _ in 0..MEMBERS {
+            let leader = self.leader_within(ELECTION_WITHIN, None).await?;
+            if leader == index {
+                return Ok(());
+            }
+            match self.kind {
+                Consensus::Etcd => self.move_leader(leader, index).await?,
+                Consensus::Zookeeper => {
+                    self.kill(leader).await;
+                    self.leader_within(ELECTION_WITHIN, Some(leader)).await?;
+                    self.heal().await?;
+                }
+            }
+            let deadline = tokio::time::Instant::now() + ELECTION_WITHIN;
+            while self.leader().await == Some(leader) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        Err(fail(
+            self.kind,
+            format!("member {} did not become the leader", index + 1),
+        ))
+    }
+
+    /// etcd: asks the leader (member `from`) to hand leadership to member `to`.
+    async fn move_leader(&self, from: usize, to: usize) -> Result<(), FaultError> {
+        let (leader, target) = (&self.members[from], &self.members[to]);
+        let (Some((_, _)), Some((target_id, _))) = (
+            etcd_status(leader.bind, leader.client_port).await,
+            etcd_status(target.bind, target.client_port).await,
+        ) else {
+            return Err(fail(self.kind, "a member did not answer its status"));
+        };
+        let endpoint = format!("http://{}:{}", leader.bind, leader.client_port);
+        let mut client = etcd_client::Client::connect([endpoint], None)
+            .await
+            .map_err(|e| fail(self.kind, e))?;
+        tokio::time::timeout(Duration::from_secs(5), client.move_leader(target_id))
+            .await
+            .map_err(|_| fail(self.kind, "MoveLeader did not answer within 5s"))?
+            .map_err(|e| fail(self.kind, format!("MoveLeader: {e}")))?;
+        Ok(())
+    }
+
     /// The members' client addresses as a backend config's URLs: one per member for etcd, one
     /// connect string for ZooKeeper.
     pub fn urls(&self) -> Vec<String> {
+        self.urls_of(|_| true)
+    }
+
+    /// [`PrivateCluster::urls`] of the members outside the namespace of a split cluster: where
+    /// a client on the majority's side is configured.
+    pub(crate) fn majority_urls(&self) -> Vec<String> {
+        self.urls_of(|index| index != SPLIT)
+    }
+
+    fn urls_of(&self, keep: impl Fn(usize) -> bool) -> Vec<String> {
         let addresses = self
             .members
             .iter()
-            .map(|m| format!("{}:{}", self.bind, m.client_port));
+            .enumerate()
+            .filter(|(index, _)| keep(*index))
+            .map(|(_, m)| format!("{}:{}", m.bind, m.client_port));
         match self.kind {
             Consensus::Etcd => addresses.map(|a| format!("http://{a}")).collect(),
             Consensus::Zookeeper => vec![addresses.collect::<Vec<_>>().join(",")],
@@ -136,10 +232,10 @@ impl PrivateCluster {
         self.members
             .iter()
             .map(|m| match self.kind {
-                Consensus::Etcd => format!("m{}=http://{}:{}", m.id, self.bind, m.peer_port),
+                Consensus::Etcd => format!("m{}=http://{}:{}", m.id, m.bind, m.peer_port),
                 Consensus::Zookeeper => format!(
                     "server.{}={}:{}:{}",
-                    m.id, self.bind, m.peer_port, m.election_port
+                    m.id, m.bind, m.peer_port, m.election_port
                 ),
             })
             .collect::<Vec<_>>()
@@ -153,18 +249,27 @@ impl PrivateCluster {
     fn launch(&mut self, index: usize) -> Result<(), FaultError> {
         let kind = self.kind;
         let peers = self.peers();
-        let bind = self.bind;
         let token = self.token.clone();
         let member = &mut self.members[index];
+        let bind = member.bind;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(member.dir.join("member.log"))
             .map_err(|e| fail(kind, e))?;
-        let mut command = match kind {
+        let (program, args) = match kind {
             Consensus::Etcd => etcd_command(member, bind, &peers, &token),
             Consensus::Zookeeper => zookeeper_command(member, bind, &peers)?,
         };
+        let mut command = match member.prefix.split_first() {
+            Some((first, rest)) => {
+                let mut command = Command::new(first);
+                command.args(rest).arg(program);
+                command
+            }
+            None => Command::new(program),
+        };
+        command.args(args);
         let child = crate::process::dies_with_the_lab(&mut command)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -247,10 +352,10 @@ impl PrivateCluster {
     async fn all_answer(&self) -> bool {
         for member in &self.members {
             let answered = match self.kind {
-                Consensus::Etcd => etcd_status(self.bind, member.client_port).await.is_some(),
+                Consensus::Etcd => etcd_status(member.bind, member.client_port).await.is_some(),
                 Consensus::Zookeeper => {
                     matches!(
-                        zookeeper_mode(self.bind, member.client_port)
+                        zookeeper_mode(member.bind, member.client_port)
                             .await
                             .as_deref(),
                         Some("leader" | "follower")
@@ -280,7 +385,7 @@ impl PrivateCluster {
                 ids.push(None);
                 continue;
             }
-            let status = etcd_status(self.bind, member.client_port).await;
+            let status = etcd_status(member.bind, member.client_port).await;
             ids.push(status.map(|(id, _)| id));
             if let Some((_, leader)) = status
                 && leader != 0
@@ -300,7 +405,7 @@ impl PrivateCluster {
             if member.child.is_none() {
                 continue;
             }
-            if zookeeper_mode(self.bind, member.client_port)
+            if zookeeper_mode(member.bind, member.client_port)
                 .await
                 .as_deref()
                 == Some("leader")
@@ -323,31 +428,54 @@ impl Drop for PrivateCluster {
     }
 }
 
-/// The command that starts etcd member `member` of the cluster `peers` (default heartbeat and
-/// election timeout: 100 ms and 1 s, what a deployment runs with).
-fn etcd_command(member: &Member, bind: Ipv4Addr, peers: &str, token: &str) -> Command {
+/// The program and arguments that start etcd member `member` of the cluster `peers` (default
+/// heartbeat and election timeout: 100 ms and 1 s, what a deployment runs with).
+fn etcd_command(
+    member: &Member,
+    bind: Ipv4Addr,
+    peers: &str,
+    token: &str,
+) -> (String, Vec<String>) {
     let client = format!("http://{bind}:{}", member.client_port);
     let peer = format!("http://{bind}:{}", member.peer_port);
-    let mut command = Command::new("etcd");
-    command
-        .args(["--name", &format!("m{}", member.id)])
-        .arg("--data-dir")
-        .arg(member.dir.join("data"))
-        .args(["--listen-client-urls", &client])
-        .args(["--advertise-client-urls", &client])
-        .args(["--listen-peer-urls", &peer])
-        .args(["--initial-advertise-peer-urls", &peer])
-        .args(["--initial-cluster", peers])
-        .args(["--initial-cluster-state", "new"])
-        .args(["--initial-cluster-token", token])
-        .args(["--logger", "zap", "--log-level", "warn"]);
-    command
+    let args = [
+        "--name",
+        &format!("m{}", member.id),
+        "--data-dir",
+        &member.dir.join("data").display().to_string(),
+        "--listen-client-urls",
+        &client,
+        "--advertise-client-urls",
+        &client,
+        "--listen-peer-urls",
+        &peer,
+        "--initial-advertise-peer-urls",
+        &peer,
+        "--initial-cluster",
+        peers,
+        "--initial-cluster-state",
+        "new",
+        "--initial-cluster-token",
+        token,
+        "--logger",
+        "zap",
+        "--log-level",
+        "warn",
+    ];
+    (
+        "etcd".to_string(),
+        args.iter().map(|a| a.to_string()).collect(),
+    )
 }
 
-/// The command that starts ZooKeeper server `member` of the ensemble `peers` (its `zoo.cfg`
-/// and `myid` written first): tickTime 500 ms, as the lab's standalone ZooKeeper, so that
-/// sessions of 1 s to 10 s can be negotiated; a 128 MiB heap.
-fn zookeeper_command(member: &Member, bind: Ipv4Addr, peers: &str) -> Result<Command, FaultError> {
+/// The program and arguments that start ZooKeeper server `member` of the ensemble `peers` (its
+/// `zoo.cfg` and `myid` written first): tickTime 500 ms, as the lab's standalone ZooKeeper, so
+/// that sessions of 1 s to 10 s can be negotiated; a 128 MiB heap.
+fn zookeeper_command(
+    member: &Member,
+    bind: Ipv4Addr,
+    peers: &str,
+) -> Result<(String, Vec<String>), FaultError> {
     let kind = Consensus::Zookeeper;
     let data = member.dir.join("data");
     std::fs::create_dir_all(&data).map_err(|e| fail(kind, e))?;
@@ -363,13 +491,15 @@ fn zookeeper_command(member: &Member, bind: Ipv4Addr, peers: &str) -> Result<Com
         "log4j.rootLogger=WARN, CONSOLE\nlog4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender\nlog4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout\n",
     )
     .map_err(|e| fail(kind, e))?;
-    let mut command = Command::new("java");
-    command
-        .args(["-Xmx128m", "-XX:+UseSerialGC", "-cp"])
-        .arg(format!("{}:{ZK_JAR}", member.dir.display()))
-        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-        .arg(member.dir.join("zoo.cfg"));
-    Ok(command)
+    let args = vec![
+        "-Xmx128m".to_string(),
+        "-XX:+UseSerialGC".to_string(),
+        "-cp".to_string(),
+        format!("{}:{ZK_JAR}", member.dir.display()),
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain".to_string(),
+        member.dir.join("zoo.cfg").display().to_string(),
+    ];
+    Ok(("java".to_string(), args))
 }
 
 /// etcd's `Status` of the member at `bind:port`: its own id and the leader it knows (0 for

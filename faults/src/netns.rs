@@ -174,6 +174,12 @@ impl Namespace {
         self.host_ip
     }
 
+    /// The namespace end's address: what a server inside listens on to be reached from the host.
+    pub fn inner_ip(&self) -> Ipv4Addr {
+        let [a, b, c, d] = self.host_ip.octets();
+        Ipv4Addr::new(a, b, c, d + 1)
+    }
+
     /// The command prefix that runs a program inside the namespace.
     pub fn prefix(&self) -> Vec<String> {
         ["ip", "netns", "exec", &self.name]
@@ -231,6 +237,34 @@ impl Namespace {
             "nft", "add", "rule", "inet", TABLE, "in", "ip", "saddr", &ip, "tcp", "sport", &port,
             "drop",
         ])
+    }
+
+    /// Drops every packet between the namespace and the host but TCP to and from `keep` on the
+    /// host end (the protected resource's forwarder): what runs inside (a cluster's member, the
+    /// holder) keeps talking among itself on loopback and to the resource, and nothing else.
+    pub fn isolate_except(&mut self, keep: &[u16]) -> Result<(), FaultError> {
+        self.chains()?;
+        let ip = self.host_ip.to_string();
+        for chain in ["out", "in"] {
+            let lo = if chain == "out" { "oifname" } else { "iifname" };
+            self.exec(&[
+                "nft", "add", "rule", "inet", TABLE, chain, lo, "lo", "accept",
+            ])?;
+            for port in keep {
+                let port = port.to_string();
+                let (addr, side) = if chain == "out" {
+                    ("daddr", "dport")
+                } else {
+                    ("saddr", "sport")
+                };
+                self.exec(&[
+                    "nft", "add", "rule", "inet", TABLE, chain, "ip", addr, &ip, "tcp", side,
+                    &port, "accept",
+                ])?;
+            }
+            self.exec(&["nft", "add", "rule", "inet", TABLE, chain, "drop"])?;
+        }
+        Ok(())
     }
 
     /// Heals the partition (deletes the table).

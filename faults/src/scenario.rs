@@ -166,7 +166,9 @@ impl Design for Variant {
     /// True when the holder runs in a network namespace of the lab's (a partition, a vanished
     /// host).
     fn isolates(self) -> bool {
-        self.partitions() || self.vanishes()
+        self.partitions()
+            || self.vanishes()
+            || matches!(self, Variant::ClusterLeaderIsolated { .. })
     }
 
     /// A late start's checked holder has 393 ms of validity for its 267 ms job: 20 writes that
@@ -223,7 +225,10 @@ impl Design for Variant {
             | Variant::PartitionHeartbeat
             | Variant::PartitionKeepalive
             | Variant::Overrun { heartbeat: true } => LeaseTracking::Heartbeat,
-            Variant::PartitionNoGiveUp => LeaseTracking::HeartbeatUnchecked,
+            Variant::PartitionNoGiveUp | Variant::ClusterLeaderIsolated { give_up: false } => {
+                LeaseTracking::HeartbeatUnchecked
+            }
+            Variant::ClusterLeaderIsolated { give_up: true } => LeaseTracking::Heartbeat,
             // A client that waits for its replica (or for five nodes) counts what the waiting
             // spent of the TTL.
             Variant::RedlockLateStart { checked: true }
@@ -343,6 +348,11 @@ impl Design for Variant {
                 "a plain DEL of the lock's key, as a hand-written release does"
             }),
             Variant::ClusterLeaderKilled => "three private members on loopback (etcd: default heartbeat 100 ms, election 1 s; ZooKeeper: tickTime 500 ms), every client given every member's address; the leader SIGKILLed while the lock is held, the contender waiting; the member restarted after the trial".to_string(),
+            Variant::ClusterLeaderIsolated { give_up } => format!("three private members, the leader (and the holder) in a network namespace of the lab's, the other two on its host end; nftables in the namespace then drops every packet between the two sides but the holder's to the protected resource, for three TTLs: the leader and the holder (given every member's address) in a minority, the contender with the majority (given its members'); a heartbeat renews every TTL/3 and {}", if give_up {
+                "the job stops when no renewal succeeded for 2/3 TTL"
+            } else {
+                "the job never asks it and works on through the cut"
+            }),
             Variant::ClusterPrimaryPromoted => "a private Postgres primary and its streaming standby (pg_basebackup -R); the primary lost while the lock is held (immediate shutdown: its sessions closed), the standby promoted (pg_promote), a contender acquiring on it; rebuilt after the trial".to_string(),
             Variant::RedlockLateStart { checked } => format!("Redlock over five private redis-servers, TTL 400 ms; one node SIGSTOPped during the holder's acquisition, so it returns after the 250 ms node timeout with about 140 ms of validity left; the holder {}", if checked {
                 "compares the validity left with its job (267 ms) and tries again when it is shorter"
@@ -405,6 +415,9 @@ impl Design for Variant {
             }
             // The lease or session lives in the replicated log: a new leader keeps it.
             Variant::ClusterLeaderKilled => false,
+            // The majority lets the cut-off holder's lease or session run out and grants the
+            // lock on; a job that stops at its give-up deadline has stopped by then.
+            Variant::ClusterLeaderIsolated { give_up } => !give_up,
             // Advisory locks are in the primary's memory, never in the WAL: the promoted
             // standby grants the lock at once while the old holder works on.
             Variant::ClusterPrimaryPromoted => true,

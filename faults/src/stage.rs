@@ -110,7 +110,7 @@ impl Stage {
 pub(crate) struct Partition {
     pub(crate) ns: Namespace,
     /// Carries the holder's connections to the resource across the namespace's edge.
-    pub(crate) _forwarder: Forwarder,
+    pub(crate) forwarder: Forwarder,
     /// The resource's URL as seen from inside the namespace.
     pub(crate) resource_url: String,
 }
@@ -126,7 +126,7 @@ impl Partition {
         let _ = inside.set_port(Some(forwarder.port()));
         Ok(Partition {
             ns,
-            _forwarder: forwarder,
+            forwarder,
             resource_url: inside.to_string(),
         })
     }
@@ -192,13 +192,25 @@ impl StageSetup<'_> {
         Ok(())
     }
 
-    /// Starts a private cluster of `kind`, and points the cell's URLs at every member.
+    /// Starts a private cluster of `kind`, and points the cell's URLs at every member; with
+    /// the stage's namespace, the member that leads first runs inside it and the others on its
+    /// host end, and only the holder is given the member inside.
     pub(crate) async fn private_cluster(
         &mut self,
         kind: crate::cluster::Consensus,
     ) -> Result<(), FaultError> {
-        let cluster = crate::cluster::PrivateCluster::start(kind).await?;
+        let cluster = match &self.stage.partition {
+            Some(p) => crate::cluster::PrivateCluster::start_split(kind, &p.ns).await?,
+            None => crate::cluster::PrivateCluster::start(kind).await?,
+        };
+        // Split, the holder is given every member and everyone else (the contender, the lab's
+        // own client) the majority's: a session opened on the member about to be cut off would
+        // expire with the holder's.
         self.config.urls = cluster.urls();
+        if self.stage.partition.is_some() {
+            self.config.urls = cluster.majority_urls();
+            self.stage.holder_urls = Some(cluster.urls());
+        }
         self.stage.cluster = Some(cluster);
         Ok(())
     }

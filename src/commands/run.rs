@@ -42,6 +42,8 @@ struct Plan {
     report: lockbench_analysis::report::ReportOptions,
     /// True when a spec names a client library, so that the lab runs through it.
     libraries: bool,
+    /// True when the config has etcd or ZooKeeper: bench measures them on private clusters too.
+    consensus: bool,
     /// The step running now (its title and pid), to pass a signal on to.
     current: std::cell::RefCell<Option<(String, u32)>>,
     /// The signal that stopped the run, once one came.
@@ -207,6 +209,7 @@ pub fn run(args: &MainJobArgs) -> Outcome {
         seed,
         quick,
         alerts,
+        consensus,
     } = MainJobSettings::resolve(args, timestamp)?;
     // Refuses an occupied --out before any work (exit 2), as every command does.
     ResultsDir::new(&out)?;
@@ -222,6 +225,7 @@ pub fn run(args: &MainJobArgs) -> Outcome {
         out: out.clone(),
         published: std::cell::RefCell::new(None),
         libraries,
+        consensus,
         current: std::cell::RefCell::new(None),
         stopped: tokio::sync::watch::Sender::new(None),
         took: std::cell::RefCell::new(Vec::new()),
@@ -434,7 +438,7 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     }
     plan.publish(Stage::Simulated)?;
 
-    let args = job.bench_args(&plan.config, &out("bench"));
+    let args = job.bench_args(&plan.config, &out("bench"), plan.consensus);
     let code = step(
         plan,
         "acquisition latency of every reachable backend",

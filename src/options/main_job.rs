@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::parse::{Refusal, resolve_seed};
+use super::parse::{Refusal, read_config, resolve_seed};
 
 /// `run`'s flags, checked: where the results tree goes, the config, every spec of `--specs`
 /// read, the seed.
@@ -15,6 +15,8 @@ pub struct MainJobSettings {
     pub quick: bool,
     /// The record's alerts' timing.
     pub alerts: lockbench_decision::alerts::AlertSettings,
+    /// The config has etcd or ZooKeeper: the benchmark measures them on private clusters too.
+    pub consensus: bool,
 }
 
 impl MainJobSettings {
@@ -37,6 +39,10 @@ impl MainJobSettings {
             )
             .into());
         }
+        let (_, configs) = read_config(&args.config)?;
+        let consensus = configs
+            .iter()
+            .any(|c| lockbench_core::BackendId::cluster_of(c.kind).is_some());
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&args.specs)
             .map_err(|e| Refusal::new("--specs", format!("{}: {e}", args.specs.display())))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -61,6 +67,7 @@ impl MainJobSettings {
             seed: resolve_seed(args.seed),
             quick: args.quick,
             alerts: args.alerts.settings(),
+            consensus,
         })
     }
 }

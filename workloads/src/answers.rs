@@ -147,6 +147,11 @@ pub struct DecisionAnswers {
     /// pooler stays on a server connection the pooler hands to other clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub postgres_via: Option<PostgresVia>,
+    /// The Postgres the job locks on has a streaming standby that is promoted when the primary
+    /// fails: an advisory lock is in the primary's memory and the promoted standby grants it
+    /// at once, which the fault lab's `cluster/primary-promoted` measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_standby: Option<bool>,
     /// The client library the job locks with (`redis-py`, `pottery`, `kazoo`, or the path of the
     /// team's own adapter; docs/CLIENTS.md). What it hands out decides what the resource can
     /// refuse: a library without fencing tokens leaves the fence nothing to check. Absent: a

@@ -129,6 +129,7 @@ impl SpecWriter {
             .optional("fenced", d.fenced)
             .optional("crash_recovery", d.crash_recovery.map(exact_duration))
             .optional("postgres_via", d.postgres_via)
+            .optional("postgres_standby", d.postgres_standby)
             .optional("client", d.client.as_ref())
     }
 

@@ -1,21 +1,23 @@
 //! `cluster/*`: a member of a private cluster lost while the lock is held. The leader of three
 //! etcd members or of a three-server ZooKeeper ensemble SIGKILLed, the contender waiting on the
-//! surviving members; a Postgres primary lost and its streaming standby promoted, a contender
-//! acquiring on the standby. Each trial measures the time to a new leader (or to a promoted
-//! standby taking writes); the cluster is whole again before the next trial.
+//! surviving members; the leader cut off in a minority with the holder, the contender with the
+//! majority; a Postgres primary lost and its streaming standby promoted, a contender acquiring
+//! on the standby. Each trial measures the time to a new leader (or to a promoted standby taking
+//! writes); the cluster is whole again, and led by the same member, before the next trial.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::phases::{Fault, Shape, Trial};
+use super::phases::{Fault, Onset, Shape, Trial};
 use crate::FaultError;
 use crate::cluster::{Consensus, PrivateCluster};
 use crate::plan::BackendPlan;
 use crate::postgres::PrivatePostgres;
 use crate::scenario::Variant;
 use crate::stage::{Need, Stage, StageSetup};
+use crate::trial::WRITES;
 
 /// How long the surviving members may take to elect a new leader.
 const ELECTION_WITHIN: Duration = Duration::from_secs(30);
@@ -55,6 +57,9 @@ impl Fault for Cluster {
     fn needs(&self, backend: BackendKind) -> Vec<Need> {
         match (self.0, consensus(backend)) {
             (Variant::ClusterPrimaryPromoted, _) => vec![Need::Postgres],
+            (Variant::ClusterLeaderIsolated { .. }, Some(kind)) => {
+                vec![Need::Netns, Need::Cluster(kind)]
+            }
             (_, Some(kind)) => vec![Need::Cluster(kind)],
             (_, None) => vec![Need::Impossible("a cluster of this backend")],
         }
@@ -73,8 +78,18 @@ impl Fault for Cluster {
 
     /// A promotion's contender locks on the standby, told to go once it is promoted (a hot
     /// standby grants an advisory lock but hands out no fencing token); a consensus cluster's
-    /// workers reach every member, as real clients are configured.
+    /// workers reach every member, as real clients are configured (split, the stage gave the
+    /// holder every member and the contender the majority's).
     fn shape(&self, shape: Shape, stage: &Stage, config: &BackendConfig) -> Shape {
+        if let Variant::ClusterLeaderIsolated { .. } = self.0 {
+            // A job of five leases, to outlive its cut of three and the majority's grant.
+            return Shape {
+                job: shape.lease.max(shape.ttl) * 5,
+                writes: WRITES * 3,
+                onset: Onset::AfterWrite,
+                ..shape
+            };
+        }
         if self.0 != Variant::ClusterPrimaryPromoted {
             return shape;
         }
@@ -90,8 +105,34 @@ impl Fault for Cluster {
         }
     }
 
+    /// A cut of three granted leases: the majority elects, lets the holder's lease or session
+    /// run out, and grants the lock on.
+    fn length(&self, granted: Duration, _shape: &Shape, _stage: &Stage) -> Duration {
+        match self.0 {
+            Variant::ClusterLeaderIsolated { .. } => granted * 3,
+            _ => Duration::ZERO,
+        }
+    }
+
     async fn inject(&self, trial: &mut Trial<'_>) -> Result<(), FaultError> {
         let start = tokio::time::Instant::now();
+        if let Variant::ClusterLeaderIsolated { .. } = self.0 {
+            let partition = trial.stage.partition.as_mut().ok_or_else(|| {
+                FaultError::Server("an isolated leader without a namespace".to_string())
+            })?;
+            let resource = partition.forwarder.port();
+            partition.ns.isolate_except(&[resource])?;
+            let cluster = members(trial.stage)?;
+            cluster
+                .leader_within(ELECTION_WITHIN, Some(crate::cluster::SPLIT))
+                .await?;
+            trial.new_leader = Some(start.elapsed());
+            tokio::time::sleep(trial.length.saturating_sub(start.elapsed())).await;
+            let partition = trial.stage.partition.as_mut().ok_or_else(|| {
+                FaultError::Server("an isolated leader without a namespace".to_string())
+            })?;
+            return partition.ns.heal();
+        }
         if self.0 == Variant::ClusterPrimaryPromoted {
             let (primary, standby) = pair(trial.stage)?;
             primary.stop().await;
@@ -107,14 +148,19 @@ impl Fault for Cluster {
         Ok(())
     }
 
-    /// The killed member back in the cluster; the lost primary restarted on its data and the
-    /// standby made again from it.
+    /// The killed member back in the cluster (the isolated one led it again); the lost
+    /// primary restarted on its data and the standby made again from it.
     async fn heal(&self, stage: &mut Stage) -> Result<(), FaultError> {
         if self.0 == Variant::ClusterPrimaryPromoted {
             let (primary, standby) = pair(stage)?;
             primary.restart().await?;
             return standby.rebuild_from(primary).await;
         }
-        members(stage)?.heal().await
+        let cluster = members(stage)?;
+        cluster.heal().await?;
+        if let Variant::ClusterLeaderIsolated { .. } = self.0 {
+            cluster.lead(crate::cluster::SPLIT).await?;
+        }
+        Ok(())
     }
 }
