@@ -212,7 +212,8 @@ impl MainJobPlan {
     /// when Postgres, which holds the lab's protected resource, was not among them.
     pub fn fault_backends(&self, reached: &[BackendId]) -> Option<Vec<BackendId>> {
         let mut out: Vec<BackendId> = Vec::new();
-        for b in reached.iter().filter(|b| !b.in_process()) {
+        // A private cluster the benchmark started is gone; the lab starts its own.
+        for b in reached.iter().filter(|b| !b.in_process() && !b.cluster) {
             if !out.contains(b) {
                 out.push(*b);
             }
@@ -488,6 +489,13 @@ mod tests {
             Some(ids(&[BackendKind::Redis, BackendKind::PgSession]))
         );
         assert_eq!(plan.fault_backends(&ids(&[BackendKind::Redis])), None);
+        // The benchmark's private clusters are its own: the lab is given the configured etcd.
+        let mut with_cluster = ids(&[BackendKind::Etcd, BackendKind::PgSession]);
+        with_cluster.extend(BackendId::cluster_of(BackendKind::Etcd));
+        assert_eq!(
+            plan.fault_backends(&with_cluster),
+            Some(ids(&[BackendKind::Etcd, BackendKind::PgSession]))
+        );
     }
 
     #[test]

@@ -136,6 +136,10 @@ impl PrivateCluster {
                 child: None,
             });
         }
+        // Its directories are in this process's register (a SIGKILL leaves them to the next
+        // lab's sweep), which outlives the cluster only if something else keeps it: `bench`
+        // starts clusters outside any lab. Dropping the cluster ends its part.
+        crate::register::lab_started();
         let mut cluster = PrivateCluster {
             kind,
             members,
@@ -158,13 +162,22 @@ impl PrivateCluster {
     /// which has no such request, loses its leader until `index` wins the election (the highest
     /// id among members whose logs are equal), each lost member started again at once.
     pub(crate) async fn lead(&mut self, index: usize) -> Result<(), FaultError> {
-        for _ in 0..MEMBERS {
+        // A member back from a cut may call an election as it rejoins (etcd 3.4 runs without
+        // pre-vote), so leadership can move under a request: each try reads it afresh.
+        let mut last = None;
+        for _ in 0..10 {
             let leader = self.leader_within(ELECTION_WITHIN, None).await?;
             if leader == index {
                 return Ok(());
             }
             match self.kind {
-                Consensus::Etcd => self.move_leader(leader, index).await?,
+                Consensus::Etcd => {
+                    if let Err(e) = self.move_leader(leader, index).await {
+                        last = Some(e);
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        continue;
+                    }
+                }
                 Consensus::Zookeeper => {
                     self.kill(leader).await;
                     self.leader_within(ELECTION_WITHIN, Some(leader)).await?;
@@ -176,10 +189,12 @@ impl PrivateCluster {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         }
-        Err(fail(
-            self.kind,
-            format!("member {} did not become the leader", index + 1),
-        ))
+        Err(last.unwrap_or_else(|| {
+            fail(
+                self.kind,
+                format!("member {} did not become the leader", index + 1),
+            )
+        }))
     }
 
     /// etcd: asks the leader (member `from`) to hand leadership to member `to`.
@@ -419,12 +434,21 @@ impl PrivateCluster {
 
 impl Drop for PrivateCluster {
     fn drop(&mut self) {
+        let mut clean = true;
         for member in &mut self.members {
             if let Some(child) = &mut member.child {
                 let _ = child.start_kill();
             }
-            let _ = std::fs::remove_dir_all(&member.dir);
+            // Gone before its directory is removed (a JVM writes until it dies): 3 s at most.
+            if let Some(child) = &mut member.child {
+                let deadline = std::time::Instant::now() + Duration::from_secs(3);
+                while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            clean &= std::fs::remove_dir_all(&member.dir).is_ok() || !member.dir.exists();
         }
+        crate::register::lab_ended(clean);
     }
 }
 

@@ -1,7 +1,9 @@
 //! A private Postgres for a partitioned holder: initialised by the lab in a directory of its own
 //! (`initdb`, trust authentication, no fsync), listening on a lab namespace's host end so that the
-//! server sees the holder's own TCP connection, whose death only TCP keepalive can tell it about.
-//! Run as the `postgres` user (Postgres refuses root), stopped by pid and removed when dropped.
+//! server sees the holder's own TCP connection, whose death only TCP keepalive can tell it about;
+//! and for a failover, a streaming standby of it (`pg_basebackup -R`), promoted with `pg_promote`
+//! and made again after. Run as the `postgres` user (Postgres refuses root), stopped by pid and
+//! removed when dropped.
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;

@@ -348,7 +348,7 @@ impl Design for Variant {
                 "a plain DEL of the lock's key, as a hand-written release does"
             }),
             Variant::ClusterLeaderKilled => "three private members on loopback (etcd: default heartbeat 100 ms, election 1 s; ZooKeeper: tickTime 500 ms), every client given every member's address; the leader SIGKILLed while the lock is held, the contender waiting; the member restarted after the trial".to_string(),
-            Variant::ClusterLeaderIsolated { give_up } => format!("three private members, the leader (and the holder) in a network namespace of the lab's, the other two on its host end; nftables in the namespace then drops every packet between the two sides but the holder's to the protected resource, for three TTLs: the leader and the holder (given every member's address) in a minority, the contender with the majority (given its members'); a heartbeat renews every TTL/3 and {}", if give_up {
+            Variant::ClusterLeaderIsolated { give_up } => format!("three private members, the leader (and the holder) in a network namespace of the lab's, the other two on its host end; nftables in the namespace then drops every packet between the two sides but the holder's to the protected resource, for three TTLs and 4 s (the majority's election): the leader and the holder (given every member's address) in a minority, the contender with the majority (given its members'); a heartbeat renews every TTL/3 and {}", if give_up {
                 "the job stops when no renewal succeeded for 2/3 TTL"
             } else {
                 "the job never asks it and works on through the cut"

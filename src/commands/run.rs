@@ -459,11 +459,12 @@ async fn steps(plan: &Plan) -> Result<Vec<String>> {
     for failed in &bench.failed {
         skipped.push(format!("backend {}: {}", failed.backend, failed.error));
     }
-    // The backends the benchmark timed at least one acquisition of.
+    // The configured backends the benchmark timed at least one acquisition of (not the private
+    // clusters it started and stopped).
     let measured: Vec<BackendId> = bench
         .results
         .iter()
-        .filter(|r| r.ops > 0)
+        .filter(|r| r.ops > 0 && !r.backend.cluster)
         .map(|r| r.backend)
         .collect();
     plan.publish(Stage::Bench)?;

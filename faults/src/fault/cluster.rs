@@ -19,6 +19,11 @@ use crate::scenario::Variant;
 use crate::stage::{Need, Stage, StageSetup};
 use crate::trial::WRITES;
 
+/// What a cut adds for the majority's election to its three leases: ZooKeeper's followers notice
+/// a lost leader after syncLimit x tickTime (2.5 s here) and elect in a few hundred ms more;
+/// etcd's after its election timeout (1 s) and a randomized wait.
+const ELECTION_MARGIN: Duration = Duration::from_secs(4);
+
 /// How long the surviving members may take to elect a new leader.
 const ELECTION_WITHIN: Duration = Duration::from_secs(30);
 
@@ -82,9 +87,9 @@ impl Fault for Cluster {
     /// holder every member and the contender the majority's).
     fn shape(&self, shape: Shape, stage: &Stage, config: &BackendConfig) -> Shape {
         if let Variant::ClusterLeaderIsolated { .. } = self.0 {
-            // A job of five leases, to outlive its cut of three and the majority's grant.
+            // A job that outlives its cut and the majority's grant within it.
             return Shape {
-                job: shape.lease.max(shape.ttl) * 5,
+                job: shape.lease.max(shape.ttl) * 5 + ELECTION_MARGIN + Duration::from_secs(2),
                 writes: WRITES * 3,
                 onset: Onset::AfterWrite,
                 ..shape
@@ -105,11 +110,11 @@ impl Fault for Cluster {
         }
     }
 
-    /// A cut of three granted leases: the majority elects, lets the holder's lease or session
-    /// run out, and grants the lock on.
+    /// A cut of three granted leases and the majority's election: it elects, lets the holder's
+    /// lease or session run out, and grants the lock on, all within the cut.
     fn length(&self, granted: Duration, _shape: &Shape, _stage: &Stage) -> Duration {
         match self.0 {
-            Variant::ClusterLeaderIsolated { .. } => granted * 3,
+            Variant::ClusterLeaderIsolated { .. } => granted * 3 + ELECTION_MARGIN,
             _ => Duration::ZERO,
         }
     }
