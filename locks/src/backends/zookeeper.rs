@@ -22,9 +22,13 @@ use crate::{
 
 const PREFIX: &str = "lock-";
 
-/// ZooKeeper ephemeral-node locks; one session per backend instance.
+/// ZooKeeper ephemeral-node locks; one session per backend instance, opened again when the
+/// ensemble expired it (as Curator's clients do): the expired session's locks are gone with it,
+/// and only a new acquisition uses the new one.
 pub struct ZkLock {
-    client: Client,
+    client: std::sync::RwLock<Client>,
+    /// How the session was opened, to open it again.
+    opening: Opening,
     namespace: String,
     timeout: Duration,
     session_timeout: Duration,
@@ -33,6 +37,29 @@ pub struct ZkLock {
     servers: Vec<String>,
     /// Operations sent (the session's pings are not counted: they are per session, not per grant).
     requests: Requests,
+}
+
+/// What a session is opened with.
+struct Opening {
+    cluster: String,
+    session_timeout: Duration,
+    connect_timeout: Duration,
+    detached: bool,
+}
+
+impl Opening {
+    async fn open(&self) -> Result<Client, String> {
+        let mut connector = Client::connector()
+            .with_session_timeout(self.session_timeout)
+            .with_connection_timeout(self.connect_timeout);
+        if self.detached {
+            connector = connector.with_detached();
+        }
+        tokio::time::timeout(self.connect_timeout, connector.connect(&self.cluster))
+            .await
+            .map_err(|_| format!("no answer within {:?}", self.connect_timeout))?
+            .map_err(|e| e.to_string())
+    }
 }
 
 fn err(operation: &'static str) -> impl Fn(zookeeper_client::Error) -> LockError {
@@ -59,20 +86,17 @@ impl ZkLock {
             url: config.display_url(),
             reason,
         };
-        let mut connector = Client::connector()
-            .with_session_timeout(config.session_timeout)
-            .with_connection_timeout(config.connect_timeout);
-        if detached {
-            connector = connector.with_detached();
-        }
-        let cluster = config.urls.join(",");
-        let client = tokio::time::timeout(config.connect_timeout, connector.connect(&cluster))
-            .await
-            .map_err(|_| unreachable(format!("no answer within {:?}", config.connect_timeout)))?
-            .map_err(|e| unreachable(e.to_string()))?;
+        let opening = Opening {
+            cluster: config.urls.join(","),
+            session_timeout: config.session_timeout,
+            connect_timeout: config.connect_timeout,
+            detached,
+        };
+        let client = opening.open().await.map_err(unreachable)?;
         let session_timeout = client.session_timeout();
         Ok(ZkLock {
-            client,
+            client: std::sync::RwLock::new(client),
+            opening,
             namespace: config.namespace.clone(),
             timeout: config.operation_timeout,
             session_timeout,
@@ -94,6 +118,38 @@ impl ZkLock {
         format!("/{}/locks/{key}", self.namespace)
     }
 
+    /// The session now.
+    fn client(&self) -> Client {
+        self.client
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Before a new acquisition: a session the ensemble expired (a partition, an election
+    /// longer than the session) is opened again, so that a client outlives its session as real
+    /// ones do. What the old session held is gone with it: `holds` says so of its leases.
+    async fn revive(&self) -> Result<(), LockError> {
+        let state = self.client().state();
+        if !matches!(
+            state,
+            zookeeper_client::SessionState::Expired | zookeeper_client::SessionState::Closed
+        ) {
+            return Ok(());
+        }
+        let fresh = self
+            .opening
+            .open()
+            .await
+            .map_err(|reason| LockError::Unreachable {
+                backend: "zookeeper",
+                url: self.opening.cluster.clone(),
+                reason: format!("opening a session again after it {state:?}: {reason}"),
+            })?;
+        *self.client.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        Ok(())
+    }
+
     async fn ensure_folder(&self, folder: &str) -> Result<(), LockError> {
         if self
             .folders
@@ -105,7 +161,7 @@ impl ZkLock {
         }
         self.requests.sent();
         match self
-            .client
+            .client()
             .mkdir(
                 folder,
                 &CreateMode::Persistent.with_acls(Acls::anyone_all()),
@@ -125,13 +181,14 @@ impl ZkLock {
     /// Joins `key`'s queue: an ephemeral-sequential node carrying a new token. Returns the folder,
     /// the token, the node's sequence and its path.
     async fn enqueue(&self, key: &str) -> Result<(String, String, i64, String), LockError> {
+        self.revive().await?;
         let folder = self.folder(key);
         self.ensure_folder(&folder).await?;
         let token = new_token();
         let options = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
         self.requests.sent();
         let (_, sequence) = self
-            .client
+            .client()
             .create(&format!("{folder}/{PREFIX}"), token.as_bytes(), &options)
             .await
             .map_err(err("acquire"))?;
@@ -143,14 +200,14 @@ impl ZkLock {
         let (folder, token, ours, node) = self.enqueue(key).await?;
         self.requests.sent();
         let children = self
-            .client
+            .client()
             .list_children(&folder)
             .await
             .map_err(err("acquire"))?;
         let lowest = children.iter().filter_map(|c| sequence_of(c)).min();
         if lowest != Some(ours) {
             self.requests.sent();
-            self.client
+            self.client()
                 .delete(&node, None)
                 .await
                 .map_err(err("acquire"))?;
@@ -174,7 +231,7 @@ impl ZkLock {
     ) -> Result<Option<Lease>, LockError> {
         let (folder, token, ours, path) = self.enqueue(key).await?;
         let node = QueuedNode {
-            client: self.client.clone(),
+            client: self.client(),
             requests: self.requests.clone(),
             path: Some(path),
         };
@@ -182,7 +239,7 @@ impl ZkLock {
         loop {
             self.requests.sent();
             let children = self
-                .client
+                .client()
                 .list_children(&folder)
                 .await
                 .map_err(err("acquire"))?;
@@ -202,7 +259,7 @@ impl ZkLock {
             };
             self.requests.sent();
             let (stat, watcher) = self
-                .client
+                .client()
                 .check_and_watch_stat(&format!("{folder}/{predecessor}"))
                 .await
                 .map_err(err("acquire"))?;
@@ -228,7 +285,7 @@ impl ZkLock {
     async fn delete_folder(&self, folder: &str) -> Result<(), LockError> {
         self.requests.sent();
         timed("zookeeper", "cleanup", self.timeout, async {
-            match self.client.delete(folder, None).await {
+            match self.client().delete(folder, None).await {
                 Ok(())
                 | Err(zookeeper_client::Error::NoNode)
                 | Err(zookeeper_client::Error::NotEmpty) => Ok(()),
@@ -241,9 +298,9 @@ impl ZkLock {
     /// True when `lease`'s node exists, belongs to this session and carries its token.
     async fn holds(&self, lease: &Lease) -> Result<bool, LockError> {
         self.requests.sent();
-        match self.client.get_data(&lease.key).await {
+        match self.client().get_data(&lease.key).await {
             Ok((data, stat)) => Ok(data == lease.token.as_bytes()
-                && stat.ephemeral_owner == self.client.session_id().0),
+                && stat.ephemeral_owner == self.client().session_id().0),
             Err(zookeeper_client::Error::NoNode) => Ok(false),
             Err(e) => Err(err("check")(e)),
         }
@@ -379,7 +436,7 @@ impl LockBackend for ZkLock {
                 return Ok(false);
             }
             self.requests.sent();
-            match self.client.delete(&lease.key, None).await {
+            match self.client().delete(&lease.key, None).await {
                 Ok(()) => Ok(true),
                 Err(zookeeper_client::Error::NoNode) => Ok(false),
                 Err(e) => Err(err("release")(e)),
@@ -404,7 +461,7 @@ impl LockBackend for ZkLock {
             self.requests.sent();
             let path = nodes[next].clone();
             let children = timed("zookeeper", "cleanup", self.timeout, async {
-                match self.client.list_children(&path).await {
+                match self.client().list_children(&path).await {
                     Ok(children) => Ok(children),
                     Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
                     Err(e) => Err(err("cleanup")(e)),
