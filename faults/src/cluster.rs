@@ -38,6 +38,15 @@ pub enum Consensus {
 }
 
 impl Consensus {
+    /// The consensus store `kind` runs on, if it is one (etcd, ZooKeeper).
+    pub fn of(kind: lockbench_locks::BackendKind) -> Option<Self> {
+        match kind {
+            lockbench_locks::BackendKind::Etcd => Some(Consensus::Etcd),
+            lockbench_locks::BackendKind::Zookeeper => Some(Consensus::Zookeeper),
+            _ => None,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Consensus::Etcd => "etcd",

@@ -206,10 +206,11 @@ impl StageSetup<'_> {
         // Split, the holder is given every member and everyone else (the contender, the lab's
         // own client) the majority's: a session opened on the member about to be cut off would
         // expire with the holder's.
-        self.config.urls = cluster.urls();
         if self.stage.partition.is_some() {
             self.config.urls = cluster.majority_urls();
             self.stage.holder_urls = Some(cluster.urls());
+        } else {
+            self.config.urls = cluster.urls();
         }
         self.stage.cluster = Some(cluster);
         Ok(())

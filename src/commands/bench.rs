@@ -106,12 +106,10 @@ async fn on_a_private_cluster(
     measured: &mut Measured,
 ) -> Result<()> {
     use lockbench_faults::cluster::{Consensus, PrivateCluster};
-    let (consensus, id) = match config.kind {
-        lockbench_core::BackendKind::Etcd => (Consensus::Etcd, config.kind),
-        lockbench_core::BackendKind::Zookeeper => (Consensus::Zookeeper, config.kind),
-        _ => return Ok(()),
-    };
-    let Some(id) = lockbench_core::BackendId::cluster_of(id) else {
+    let (Some(consensus), Some(id)) = (
+        Consensus::of(config.kind),
+        lockbench_core::BackendId::cluster_of(config.kind),
+    ) else {
         return Ok(());
     };
     let starting = Progress::spinner(format!("starting {id} (three members)"));
@@ -145,49 +143,47 @@ async fn measure_one(
     levels: &Levels,
     measured: &mut Measured,
 ) -> Result<()> {
-    {
-        let name = config.label();
-        match measure_levels(config, levels, &Spinners::default()).await {
-            Ok(mut m) => {
-                if let Some(e) = m.cleanup_error.take() {
-                    eprintln!("lockbench: bench: {name}: cleanup after the run failed: {e}");
-                }
-                measured.clock = measured.clock.or(m.clock);
-                if let Some(broken) = m
-                    .results
-                    .iter()
-                    .find(|r| r.row.ops == 0 && r.row.errors > 0)
-                {
-                    measured.failed.push(BenchFailure {
-                        backend: config.id(),
-                        error: broken
-                            .row
-                            .first_error
-                            .clone()
-                            .unwrap_or_else(|| "every operation failed".to_string()),
-                    });
-                }
-                measured.backends.push(facts(config.id(), &m));
-                measured.results.append(&mut m.results);
-                for (program, _) in settings
-                    .clients
-                    .iter()
-                    .filter(|(_, kind)| *kind == config.kind && !config.fair)
-                {
-                    through_library(program, config, levels, measured).await?;
-                }
+    let name = config.label();
+    match measure_levels(config, levels, &Spinners::default()).await {
+        Ok(mut m) => {
+            if let Some(e) = m.cleanup_error.take() {
+                eprintln!("lockbench: bench: {name}: cleanup after the run failed: {e}");
             }
-            Err(LevelsError::NotReady(e)) => return Err(e.into()),
-            // A URL the backend cannot be trusted on is the user's to fix: nothing is measured.
-            Err(LevelsError::Lock(e @ LockError::Refused { .. })) => return Err(e.into()),
-            Err(LevelsError::Lock(e)) => {
-                // One line, and the other backends go on.
-                eprintln!("lockbench: bench: {e}");
+            measured.clock = measured.clock.or(m.clock);
+            if let Some(broken) = m
+                .results
+                .iter()
+                .find(|r| r.row.ops == 0 && r.row.errors > 0)
+            {
                 measured.failed.push(BenchFailure {
                     backend: config.id(),
-                    error: e.to_string(),
+                    error: broken
+                        .row
+                        .first_error
+                        .clone()
+                        .unwrap_or_else(|| "every operation failed".to_string()),
                 });
             }
+            measured.backends.push(facts(config.id(), &m));
+            measured.results.append(&mut m.results);
+            for (program, _) in settings
+                .clients
+                .iter()
+                .filter(|(_, kind)| *kind == config.kind && !config.fair)
+            {
+                through_library(program, config, levels, measured).await?;
+            }
+        }
+        Err(LevelsError::NotReady(e)) => return Err(e.into()),
+        // A URL the backend cannot be trusted on is the user's to fix: nothing is measured.
+        Err(LevelsError::Lock(e @ LockError::Refused { .. })) => return Err(e.into()),
+        Err(LevelsError::Lock(e)) => {
+            // One line, and the other backends go on.
+            eprintln!("lockbench: bench: {e}");
+            measured.failed.push(BenchFailure {
+                backend: config.id(),
+                error: e.to_string(),
+            });
         }
     }
     Ok(())

@@ -29,19 +29,18 @@ const ELECTION_WITHIN: Duration = Duration::from_secs(30);
 
 pub(crate) struct Cluster(pub(crate) Variant);
 
-fn consensus(backend: BackendKind) -> Option<Consensus> {
-    match backend {
-        BackendKind::Etcd => Some(Consensus::Etcd),
-        BackendKind::Zookeeper => Some(Consensus::Zookeeper),
-        _ => None,
-    }
-}
-
 fn members(stage: &mut Stage) -> Result<&mut PrivateCluster, FaultError> {
     stage
         .cluster
         .as_mut()
         .ok_or_else(|| FaultError::Server("a cluster fault without its cluster".to_string()))
+}
+
+fn namespace(stage: &mut Stage) -> Result<&mut crate::stage::Partition, FaultError> {
+    stage
+        .partition
+        .as_mut()
+        .ok_or_else(|| FaultError::Server("an isolated leader without a namespace".to_string()))
 }
 
 fn pair(stage: &mut Stage) -> Result<(&mut PrivatePostgres, &mut PrivatePostgres), FaultError> {
@@ -60,7 +59,7 @@ impl Fault for Cluster {
     }
 
     fn needs(&self, backend: BackendKind) -> Vec<Need> {
-        match (self.0, consensus(backend)) {
+        match (self.0, Consensus::of(backend)) {
             (Variant::ClusterPrimaryPromoted, _) => vec![Need::Postgres],
             (Variant::ClusterLeaderIsolated { .. }, Some(kind)) => {
                 vec![Need::Netns, Need::Cluster(kind)]
@@ -71,7 +70,7 @@ impl Fault for Cluster {
     }
 
     async fn prepare(&self, setup: &mut StageSetup<'_>) -> Result<(), FaultError> {
-        match (self.0, consensus(setup.config.kind)) {
+        match (self.0, Consensus::of(setup.config.kind)) {
             (Variant::ClusterPrimaryPromoted, _) => setup.private_postgres_with_standby().await,
             (_, Some(kind)) => setup.private_cluster(kind).await,
             (_, None) => Err(FaultError::Server(format!(
@@ -122,9 +121,7 @@ impl Fault for Cluster {
     async fn inject(&self, trial: &mut Trial<'_>) -> Result<(), FaultError> {
         let start = tokio::time::Instant::now();
         if let Variant::ClusterLeaderIsolated { .. } = self.0 {
-            let partition = trial.stage.partition.as_mut().ok_or_else(|| {
-                FaultError::Server("an isolated leader without a namespace".to_string())
-            })?;
+            let partition = namespace(trial.stage)?;
             let resource = partition.forwarder.port();
             partition.ns.isolate_except(&[resource])?;
             let cluster = members(trial.stage)?;
@@ -133,10 +130,7 @@ impl Fault for Cluster {
                 .await?;
             trial.new_leader = Some(start.elapsed());
             tokio::time::sleep(trial.length.saturating_sub(start.elapsed())).await;
-            let partition = trial.stage.partition.as_mut().ok_or_else(|| {
-                FaultError::Server("an isolated leader without a namespace".to_string())
-            })?;
-            return partition.ns.heal();
+            return namespace(trial.stage)?.ns.heal();
         }
         if self.0 == Variant::ClusterPrimaryPromoted {
             let (primary, standby) = pair(trial.stage)?;
