@@ -1161,7 +1161,9 @@ fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
 /// overlaps and the fence refuses it), while a Postgres primary's advisory lock does not reach its
 /// streaming standby: promoted, it grants the lock at once beside the old holder (the positive
 /// control: the lab sees a failover's overlap), and only the fence, whose sequence the standby
-/// replayed ahead of the primary, refuses the old holder's writes.
+/// replayed ahead of the primary, refuses the old holder's writes. Redis behind Sentinel loses
+/// the lock with a primary that had not replicated it, and keeps it when the grant waited for a
+/// replica (`WAIT 1`).
 #[test]
 fn a_consensus_leader_lost_or_cut_off_keeps_the_lock_and_a_promoted_standby_hands_it_on_under_the_fence()
  {
@@ -1224,6 +1226,24 @@ fn a_consensus_leader_lost_or_cut_off_keeps_the_lock_and_a_promoted_standby_hand
         let promoted = c["new_leader_max_s"].as_f64().unwrap();
         let granted = c["recovery_max_s"].as_f64().unwrap();
         assert!(granted < promoted + 1.0, "{backend}: {c}");
+    }
+    // Redis through three Sentinels: a replica promoted without the key grants the lock again
+    // beside the living holder, and the fencing counter, on the same server, went back with it:
+    // the fence refuses none of the old holder's writes. With WAIT 1 after the grant the
+    // Sentinels promote the replica that acknowledged it, and the holder renews its lock there.
+    let bare = cell(&record, "cluster/sentinel-failover", "redis");
+    assert_eq!(bare["expected"], "overlap", "{bare}");
+    assert_eq!(n(&bare["trials_with_overlap"]), 3, "{bare}");
+    assert!(n(&bare["stale_writes"]) > 0, "{bare}");
+    assert_eq!(n(&bare["stale_rejected_by_fence"]), 0, "{bare}");
+    let waited = cell(&record, "cluster/sentinel-failover-wait", "redis");
+    assert_eq!(waited["expected"], "no overlap", "{waited}");
+    assert_eq!(n(&waited["trials_with_overlap"]), 0, "{waited}");
+    assert_eq!(n(&waited["stale_writes"]), 0, "{waited}");
+    assert_eq!(n(&waited["contender_timed_out"]), 0, "{waited}");
+    for c in [bare, waited] {
+        let promoted = c["new_leader_max_s"].as_f64().unwrap();
+        assert!(promoted > 1.0 && promoted < 30.0, "{c}");
     }
     assert_left_nothing(&record, pid);
 }

@@ -251,6 +251,14 @@ pub enum Variant {
         /// The job stops when no renewal succeeded for 2/3 of the TTL.
         give_up: bool,
     },
+    /// A private Redis primary, two replicas and three Sentinels, every client finding the
+    /// primary through the Sentinels; what the primary sends both replicas held back (without
+    /// `wait`), or one replica's (with it, the holder's grant followed by `WAIT 1`); the primary
+    /// SIGKILLed while the lock is held and the contender waits; the Sentinels promote a replica.
+    ClusterSentinelFailover {
+        /// `WAIT 1` after acquiring: the grant waits for a replica, which a failover promotes.
+        wait: bool,
+    },
 }
 
 impl Variant {
@@ -282,11 +290,15 @@ impl Variant {
             | Variant::ClusterLeaderKilled
             | Variant::ClusterPrimaryPromoted
             | Variant::ClusterLeaderIsolated { .. } => None,
+            Variant::ClusterSentinelFailover { wait: false } => Some(
+                "its workers find the primary through Sentinel (a master name beside the \
+                 Sentinels' addresses), which the adapter protocol does not carry yet",
+            ),
             Variant::ReleaseAfterExpiry { checked: false } => Some(
                 "its holder releases with a plain DEL of lockbench's own key, the positive \
                  control of lockbench's client, which no library does",
             ),
-            Variant::Failover { wait: true } => {
+            Variant::Failover { wait: true } | Variant::ClusterSentinelFailover { wait: true } => {
                 Some("its holder sends WAIT 1 after the grant, which no library's lock does")
             }
             Variant::Outage(_) => Some(
@@ -306,7 +318,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 43] = [
+    pub const ALL: [Variant; 45] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -350,6 +362,8 @@ impl Variant {
         Variant::ClusterLeaderIsolated { give_up: true },
         Variant::ClusterLeaderIsolated { give_up: false },
         Variant::ClusterPrimaryPromoted,
+        Variant::ClusterSentinelFailover { wait: false },
+        Variant::ClusterSentinelFailover { wait: true },
     ];
 
     /// The scenario it belongs to.
@@ -381,7 +395,8 @@ impl Variant {
             Variant::SlowReply { .. } => Scenario::Latency,
             Variant::ClusterLeaderKilled
             | Variant::ClusterPrimaryPromoted
-            | Variant::ClusterLeaderIsolated { .. } => Scenario::Cluster,
+            | Variant::ClusterLeaderIsolated { .. }
+            | Variant::ClusterSentinelFailover { .. } => Scenario::Cluster,
         }
     }
 
@@ -431,6 +446,8 @@ impl Variant {
             Variant::ClusterPrimaryPromoted => "primary-promoted",
             Variant::ClusterLeaderIsolated { give_up: true } => "leader-isolated",
             Variant::ClusterLeaderIsolated { give_up: false } => "leader-isolated-no-give-up",
+            Variant::ClusterSentinelFailover { wait: false } => "sentinel-failover",
+            Variant::ClusterSentinelFailover { wait: true } => "sentinel-failover-wait",
         }
     }
 

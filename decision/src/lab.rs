@@ -52,6 +52,10 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         Variant::Failover { wait: false } => {
             (Mitigation::WaitReplicas, Variant::Failover { wait: true })
         }
+        Variant::ClusterSentinelFailover { wait: false } => (
+            Mitigation::WaitReplicas,
+            Variant::ClusterSentinelFailover { wait: true },
+        ),
         Variant::PoolLeak(PoolMode::NoReset | PoolMode::UnlockAll) => {
             (Mitigation::OwnConnection, Variant::PoolLeak(PoolMode::Xact))
         }
@@ -93,6 +97,7 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         | Variant::CrashKilled
         | Variant::CrashHostVanished { .. }
         | Variant::Failover { wait: true }
+        | Variant::ClusterSentinelFailover { wait: true }
         | Variant::Outage(OnFailure::Skip | OnFailure::Queue)
         | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset)
         | Variant::ReleaseAfterExpiry { checked: true }

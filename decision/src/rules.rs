@@ -573,8 +573,9 @@ fn promotion_harms(kind: BackendKind, r: &Resolved) -> bool {
 
 /// What a failover does to the lock on `kind`, as the lab's cluster cells measured it: a
 /// consensus store's lock through its leader's loss (`cluster/leader-killed`), a Postgres
-/// advisory lock through a standby's promotion (`cluster/primary-promoted`). A consensus store
-/// with no such cell says that its surviving a failover is unmeasured; Postgres without one says
+/// advisory lock through a standby's promotion (`cluster/primary-promoted`), a Redis lock
+/// through a Sentinel failover (`cluster/sentinel-failover*`). A consensus store with no such
+/// cell says that its surviving a failover is unmeasured; Postgres and Redis without one say
 /// nothing of failovers.
 fn failover(kind: BackendKind, r: &Resolved, ev: &Evidence, correctness: bool) -> Option<String> {
     let variant = match kind {
@@ -582,14 +583,11 @@ fn failover(kind: BackendKind, r: &Resolved, ev: &Evidence, correctness: bool) -
         BackendKind::PgSession | BackendKind::PgXact if promotion_harms(kind, r) => {
             Variant::ClusterPrimaryPromoted
         }
+        BackendKind::Redis => return sentinel_failover(ev),
         _ => return None,
     };
     let cell = ev.cell(variant, kind);
-    let elected = |cell: &FaultCell| {
-        cell.new_leader_p50_s
-            .map(|s| format!(", {} to a new leader", lockbench_core::format_duration_s(s)))
-            .unwrap_or_default()
-    };
+    let elected = |cell: &FaultCell| elected(cell, "a new leader");
     Some(match (variant, cell) {
         (Variant::ClusterLeaderKilled, None) => {
             "as a consensus store its lock is replicated to a quorum; that it survives a failover \
@@ -641,6 +639,54 @@ fn failover(kind: BackendKind, r: &Resolved, ev: &Evidence, correctness: bool) -
         ),
         _ => return None,
     })
+}
+
+/// `, T to WHAT` from a cell's median time to a new leader or primary; empty without one.
+fn elected(cell: &FaultCell, what: &str) -> String {
+    cell.new_leader_p50_s
+        .map(|s| format!(", {} to {what}", lockbench_core::format_duration_s(s)))
+        .unwrap_or_default()
+}
+
+/// What a Sentinel failover did to a Redis lock, where the lab's Sentinel cells measured it
+/// (`cluster/sentinel-failover`, and with `WAIT 1` after the grant `-wait`); `None` without
+/// either.
+fn sentinel_failover(ev: &Evidence) -> Option<String> {
+    let mut said = Vec::new();
+    let bare = ev.cell(
+        Variant::ClusterSentinelFailover { wait: false },
+        BackendKind::Redis,
+    );
+    if let Some(cell) = bare.filter(|c| c.trials_with_overlap > 0) {
+        said.push(format!(
+            "a Sentinel failover promoted a replica that never had the key and the lock was \
+             granted again (cluster/sentinel-failover: {} of {} trials overlapped{})",
+            cell.trials_with_overlap,
+            cell.trials,
+            elected(cell, "a promoted replica")
+        ));
+    }
+    let waited = ev.cell(
+        Variant::ClusterSentinelFailover { wait: true },
+        BackendKind::Redis,
+    );
+    match waited {
+        Some(cell) if cell.trials_with_overlap == 0 => said.push(format!(
+            "with WAIT 1 after the grant the Sentinels promoted a replica that had the key and \
+             the holder kept its lock (cluster/sentinel-failover-wait: {} of {} trials without \
+             overlap{})",
+            cell.trials,
+            cell.trials,
+            elected(cell, "a promoted replica")
+        )),
+        Some(cell) => said.push(format!(
+            "even with WAIT 1 after the grant a Sentinel failover let the lock go to a second \
+             holder (cluster/sentinel-failover-wait: {} of {} trials overlapped)",
+            cell.trials_with_overlap, cell.trials
+        )),
+        None => {}
+    }
+    (!said.is_empty()).then(|| said.join("; "))
 }
 
 fn why_not_chosen(c: &Candidate, best: BackendKind, r: &Resolved, ev: &Evidence) -> String {

@@ -1478,4 +1478,38 @@ fn a_failover_is_said_survived_only_where_a_cluster_cell_measured_it() {
         "{}",
         fact(&d, "pg-session")
     );
+
+    // Redis chosen: what a Sentinel failover did is said only where its cells measured it.
+    let wasted = job(
+        answers(DoubleRun::WastedWork, &[Service::Redis], 1, false, false),
+        &[UNGUARDED_DB],
+    );
+    let d = decide(&wasted, &Evidence::default());
+    assert_eq!(d.backend.map(|b| b.name()), Some("redis"));
+    assert!(
+        !fact(&d, "redis").contains("Sentinel"),
+        "{}",
+        fact(&d, "redis")
+    );
+    let mut waited = cell("cluster/sentinel-failover-wait", "redis", 0, "no overlap");
+    waited.new_leader_p50_s = Some(2.2);
+    let evidence = Evidence {
+        cells: vec![
+            cell("cluster/sentinel-failover", "redis", 2, "overlap"),
+            waited,
+        ],
+        ..Evidence::default()
+    };
+    let d = decide(&wasted, &evidence);
+    assert_eq!(d.backend.map(|b| b.name()), Some("redis"));
+    assert_fact(
+        &d,
+        "redis",
+        "a Sentinel failover promoted a replica that never had the key and the lock was granted again (cluster/sentinel-failover: 2 of 2 trials overlapped)",
+    );
+    assert_fact(
+        &d,
+        "redis",
+        "with WAIT 1 after the grant the Sentinels promoted a replica that had the key and the holder kept its lock (cluster/sentinel-failover-wait: 2 of 2 trials without overlap, 2.2 s to a promoted replica)",
+    );
 }

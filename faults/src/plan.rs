@@ -60,6 +60,9 @@ pub struct BackendPlan {
     /// pg-session through a transaction-mode pooler, which the lab measures.
     #[serde(default)]
     pub through_transaction_pooler: bool,
+    /// Redis: the primary's name at the Sentinels `urls` names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentinel_master: Option<String>,
 }
 
 impl BackendPlan {
@@ -77,6 +80,7 @@ impl BackendPlan {
             fair: config.fair,
             waiter_timeout_ms: config.waiter_timeout.as_millis() as u64,
             through_transaction_pooler: config.through_transaction_pooler,
+            sentinel_master: config.sentinel_master.clone(),
         }
     }
 
@@ -92,6 +96,7 @@ impl BackendPlan {
         c.wait_replicas = self.wait_replicas;
         c.fair = self.fair;
         c.through_transaction_pooler = self.through_transaction_pooler;
+        c.sentinel_master = self.sentinel_master.clone();
         if self.waiter_timeout_ms > 0 {
             c.waiter_timeout = Duration::from_millis(self.waiter_timeout_ms);
         }
@@ -201,7 +206,7 @@ pub struct PoolPlan {
 #[serde(rename_all = "kebab-case")]
 pub enum AnyPlan {
     /// One worker through a lock backend.
-    Lock(WorkerPlan),
+    Lock(Box<WorkerPlan>),
     /// A pool of one connection and two jobs on it (`pool-leak`).
     Pool(PoolPlan),
     /// A job process a lock holder started (`crash/work-survives`).

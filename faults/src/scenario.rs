@@ -13,6 +13,11 @@ use crate::plan::LeaseTracking;
 /// least): long enough to tell a keepalive of seconds from Linux's default of 2 h 11 min.
 pub const VANISHED_WAIT: Duration = Duration::from_secs(60);
 
+/// The least TTL of a Sentinel failover's trials: longer than the Sentinels take to promote a
+/// replica (about 2.3 s here, `down-after-milliseconds` 1000), so that whether the lock survives
+/// is the replication's doing, not its expiry's.
+pub const SENTINEL_TTL: Duration = Duration::from_secs(8);
+
 /// How long the lab's PgBouncer keeps an idle server connection (PgBouncer's default is 600 s):
 /// what bounds a lock left on one with no holder.
 pub const POOLER_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -120,6 +125,7 @@ impl Design for Variant {
                 Variant::ClusterPrimaryPromoted => {
                     matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
                 }
+                Variant::ClusterSentinelFailover { .. } => kind == BackendKind::Redis,
                 _ => matches!(kind, BackendKind::Etcd | BackendKind::Zookeeper),
             },
         }
@@ -228,7 +234,8 @@ impl Design for Variant {
             Variant::PartitionNoGiveUp | Variant::ClusterLeaderIsolated { give_up: false } => {
                 LeaseTracking::HeartbeatUnchecked
             }
-            Variant::ClusterLeaderIsolated { give_up: true } => LeaseTracking::Heartbeat,
+            Variant::ClusterLeaderIsolated { give_up: true }
+            | Variant::ClusterSentinelFailover { .. } => LeaseTracking::Heartbeat,
             // A client that waits for its replica (or for five nodes) counts what the waiting
             // spent of the TTL.
             Variant::RedlockLateStart { checked: true }
@@ -244,6 +251,7 @@ impl Design for Variant {
     fn trial_ttl(self, asked: Duration) -> Duration {
         match self {
             Variant::RedlockLateStart { .. } => Duration::from_millis(400),
+            Variant::ClusterSentinelFailover { .. } => asked.max(SENTINEL_TTL),
             _ => asked,
         }
     }
@@ -287,6 +295,7 @@ impl Design for Variant {
             | Variant::PartitionNoGiveUp
             | Variant::PartitionKeepalive
             | Variant::Failover { .. }
+            | Variant::ClusterSentinelFailover { .. }
             | Variant::Outage(_) => Some(Persistence::None),
             _ => None,
         }
@@ -354,6 +363,11 @@ impl Design for Variant {
                 "the job never asks it and works on through the cut"
             }),
             Variant::ClusterPrimaryPromoted => "a private Postgres primary and its streaming standby (pg_basebackup -R); the primary lost while the lock is held (immediate shutdown: its sessions closed), the standby promoted (pg_promote), a contender acquiring on it; rebuilt after the trial".to_string(),
+            Variant::ClusterSentinelFailover { wait } => format!("a private primary and two replicas (no persistence) watched by three Sentinels (quorum 2, down-after-milliseconds {}), every client finding the primary through them; the TTL at least {} s, so that the lock outlives the Sentinels' failover, a heartbeat renewing every TTL/3 through a job of 1.5 TTL; {}; the primary SIGKILLed while the lock is held and the contender waits, the Sentinels promote a replica; a new set after the trial", crate::sentinel::DOWN_AFTER_MS, SENTINEL_TTL.as_secs(), if wait {
+                "one replica's replication held back from the holder's acquisition on, the holder's grant followed by WAIT 1 (the other replica acknowledges it)"
+            } else {
+                "both replicas' replication held back from the holder's acquisition on (replication lag): no replica has the key"
+            }),
             Variant::RedlockLateStart { checked } => format!("Redlock over five private redis-servers, TTL 400 ms; one node SIGSTOPped during the holder's acquisition, so it returns after the 250 ms node timeout with about 140 ms of validity left; the holder {}", if checked {
                 "compares the validity left with its job (267 ms) and tries again when it is shorter"
             } else {
@@ -421,6 +435,9 @@ impl Design for Variant {
             // Advisory locks are in the primary's memory, never in the WAL: the promoted
             // standby grants the lock at once while the old holder works on.
             Variant::ClusterPrimaryPromoted => true,
+            // Sentinel promotes the replica furthest ahead: with WAIT 1 one that has the key,
+            // and the holder renews it there; without, none has it.
+            Variant::ClusterSentinelFailover { wait } => !wait,
         }
     }
 }

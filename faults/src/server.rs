@@ -377,6 +377,13 @@ impl PrivateRedis {
         self.command(&["REPLICAOF", "NO", "ONE"]).await.map(|_| ())
     }
 
+    /// True when it says it is a primary (`role:master`).
+    pub(crate) async fn is_primary(&self) -> bool {
+        self.info_replication()
+            .await
+            .is_ok_and(|info| info.contains("role:master"))
+    }
+
     /// `INFO replication`'s text.
     async fn info_replication(&self) -> Result<String, String> {
         let mut stream = connect(self.bind, self.port, self.password.as_deref()).await?;

@@ -48,6 +48,8 @@ pub(crate) struct Stage {
     pub(crate) zookeeper: Option<PrivateZookeeper>,
     /// A cluster cell's three private members.
     pub(crate) cluster: Option<crate::cluster::PrivateCluster>,
+    /// A Sentinel cell's primary, replicas and Sentinels.
+    pub(crate) sentinel: Option<crate::sentinel::SentinelSet>,
     /// A promotion cell's streaming standby of the private Postgres.
     pub(crate) standby: Option<PrivatePostgres>,
     /// A pooler's PgBouncer, in front of the private Postgres.
@@ -72,6 +74,7 @@ impl Stage {
             || self.postgres.is_some()
             || self.zookeeper.is_some()
             || self.cluster.is_some()
+            || self.sentinel.is_some()
     }
 
     /// Where the holder's job is cut off: the private Postgres's port, or the first private
@@ -102,6 +105,9 @@ impl Stage {
         }
         if let Some(standby) = &mut self.standby {
             standby.stop().await;
+        }
+        if let Some(set) = &mut self.sentinel {
+            set.stop().await;
         }
     }
 }
@@ -213,6 +219,19 @@ impl StageSetup<'_> {
             self.config.urls = cluster.urls();
         }
         self.stage.cluster = Some(cluster);
+        Ok(())
+    }
+
+    /// Starts a private primary, two replicas and three Sentinels; the cell finds the primary
+    /// through the Sentinels, as real clients do.
+    pub(crate) async fn private_sentinels(&mut self) -> Result<(), FaultError> {
+        let binary = self.redis_server.ok_or_else(|| {
+            FaultError::Server("no redis-server on PATH for private Sentinels".to_string())
+        })?;
+        let set = crate::sentinel::SentinelSet::start(binary).await?;
+        self.config.urls = set.urls();
+        self.config.sentinel_master = Some(crate::sentinel::MASTER.to_string());
+        self.stage.sentinel = Some(set);
         Ok(())
     }
 

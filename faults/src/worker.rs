@@ -77,7 +77,7 @@ async fn go() -> Result<Duration, FaultError> {
 /// Runs whichever worker `plan` asks for.
 pub async fn run(plan: AnyPlan) -> Result<(), FaultError> {
     match plan {
-        AnyPlan::Lock(plan) => run_worker(plan).await,
+        AnyPlan::Lock(plan) => run_worker(*plan).await,
         AnyPlan::Pool(plan) => crate::pool::run_pool(plan).await,
         AnyPlan::Writer(plan) => run_writer(plan).await,
     }

@@ -65,6 +65,9 @@ pub struct BackendConfig {
     /// etcd, ZooKeeper: the URLs are a private cluster's that lockbench started
     /// (`bench --topology cluster`); results name it `etcd-cluster`, `zookeeper-cluster`.
     pub private_cluster: bool,
+    /// Redis: the name the Sentinels monitor the primary by; `urls` are then the Sentinels', and
+    /// every connection asks them for the primary's address (a failover is followed).
+    pub sentinel_master: Option<String>,
 }
 
 /// The fair variant of Redis as results and `--backend` name it (`[backends.redis]` with
@@ -87,6 +90,7 @@ impl BackendConfig {
             waiter_timeout: Duration::from_secs(5),
             through_transaction_pooler: false,
             private_cluster: false,
+            sentinel_master: None,
         }
     }
 
@@ -200,6 +204,8 @@ struct FileBackend {
     fair: Option<bool>,
     #[serde(default)]
     waiter_timeout: Option<String>,
+    #[serde(default)]
+    sentinel_master: Option<String>,
 }
 
 fn default_namespace() -> String {
@@ -351,6 +357,9 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
                     .to_string(),
             });
         }
+        if let Some(master) = &backend.sentinel_master {
+            config.sentinel_master = Some(sentinel_master(kind, name, master, &config.urls)?);
+        }
         config.waiter_timeout = duration_field(
             &format!("backends.{name}.waiter_timeout"),
             &backend.waiter_timeout,
@@ -360,6 +369,41 @@ pub fn parse_config(text: &str) -> Result<Vec<BackendConfig>, ConfigError> {
     }
     configs.sort_by_key(|c| BackendKind::ALL.iter().position(|k| *k == c.kind));
     Ok(configs)
+}
+
+/// A `sentinel_master` answer checked: Redis only, a name, and Sentinels reached over TCP.
+fn sentinel_master(
+    kind: BackendKind,
+    name: &str,
+    master: &str,
+    urls: &[String],
+) -> Result<String, ConfigError> {
+    let field = format!("backends.{name}.sentinel_master");
+    if kind != BackendKind::Redis {
+        return Err(ConfigError::Invalid {
+            field,
+            message: "only redis finds its server through Sentinel; Redlock's nodes are independent primaries by design".to_string(),
+        });
+    }
+    let master = master.trim();
+    if master.is_empty() || master.chars().any(char::is_whitespace) {
+        return Err(ConfigError::Invalid {
+            field,
+            message: format!(
+                "expected the name the Sentinels monitor the primary by (sentinel monitor NAME ...), got {master:?}"
+            ),
+        });
+    }
+    if let Some(url) = urls.iter().find(|u| u.contains("unix:")) {
+        return Err(ConfigError::Invalid {
+            field: format!("backends.{name}.urls"),
+            message: format!(
+                "with sentinel_master the URLs are the Sentinels', reached over TCP; \"{}\" is a Unix socket",
+                Redacted(url)
+            ),
+        });
+    }
+    Ok(master.to_string())
 }
 
 /// The URL schemes each backend's client speaks; `None` for a bare `host:port`.
@@ -483,6 +527,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("backends.etcd.wait_replicas"), "{e}");
+    }
+
+    #[test]
+    fn a_sentinel_master_is_a_redis_name_and_its_urls_are_the_sentinels() {
+        let configs = parse_config(
+            "[backends.redis]\nurls = [\"redis://s1:26379\", \"redis://s2:26379\"]\nsentinel_master = \"billing\"",
+        )
+        .unwrap();
+        assert_eq!(configs[0].sentinel_master.as_deref(), Some("billing"));
+        assert_eq!(configs[0].urls.len(), 2);
+        let refused = |text: &str, fragments: &[&str]| {
+            let e = parse_config(text).unwrap_err().to_string();
+            for f in fragments {
+                assert!(e.contains(f), "{e}");
+            }
+        };
+        refused(
+            "[backends.redlock]\nurls = [\"redis://h:1\"]\nsentinel_master = \"m\"",
+            &["backends.redlock.sentinel_master", "only redis"],
+        );
+        refused(
+            "[backends.redis]\nurls = [\"redis://h:1\"]\nsentinel_master = \"two words\"",
+            &["backends.redis.sentinel_master", "got \"two words\""],
+        );
+        refused(
+            "[backends.redis]\nurls = [\"redis+unix:///tmp/s\"]\nsentinel_master = \"m\"",
+            &["backends.redis.urls", "over TCP"],
+        );
     }
 
     #[test]

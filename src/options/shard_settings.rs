@@ -157,6 +157,7 @@ fn backend(out: &mut ShardSettings, i: usize, b: &BackendConfig) {
         waiter_timeout,
         through_transaction_pooler: _,
         private_cluster,
+        sentinel_master,
     } = b;
     let urls: Vec<String> = urls.iter().map(|u| Redacted(u).to_string()).collect();
     put(
@@ -174,6 +175,7 @@ fn backend(out: &mut ShardSettings, i: usize, b: &BackendConfig) {
             fair,
             waiter_timeout,
             private_cluster,
+            sentinel_master,
         ),
     );
 }

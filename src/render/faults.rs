@@ -107,10 +107,14 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
                 "  {} on {}: {p50:.2} / {max:.2} s (P50 / max) from the fault to {}\n",
                 c.label(),
                 c.backend_through(),
-                if c.variant == lockbench_core::Variant::ClusterPrimaryPromoted {
-                    "the promoted standby taking writes"
-                } else {
-                    "a new leader answering"
+                match c.variant {
+                    lockbench_core::Variant::ClusterPrimaryPromoted => {
+                        "the promoted standby taking writes"
+                    }
+                    lockbench_core::Variant::ClusterSentinelFailover { .. } => {
+                        "the Sentinels naming a promoted replica"
+                    }
+                    _ => "a new leader answering",
                 }
             ))
         })

@@ -34,6 +34,7 @@ mod pooler;
 mod redlock;
 mod release;
 mod restart;
+mod sentinel;
 
 use crate::scenario::Variant;
 
@@ -56,6 +57,11 @@ pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
         Scenario::Release => Box::new(release::Release(variant)),
         Scenario::Overrun => Box::new(overrun::Overrun(variant)),
         Scenario::Latency => Box::new(latency::Latency(variant)),
-        Scenario::Cluster => Box::new(cluster::Cluster(variant)),
+        Scenario::Cluster => match variant {
+            Variant::ClusterSentinelFailover { .. } => {
+                Box::new(sentinel::SentinelFailover(variant))
+            }
+            _ => Box::new(cluster::Cluster(variant)),
+        },
     }
 }

@@ -447,12 +447,16 @@ async fn spawn_workers(
         }
     };
     let exe = context.worker_exe;
-    let mut contender =
-        WorkerProcess::spawn(exe, CONTENDER, &AnyPlan::Lock(plan(CONTENDER, ttl))).await?;
+    let mut contender = WorkerProcess::spawn(
+        exe,
+        CONTENDER,
+        &AnyPlan::Lock(Box::new(plan(CONTENDER, ttl))),
+    )
+    .await?;
     contender.connected(connect).await?;
     let next = match shape.next_run {
         true => {
-            let plan = AnyPlan::Lock(plan(NEXT_RUN, ttl));
+            let plan = AnyPlan::Lock(Box::new(plan(NEXT_RUN, ttl)));
             let mut next = WorkerProcess::spawn(exe, NEXT_RUN, &plan).await?;
             next.connected(connect).await?;
             Some(next)
@@ -463,9 +467,13 @@ async fn spawn_workers(
         .partition
         .as_ref()
         .map_or(Vec::new(), |p| p.ns.prefix());
-    let mut holder =
-        WorkerProcess::spawn_in(&prefix, exe, HOLDER, &AnyPlan::Lock(plan(HOLDER, ttl * 2)))
-            .await?;
+    let mut holder = WorkerProcess::spawn_in(
+        &prefix,
+        exe,
+        HOLDER,
+        &AnyPlan::Lock(Box::new(plan(HOLDER, ttl * 2))),
+    )
+    .await?;
     holder.connected(connect).await?;
     Ok((holder, contender, next))
 }

@@ -103,7 +103,7 @@ async fn pool_trial(
     let exe = context.worker_exe;
     let connect = config.connect_timeout + Duration::from_secs(10);
     let mut contender =
-        WorkerProcess::spawn(exe, CONTENDER, &AnyPlan::Lock(contender_plan)).await?;
+        WorkerProcess::spawn(exe, CONTENDER, &AnyPlan::Lock(Box::new(contender_plan))).await?;
     contender.connected(connect).await?;
     let mut pool = WorkerProcess::spawn(exe, "pool", &AnyPlan::Pool(pool_plan)).await?;
     pool.connected(connect).await?;

@@ -80,13 +80,45 @@ pub(crate) async fn connect_node(
     Ok(conn)
 }
 
+/// Connects to the primary that the Sentinels at the configured URLs name `master`, and checks
+/// it answers; an error names the Sentinels and what each said.
+async fn through_sentinels(
+    config: &BackendConfig,
+    master: &str,
+) -> Result<RedisConnection, LockError> {
+    let urls: Vec<String> = config
+        .urls
+        .iter()
+        .map(|u| Redacted(u).to_string())
+        .collect();
+    let unreachable = |reason: String| LockError::Unreachable {
+        backend: "redis",
+        url: format!("Sentinel {}", urls.join(",")),
+        reason,
+    };
+    let conn = RedisConnection::through_sentinels(&config.urls, master, config.connect_timeout)
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    tokio::time::timeout(
+        config.connect_timeout,
+        conn.query::<String>(&redis::cmd("PING")),
+    )
+    .await
+    .map_err(|_| {
+        unreachable(format!(
+            "no answer to PING within {:?}",
+            config.connect_timeout
+        ))
+    })?
+    .map_err(|e| unreachable(e.to_string()))?;
+    Ok(conn)
+}
+
 /// Redis single-node locks.
 pub struct RedisLock {
     conn: RedisConnection,
     /// Requests on both connections (commands, SUBSCRIBE, UNSUBSCRIBE).
     requests: Requests,
-    /// The server, for the subscriber connection a waiter opens.
-    client: redis::Client,
     /// A waiter's subscriber connection, kept for the next wait.
     subscriber: tokio::sync::Mutex<Option<redis::aio::PubSub>>,
     /// A fair waiter's subscription to its own channel, kept for the next wait.
@@ -109,25 +141,24 @@ pub struct RedisLock {
 }
 
 impl RedisLock {
-    /// Connects to the first configured URL.
+    /// Connects to the first configured URL, or, with `sentinel_master`, to the primary the
+    /// Sentinels at the configured URLs name.
     pub async fn connect(config: &BackendConfig) -> Result<Self, LockError> {
-        let url = config.urls.first().ok_or_else(|| LockError::Unreachable {
-            backend: "redis",
-            url: String::new(),
-            reason: "no URL configured".into(),
-        })?;
-        let client = redis::Client::open(url.as_str()).map_err(|e| LockError::Unreachable {
-            backend: "redis",
-            url: Redacted(url).to_string(),
-            reason: e.to_string(),
-        })?;
+        let conn = match &config.sentinel_master {
+            Some(master) => through_sentinels(config, master).await?,
+            None => {
+                let url = config.urls.first().ok_or_else(|| LockError::Unreachable {
+                    backend: "redis",
+                    url: String::new(),
+                    reason: "no URL configured".into(),
+                })?;
+                connect_node("redis", url, config).await?
+            }
+        };
         let requests = Requests::default();
         Ok(RedisLock {
-            conn: connect_node("redis", url, config)
-                .await?
-                .counted(requests.clone()),
+            conn: conn.counted(requests.clone()),
             requests,
-            client,
             subscriber: tokio::sync::Mutex::new(None),
             fair_subscription: tokio::sync::Mutex::new(None),
             connect_timeout: config.connect_timeout,
@@ -295,7 +326,10 @@ impl RedisLock {
         use futures::StreamExt as _;
         let mut slot = self.subscriber.lock().await;
         if slot.is_none() {
-            let opened = tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub())
+            // The server the commands go to (through Sentinel, the primary it last named).
+            let client = redis::Client::open(self.conn.server())
+                .map_err(|e| LockError::server("redis", "subscribe", e))?;
+            let opened = tokio::time::timeout(self.connect_timeout, client.get_async_pubsub())
                 .await
                 .map_err(|_| LockError::server("redis", "subscribe", "no connection in time"))?
                 .map_err(|e| LockError::server("redis", "subscribe", e))?;

@@ -24,6 +24,12 @@
 //!
 //! Speaks RESP2, the protocol a connection starts in; `redis://`, `rediss://` (rustls with the
 //! system's roots or `SSL_CERT_FILE`) and `redis+unix://` URLs, with user, password and database.
+//!
+//! Through Sentinel ([`RedisConnection::through_sentinels`]), every (re)connection first asks
+//! the Sentinels in turn for the primary's address (`SENTINEL get-master-addr-by-name`), then
+//! checks that the server there says it is a primary (`ROLE`), as redis-py's `Sentinel` and
+//! Redisson do; a `READONLY` reply (a demoted primary) drops the socket, so the next request
+//! asks again. A failover is then followed at the first request after it.
 
 use std::io;
 use std::sync::Arc;
@@ -52,9 +58,176 @@ pub struct RedisConnection {
 }
 
 struct Shared {
-    info: ConnectionInfo,
+    target: Target,
     connect_timeout: Duration,
     io: Mutex<Io>,
+}
+
+/// Where a connection goes: one server, or the primary the Sentinels name.
+enum Target {
+    Server(ConnectionInfo),
+    Sentinel(Sentinels),
+}
+
+/// The Sentinels of one primary, and the primary they last named.
+struct Sentinels {
+    /// Each Sentinel's address; its user, password and database are the primary's too.
+    sentinels: Vec<ConnectionInfo>,
+    /// The name the Sentinels monitor the primary by (`sentinel monitor NAME ...`).
+    master: String,
+    /// The primary's address as last named (the first Sentinel's address until then).
+    current: std::sync::Mutex<ConnectionInfo>,
+}
+
+impl Target {
+    /// Opens a stream to the server, through the Sentinels when there are some.
+    async fn connect(&self, timeout: Duration) -> RedisResult<Box<dyn Stream>> {
+        match self {
+            Target::Server(info) => connect(info, timeout).await,
+            Target::Sentinel(sentinels) => sentinels.connect(timeout).await,
+        }
+    }
+
+    /// The server connected to (the primary last named, through Sentinels).
+    fn info(&self) -> ConnectionInfo {
+        match self {
+            Target::Server(info) => info.clone(),
+            Target::Sentinel(sentinels) => sentinels
+                .current
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        }
+    }
+}
+
+impl Sentinels {
+    /// Asks each Sentinel in turn for the primary's address and connects there; the first that
+    /// names one whose server says `master` wins. Every Sentinel's answer goes into the error
+    /// when none does.
+    async fn connect(&self, timeout: Duration) -> RedisResult<Box<dyn Stream>> {
+        let mut heard = Vec::new();
+        for sentinel in &self.sentinels {
+            let at = describe(sentinel.addr());
+            let named = match self.ask(sentinel, timeout).await {
+                Ok(Some(named)) => named,
+                Ok(None) => {
+                    heard.push(format!("{at} monitors no primary named {:?}", self.master));
+                    continue;
+                }
+                Err(e) => {
+                    heard.push(format!("{at}: {e}"));
+                    continue;
+                }
+            };
+            let there = describe(named.addr());
+            match primary(&named, timeout).await {
+                Ok(stream) => {
+                    *self
+                        .current
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = named;
+                    return Ok(stream);
+                }
+                Err(e) => heard.push(format!("{at} names {there}, which {e}")),
+            }
+        }
+        Err(RedisError::from(io::Error::new(
+            io::ErrorKind::NotConnected,
+            format!(
+                "no Sentinel named a reachable primary of {:?} ({})",
+                self.master,
+                heard.join("; ")
+            ),
+        )))
+    }
+
+    /// `sentinel`'s answer to `SENTINEL get-master-addr-by-name`: the primary's address (with
+    /// the Sentinel's user, password, database and TLS), or `None` when it monitors no primary
+    /// of that name.
+    async fn ask(
+        &self,
+        sentinel: &ConnectionInfo,
+        timeout: Duration,
+    ) -> RedisResult<Option<ConnectionInfo>> {
+        let mut stream = connect(sentinel, timeout).await?;
+        let mut buf = Vec::new();
+        let packed = redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(&self.master)
+            .get_packed_command();
+        let mut replies = within(timeout, round_trip(&mut stream, &mut buf, &packed, 0, 1)).await?;
+        let reply = replies.pop().expect("one reply was read").extract_error()?;
+        let Some((host, port)) = redis::from_redis_value::<Option<(String, u16)>>(reply)? else {
+            return Ok(None);
+        };
+        let addr = match sentinel.addr() {
+            ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: *insecure,
+                tls_params: tls_params.clone(),
+            },
+            _ => ConnectionAddr::Tcp(host, port),
+        };
+        Ok(Some(sentinel.clone().set_addr(addr)))
+    }
+}
+
+/// A stream to the server `info` names, checked to be a primary (`ROLE`): a Sentinel can name
+/// the old primary for a moment after a failover, restarted as a replica.
+async fn primary(info: &ConnectionInfo, timeout: Duration) -> RedisResult<Box<dyn Stream>> {
+    let mut stream = connect(info, timeout).await?;
+    let mut buf = Vec::new();
+    let packed = redis::cmd("ROLE").get_packed_command();
+    let mut replies = within(timeout, round_trip(&mut stream, &mut buf, &packed, 0, 1)).await?;
+    let reply = replies.pop().expect("one reply was read").extract_error()?;
+    let role = match &reply {
+        Value::Array(parts) => parts.first().and_then(|r| match r {
+            Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            _ => None,
+        }),
+        _ => None,
+    };
+    match role.as_deref() {
+        Some("master") => Ok(stream),
+        other => Err(RedisError::from(io::Error::new(
+            io::ErrorKind::NotConnected,
+            format!(
+                "says it is {} (a failover under way?)",
+                other.unwrap_or("neither primary nor replica")
+            ),
+        ))),
+    }
+}
+
+/// `host:port` of an address, for messages.
+fn describe(addr: &ConnectionAddr) -> String {
+    match addr {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("{host}:{port}")
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// `future` within `timeout`, a timed-out one an I/O error.
+async fn within<T>(
+    timeout: Duration,
+    future: impl std::future::Future<Output = RedisResult<T>>,
+) -> RedisResult<T> {
+    tokio::time::timeout(timeout, future)
+        .await
+        .unwrap_or_else(|_| {
+            Err(RedisError::from(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no answer within {timeout:?}"),
+            )))
+        })
 }
 
 struct Io {
@@ -83,11 +256,37 @@ impl RedisConnection {
                 "only RESP2 is spoken here: remove protocol=resp3 from the URL",
             )));
         }
-        let stream = connect(&info, connect_timeout).await?;
+        Self::to(Target::Server(info), connect_timeout).await
+    }
+
+    /// Connects to the primary the Sentinels at `urls` name `master` (see the module's doc):
+    /// the URLs' user, password and database are the primary's too.
+    pub async fn through_sentinels(
+        urls: &[String],
+        master: &str,
+        connect_timeout: Duration,
+    ) -> RedisResult<Self> {
+        let sentinels = urls
+            .iter()
+            .map(|url| url.as_str().into_connection_info())
+            .collect::<RedisResult<Vec<_>>>()?;
+        let first = sentinels.first().cloned().ok_or_else(|| {
+            RedisError::from((ErrorKind::InvalidClientConfig, "no Sentinel URL configured"))
+        })?;
+        let target = Target::Sentinel(Sentinels {
+            sentinels,
+            master: master.to_string(),
+            current: std::sync::Mutex::new(first),
+        });
+        Self::to(target, connect_timeout).await
+    }
+
+    async fn to(target: Target, connect_timeout: Duration) -> RedisResult<Self> {
+        let stream = target.connect(connect_timeout).await?;
         Ok(RedisConnection {
             requests: Requests::default(),
             shared: Arc::new(Shared {
-                info,
+                target,
                 connect_timeout,
                 io: Mutex::new(Io {
                     stream: Some(stream),
@@ -96,6 +295,11 @@ impl RedisConnection {
                 }),
             }),
         })
+    }
+
+    /// The server this connection reaches: the primary the Sentinels last named, through them.
+    pub fn server(&self) -> ConnectionInfo {
+        self.shared.target.info()
     }
 
     /// The same connection, its requests counted in `requests` (shared by its clones).
@@ -139,11 +343,21 @@ impl RedisConnection {
             Some(stream) => stream,
             None => {
                 io.buf.clear();
-                connect(&self.shared.info, self.shared.connect_timeout).await?
+                self.shared
+                    .target
+                    .connect(self.shared.connect_timeout)
+                    .await?
             }
         };
         let replies = round_trip(&mut stream, &mut io.buf, &out, skip, count).await?;
-        io.stream = Some(stream);
+        // A demoted primary: the next request asks the Sentinels again.
+        let demoted = matches!(self.shared.target, Target::Sentinel(_))
+            && replies
+                .iter()
+                .any(|r| matches!(r, Value::ServerError(e) if e.code() == "READONLY"));
+        if !demoted {
+            io.stream = Some(stream);
+        }
         io.out = out;
         Ok(replies)
     }
@@ -227,7 +441,11 @@ impl RedisConnection {
     /// A new connection to this connection's server, subscribed to `channel` (counted as one
     /// request).
     pub async fn subscribe(&self, channel: &str) -> RedisResult<Subscription> {
-        let mut stream = connect(&self.shared.info, self.shared.connect_timeout).await?;
+        let mut stream = self
+            .shared
+            .target
+            .connect(self.shared.connect_timeout)
+            .await?;
         self.requests.sent();
         let mut buf = Vec::with_capacity(512);
         let confirmed = tokio::time::timeout(
@@ -272,7 +490,7 @@ impl ConnectionLike for RedisConnection {
     }
 
     fn get_db(&self) -> i64 {
-        self.shared.info.redis_settings().db()
+        self.shared.target.info().redis_settings().db()
     }
 }
 
