@@ -1379,3 +1379,26 @@ fn faults_flags_are_checked() {
         &["--config", "protected resource is a Postgres table"],
     );
 }
+
+/// A Python client finds the primary through the Sentinels as redis-py's README shows it
+/// (`Sentinel([...]).master_for(name)`), follows their failover to a replica that never had the
+/// key, and is granted there beside the living holder, which its library never told.
+#[test]
+fn redis_py_through_sentinel_follows_a_failover_to_a_replica_without_the_key() {
+    let (record, pid) = faults(&[
+        "--client",
+        "redis-py",
+        "--scenario",
+        "cluster/sentinel-failover",
+        "--trials",
+        "2",
+    ]);
+    let c = cell(&record, "cluster/sentinel-failover", "redis");
+    assert_eq!(c["client"]["name"], "redis-py", "{c}");
+    assert_eq!(c["expected"], "overlap", "{c}");
+    assert_eq!(n(&c["trials_with_overlap"]), 2, "{c}");
+    assert!(n(&c["stale_writes"]) > 0, "{c}");
+    let promoted = c["new_leader_max_s"].as_f64().unwrap();
+    assert!(promoted > 1.0 && promoted < 30.0, "{c}");
+    assert_left_nothing(&record, pid);
+}

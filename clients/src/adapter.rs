@@ -102,6 +102,7 @@ impl AdapterLock {
             operation_timeout_ms: config.operation_timeout.as_millis() as u64,
             connect_timeout_ms: config.connect_timeout.as_millis() as u64,
             session_timeout_ms: config.session_timeout.as_millis() as u64,
+            sentinel_master: config.sentinel_master.clone(),
         };
         // An interpreter's start-up and the library's first connection both count here.
         let timeout = config.connect_timeout + Duration::from_secs(10);

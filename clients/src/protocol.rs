@@ -27,6 +27,10 @@ pub struct Hello {
     pub connect_timeout_ms: u64,
     /// The session timeout to ask for, where the lock lives as long as a session (ZooKeeper), ms.
     pub session_timeout_ms: u64,
+    /// Redis behind Sentinel: the name the Sentinels at `urls` monitor the primary by; absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sentinel_master: Option<String>,
 }
 
 /// A request after the hello. `id` is echoed in its reply.

@@ -289,11 +289,8 @@ impl Variant {
             | Variant::SlowReply { .. }
             | Variant::ClusterLeaderKilled
             | Variant::ClusterPrimaryPromoted
-            | Variant::ClusterLeaderIsolated { .. } => None,
-            Variant::ClusterSentinelFailover { wait: false } => Some(
-                "its workers find the primary through Sentinel (a master name beside the \
-                 Sentinels' addresses), which the adapter protocol does not carry yet",
-            ),
+            | Variant::ClusterLeaderIsolated { .. }
+            | Variant::ClusterSentinelFailover { wait: false } => None,
             Variant::ReleaseAfterExpiry { checked: false } => Some(
                 "its holder releases with a plain DEL of lockbench's own key, the positive \
                  control of lockbench's client, which no library does",

@@ -18,13 +18,26 @@ const VERSION = version("redis-semaphore");
 
 class RedisSemaphore {
   static async open(hello) {
-    const redis = new Redis(hello.urls[0], {
+    const options = {
       connectTimeout: hello.connect_timeout_ms,
       commandTimeout: hello.operation_timeout_ms,
       // Every key under the lab's namespace (the library's own names start with `mutex:`).
       keyPrefix: `${hello.namespace}:client:`,
       lazyConnect: true,
-    });
+    };
+    // Behind Sentinel, ioredis asks the Sentinels for the primary (its README's `sentinels`
+    // and `name`), and again after a failover.
+    const redis = hello.sentinel_master
+      ? new Redis({
+          ...options,
+          sentinels: hello.urls.map((u) => {
+            const url = new URL(u);
+            return { host: url.hostname, port: Number(url.port || 26379) };
+          }),
+          name: hello.sentinel_master,
+          password: new URL(hello.urls[0]).password || undefined,
+        })
+      : new Redis(hello.urls[0], options);
     await redis.connect();
     return new RedisSemaphore(redis, hello.operation_timeout_ms);
   }

@@ -56,6 +56,34 @@ def release_answered(locks, key, refused, words=said):
         return {"released": False, "said": words(e)}
 
 
+def redis_client(hello, cls=None):
+    """The Redis client a library locks through: `redis.Redis.from_url` of the first URL, or,
+    when the hello names a `sentinel_master`, the primary that the Sentinels at the URLs name,
+    as redis-py's README shows it (`Sentinel([...]).master_for(name)`): its connections ask the
+    Sentinels again after a failover."""
+    import urllib.parse
+
+    import redis
+    import redis.sentinel
+
+    cls = cls or redis.Redis
+    timeout = hello["operation_timeout_ms"] / 1000
+    master = hello.get("sentinel_master")
+    if not master:
+        return cls.from_url(hello["urls"][0], socket_timeout=timeout)
+    sentinels = []
+    for url in hello["urls"]:
+        parsed = urllib.parse.urlparse(url)
+        sentinels.append((parsed.hostname, parsed.port or 26379))
+    first = urllib.parse.urlparse(hello["urls"][0])
+    sentinel = redis.sentinel.Sentinel(
+        sentinels,
+        socket_timeout=timeout,
+        sentinel_kwargs={"socket_timeout": timeout, "password": first.password},
+    )
+    return sentinel.master_for(master, redis_class=cls, socket_timeout=timeout, password=first.password)
+
+
 class Library:
     """What an adapter implements. Each method calls the library as its README tells users to,
     and returns its answer; it never works around the library's behaviour."""

@@ -14,7 +14,7 @@ from importlib.metadata import version
 import redis
 import redis_lock
 
-from lockbench_adapter import Library, release_answered, serve
+from lockbench_adapter import Library, redis_client, release_answered, serve
 
 
 def whole_seconds(ms):
@@ -23,7 +23,7 @@ def whole_seconds(ms):
 
 class PythonRedisLock(Library):
     def __init__(self, hello):
-        self.redis = redis.StrictRedis.from_url(hello["urls"][0], socket_timeout=hello["operation_timeout_ms"] / 1000)
+        self.redis = redis_client(hello, redis.StrictRedis)
         self.redis.ping()
         self.namespace = hello["namespace"]
         self.locks = {}

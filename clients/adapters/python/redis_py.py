@@ -7,12 +7,12 @@ lost lock: `owned()` asks Redis whether the token is still there.
 import redis
 from redis.exceptions import LockError
 
-from lockbench_adapter import Library, release_answered, said, serve
+from lockbench_adapter import Library, redis_client, release_answered, said, serve
 
 
 class RedisPy(Library):
     def __init__(self, hello):
-        self.redis = redis.Redis.from_url(hello["urls"][0], socket_timeout=hello["operation_timeout_ms"] / 1000)
+        self.redis = redis_client(hello)
         self.redis.ping()
         self.namespace = hello["namespace"]
         self.locks = {}
