@@ -1162,8 +1162,8 @@ fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
 /// streaming standby: promoted, it grants the lock at once beside the old holder (the positive
 /// control: the lab sees a failover's overlap), and only the fence, whose sequence the standby
 /// replayed ahead of the primary, refuses the old holder's writes. Redis behind Sentinel loses
-/// the lock with a primary that had not replicated it, and keeps it when the grant waited for a
-/// replica (`WAIT 1`).
+/// the lock with a primary that had not replicated it, and to a primary cut off with its holder,
+/// and keeps it when the grant and each renewal waited for a replica (`WAIT 1`).
 #[test]
 fn a_consensus_leader_lost_or_cut_off_keeps_the_lock_and_a_promoted_standby_hands_it_on_under_the_fence()
  {
@@ -1241,7 +1241,21 @@ fn a_consensus_leader_lost_or_cut_off_keeps_the_lock_and_a_promoted_standby_hand
     assert_eq!(n(&waited["trials_with_overlap"]), 0, "{waited}");
     assert_eq!(n(&waited["stale_writes"]), 0, "{waited}");
     assert_eq!(n(&waited["contender_timed_out"]), 0, "{waited}");
-    for c in [bare, waited] {
+    // The primary cut off with its holder: it goes on taking the holder's renewals while the
+    // Sentinels promote a replica, where the key expires and the contender is granted; the
+    // counter was replicated before the cut, so the fence refuses the old holder. Renewals that
+    // count only once a replica acknowledged them stop the holder before that.
+    let cut = cell(&record, "cluster/sentinel-primary-isolated", "redis");
+    assert_eq!(cut["expected"], "overlap", "{cut}");
+    assert_eq!(n(&cut["trials_with_overlap"]), 3, "{cut}");
+    assert!(n(&cut["stale_writes"]) > 0, "{cut}");
+    assert_eq!(cut["stale_rejected_by_fence"], cut["stale_writes"], "{cut}");
+    let acked = cell(&record, "cluster/sentinel-primary-isolated-wait", "redis");
+    assert_eq!(acked["expected"], "no overlap", "{acked}");
+    assert_eq!(n(&acked["trials_with_overlap"]), 0, "{acked}");
+    assert_eq!(n(&acked["stale_writes"]), 0, "{acked}");
+    assert_eq!(n(&acked["contender_timed_out"]), 0, "{acked}");
+    for c in [bare, waited, cut, acked] {
         let promoted = c["new_leader_max_s"].as_f64().unwrap();
         assert!(promoted > 1.0 && promoted < 30.0, "{c}");
     }

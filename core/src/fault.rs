@@ -259,6 +259,14 @@ pub enum Variant {
         /// `WAIT 1` after acquiring: the grant waits for a replica, which a failover promotes.
         wait: bool,
     },
+    /// The same set, the primary and the holder in a network namespace cut off from the replicas
+    /// and the Sentinels (a minority of one server), the contender with them; the Sentinels
+    /// promote a replica while the old primary goes on taking the holder's renewals.
+    ClusterSentinelPrimaryIsolated {
+        /// `WAIT 1` after acquiring and after each renewal: a renewal no replica acknowledged
+        /// fails, and the holder's heartbeat gives up from its last acknowledged one.
+        wait: bool,
+    },
 }
 
 impl Variant {
@@ -290,12 +298,15 @@ impl Variant {
             | Variant::ClusterLeaderKilled
             | Variant::ClusterPrimaryPromoted
             | Variant::ClusterLeaderIsolated { .. }
-            | Variant::ClusterSentinelFailover { wait: false } => None,
+            | Variant::ClusterSentinelFailover { wait: false }
+            | Variant::ClusterSentinelPrimaryIsolated { wait: false } => None,
             Variant::ReleaseAfterExpiry { checked: false } => Some(
                 "its holder releases with a plain DEL of lockbench's own key, the positive \
                  control of lockbench's client, which no library does",
             ),
-            Variant::Failover { wait: true } | Variant::ClusterSentinelFailover { wait: true } => {
+            Variant::Failover { wait: true }
+            | Variant::ClusterSentinelFailover { wait: true }
+            | Variant::ClusterSentinelPrimaryIsolated { wait: true } => {
                 Some("its holder sends WAIT 1 after the grant, which no library's lock does")
             }
             Variant::Outage(_) => Some(
@@ -315,7 +326,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 45] = [
+    pub const ALL: [Variant; 47] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -361,6 +372,8 @@ impl Variant {
         Variant::ClusterPrimaryPromoted,
         Variant::ClusterSentinelFailover { wait: false },
         Variant::ClusterSentinelFailover { wait: true },
+        Variant::ClusterSentinelPrimaryIsolated { wait: false },
+        Variant::ClusterSentinelPrimaryIsolated { wait: true },
     ];
 
     /// The scenario it belongs to.
@@ -393,7 +406,8 @@ impl Variant {
             Variant::ClusterLeaderKilled
             | Variant::ClusterPrimaryPromoted
             | Variant::ClusterLeaderIsolated { .. }
-            | Variant::ClusterSentinelFailover { .. } => Scenario::Cluster,
+            | Variant::ClusterSentinelFailover { .. }
+            | Variant::ClusterSentinelPrimaryIsolated { .. } => Scenario::Cluster,
         }
     }
 
@@ -445,6 +459,10 @@ impl Variant {
             Variant::ClusterLeaderIsolated { give_up: false } => "leader-isolated-no-give-up",
             Variant::ClusterSentinelFailover { wait: false } => "sentinel-failover",
             Variant::ClusterSentinelFailover { wait: true } => "sentinel-failover-wait",
+            Variant::ClusterSentinelPrimaryIsolated { wait: false } => "sentinel-primary-isolated",
+            Variant::ClusterSentinelPrimaryIsolated { wait: true } => {
+                "sentinel-primary-isolated-wait"
+            }
         }
     }
 

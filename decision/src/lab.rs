@@ -56,6 +56,10 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
             Mitigation::WaitReplicas,
             Variant::ClusterSentinelFailover { wait: true },
         ),
+        Variant::ClusterSentinelPrimaryIsolated { wait: false } => (
+            Mitigation::WaitReplicas,
+            Variant::ClusterSentinelPrimaryIsolated { wait: true },
+        ),
         Variant::PoolLeak(PoolMode::NoReset | PoolMode::UnlockAll) => {
             (Mitigation::OwnConnection, Variant::PoolLeak(PoolMode::Xact))
         }
@@ -98,6 +102,7 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         | Variant::CrashHostVanished { .. }
         | Variant::Failover { wait: true }
         | Variant::ClusterSentinelFailover { wait: true }
+        | Variant::ClusterSentinelPrimaryIsolated { wait: true }
         | Variant::Outage(OnFailure::Skip | OnFailure::Queue)
         | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset)
         | Variant::ReleaseAfterExpiry { checked: true }

@@ -648,43 +648,54 @@ fn elected(cell: &FaultCell, what: &str) -> String {
         .unwrap_or_default()
 }
 
-/// What a Sentinel failover did to a Redis lock, where the lab's Sentinel cells measured it
-/// (`cluster/sentinel-failover`, and with `WAIT 1` after the grant `-wait`); `None` without
-/// either.
+/// What a Sentinel failover did to a Redis lock, where the lab's Sentinel cells measured it: a
+/// primary killed before it replicated the key (`cluster/sentinel-failover`) or cut off with
+/// its holder (`cluster/sentinel-primary-isolated`), and each with `WAIT 1` (`-wait`); `None`
+/// without any.
 fn sentinel_failover(ev: &Evidence) -> Option<String> {
     let mut said = Vec::new();
-    let bare = ev.cell(
-        Variant::ClusterSentinelFailover { wait: false },
-        BackendKind::Redis,
-    );
-    if let Some(cell) = bare.filter(|c| c.trials_with_overlap > 0) {
-        said.push(format!(
-            "a Sentinel failover promoted a replica that never had the key and the lock was \
-             granted again (cluster/sentinel-failover: {} of {} trials overlapped{})",
-            cell.trials_with_overlap,
-            cell.trials,
-            elected(cell, "a promoted replica")
-        ));
-    }
-    let waited = ev.cell(
-        Variant::ClusterSentinelFailover { wait: true },
-        BackendKind::Redis,
-    );
-    match waited {
-        Some(cell) if cell.trials_with_overlap == 0 => said.push(format!(
-            "with WAIT 1 after the grant the Sentinels promoted a replica that had the key and \
-             the holder kept its lock (cluster/sentinel-failover-wait: {} of {} trials without \
-             overlap{})",
-            cell.trials,
-            cell.trials,
-            elected(cell, "a promoted replica")
-        )),
-        Some(cell) => said.push(format!(
-            "even with WAIT 1 after the grant a Sentinel failover let the lock go to a second \
-             holder (cluster/sentinel-failover-wait: {} of {} trials overlapped)",
-            cell.trials_with_overlap, cell.trials
-        )),
-        None => {}
+    let cells = [
+        (
+            Variant::ClusterSentinelFailover { wait: false },
+            Variant::ClusterSentinelFailover { wait: true },
+            "a primary killed before its replicas had the key",
+        ),
+        (
+            Variant::ClusterSentinelPrimaryIsolated { wait: false },
+            Variant::ClusterSentinelPrimaryIsolated { wait: true },
+            "a primary cut off with its holder, which went on renewing there",
+        ),
+    ];
+    for (bare, waited, what) in cells {
+        let bare = ev.cell(bare, BackendKind::Redis);
+        if let Some(cell) = bare.filter(|c| c.trials_with_overlap > 0) {
+            said.push(format!(
+                "a Sentinel failover from {what} granted the lock again ({}: {} of {} trials \
+                 overlapped{})",
+                cell.label(),
+                cell.trials_with_overlap,
+                cell.trials,
+                elected(cell, "a promoted replica")
+            ));
+        }
+        match ev.cell(waited, BackendKind::Redis) {
+            Some(cell) if cell.trials_with_overlap == 0 => said.push(format!(
+                "with WAIT 1 the holder lost nothing to it ({}: {} of {} trials without \
+                 overlap{})",
+                cell.label(),
+                cell.trials,
+                cell.trials,
+                elected(cell, "a promoted replica")
+            )),
+            Some(cell) => said.push(format!(
+                "even with WAIT 1 it let the lock go to a second holder ({}: {} of {} trials \
+                 overlapped)",
+                cell.label(),
+                cell.trials_with_overlap,
+                cell.trials
+            )),
+            None => {}
+        }
     }
     (!said.is_empty()).then(|| said.join("; "))
 }

@@ -18,6 +18,10 @@ pub const VANISHED_WAIT: Duration = Duration::from_secs(60);
 /// is the replication's doing, not its expiry's.
 pub const SENTINEL_TTL: Duration = Duration::from_secs(8);
 
+/// The least TTL of a Sentinel cell whose primary is cut off: three renewals a lease on a
+/// heartbeat that a 2 s `WAIT` (half the TTL) cannot starve.
+pub const SENTINEL_CUT_TTL: Duration = Duration::from_secs(4);
+
 /// How long the lab's PgBouncer keeps an idle server connection (PgBouncer's default is 600 s):
 /// what bounds a lock left on one with no holder.
 pub const POOLER_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -125,7 +129,8 @@ impl Design for Variant {
                 Variant::ClusterPrimaryPromoted => {
                     matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
                 }
-                Variant::ClusterSentinelFailover { .. } => kind == BackendKind::Redis,
+                Variant::ClusterSentinelFailover { .. }
+                | Variant::ClusterSentinelPrimaryIsolated { .. } => kind == BackendKind::Redis,
                 _ => matches!(kind, BackendKind::Etcd | BackendKind::Zookeeper),
             },
         }
@@ -174,7 +179,11 @@ impl Design for Variant {
     fn isolates(self) -> bool {
         self.partitions()
             || self.vanishes()
-            || matches!(self, Variant::ClusterLeaderIsolated { .. })
+            || matches!(
+                self,
+                Variant::ClusterLeaderIsolated { .. }
+                    | Variant::ClusterSentinelPrimaryIsolated { .. }
+            )
     }
 
     /// A late start's checked holder has 393 ms of validity for its 267 ms job: 20 writes that
@@ -235,7 +244,8 @@ impl Design for Variant {
                 LeaseTracking::HeartbeatUnchecked
             }
             Variant::ClusterLeaderIsolated { give_up: true }
-            | Variant::ClusterSentinelFailover { .. } => LeaseTracking::Heartbeat,
+            | Variant::ClusterSentinelFailover { .. }
+            | Variant::ClusterSentinelPrimaryIsolated { .. } => LeaseTracking::Heartbeat,
             // A client that waits for its replica (or for five nodes) counts what the waiting
             // spent of the TTL.
             Variant::RedlockLateStart { checked: true }
@@ -252,6 +262,7 @@ impl Design for Variant {
         match self {
             Variant::RedlockLateStart { .. } => Duration::from_millis(400),
             Variant::ClusterSentinelFailover { .. } => asked.max(SENTINEL_TTL),
+            Variant::ClusterSentinelPrimaryIsolated { .. } => asked.max(SENTINEL_CUT_TTL),
             _ => asked,
         }
     }
@@ -265,6 +276,10 @@ impl Design for Variant {
             Variant::RedlockLateStart { .. } => Some(Duration::from_millis(250)),
             // The held reply must not time the request out.
             Variant::SlowReply { .. } => Some(ttl * 3),
+            // A contender connected to the primary before the cut hears nothing from it: a
+            // request given up within a quarter of the lease sends the next one through the
+            // Sentinels to the promoted replica, as a worker started after the cut would.
+            Variant::ClusterSentinelPrimaryIsolated { .. } => Some(ttl / 4),
             _ => None,
         }
     }
@@ -296,6 +311,7 @@ impl Design for Variant {
             | Variant::PartitionKeepalive
             | Variant::Failover { .. }
             | Variant::ClusterSentinelFailover { .. }
+            | Variant::ClusterSentinelPrimaryIsolated { .. }
             | Variant::Outage(_) => Some(Persistence::None),
             _ => None,
         }
@@ -368,6 +384,11 @@ impl Design for Variant {
             } else {
                 "both replicas' replication held back from the holder's acquisition on (replication lag): no replica has the key"
             }),
+            Variant::ClusterSentinelPrimaryIsolated { wait } => format!("the Sentinel set of cluster/sentinel-failover, split: the primary (and the holder) in a network namespace of the lab's, the two replicas and three Sentinels on its host end (one random password for all), the contender and the lab's client outside; the TTL at least {} s, a heartbeat renewing every TTL/3; a few writes into the holder's job, nftables in the namespace drops every packet between the two sides but the holder's to the protected resource for two TTLs and 4 s: the Sentinels promote a replica while the old primary {}; a new set after the trial", SENTINEL_CUT_TTL.as_secs(), if wait {
+                "refuses to count a renewal no replica acknowledges (WAIT 1 after the grant and after each renewal): the holder's heartbeat gives up from its last acknowledged renewal"
+            } else {
+                "goes on taking the holder's renewals, which no replica sees"
+            }),
             Variant::RedlockLateStart { checked } => format!("Redlock over five private redis-servers, TTL 400 ms; one node SIGSTOPped during the holder's acquisition, so it returns after the 250 ms node timeout with about 140 ms of validity left; the holder {}", if checked {
                 "compares the validity left with its job (267 ms) and tries again when it is shorter"
             } else {
@@ -438,6 +459,10 @@ impl Design for Variant {
             // Sentinel promotes the replica furthest ahead: with WAIT 1 one that has the key,
             // and the holder renews it there; without, none has it.
             Variant::ClusterSentinelFailover { wait } => !wait,
+            // The isolated primary extends the key under the holder while the promoted replica
+            // lets it expire; renewals that count only once a replica has them stop the holder
+            // a third of a lease before that.
+            Variant::ClusterSentinelPrimaryIsolated { wait } => !wait,
         }
     }
 }

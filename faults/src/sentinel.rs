@@ -4,6 +4,12 @@
 //! through the Sentinels as real clients do (`sentinel_master`). Each replica replicates through
 //! a [`ReplicationLink`] of its own, so that a fault can hold back what one of them receives.
 //!
+//! Split ([`SentinelSet::start_split`]), the primary runs inside a lab namespace (on its inner
+//! end) and the replicas and Sentinels on the namespace's host end, all with one random password
+//! (the host end is reachable from more than the namespace), replicating directly: the namespace's
+//! cut then isolates the primary, and a holder inside with it, from the replicas and the
+//! Sentinels.
+//!
 //! A failover changes who is primary; the next trial starts from a set built again on the same
 //! ports (no persistence: the servers restart empty), which is faster and surer than failing
 //! back. The Sentinels' `failover-timeout` (60 s) is longer than a set lives: a Sentinel
@@ -43,6 +49,8 @@ pub(crate) struct SentinelSet {
     /// Each replica's link to the primary, in the replicas' order.
     links: Vec<ReplicationLink>,
     sentinels: Vec<PrivateSentinel>,
+    /// Split: where the primary listens inside the namespace.
+    inside: Option<Ipv4Addr>,
 }
 
 impl SentinelSet {
@@ -64,6 +72,35 @@ impl SentinelSet {
             servers,
             links: Vec::new(),
             sentinels,
+            inside: None,
+        };
+        set.wire().await?;
+        Ok(set)
+    }
+
+    /// Starts the primary inside `ns` and the replicas and Sentinels on its host end, one
+    /// password for all; ready as [`SentinelSet::start`].
+    pub(crate) async fn start_split(
+        binary: &Path,
+        ns: &crate::netns::Namespace,
+    ) -> Result<Self, FaultError> {
+        let password = format!("{:032x}", rand::random::<u128>());
+        let mut servers =
+            vec![PrivateRedis::start_in(binary, ns.inner_ip(), &password, ns.prefix()).await?];
+        for _ in 0..REPLICAS {
+            servers
+                .push(PrivateRedis::start_in(binary, ns.host_ip(), &password, Vec::new()).await?);
+        }
+        let mut sentinels = Vec::new();
+        for _ in 0..SENTINELS {
+            sentinels.push(PrivateSentinel::on(ns.host_ip(), Some(password.clone()))?);
+        }
+        let mut set = SentinelSet {
+            binary: binary.to_path_buf(),
+            servers,
+            links: Vec::new(),
+            sentinels,
+            inside: Some(ns.inner_ip()),
         };
         set.wire().await?;
         Ok(set)
@@ -74,17 +111,23 @@ impl SentinelSet {
     async fn wire(&mut self) -> Result<(), FaultError> {
         let primary_port = self.servers[0].port();
         self.links.clear();
+        let primary_ip = self.inside.unwrap_or(Ipv4Addr::LOCALHOST);
         for replica in &self.servers[1..] {
-            let link = ReplicationLink::start(std::net::SocketAddr::from((
-                Ipv4Addr::LOCALHOST,
-                primary_port,
-            )))
-            .await?;
+            if self.inside.is_some() {
+                // Split, the namespace's cut is what holds replication back.
+                replica.replicate((primary_ip, primary_port)).await?;
+                continue;
+            }
+            let link =
+                ReplicationLink::start(std::net::SocketAddr::from((primary_ip, primary_port)))
+                    .await?;
             replica.replicate(link.addr()).await?;
             self.links.push(link);
         }
         for sentinel in &mut self.sentinels {
-            sentinel.launch(&self.binary, primary_port).await?;
+            sentinel
+                .launch(&self.binary, (primary_ip, primary_port))
+                .await?;
         }
         let deadline = tokio::time::Instant::now() + READY_WITHIN;
         let mut last = String::new();
@@ -118,10 +161,7 @@ impl SentinelSet {
 
     /// The Sentinels' URLs, for `urls` with `sentinel_master`.
     pub(crate) fn urls(&self) -> Vec<String> {
-        self.sentinels
-            .iter()
-            .map(|s| format!("redis://127.0.0.1:{}", s.port))
-            .collect()
+        self.sentinels.iter().map(PrivateSentinel::url).collect()
     }
 
     /// Each replica's replication link, in the replicas' order.
@@ -206,32 +246,60 @@ impl SentinelSet {
 /// One Sentinel: a `redis-server --sentinel` with a configuration file of its own (a Sentinel
 /// rewrites it), written afresh at each launch.
 struct PrivateSentinel {
+    bind: Ipv4Addr,
     port: u16,
+    /// Off loopback, the set's password: its own, the other Sentinels' and the servers'.
+    password: Option<String>,
     dir: PathBuf,
     child: Option<Child>,
 }
 
 impl PrivateSentinel {
     fn new() -> Result<Self, FaultError> {
+        Self::on(Ipv4Addr::LOCALHOST, None)
+    }
+
+    fn on(bind: Ipv4Addr, password: Option<String>) -> Result<Self, FaultError> {
         Ok(PrivateSentinel {
-            port: free_port(Ipv4Addr::LOCALHOST)?,
+            bind,
+            port: free_port(bind)?,
+            password,
             dir: private_dir("sentinel")?,
             child: None,
         })
     }
 
-    /// Writes its configuration (monitoring the primary on `primary_port`) and starts it; ready
-    /// when it answers PING (within 5 s).
-    async fn launch(&mut self, binary: &Path, primary_port: u16) -> Result<(), FaultError> {
+    /// Its URL (with the set's password, if it has one).
+    fn url(&self) -> String {
+        match &self.password {
+            Some(password) => format!("redis://:{password}@{}:{}", self.bind, self.port),
+            None => format!("redis://{}:{}", self.bind, self.port),
+        }
+    }
+
+    /// Writes its configuration (monitoring the primary at `primary`) and starts it; ready when
+    /// it answers PING (within 5 s).
+    async fn launch(
+        &mut self,
+        binary: &Path,
+        (primary_ip, primary_port): (Ipv4Addr, u16),
+    ) -> Result<(), FaultError> {
         self.kill().await;
         let conf = self.dir.join("sentinel.conf");
+        let auth = match &self.password {
+            Some(p) => format!(
+                "requirepass {p}\nsentinel sentinel-pass {p}\nsentinel auth-pass {MASTER} {p}\n"
+            ),
+            None => String::new(),
+        };
         let text = format!(
-            "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile sentinel.log\n\
-             sentinel monitor {MASTER} 127.0.0.1 {primary_port} 2\n\
+            "port {port}\nbind {bind}\ndir {dir}\nlogfile sentinel.log\n\
+             sentinel monitor {MASTER} {primary_ip} {primary_port} 2\n{auth}\
              sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}\n\
              sentinel failover-timeout {MASTER} 60000\n\
              sentinel parallel-syncs {MASTER} {REPLICAS}\n",
             port = self.port,
+            bind = self.bind,
             dir = self.dir.display(),
         );
         std::fs::write(&conf, text)
@@ -268,7 +336,7 @@ impl PrivateSentinel {
 
     /// Sends one command (within 1 s) and reads its reply as `T`.
     async fn query<T: redis::FromRedisValue>(&self, args: &[&str]) -> Result<T, String> {
-        let url = format!("redis://127.0.0.1:{}", self.port);
+        let url = self.url();
         let exchange = async {
             let client = redis::Client::open(url.as_str()).map_err(|e| e.to_string())?;
             let mut conn = client

@@ -62,6 +62,8 @@ pub struct PrivateRedis {
     /// Off loopback, a random password: the host end's address is reachable from more than the
     /// lab's namespace.
     password: Option<String>,
+    /// The command prefix that runs it inside a lab namespace; empty on the host.
+    prefix: Vec<String>,
     child: Option<Child>,
 }
 
@@ -179,6 +181,37 @@ impl PrivateRedis {
             shim: shim.map(Path::to_path_buf),
             bind,
             password: (!bind.is_loopback()).then(|| format!("{:032x}", rand::random::<u128>())),
+            prefix: Vec::new(),
+            child: None,
+        };
+        server.launch().await?;
+        Ok(server)
+    }
+
+    /// Starts a server without persistence on `bind` with `password` (which it also sends to
+    /// a primary it replicates: one password for a whole set), run through `prefix` (inside a
+    /// lab namespace; empty on the host).
+    pub(crate) async fn start_in(
+        binary: &Path,
+        bind: Ipv4Addr,
+        password: &str,
+        prefix: Vec<String>,
+    ) -> Result<Self, FaultError> {
+        // A port free on the host is free inside a new namespace too.
+        let port = free_port(if prefix.is_empty() {
+            bind
+        } else {
+            Ipv4Addr::LOCALHOST
+        })?;
+        let mut server = PrivateRedis {
+            binary: binary.to_path_buf(),
+            persistence: Persistence::None,
+            port,
+            dir: private_dir("redis")?,
+            shim: None,
+            bind,
+            password: Some(password.to_string()),
+            prefix,
             child: None,
         };
         server.launch().await?;
@@ -228,8 +261,16 @@ impl PrivateRedis {
         args.extend(self.persistence.args());
         if let Some(password) = &self.password {
             args.extend(["--requirepass", password.as_str()]);
+            args.extend(["--masterauth", password.as_str()]);
         }
-        let mut command = Command::new(&self.binary);
+        let mut command = match self.prefix.split_first() {
+            Some((program, rest)) => {
+                let mut command = Command::new(program);
+                command.args(rest).arg(&self.binary);
+                command
+            }
+            None => Command::new(&self.binary),
+        };
         if let Some(shim) = &self.shim {
             command
                 .env("LD_PRELOAD", shim)

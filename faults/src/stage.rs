@@ -222,13 +222,17 @@ impl StageSetup<'_> {
         Ok(())
     }
 
-    /// Starts a private primary, two replicas and three Sentinels; the cell finds the primary
-    /// through the Sentinels, as real clients do.
+    /// Starts a private primary, two replicas and three Sentinels (with the stage's namespace,
+    /// the primary inside it and the others on its host end); the cell finds the primary through
+    /// the Sentinels, as real clients do.
     pub(crate) async fn private_sentinels(&mut self) -> Result<(), FaultError> {
         let binary = self.redis_server.ok_or_else(|| {
             FaultError::Server("no redis-server on PATH for private Sentinels".to_string())
         })?;
-        let set = crate::sentinel::SentinelSet::start(binary).await?;
+        let set = match &self.stage.partition {
+            Some(p) => crate::sentinel::SentinelSet::start_split(binary, &p.ns).await?,
+            None => crate::sentinel::SentinelSet::start(binary).await?,
+        };
         self.config.urls = set.urls();
         self.config.sentinel_master = Some(crate::sentinel::MASTER.to_string());
         self.stage.sentinel = Some(set);

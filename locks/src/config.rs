@@ -47,9 +47,10 @@ pub struct BackendConfig {
     /// is flushed at the statement's commit). Redis and Postgres can turn them off; etcd,
     /// ZooKeeper and the memory backend get them from the lock itself.
     pub fencing: bool,
-    /// Redis: replicas that must acknowledge an acquisition (`WAIT n`) before it counts; 0 (the
-    /// default) does not wait. A failover can then not promote a replica without the key (short
-    /// of losing every one that acknowledged).
+    /// Redis: replicas that must acknowledge an acquisition or a renewal (`WAIT n`) before it
+    /// counts; 0 (the default) does not wait. A failover can then not promote a replica without
+    /// the key (short of losing every one that acknowledged), and a primary cut off from its
+    /// replicas cannot extend a holder's lease past what they hold.
     pub wait_replicas: u32,
     /// Redis: waiters queue in Redis and are granted in arrival order (a list and a deadline per
     /// waiter, as Redisson's fair lock keeps), instead of racing for each release.

@@ -111,7 +111,8 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
                     lockbench_core::Variant::ClusterPrimaryPromoted => {
                         "the promoted standby taking writes"
                     }
-                    lockbench_core::Variant::ClusterSentinelFailover { .. } => {
+                    lockbench_core::Variant::ClusterSentinelFailover { .. }
+                    | lockbench_core::Variant::ClusterSentinelPrimaryIsolated { .. } => {
                         "the Sentinels naming a promoted replica"
                     }
                     _ => "a new leader answering",

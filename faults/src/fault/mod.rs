@@ -58,7 +58,8 @@ pub(crate) fn of(variant: Variant) -> Box<dyn Fault> {
         Scenario::Overrun => Box::new(overrun::Overrun(variant)),
         Scenario::Latency => Box::new(latency::Latency(variant)),
         Scenario::Cluster => match variant {
-            Variant::ClusterSentinelFailover { .. } => {
+            Variant::ClusterSentinelFailover { .. }
+            | Variant::ClusterSentinelPrimaryIsolated { .. } => {
                 Box::new(sentinel::SentinelFailover(variant))
             }
             _ => Box::new(cluster::Cluster(variant)),

@@ -5,19 +5,25 @@
 //! waits; the Sentinels elect one of themselves and promote the replica furthest ahead. Each
 //! trial measures the time from the kill to the Sentinels naming a new primary that says it is
 //! one; the next trial runs on a set built again.
+//!
+//! `cluster/sentinel-primary-isolated*`: the same set split by a lab namespace, the primary and
+//! the holder inside, the replicas, the Sentinels and the contender outside; the namespace's cut
+//! isolates the primary (Jepsen's "isolate the primary"), the Sentinels promote a replica, and the
+//! old primary goes on taking the holder's renewals unless they must be acknowledged (`WAIT 1`).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lockbench_locks::{BackendConfig, BackendKind};
 
-use super::phases::{Fault, Shape, Trial};
+use super::phases::{Fault, Onset, Shape, Trial};
 use crate::FaultError;
 use crate::plan::BackendPlan;
 use crate::process::WorkerProcess;
 use crate::scenario::Variant;
 use crate::sentinel::SentinelSet;
 use crate::stage::{Need, Stage, StageSetup};
+use crate::trial::WRITES;
 
 /// How long the Sentinels may take to name a new primary (about 2.3 s on an idle machine with
 /// `down-after-milliseconds` 1000).
@@ -25,9 +31,20 @@ const FAILOVER_WITHIN: Duration = Duration::from_secs(30);
 
 pub(crate) struct SentinelFailover(pub(crate) Variant);
 
+/// What a cut adds to its two leases: the Sentinels' failover (about 2.3 s here) and a margin.
+const CUT_MARGIN: Duration = Duration::from_secs(4);
+
 impl SentinelFailover {
     fn waits(&self) -> bool {
-        self.0 == Variant::ClusterSentinelFailover { wait: true }
+        matches!(
+            self.0,
+            Variant::ClusterSentinelFailover { wait: true }
+                | Variant::ClusterSentinelPrimaryIsolated { wait: true }
+        )
+    }
+
+    fn isolates(&self) -> bool {
+        matches!(self.0, Variant::ClusterSentinelPrimaryIsolated { .. })
     }
 }
 
@@ -45,7 +62,11 @@ impl Fault for SentinelFailover {
     }
 
     fn needs(&self, _backend: BackendKind) -> Vec<Need> {
-        vec![Need::RedisServer]
+        if self.isolates() {
+            vec![Need::RedisServer, Need::Netns]
+        } else {
+            vec![Need::RedisServer]
+        }
     }
 
     async fn prepare(&self, setup: &mut StageSetup<'_>) -> Result<(), FaultError> {
@@ -58,6 +79,17 @@ impl Fault for SentinelFailover {
     fn shape(&self, shape: Shape, _stage: &Stage, config: &BackendConfig) -> Shape {
         let mut holder = config.clone();
         holder.wait_replicas = u32::from(self.waits());
+        if self.isolates() {
+            // A job that outlives its cut, the promotion and the key's expiry on the promoted
+            // replica.
+            return Shape {
+                job: shape.lease * 3 + CUT_MARGIN,
+                writes: WRITES * 3,
+                onset: Onset::AfterWrite,
+                holder: BackendPlan::of(&holder),
+                ..shape
+            };
+        }
         Shape {
             job: shape.lease * 3 / 2,
             holder: BackendPlan::of(&holder),
@@ -84,10 +116,37 @@ impl Fault for SentinelFailover {
         holder.go(ttl).await
     }
 
+    /// A cut of two granted leases and the failover: the Sentinels promote, the key expires on
+    /// the promoted replica and the contender is granted, all within the cut.
+    fn length(&self, granted: Duration, _shape: &Shape, _stage: &Stage) -> Duration {
+        if self.isolates() {
+            granted * 2 + CUT_MARGIN
+        } else {
+            Duration::ZERO
+        }
+    }
+
     /// The primary killed; what it sent and the replicas never received dies with it; the
-    /// Sentinels' failover timed.
+    /// Sentinels' failover timed. Split, the primary cut off with the holder for the fault's
+    /// length instead.
     async fn inject(&self, trial: &mut Trial<'_>) -> Result<(), FaultError> {
         let start = tokio::time::Instant::now();
+        if self.isolates() {
+            let partition = trial.stage.partition.as_mut().ok_or_else(|| {
+                FaultError::Server("an isolated primary without a namespace".to_string())
+            })?;
+            let resource = partition.forwarder.port();
+            partition.ns.isolate_except(&[resource])?;
+            let set = set(trial.stage)?;
+            let old = set.primary_port();
+            set.primary_within(FAILOVER_WITHIN, old).await?;
+            trial.new_leader = Some(start.elapsed());
+            tokio::time::sleep(trial.length.saturating_sub(start.elapsed())).await;
+            return match trial.stage.partition.as_mut() {
+                Some(partition) => partition.ns.heal(),
+                None => Ok(()),
+            };
+        }
         let set = set(trial.stage)?;
         let old = set.primary_port();
         set.kill_primary().await;

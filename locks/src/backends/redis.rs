@@ -449,6 +449,36 @@ impl RedisLock {
         ))
     }
 
+    /// `WAIT n` after a renewal: a renewal fewer replicas acknowledged within the operation
+    /// timeout (or half the TTL, if shorter) is an error, not a success, so that a holder
+    /// counts from its last renewal a failover would keep (a primary cut off from its replicas
+    /// goes on extending a key the replicas let expire).
+    async fn renewal_replicated(&self, ttl: Duration) -> Result<(), LockError> {
+        let wait = self.timeout.min(ttl / 2);
+        let acked: i64 = timed("redis", "renew", self.timeout + wait, async {
+            self.conn
+                .query(
+                    redis::cmd("WAIT")
+                        .arg(self.wait_replicas)
+                        .arg(wait.as_millis() as u64),
+                )
+                .await
+                .map_err(|e| LockError::server("redis", "renew", e))
+        })
+        .await?;
+        if acked >= i64::from(self.wait_replicas) {
+            return Ok(());
+        }
+        Err(LockError::server(
+            "redis",
+            "renew",
+            format!(
+                "WAIT: {acked} of {} replicas acknowledged the renewal within {wait:?}",
+                self.wait_replicas
+            ),
+        ))
+    }
+
     /// One try for `key`'s lock: [`LockBackend::try_acquire`], called by [`LockBackend::acquire`]
     /// without the trait's boxed future (an allocation and a copy of its state per acquisition).
     async fn try_once(&self, key: &str, ttl: Duration) -> Result<Option<Lease>, LockError> {
@@ -608,6 +638,9 @@ impl LockBackend for RedisLock {
                 .map_err(|e| LockError::server("redis", "renew", e))
         })
         .await?;
+        if done == 1 && self.wait_replicas > 0 {
+            self.renewal_replicated(ttl).await?;
+        }
         Ok(done == 1)
     }
 
