@@ -18,14 +18,13 @@
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
 use crate::FaultError;
 use crate::link::ReplicationLink;
-use crate::server::{Persistence, PrivateRedis, free_port, private_dir};
+use crate::server::{Persistence, PrivateRedis, free_port, private_dir, spawn_ready};
 
 /// The name the Sentinels monitor the primary by.
 pub(crate) const MASTER: &str = "lockbench-lab";
@@ -304,34 +303,17 @@ impl PrivateSentinel {
         );
         std::fs::write(&conf, text)
             .map_err(|e| FaultError::Server(format!("writing {}: {e}", conf.display())))?;
-        let child = crate::process::dies_with_the_lab(&mut Command::new(binary))
-            .arg(&conf)
-            .arg("--sentinel")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                FaultError::Server(format!(
-                    "starting {} --sentinel: {e}; scripts/services.sh up installs redis-server",
-                    binary.display()
-                ))
-            })?;
+        let mut command = Command::new(binary);
+        command.arg(&conf).arg("--sentinel");
+        let child = spawn_ready(
+            &mut command,
+            &format!("the Sentinel on port {}", self.port),
+            &self.dir.join("sentinel.log"),
+            || async { self.query::<String>(&["PING"]).await.is_ok() },
+        )
+        .await?;
         self.child = Some(child);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while tokio::time::Instant::now() < deadline {
-            if self.query::<String>(&["PING"]).await.is_ok() {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let log = std::fs::read_to_string(self.dir.join("sentinel.log")).unwrap_or_default();
-        Err(FaultError::Server(format!(
-            "the Sentinel on port {} did not answer within 5s: {}",
-            self.port,
-            log.lines().last().unwrap_or("no log")
-        )))
+        Ok(())
     }
 
     /// Sends one command (within 1 s) and reads its reply as `T`.

@@ -113,6 +113,49 @@ pub(crate) fn write_clock_offset(dir: &Path, ms: i64) -> Result<(), FaultError> 
         .map_err(|e| FaultError::Server(format!("writing {}: {e}", file.display())))
 }
 
+/// Spawns `command`, a redis-server (a Sentinel too) that dies with the lab, and waits up to
+/// 5 s until `ready` says it answers; the error names `what` and the last line of its `log`. A
+/// server that never answers is killed with the child dropped here.
+pub(crate) async fn spawn_ready<F, Fut>(
+    command: &mut Command,
+    what: &str,
+    log: &Path,
+    ready: F,
+) -> Result<Child, FaultError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let program = command
+        .as_std()
+        .get_program()
+        .to_string_lossy()
+        .into_owned();
+    let child = crate::process::dies_with_the_lab(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            FaultError::Server(format!(
+                "starting {program} for {what}: {e}; scripts/services.sh up installs redis-server"
+            ))
+        })?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tokio::time::Instant::now() < deadline {
+        if ready().await {
+            return Ok(child);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    Err(FaultError::Server(format!(
+        "{what} did not answer within 5s: {}",
+        log.lines().last().unwrap_or("no log")
+    )))
+}
+
 /// The RESP form of one command.
 fn resp(args: &[&str]) -> String {
     let mut request = format!("*{}\r\n", args.len());
@@ -276,33 +319,20 @@ impl PrivateRedis {
                 .env("LD_PRELOAD", shim)
                 .env("LOCKBENCH_WALLCLOCK_FILE", self.dir.join(CLOCK_FILE));
         }
-        let child = crate::process::dies_with_the_lab(&mut command)
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                FaultError::Server(format!(
-                    "starting {}: {e}; scripts/services.sh up installs redis-server",
-                    self.binary.display()
-                ))
-            })?;
+        command.args(&args);
+        let (bind, port, password) = (self.bind, self.port, self.password.clone());
+        let child = spawn_ready(
+            &mut command,
+            &format!("redis-server on port {port}"),
+            &self.dir.join("redis.log"),
+            || {
+                let password = password.clone();
+                async move { pong(bind, port, password.as_deref()).await }
+            },
+        )
+        .await?;
         self.child = Some(child);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while tokio::time::Instant::now() < deadline {
-            if pong(self.bind, self.port, self.password.as_deref()).await {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let log = std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default();
-        Err(FaultError::Server(format!(
-            "redis-server on port {} did not answer within 5s: {}",
-            self.port,
-            log.lines().last().unwrap_or("no log")
-        )))
+        Ok(())
     }
 
     /// Moves its wall clock `ms` milliseconds ahead of the machine's (0: back in step), as an NTP

@@ -419,12 +419,12 @@ impl RedisLock {
         Ok(done == 1)
     }
 
-    /// `WAIT n` after a grant: when fewer replicas acknowledge within the operation timeout (or
-    /// half the TTL, if shorter), the key is released by its token and the acquisition fails: a
-    /// failover could promote a replica without it.
-    async fn replicated(&self, key: &str, token: &str, ttl: Duration) -> Result<(), LockError> {
+    /// `WAIT n` after `operation` (a grant or a renewal), within the operation timeout or half
+    /// the TTL, whichever is shorter: `Err` with what the replicas did when fewer than `n`
+    /// acknowledged it.
+    async fn acknowledged(&self, operation: &'static str, ttl: Duration) -> Result<(), LockError> {
         let wait = self.timeout.min(ttl / 2);
-        let acked: i64 = timed("redis", "acquire", self.timeout + wait, async {
+        let acked: i64 = timed("redis", operation, self.timeout + wait, async {
             self.conn
                 .query(
                     redis::cmd("WAIT")
@@ -432,51 +432,37 @@ impl RedisLock {
                         .arg(wait.as_millis() as u64),
                 )
                 .await
-                .map_err(|e| LockError::server("redis", "acquire", e))
+                .map_err(|e| LockError::server("redis", operation, e))
         })
         .await?;
         if acked >= i64::from(self.wait_replicas) {
             return Ok(());
         }
-        let _ = self.release_by_token(key, &self.key(key), token).await;
         Err(LockError::server(
             "redis",
-            "acquire",
+            operation,
             format!(
-                "WAIT: {acked} of {} replicas acknowledged the lock within {wait:?}; released it",
+                "WAIT: {acked} of {} replicas acknowledged it within {wait:?}",
                 self.wait_replicas
             ),
         ))
     }
 
-    /// `WAIT n` after a renewal: a renewal fewer replicas acknowledged within the operation
-    /// timeout (or half the TTL, if shorter) is an error, not a success, so that a holder
-    /// counts from its last renewal a failover would keep (a primary cut off from its replicas
-    /// goes on extending a key the replicas let expire).
-    async fn renewal_replicated(&self, ttl: Duration) -> Result<(), LockError> {
-        let wait = self.timeout.min(ttl / 2);
-        let acked: i64 = timed("redis", "renew", self.timeout + wait, async {
-            self.conn
-                .query(
-                    redis::cmd("WAIT")
-                        .arg(self.wait_replicas)
-                        .arg(wait.as_millis() as u64),
-                )
-                .await
-                .map_err(|e| LockError::server("redis", "renew", e))
-        })
-        .await?;
-        if acked >= i64::from(self.wait_replicas) {
-            return Ok(());
+    /// `WAIT n` after a grant: when fewer replicas acknowledge it, the key is released by its
+    /// token and the acquisition fails: a failover could promote a replica without it.
+    async fn replicated(&self, key: &str, token: &str, ttl: Duration) -> Result<(), LockError> {
+        let acked = self.acknowledged("acquire", ttl).await;
+        if acked.is_err() {
+            let _ = self.release_by_token(key, &self.key(key), token).await;
         }
-        Err(LockError::server(
-            "redis",
-            "renew",
-            format!(
-                "WAIT: {acked} of {} replicas acknowledged the renewal within {wait:?}",
-                self.wait_replicas
-            ),
-        ))
+        acked
+    }
+
+    /// `WAIT n` after a renewal: a renewal fewer replicas acknowledged is an error, not a
+    /// success, so that a holder counts from its last renewal a failover would keep (a primary
+    /// cut off from its replicas goes on extending a key the replicas let expire).
+    async fn renewal_replicated(&self, ttl: Duration) -> Result<(), LockError> {
+        self.acknowledged("renew", ttl).await
     }
 
     /// One try for `key`'s lock: [`LockBackend::try_acquire`], called by [`LockBackend::acquire`]
