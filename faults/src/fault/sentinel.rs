@@ -49,10 +49,11 @@ impl SentinelFailover {
 }
 
 fn set(stage: &mut Stage) -> Result<&mut SentinelSet, FaultError> {
-    stage
-        .sentinel
-        .as_mut()
-        .ok_or_else(|| FaultError::Server("a Sentinel failover without its Sentinels".to_string()))
+    stage.sentinel.as_mut().ok_or_else(missing)
+}
+
+fn missing() -> FaultError {
+    FaultError::Server("a Sentinel failover without its Sentinels".to_string())
 }
 
 #[async_trait]
@@ -106,10 +107,8 @@ impl Fault for SentinelFailover {
         holder: &mut WorkerProcess,
         ttl: Duration,
     ) -> Result<(), FaultError> {
-        let set = stage.sentinel.as_ref().ok_or_else(|| {
-            FaultError::Server("a Sentinel failover without its Sentinels".to_string())
-        })?;
-        let held = if self.waits() { 1 } else { 0 };
+        let set = stage.sentinel.as_ref().ok_or_else(missing)?;
+        let held = usize::from(self.waits());
         for link in &set.links()[held..] {
             link.hold();
         }

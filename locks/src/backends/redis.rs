@@ -62,21 +62,20 @@ pub(crate) async fn connect_node(
         url: Redacted(url).to_string(),
         reason,
     };
-    let mut conn = RedisConnection::open(url, config.connect_timeout)
+    let conn = RedisConnection::open(url, config.connect_timeout)
         .await
         .map_err(|e| unreachable(e.to_string()))?;
-    tokio::time::timeout(
-        config.connect_timeout,
-        redis::cmd("PING").query_async::<String>(&mut conn),
-    )
-    .await
-    .map_err(|_| {
-        unreachable(format!(
-            "no answer to PING within {:?}",
-            config.connect_timeout
-        ))
-    })?
-    .map_err(|e| unreachable(e.to_string()))?;
+    answers(conn, config.connect_timeout)
+        .await
+        .map_err(unreachable)
+}
+
+/// `conn` once it answers PING within `timeout`; why not, otherwise.
+async fn answers(conn: RedisConnection, timeout: Duration) -> Result<RedisConnection, String> {
+    tokio::time::timeout(timeout, conn.query::<String>(&redis::cmd("PING")))
+        .await
+        .map_err(|_| format!("no answer to PING within {timeout:?}"))?
+        .map_err(|e| e.to_string())?;
     Ok(conn)
 }
 
@@ -99,19 +98,9 @@ async fn through_sentinels(
     let conn = RedisConnection::through_sentinels(&config.urls, master, config.connect_timeout)
         .await
         .map_err(|e| unreachable(e.to_string()))?;
-    tokio::time::timeout(
-        config.connect_timeout,
-        conn.query::<String>(&redis::cmd("PING")),
-    )
-    .await
-    .map_err(|_| {
-        unreachable(format!(
-            "no answer to PING within {:?}",
-            config.connect_timeout
-        ))
-    })?
-    .map_err(|e| unreachable(e.to_string()))?;
-    Ok(conn)
+    answers(conn, config.connect_timeout)
+        .await
+        .map_err(unreachable)
 }
 
 /// Redis single-node locks.

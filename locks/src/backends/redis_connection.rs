@@ -490,7 +490,11 @@ impl ConnectionLike for RedisConnection {
     }
 
     fn get_db(&self) -> i64 {
-        self.shared.target.info().redis_settings().db()
+        match &self.shared.target {
+            Target::Server(info) => info.redis_settings().db(),
+            // The primary is reached with the Sentinels' settings.
+            Target::Sentinel(sentinels) => sentinels.sentinels[0].redis_settings().db(),
+        }
     }
 }
 
