@@ -35,7 +35,10 @@ class RedisSemaphore {
             return { host: url.hostname, port: Number(url.port || 26379) };
           }),
           name: hello.sentinel_master,
+          // The URLs' password goes to the Sentinels and to the primary alike, as lockbench's
+          // own client sends it.
           password: new URL(hello.urls[0]).password || undefined,
+          sentinelPassword: new URL(hello.urls[0]).password || undefined,
         })
       : new Redis(hello.urls[0], options);
     await redis.connect();
