@@ -114,8 +114,12 @@ fn a_heartbeat_survives_a_pause_shorter_than_its_margin_and_stops_a_longer_one_b
 #[test]
 fn a_redis_restart_hands_the_lock_on_unless_the_key_survives_it_or_the_ttl_has_passed() {
     // A TTL of 5 s: the holder's job (two thirds of it) must outlast the kill, the restart and
-    // the contender's grant, which took 1.8 s once at 2 s while the cluster cells started their
-    // servers beside it (CI at 5f5ce5f): a restart that outlasts the job hides a lost key.
+    // the contender's grant. A restart is not bounded by it: one took 1.8 s at a 2 s TTL while
+    // the cluster cells started their servers beside it (CI at 5f5ce5f), another 4.4 s at 5 s
+    // (CI at 13a0046, redis-server's start-up fsyncs behind the clusters'), and a restart that
+    // outlasts the job hides a lost key. So each trial is judged on its own timing below.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("faults");
     let (record, pid) = faults(&[
         "--scenario",
         "restart",
@@ -125,19 +129,34 @@ fn a_redis_restart_hands_the_lock_on_unless_the_key_survives_it_or_the_ttl_has_p
         "5s",
         "--backend",
         "redis",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(record["skipped"].as_array().unwrap().is_empty(), "{record}");
+    let trials = trial_rows(&out.join("trials.csv"));
     // Lost with the process (no persistence; RDB with no save point due), or with what the OS
-    // had not fsynced (a power loss behind everysec): a second holder while the first works.
+    // had not fsynced (a power loss behind everysec): a second holder while the first works,
+    // in every trial whose server came back before the holder's job ended (at least one).
     for lost in [
         "restart/no-persistence",
         "restart/rdb",
         "restart/power-loss",
     ] {
         let c = cell(&record, lost, "redis");
-        assert_eq!(n(&c["trials_with_overlap"]), 2, "{lost}: {c}");
-        assert!(n(&c["stale_writes"]) >= 2, "{lost}: {c}");
         assert_eq!(c["expected"], "overlap", "{lost}");
+        let variant = lost.trim_start_matches("restart/");
+        let back_in_time: Vec<_> = trials
+            .iter()
+            .filter(|t| t["variant"] == variant && f(t, "fault_end_s") < f(t, "holder_end_s"))
+            .collect();
+        assert!(
+            !back_in_time.is_empty(),
+            "{lost}: no trial's restart ended before the holder's job, nothing was tested: {c}"
+        );
+        for t in back_in_time {
+            assert!(f(t, "overlap_s") > 0.0, "{lost}: {t:?}");
+            assert!(f(t, "stale_writes") >= 1.0, "{lost}: {t:?}");
+        }
     }
     // The fencing counter lives in the same Redis and started again below the holder's token:
     // the fence refuses the new holder and lets the stale one through.
@@ -157,6 +176,20 @@ fn a_redis_restart_hands_the_lock_on_unless_the_key_survives_it_or_the_ttl_has_p
         assert_eq!(c["expected"], "no overlap", "{kept}");
     }
     assert_left_nothing(&record, pid);
+}
+
+/// The rows of a results directory's trials.csv, by column.
+fn trial_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    csv::Reader::from_path(path)
+        .unwrap()
+        .deserialize()
+        .map(|row| row.unwrap())
+        .collect()
+}
+
+/// A trial row's number in `column` (0 when empty).
+fn f(row: &std::collections::HashMap<String, String>, column: &str) -> f64 {
+    row[column].parse().unwrap_or(0.0)
 }
 
 #[test]
