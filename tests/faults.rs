@@ -1198,8 +1198,9 @@ fn pottery_ends_a_lock_renewed_after_every_write_at_its_fourth_extension() {
 /// streaming standby: promoted, it grants the lock at once beside the old holder (the positive
 /// control: the lab sees a failover's overlap), and only the fence, whose sequence the standby
 /// replayed ahead of the primary, refuses the old holder's writes. Redis behind Sentinel loses
-/// the lock with a primary that had not replicated it, and to a primary cut off with its holder,
-/// and keeps it when the grant and each renewal waited for a replica (`WAIT 1`).
+/// the lock with a primary that had not replicated it (`min-replicas-to-write` or not), and to a
+/// primary cut off with its holder, and keeps it when the grant and each renewal waited for a
+/// replica (`WAIT 1`).
 #[test]
 fn a_consensus_leader_lost_or_cut_off_keeps_the_lock_and_a_promoted_standby_hands_it_on_under_the_fence()
  {
@@ -1272,6 +1273,16 @@ fn a_consensus_leader_lost_or_cut_off_keeps_the_lock_and_a_promoted_standby_hand
     assert_eq!(n(&bare["trials_with_overlap"]), 3, "{bare}");
     assert!(n(&bare["stale_writes"]) > 0, "{bare}");
     assert_eq!(n(&bare["stale_rejected_by_fence"]), 0, "{bare}");
+    // min-replicas-to-write 1 changes nothing there: the replicas acknowledge the stream they
+    // are behind on, so the primary takes the grant no replica has.
+    let min_replicas = cell(&record, "cluster/sentinel-failover-min-replicas", "redis");
+    assert_eq!(min_replicas["expected"], "overlap", "{min_replicas}");
+    assert_eq!(n(&min_replicas["trials_with_overlap"]), 3, "{min_replicas}");
+    assert_eq!(
+        n(&min_replicas["stale_rejected_by_fence"]),
+        0,
+        "{min_replicas}"
+    );
     let waited = cell(&record, "cluster/sentinel-failover-wait", "redis");
     assert_eq!(waited["expected"], "no overlap", "{waited}");
     assert_eq!(n(&waited["trials_with_overlap"]), 0, "{waited}");
@@ -1291,7 +1302,7 @@ fn a_consensus_leader_lost_or_cut_off_keeps_the_lock_and_a_promoted_standby_hand
     assert_eq!(n(&acked["trials_with_overlap"]), 0, "{acked}");
     assert_eq!(n(&acked["stale_writes"]), 0, "{acked}");
     assert_eq!(n(&acked["contender_timed_out"]), 0, "{acked}");
-    for c in [bare, waited, cut, acked] {
+    for c in [bare, min_replicas, waited, cut, acked] {
         let promoted = c["new_leader_max_s"].as_f64().unwrap();
         assert!(promoted > 1.0 && promoted < 30.0, "{c}");
     }

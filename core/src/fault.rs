@@ -105,6 +105,20 @@ pub enum Persistence {
     AofAlways,
 }
 
+/// What a Redis primary must hear from its replicas before a lock's write counts, in a Sentinel
+/// cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReplicaGuard {
+    /// Nothing: replication is asynchronous.
+    None,
+    /// `WAIT 1` after the grant (`wait_replicas = 1`): the grant waits until a replica has it.
+    Wait,
+    /// `min-replicas-to-write 1` with `min-replicas-max-lag 1` on every server: the primary
+    /// refuses writes unless a replica acknowledged its stream within a second, which says the
+    /// replica answers, not that it has the write.
+    MinReplicas,
+}
+
 /// How a pool treats a connection given back, and how its jobs lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -252,12 +266,12 @@ pub enum Variant {
         give_up: bool,
     },
     /// A private Redis primary, two replicas and three Sentinels, every client finding the
-    /// primary through the Sentinels; what the primary sends both replicas held back (without
-    /// `wait`), or one replica's (with it, the holder's grant followed by `WAIT 1`); the primary
+    /// primary through the Sentinels; what the primary sends both replicas held back (one
+    /// replica's only with `WAIT 1`, so that the other acknowledges the grant); the primary
     /// SIGKILLed while the lock is held and the contender waits; the Sentinels promote a replica.
     ClusterSentinelFailover {
-        /// `WAIT 1` after acquiring: the grant waits for a replica, which a failover promotes.
-        wait: bool,
+        /// What the grant must hear from a replica before it counts.
+        guard: ReplicaGuard,
     },
     /// The same set, the primary and the holder in a network namespace cut off from the replicas
     /// and the Sentinels (a minority of one server), the contender with them; the Sentinels
@@ -298,14 +312,18 @@ impl Variant {
             | Variant::ClusterLeaderKilled
             | Variant::ClusterPrimaryPromoted
             | Variant::ClusterLeaderIsolated { .. }
-            | Variant::ClusterSentinelFailover { wait: false }
+            | Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::None | ReplicaGuard::MinReplicas,
+            }
             | Variant::ClusterSentinelPrimaryIsolated { wait: false } => None,
             Variant::ReleaseAfterExpiry { checked: false } => Some(
                 "its holder releases with a plain DEL of lockbench's own key, the positive \
                  control of lockbench's client, which no library does",
             ),
             Variant::Failover { wait: true }
-            | Variant::ClusterSentinelFailover { wait: true }
+            | Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::Wait,
+            }
             | Variant::ClusterSentinelPrimaryIsolated { wait: true } => {
                 Some("its holder sends WAIT 1 after the grant, which no library's lock does")
             }
@@ -326,7 +344,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 47] = [
+    pub const ALL: [Variant; 48] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -370,8 +388,15 @@ impl Variant {
         Variant::ClusterLeaderIsolated { give_up: true },
         Variant::ClusterLeaderIsolated { give_up: false },
         Variant::ClusterPrimaryPromoted,
-        Variant::ClusterSentinelFailover { wait: false },
-        Variant::ClusterSentinelFailover { wait: true },
+        Variant::ClusterSentinelFailover {
+            guard: ReplicaGuard::None,
+        },
+        Variant::ClusterSentinelFailover {
+            guard: ReplicaGuard::Wait,
+        },
+        Variant::ClusterSentinelFailover {
+            guard: ReplicaGuard::MinReplicas,
+        },
         Variant::ClusterSentinelPrimaryIsolated { wait: false },
         Variant::ClusterSentinelPrimaryIsolated { wait: true },
     ];
@@ -457,8 +482,15 @@ impl Variant {
             Variant::ClusterPrimaryPromoted => "primary-promoted",
             Variant::ClusterLeaderIsolated { give_up: true } => "leader-isolated",
             Variant::ClusterLeaderIsolated { give_up: false } => "leader-isolated-no-give-up",
-            Variant::ClusterSentinelFailover { wait: false } => "sentinel-failover",
-            Variant::ClusterSentinelFailover { wait: true } => "sentinel-failover-wait",
+            Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::None,
+            } => "sentinel-failover",
+            Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::Wait,
+            } => "sentinel-failover-wait",
+            Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::MinReplicas,
+            } => "sentinel-failover-min-replicas",
             Variant::ClusterSentinelPrimaryIsolated { wait: false } => "sentinel-primary-isolated",
             Variant::ClusterSentinelPrimaryIsolated { wait: true } => {
                 "sentinel-primary-isolated-wait"

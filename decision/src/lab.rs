@@ -3,7 +3,7 @@
 //! prevented), or left to the fence alone. docs/DECISION.md gives each pairing its source.
 
 use lockbench_core::BackendKind;
-use lockbench_core::fault::{OnFailure, Persistence, PoolMode, PoolerMode, Variant};
+use lockbench_core::fault::{OnFailure, Persistence, PoolMode, PoolerMode, ReplicaGuard, Variant};
 
 /// A mechanism a design may include against a failure the lab injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,9 +52,13 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         Variant::Failover { wait: false } => {
             (Mitigation::WaitReplicas, Variant::Failover { wait: true })
         }
-        Variant::ClusterSentinelFailover { wait: false } => (
+        Variant::ClusterSentinelFailover {
+            guard: ReplicaGuard::None | ReplicaGuard::MinReplicas,
+        } => (
             Mitigation::WaitReplicas,
-            Variant::ClusterSentinelFailover { wait: true },
+            Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::Wait,
+            },
         ),
         Variant::ClusterSentinelPrimaryIsolated { wait: false } => (
             Mitigation::WaitReplicas,
@@ -101,7 +105,9 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         | Variant::CrashKilled
         | Variant::CrashHostVanished { .. }
         | Variant::Failover { wait: true }
-        | Variant::ClusterSentinelFailover { wait: true }
+        | Variant::ClusterSentinelFailover {
+            guard: ReplicaGuard::Wait,
+        }
         | Variant::ClusterSentinelPrimaryIsolated { wait: true }
         | Variant::Outage(OnFailure::Skip | OnFailure::Queue)
         | Variant::Pooler(PoolerMode::Session | PoolerMode::SessionNoReset)

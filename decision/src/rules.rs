@@ -3,7 +3,7 @@
 //! choice among those left. docs/DECISION.md states each rule with its source.
 
 use lockbench_core::BackendKind;
-use lockbench_core::fault::{PoolerMode, Scenario, Variant};
+use lockbench_core::fault::{PoolerMode, ReplicaGuard, Scenario, Variant};
 use lockbench_core::records::faults::FaultCell;
 use lockbench_workloads::{JobAnswers, PostgresVia, Target};
 
@@ -649,24 +649,32 @@ fn elected(cell: &FaultCell, what: &str) -> String {
 }
 
 /// What a Sentinel failover did to a Redis lock, where the lab's Sentinel cells measured it: a
-/// primary killed before it replicated the key (`cluster/sentinel-failover`) or cut off with
-/// its holder (`cluster/sentinel-primary-isolated`), and each with `WAIT 1` (`-wait`); `None`
-/// without any.
+/// primary killed before it replicated the key (`cluster/sentinel-failover`, and with
+/// `min-replicas-to-write 1`: `-min-replicas`) or cut off with its holder
+/// (`cluster/sentinel-primary-isolated`), and each with `WAIT 1` (`-wait`); `None` without any.
 fn sentinel_failover(ev: &Evidence) -> Option<String> {
     let mut said = Vec::new();
     let cells = [
         (
-            Variant::ClusterSentinelFailover { wait: false },
-            Variant::ClusterSentinelFailover { wait: true },
+            Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::None,
+            },
+            Some(Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::MinReplicas,
+            }),
+            Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::Wait,
+            },
             "a primary killed before its replicas had the key",
         ),
         (
             Variant::ClusterSentinelPrimaryIsolated { wait: false },
+            None,
             Variant::ClusterSentinelPrimaryIsolated { wait: true },
-            "a primary cut off with its holder, which went on renewing there",
+            "a primary cut off with its holder (which went on renewing there)",
         ),
     ];
-    for (bare, waited, what) in cells {
+    for (bare, min_replicas, waited, what) in cells {
         let bare = ev.cell(bare, BackendKind::Redis);
         if let Some(cell) = bare.filter(|c| c.trials_with_overlap > 0) {
             said.push(format!(
@@ -677,6 +685,23 @@ fn sentinel_failover(ev: &Evidence) -> Option<String> {
                 cell.trials,
                 elected(cell, "a promoted replica")
             ));
+        }
+        match min_replicas.and_then(|v| ev.cell(v, BackendKind::Redis)) {
+            Some(cell) if cell.trials_with_overlap > 0 => said.push(format!(
+                "min-replicas-to-write 1 did not prevent it ({}: {} of {} trials overlapped): \
+                 it counts replicas that answer, not replicas that have the key",
+                cell.label(),
+                cell.trials_with_overlap,
+                cell.trials
+            )),
+            Some(cell) => said.push(format!(
+                "with min-replicas-to-write 1 the holder lost nothing to it ({}: {} of {} \
+                 trials without overlap)",
+                cell.label(),
+                cell.trials,
+                cell.trials
+            )),
+            None => {}
         }
         match ev.cell(waited, BackendKind::Redis) {
             Some(cell) if cell.trials_with_overlap == 0 => said.push(format!(

@@ -1496,6 +1496,12 @@ fn a_failover_is_said_survived_only_where_a_cluster_cell_measured_it() {
     let evidence = Evidence {
         cells: vec![
             cell("cluster/sentinel-failover", "redis", 2, "overlap"),
+            cell(
+                "cluster/sentinel-failover-min-replicas",
+                "redis",
+                2,
+                "overlap",
+            ),
             waited,
         ],
         ..Evidence::default()
@@ -1511,5 +1517,10 @@ fn a_failover_is_said_survived_only_where_a_cluster_cell_measured_it() {
         &d,
         "redis",
         "with WAIT 1 the holder lost nothing to it (cluster/sentinel-failover-wait: 2 of 2 trials without overlap, 2.2 s to a promoted replica)",
+    );
+    assert_fact(
+        &d,
+        "redis",
+        "min-replicas-to-write 1 did not prevent it (cluster/sentinel-failover-min-replicas: 2 of 2 trials overlapped): it counts replicas that answer, not replicas that have the key",
     );
 }

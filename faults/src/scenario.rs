@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use lockbench_locks::{BackendKind, LockScope};
 
-pub use lockbench_core::fault::{OnFailure, Persistence, PoolMode, PoolerMode, Scenario, Variant};
+pub use lockbench_core::fault::{
+    OnFailure, Persistence, PoolMode, PoolerMode, ReplicaGuard, Scenario, Variant,
+};
 
 use crate::plan::LeaseTracking;
 
@@ -379,10 +381,10 @@ impl Design for Variant {
                 "the job never asks it and works on through the cut"
             }),
             Variant::ClusterPrimaryPromoted => "a private Postgres primary and its streaming standby (pg_basebackup -R); the primary lost while the lock is held (immediate shutdown: its sessions closed), the standby promoted (pg_promote), a contender acquiring on it; rebuilt after the trial".to_string(),
-            Variant::ClusterSentinelFailover { wait } => format!("a private primary and two replicas (no persistence) watched by three Sentinels (quorum 2, down-after-milliseconds {}), every client finding the primary through them; the TTL at least {} s, so that the lock outlives the Sentinels' failover, a heartbeat renewing every TTL/3 through a job of 1.5 TTL; {}; the primary SIGKILLed while the lock is held and the contender waits, the Sentinels promote a replica; a new set after the trial", crate::sentinel::DOWN_AFTER_MS, SENTINEL_TTL.as_secs(), if wait {
-                "one replica's replication held back from the holder's acquisition on, the holder's grant followed by WAIT 1 (the other replica acknowledges it)"
-            } else {
-                "both replicas' replication held back from the holder's acquisition on (replication lag): no replica has the key"
+            Variant::ClusterSentinelFailover { guard } => format!("a private primary and two replicas (no persistence) watched by three Sentinels (quorum 2, down-after-milliseconds {}), every client finding the primary through them; the TTL at least {} s, so that the lock outlives the Sentinels' failover, a heartbeat renewing every TTL/3 through a job of 1.5 TTL; {}; the primary SIGKILLed while the lock is held and the contender waits, the Sentinels promote a replica; a new set after the trial", crate::sentinel::DOWN_AFTER_MS, SENTINEL_TTL.as_secs(), match guard {
+                ReplicaGuard::Wait => "one replica's replication held back from the holder's acquisition on, the holder's grant followed by WAIT 1 (the other replica acknowledges it)",
+                ReplicaGuard::None => "both replicas' replication held back from the holder's acquisition on (replication lag): no replica has the key",
+                ReplicaGuard::MinReplicas => "min-replicas-to-write 1 and min-replicas-max-lag 1 on every server; both replicas' replication held back from the holder's acquisition on while their acknowledgements of the stream go on reaching the primary (a replica connected and behind): the primary takes the grant, and no replica has the key",
             }),
             Variant::ClusterSentinelPrimaryIsolated { wait } => format!("the Sentinel set of cluster/sentinel-failover, split: the primary (and the holder) in a network namespace of the lab's, the two replicas and three Sentinels on its host end (one random password for all), the contender and the lab's client outside; the TTL at least {} s, a heartbeat renewing every TTL/3; a few writes into the holder's job, nftables in the namespace drops every packet between the two sides but the holder's to the protected resource for two TTLs and 4 s: the Sentinels promote a replica while the old primary {}; a new set after the trial", SENTINEL_CUT_TTL.as_secs(), if wait {
                 "refuses to count a renewal no replica acknowledges (WAIT 1 after the grant and after each renewal): the holder's heartbeat gives up from its last acknowledged renewal"
@@ -457,8 +459,9 @@ impl Design for Variant {
             // standby grants the lock at once while the old holder works on.
             Variant::ClusterPrimaryPromoted => true,
             // Sentinel promotes the replica furthest ahead: with WAIT 1 one that has the key,
-            // and the holder renews it there; without, none has it.
-            Variant::ClusterSentinelFailover { wait } => !wait,
+            // and the holder renews it there; without, none has it, and min-replicas-to-write
+            // counts replicas that answer, not ones that have the write.
+            Variant::ClusterSentinelFailover { guard } => guard != ReplicaGuard::Wait,
             // The isolated primary extends the key under the holder while the promoted replica
             // lets it expire; renewals that count only once a replica has them stop the holder
             // a third of a lease before that.

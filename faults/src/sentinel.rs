@@ -217,6 +217,29 @@ impl SentinelSet {
         Err(last)
     }
 
+    /// Every server refuses writes unless `replicas` replicas acknowledged its replication
+    /// stream within `max_lag_s` seconds (`min-replicas-to-write`, `min-replicas-max-lag`).
+    pub(crate) async fn require_replicas(
+        &self,
+        replicas: u32,
+        max_lag_s: u32,
+    ) -> Result<(), FaultError> {
+        let (replicas, max_lag) = (replicas.to_string(), max_lag_s.to_string());
+        for server in &self.servers {
+            server
+                .command(&[
+                    "CONFIG",
+                    "SET",
+                    "min-replicas-to-write",
+                    &replicas,
+                    "min-replicas-max-lag",
+                    &max_lag,
+                ])
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Stops everything and starts the set again on the same ports, empty, the first server
     /// primary again.
     pub(crate) async fn rebuild(&mut self) -> Result<(), FaultError> {
@@ -410,9 +433,29 @@ mod tests {
                 .is_none(),
             "held"
         );
+        // min-replicas-to-write counts replicas that acknowledge the stream, not ones that have
+        // the write: with what the primary sends held for longer than the lag allowed, the
+        // replicas' acknowledgements still come and the primary takes writes (the
+        // cluster/sentinel-failover-min-replicas cell's premise); asking for more replicas than
+        // the set has, it refuses them (the setting is in force).
+        set.require_replicas(1, 1).await.unwrap();
         for link in set.links() {
             link.hold();
         }
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        let behind = lock
+            .try_acquire("k3", Duration::from_secs(30))
+            .await
+            .unwrap()
+            .expect("granted by a primary whose replicas answer but are behind");
+        set.require_replicas(3, 1).await.unwrap();
+        let refused = lock
+            .try_acquire("k4", Duration::from_secs(30))
+            .await
+            .expect_err("refused without three replicas");
+        assert!(refused.to_string().contains("NOREPLICAS"), "{refused}");
+        set.require_replicas(0, 10).await.unwrap();
+        drop(behind);
         // A write the replicas never get: the key of a second lock.
         let unreplicated = lock
             .try_acquire("k2", Duration::from_secs(30))

@@ -4,7 +4,9 @@
 //! second replica's only); the primary SIGKILLed while the lock is held and the contender
 //! waits; the Sentinels elect one of themselves and promote the replica furthest ahead. Each
 //! trial measures the time from the kill to the Sentinels naming a new primary that says it is
-//! one; the next trial runs on a set built again.
+//! one; the next trial runs on a set built again. With `min-replicas-to-write 1` the replicas
+//! go on acknowledging the stream whose bytes the lab holds, so the primary takes the grant all
+//! the same.
 //!
 //! `cluster/sentinel-primary-isolated*`: the same set split by a lab namespace, the primary and
 //! the holder inside, the replicas, the Sentinels and the contender outside; the namespace's cut
@@ -20,7 +22,7 @@ use super::phases::{Fault, Onset, Shape, Trial};
 use crate::FaultError;
 use crate::plan::BackendPlan;
 use crate::process::WorkerProcess;
-use crate::scenario::Variant;
+use crate::scenario::{ReplicaGuard, Variant};
 use crate::sentinel::SentinelSet;
 use crate::stage::{Need, Stage, StageSetup};
 use crate::trial::WRITES;
@@ -38,9 +40,17 @@ impl SentinelFailover {
     fn waits(&self) -> bool {
         matches!(
             self.0,
-            Variant::ClusterSentinelFailover { wait: true }
-                | Variant::ClusterSentinelPrimaryIsolated { wait: true }
+            Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::Wait
+            } | Variant::ClusterSentinelPrimaryIsolated { wait: true }
         )
+    }
+
+    fn min_replicas(&self) -> bool {
+        self.0
+            == Variant::ClusterSentinelFailover {
+                guard: ReplicaGuard::MinReplicas,
+            }
     }
 
     fn isolates(&self) -> bool {
@@ -100,7 +110,8 @@ impl Fault for SentinelFailover {
     }
 
     /// Both replicas' replication held as the holder acquires; with `WAIT 1`, the second
-    /// replica's only, so that the first acknowledges the grant.
+    /// replica's only, so that the first acknowledges the grant; with `min-replicas-to-write`,
+    /// that set on every server first.
     async fn acquire(
         &self,
         stage: &Stage,
@@ -108,6 +119,10 @@ impl Fault for SentinelFailover {
         ttl: Duration,
     ) -> Result<(), FaultError> {
         let set = stage.sentinel.as_ref().ok_or_else(missing)?;
+        if self.min_replicas() {
+            // On every server, so that the promoted replica keeps it (a rebuilt set forgets).
+            set.require_replicas(1, 1).await?;
+        }
         let held = usize::from(self.waits());
         for link in &set.links()[held..] {
             link.hold();
