@@ -255,6 +255,10 @@ pub enum Variant {
     /// Three private members (etcd, ZooKeeper): the leader SIGKILLed while the lock is held and
     /// the contender waits; restarted after the trial.
     ClusterLeaderKilled,
+    /// Three private members (etcd, ZooKeeper), the contender connected to a follower only: that
+    /// member SIGKILLed as the holder releases, and started again a quarter of the TTL later;
+    /// it must catch up with the release before it can grant the lock on.
+    ClusterMemberRestarted,
     /// A private Postgres primary and its streaming standby: the primary lost (immediate
     /// shutdown) while the lock is held, the standby promoted, a contender acquiring on it.
     ClusterPrimaryPromoted,
@@ -310,6 +314,7 @@ impl Variant {
             | Variant::Overrun { .. }
             | Variant::SlowReply { .. }
             | Variant::ClusterLeaderKilled
+            | Variant::ClusterMemberRestarted
             | Variant::ClusterPrimaryPromoted
             | Variant::ClusterLeaderIsolated { .. }
             | Variant::ClusterSentinelFailover {
@@ -344,7 +349,7 @@ impl Variant {
     }
 
     /// Every variant, in the matrix's order.
-    pub const ALL: [Variant; 48] = [
+    pub const ALL: [Variant; 49] = [
         Variant::PauseNaive,
         Variant::PauseHeartbeatShort,
         Variant::PauseHeartbeatLong,
@@ -387,6 +392,7 @@ impl Variant {
         Variant::ClusterLeaderKilled,
         Variant::ClusterLeaderIsolated { give_up: true },
         Variant::ClusterLeaderIsolated { give_up: false },
+        Variant::ClusterMemberRestarted,
         Variant::ClusterPrimaryPromoted,
         Variant::ClusterSentinelFailover {
             guard: ReplicaGuard::None,
@@ -429,6 +435,7 @@ impl Variant {
             Variant::Overrun { .. } => Scenario::Overrun,
             Variant::SlowReply { .. } => Scenario::Latency,
             Variant::ClusterLeaderKilled
+            | Variant::ClusterMemberRestarted
             | Variant::ClusterPrimaryPromoted
             | Variant::ClusterLeaderIsolated { .. }
             | Variant::ClusterSentinelFailover { .. }
@@ -479,6 +486,7 @@ impl Variant {
             Variant::SlowReply { checked: false } => "expired-at-grant",
             Variant::SlowReply { checked: true } => "expired-at-grant-checked",
             Variant::ClusterLeaderKilled => "leader-killed",
+            Variant::ClusterMemberRestarted => "member-restarted",
             Variant::ClusterPrimaryPromoted => "primary-promoted",
             Variant::ClusterLeaderIsolated { give_up: true } => "leader-isolated",
             Variant::ClusterLeaderIsolated { give_up: false } => "leader-isolated-no-give-up",

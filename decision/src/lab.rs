@@ -118,6 +118,7 @@ pub fn mitigation(variant: Variant) -> Option<(Mitigation, Variant)> {
         // primary's advisory locks: no setting of the lock brings them over, only a fence
         // refuses the old holder.
         | Variant::ClusterLeaderKilled
+        | Variant::ClusterMemberRestarted
         | Variant::ClusterLeaderIsolated { give_up: true }
         | Variant::ClusterPrimaryPromoted => return None,
     })

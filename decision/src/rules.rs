@@ -596,7 +596,7 @@ fn failover(kind: BackendKind, r: &Resolved, ev: &Evidence, correctness: bool) -
         }
         (Variant::ClusterLeaderKilled, Some(cell)) if cell.trials_with_overlap == 0 => format!(
             "its lock survived the loss of its leader in the lab (cluster/leader-killed on three \
-             members: {} of {} trials without overlap{}){}",
+             members: {} of {} trials without overlap{}){}{}",
             cell.trials,
             cell.trials,
             elected(cell),
@@ -606,6 +606,14 @@ fn failover(kind: BackendKind, r: &Resolved, ev: &Evidence, correctness: bool) -
                     ", and a leader cut off in a minority with its holder let the lock go only \
                      after the holder's heartbeat had stopped its job (cluster/leader-isolated: \
                      {} of {} trials without overlap)",
+                    c.trials, c.trials
+                ))
+                .unwrap_or_default(),
+            ev.cell(Variant::ClusterMemberRestarted, kind)
+                .filter(|c| c.trials_with_overlap == 0)
+                .map(|c| format!(
+                    "; a member restarted as the lock changed hands granted its waiting client \
+                     nothing early (cluster/member-restarted: {} of {} trials without overlap)",
                     c.trials, c.trials
                 ))
                 .unwrap_or_default()

@@ -1427,6 +1427,7 @@ fn a_failover_is_said_survived_only_where_a_cluster_cell_measured_it() {
         cells: vec![
             killed,
             cell("cluster/leader-isolated", "etcd", 0, "no overlap"),
+            cell("cluster/member-restarted", "etcd", 0, "no overlap"),
         ],
         ..Evidence::default()
     };
@@ -1441,6 +1442,11 @@ fn a_failover_is_said_survived_only_where_a_cluster_cell_measured_it() {
         &d,
         "etcd",
         "(cluster/leader-isolated: 2 of 2 trials without overlap)",
+    );
+    assert_fact(
+        &d,
+        "etcd",
+        "a member restarted as the lock changed hands granted its waiting client nothing early (cluster/member-restarted: 2 of 2 trials without overlap)",
     );
 
     let fenced_postgres = job(

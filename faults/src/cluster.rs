@@ -232,6 +232,11 @@ impl PrivateCluster {
         self.urls_of(|_| true)
     }
 
+    /// [`PrivateCluster::urls`] of member `index` alone: a client that cannot move to another.
+    pub(crate) fn member_urls(&self, index: usize) -> Vec<String> {
+        self.urls_of(|i| i == index)
+    }
+
     /// [`PrivateCluster::urls`] of the members outside the namespace of a split cluster: where
     /// a client on the majority's side is configured.
     pub(crate) fn majority_urls(&self) -> Vec<String> {

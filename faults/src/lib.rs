@@ -43,7 +43,7 @@ pub use plan::{AnyPlan, BackendPlan, LeaseTracking, PoolMode, PoolPlan, WorkerPl
 pub use process::with_parent_death_signal;
 pub use scenario::{Design, LAB_KEEPALIVE, VANISHED_WAIT, Variant, lab_keepalive_bound_s};
 /// Every variant, in the matrix's order.
-pub const VARIANTS: [Variant; 48] = Variant::ALL;
+pub const VARIANTS: [Variant; 49] = Variant::ALL;
 pub use server::{Persistence, redis_server_on_path};
 pub use worker::run;
 

@@ -374,6 +374,7 @@ impl Design for Variant {
             } else {
                 "a plain DEL of the lock's key, as a hand-written release does"
             }),
+            Variant::ClusterMemberRestarted => "three private members on loopback as in cluster/leader-killed, the leader the same member in every trial; the holder given every member's address, the contender one follower's only (its client cannot move); that follower SIGKILLed as the holder starts its release and started again on its data a quarter of the TTL later, so that it must catch up with the release from the leader before it can grant the lock on to its client".to_string(),
             Variant::ClusterLeaderKilled => "three private members on loopback (etcd: default heartbeat 100 ms, election 1 s; ZooKeeper: tickTime 500 ms), every client given every member's address; the leader SIGKILLed while the lock is held, the contender waiting; the member restarted after the trial".to_string(),
             Variant::ClusterLeaderIsolated { give_up } => format!("three private members, the leader (and the holder) in a network namespace of the lab's, the other two on its host end; nftables in the namespace then drops every packet between the two sides but the holder's to the protected resource, for three TTLs and 4 s (the majority's election): the leader and the holder (given every member's address) in a minority, the contender with the majority (given its members'); a heartbeat renews every TTL/3 and {}", if give_up {
                 "the job stops when no renewal succeeded for 2/3 TTL"
@@ -452,6 +453,9 @@ impl Design for Variant {
             }
             // The lease or session lives in the replicated log: a new leader keeps it.
             Variant::ClusterLeaderKilled => false,
+            // Every grant is a write through the leader: a restarted member tells its client
+            // nothing it has not caught up on, so the contender waits, it is not granted early.
+            Variant::ClusterMemberRestarted => false,
             // The majority lets the cut-off holder's lease or session run out and grants the
             // lock on; a job that stops at its give-up deadline has stopped by then.
             Variant::ClusterLeaderIsolated { give_up } => !give_up,

@@ -115,6 +115,9 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
                     | lockbench_core::Variant::ClusterSentinelPrimaryIsolated { .. } => {
                         "the Sentinels naming a promoted replica"
                     }
+                    lockbench_core::Variant::ClusterMemberRestarted => {
+                        "the restarted member answering in the cluster"
+                    }
                     _ => "a new leader answering",
                 }
             ))

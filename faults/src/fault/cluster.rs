@@ -4,6 +4,8 @@
 //! majority; a Postgres primary lost and its streaming standby promoted, a contender acquiring
 //! on the standby. Each trial measures the time to a new leader (or to a promoted standby taking
 //! writes); the cluster is whole again, and led by the same member, before the next trial.
+//! A follower restarted as the holder releases, the contender connected to it alone: the
+//! member must catch up with the release before it can grant the lock on.
 
 use std::time::Duration;
 
@@ -26,6 +28,11 @@ const ELECTION_MARGIN: Duration = Duration::from_secs(4);
 
 /// How long the surviving members may take to elect a new leader.
 const ELECTION_WITHIN: Duration = Duration::from_secs(30);
+
+/// `cluster/member-restarted`: the member that leads in every trial, and the follower that the
+/// contender is connected to and that restarts.
+const LEADER: usize = crate::cluster::SPLIT;
+const FOLLOWER: usize = 0;
 
 pub(crate) struct Cluster(pub(crate) Variant);
 
@@ -72,6 +79,10 @@ impl Fault for Cluster {
     async fn prepare(&self, setup: &mut StageSetup<'_>) -> Result<(), FaultError> {
         match (self.0, Consensus::of(setup.config.kind)) {
             (Variant::ClusterPrimaryPromoted, _) => setup.private_postgres_with_standby().await,
+            (Variant::ClusterMemberRestarted, Some(kind)) => {
+                setup.private_cluster(kind).await?;
+                members(setup.stage)?.lead(LEADER).await
+            }
             (_, Some(kind)) => setup.private_cluster(kind).await,
             (_, None) => Err(FaultError::Server(format!(
                 "no private cluster of {}",
@@ -91,6 +102,19 @@ impl Fault for Cluster {
                 job: shape.lease.max(shape.ttl) * 5 + ELECTION_MARGIN + Duration::from_secs(2),
                 writes: WRITES * 3,
                 onset: Onset::AfterWrite,
+                ..shape
+            };
+        }
+        if self.0 == Variant::ClusterMemberRestarted {
+            let Some(cluster) = &stage.cluster else {
+                return shape;
+            };
+            let mut contender = config.clone();
+            contender.urls = cluster.member_urls(FOLLOWER);
+            return Shape {
+                contender: BackendPlan::of(&contender),
+                onset: Onset::AtRelease,
+                stop_before_release: true,
                 ..shape
             };
         }
@@ -114,6 +138,7 @@ impl Fault for Cluster {
     fn length(&self, granted: Duration, _shape: &Shape, _stage: &Stage) -> Duration {
         match self.0 {
             Variant::ClusterLeaderIsolated { .. } => granted * 3 + ELECTION_MARGIN,
+            Variant::ClusterMemberRestarted => granted / 4,
             _ => Duration::ZERO,
         }
     }
@@ -139,6 +164,20 @@ impl Fault for Cluster {
             trial.new_leader = Some(start.elapsed());
             return trial.contender.go(trial.longest).await;
         }
+        if self.0 == Variant::ClusterMemberRestarted {
+            // Down while the release commits on the other two, back while the contender waits;
+            // the time to its answering as a member again (it may need longer than its
+            // downtime: a ZooKeeper server is a JVM).
+            let cluster = members(trial.stage)?;
+            cluster.kill(FOLLOWER).await;
+            // The holder stopped itself as it said `releasing`: its release now goes to the
+            // two members left.
+            trial.holder.resume()?;
+            tokio::time::sleep(trial.length).await;
+            cluster.heal().await?;
+            trial.new_leader = Some(start.elapsed());
+            return Ok(());
+        }
         let cluster = members(trial.stage)?;
         let leader = cluster.leader_within(Duration::from_secs(5), None).await?;
         cluster.kill(leader).await;
@@ -157,8 +196,10 @@ impl Fault for Cluster {
         }
         let cluster = members(stage)?;
         cluster.heal().await?;
-        if let Variant::ClusterLeaderIsolated { .. } = self.0 {
-            cluster.lead(crate::cluster::SPLIT).await?;
+        match self.0 {
+            Variant::ClusterLeaderIsolated { .. } => cluster.lead(crate::cluster::SPLIT).await?,
+            Variant::ClusterMemberRestarted => cluster.lead(LEADER).await?,
+            _ => {}
         }
         Ok(())
     }

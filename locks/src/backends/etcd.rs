@@ -49,6 +49,32 @@ pub struct EtcdLock {
 /// Watches kept at most; past that, one no waiter listens to is closed before another opens.
 const MAX_WATCHES: usize = 64;
 
+/// How often a waiter whose request failed looks at its queue again, while its key may live.
+const RETRY_EVERY: Duration = Duration::from_millis(50);
+
+/// A waiter's state between its looks at the queue.
+struct Waiting {
+    client: Client,
+    /// The prefix's deletions, `None` until (re)opened.
+    deletions: Option<broadcast::Receiver<QueueEvent>>,
+    /// The revision of the deletion that woke the waiter, once one has.
+    woken_at: Option<i64>,
+    /// When the lease was last granted or renewed (the request's sending).
+    renewed: Instant,
+    /// A request failed during the wait.
+    interrupted: bool,
+}
+
+/// How a look at the queue ended.
+enum Pass {
+    /// No key below ours.
+    Granted,
+    /// Woken, or the watch lost: look again.
+    Again,
+    /// The deadline passed.
+    TimedOut,
+}
+
 /// What a [`QueueWatch`] tells its waiters.
 #[derive(Clone, Debug)]
 enum QueueEvent {
@@ -240,8 +266,9 @@ impl EtcdLock {
         Ok((entry, first))
     }
 
-    /// The lease of a granted entry, kept for renew and release.
-    fn grant(&self, mut entry: Entry) -> Lease {
+    /// The lease of a granted entry, kept for renew and release; its TTL counts from `renewed`,
+    /// when the lease was last granted or renewed (a waiter's is up to a third of it ago).
+    fn grant(&self, mut entry: Entry, renewed: Instant) -> Lease {
         let lease = entry.lease.take().expect("a queued entry has its lease");
         self.leases
             .lock()
@@ -252,7 +279,7 @@ impl EtcdLock {
             token: std::mem::take(&mut entry.token),
             fencing: Some(entry.revision as u64),
             ttl: entry.granted,
-            acquired_at: Instant::now(),
+            acquired_at: renewed,
         }
     }
 
@@ -261,73 +288,158 @@ impl EtcdLock {
         key: &str,
         ttl: Duration,
     ) -> Result<Option<Lease>, LockError> {
+        let enqueued = Instant::now();
         let (entry, first) = self.enqueue(key, ttl).await?;
         if !first {
             entry.withdraw().await?;
             return Ok(None);
         }
-        Ok(Some(self.grant(entry)))
+        Ok(Some(self.grant(entry, enqueued)))
     }
 
     /// Waits in the queue until our key is the first, for the key just below it to go, keeping our
     /// lease alive meanwhile. Ends by `deadline`, withdrawing if not granted.
+    ///
+    /// A request that fails while we wait (the member restarting, an election) does not end the
+    /// wait while our key may still be there: it lives as long as its lease, so the wait goes on
+    /// from a fresh look every [`RETRY_EVERY`] until the lease has run out since its last renewal
+    /// (Go's `concurrency.Mutex` rides its gRPC connection's reconnection the same way). Giving
+    /// up at once left the key behind, unrevocable on the lost member, and the caller's next
+    /// try queued behind its own orphan for a lease (the fault lab's `cluster/member-restarted`).
+    /// After such a failure the key is read back before the grant: a lease that ran out unseen
+    /// took it, and a later waiter may hold the lock.
     async fn acquire_queued(
         &self,
         key: &str,
         ttl: Duration,
         deadline: Instant,
     ) -> Result<Option<Lease>, LockError> {
+        let enqueued = Instant::now();
         let (entry, first) = self.enqueue(key, ttl).await?;
         if first {
-            return Ok(Some(self.grant(entry)));
+            return Ok(Some(self.grant(entry, enqueued)));
         }
-        let mut client = self.client.clone();
-        let lease = entry.lease.expect("a queued entry has its lease");
-        let keep_alive_every = entry.granted / 3;
-        // Listening before the predecessor is read: a deletion after the read cannot be missed.
-        let mut deletions = self.deletions(key).await?;
-        // The revision of the deletion that woke us, once one has.
-        let mut woken_at = None;
-        // Bounded by the deadline: every pass returns or waits for a deletion until it.
+        let mut wait = Waiting {
+            client: self.client.clone(),
+            // Listening before the predecessor is read: a deletion after the read cannot be
+            // missed.
+            deletions: Some(self.deletions(key).await?),
+            woken_at: None,
+            renewed: enqueued,
+            interrupted: false,
+        };
         loop {
-            let Some(predecessor) = self.below(&mut client, key, &entry, woken_at).await? else {
-                return Ok(Some(self.grant(entry)));
-            };
-            // Until the predecessor is deleted, renewing our lease on the way.
-            loop {
-                let now = Instant::now();
-                if now >= deadline {
+            match self.wait_pass(key, &entry, &mut wait, deadline).await {
+                Ok(Pass::Granted) => {
+                    if wait.interrupted && !self.still_queued(&mut wait.client, &entry).await? {
+                        return Err(LockError::server(
+                            "etcd",
+                            "acquire",
+                            "our key in the queue expired with its lease while the member was \
+                             unreachable",
+                        ));
+                    }
+                    return Ok(Some(self.grant(entry, wait.renewed)));
+                }
+                Ok(Pass::Again) => {}
+                Ok(Pass::TimedOut) => {
                     entry.withdraw().await?;
                     return Ok(None);
                 }
-                tokio::select! {
-                    event = deletions.recv() => match event {
-                        Ok(QueueEvent::Deleted(deleted, at)) if deleted == predecessor => {
-                            woken_at = Some(at);
-                            break;
+                Err(e) => {
+                    let lease_left = (wait.renewed + entry.granted).min(deadline);
+                    if e.to_string().contains("lease not found")
+                        || Instant::now() + RETRY_EVERY >= lease_left
+                    {
+                        return Err(e);
+                    }
+                    wait.interrupted = true;
+                    wait.woken_at = None;
+                    wait.deletions = None;
+                    tokio::time::sleep(RETRY_EVERY).await;
+                }
+            }
+        }
+    }
+
+    /// One look at the queue and the wait for the key just below ours to go, renewing our lease
+    /// on the way.
+    async fn wait_pass(
+        &self,
+        key: &str,
+        entry: &Entry,
+        wait: &mut Waiting,
+        deadline: Instant,
+    ) -> Result<Pass, LockError> {
+        let lease = entry.lease.expect("a queued entry has its lease");
+        let keep_alive_every = entry.granted / 3;
+        if wait.deletions.is_none() {
+            wait.deletions = Some(self.deletions(key).await?);
+        }
+        let Some(predecessor) = self
+            .below(&mut wait.client, key, entry, wait.woken_at)
+            .await?
+        else {
+            return Ok(Pass::Granted);
+        };
+        // Until the predecessor is deleted, renewing our lease on the way.
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Pass::TimedOut);
+            }
+            let deletions = wait.deletions.as_mut().expect("opened above");
+            tokio::select! {
+                event = deletions.recv() => match event {
+                    Ok(QueueEvent::Deleted(deleted, at)) if deleted == predecessor => {
+                        wait.woken_at = Some(at);
+                        return Ok(Pass::Again);
+                    }
+                    Ok(QueueEvent::Deleted(..)) => {}
+                    // Events may have been missed: look again, through a watch that works.
+                    Ok(QueueEvent::Ended) | Err(_) => {
+                        wait.deletions = None;
+                        wait.woken_at = None;
+                        return Ok(Pass::Again);
+                    }
+                },
+                _ = tokio::time::sleep(keep_alive_every.min(deadline - now)) => {
+                    if Instant::now() < deadline {
+                        let sent = Instant::now();
+                        self.requests.sent();
+                        let (mut keeper, mut answers) = wait
+                            .client
+                            .lease_keep_alive(lease)
+                            .await
+                            .map_err(err("keep alive while waiting"))?;
+                        keeper.keep_alive().await.map_err(err("keep alive while waiting"))?;
+                        let answer = answers
+                            .message()
+                            .await
+                            .map_err(err("keep alive while waiting"))?;
+                        // etcd answers a lease it no longer has with a TTL of 0.
+                        if answer.is_some_and(|a| a.ttl() <= 0) {
+                            return Err(LockError::server(
+                                "etcd",
+                                "keep alive while waiting",
+                                "lease not found",
+                            ));
                         }
-                        Ok(QueueEvent::Deleted(..)) => {}
-                        // Events may have been missed: look again, through a watch that works.
-                        Ok(QueueEvent::Ended) | Err(_) => {
-                            deletions = self.deletions(key).await?;
-                            woken_at = None;
-                            break;
-                        }
-                    },
-                    _ = tokio::time::sleep(keep_alive_every.min(deadline - now)) => {
-                        if Instant::now() < deadline {
-                            self.requests.sent();
-                            let (mut keeper, mut answers) = client
-                                .lease_keep_alive(lease)
-                                .await
-                                .map_err(err("keep alive while waiting"))?;
-                            keeper.keep_alive().await.map_err(err("keep alive while waiting"))?;
-                            answers.message().await.map_err(err("keep alive while waiting"))?;
-                        }
+                        wait.renewed = sent;
                     }
                 }
             }
         }
+    }
+
+    /// True when our key is still in the queue (read linearizably).
+    async fn still_queued(&self, client: &mut Client, entry: &Entry) -> Result<bool, LockError> {
+        self.requests.sent();
+        let response = client
+            .get(entry.key.clone(), Some(GetOptions::new().with_keys_only()))
+            .await
+            .map_err(err("acquire"))?;
+        Ok(!response.kvs().is_empty())
     }
 
     /// The key just below `entry` in `key`'s queue (the highest create revision under its own),
