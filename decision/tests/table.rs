@@ -470,6 +470,7 @@ fn cell(label: &str, backend: &str, overlapped: u32, expected: &str) -> FaultCel
         lost_told: None,
         new_leader_p50_s: None,
         new_leader_max_s: None,
+        trials_ended_before_fault: 0,
     }
 }
 

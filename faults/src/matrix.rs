@@ -40,6 +40,7 @@ pub(crate) fn trial_row(
         told_s: f.told.as_ref().map(|t| t.0),
         told_how: f.told.as_ref().map(|t| t.1.clone()),
         new_leader_s: outcome.new_leader.map(|d| d.as_secs_f64()),
+        fault_injected: outcome.injected,
     }
 }
 
@@ -145,6 +146,7 @@ pub(crate) fn aggregate(
         lost_told: None,
         new_leader_p50_s,
         new_leader_max_s,
+        trials_ended_before_fault: rows.iter().filter(|r| !r.fault_injected).count() as u32,
     }
 }
 

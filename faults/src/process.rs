@@ -199,21 +199,26 @@ impl WorkerProcess {
         .await
     }
 
-    /// Waits (at most `timeout`) for the worker's next write; returns its number.
-    pub async fn wrote(&mut self, timeout: Duration) -> Result<u32, FaultError> {
+    /// Waits (at most `timeout`) for the worker's next write, or for the end of its job: the
+    /// write's number, or `None` when it said `done` (its client ended the lock first).
+    pub async fn write_or_end(&mut self, timeout: Duration) -> Result<Option<u32>, FaultError> {
         match self.next_message(timeout).await? {
-            Message::Wrote { n } => Ok(n),
+            Message::Wrote { n } => Ok(Some(n)),
+            Message::Done { .. } => Ok(None),
             message => Err(FaultError::Worker(format!(
-                "{}: expected \"wrote\", it said \"{message}\"",
+                "{}: expected \"wrote\" or \"done\", it said \"{message}\"",
                 self.name
             ))),
         }
     }
 
-    /// Waits (at most `timeout`) for a holder to say it is about to release.
-    pub async fn releasing(&mut self, timeout: Duration) -> Result<(), FaultError> {
-        self.expect("releasing", timeout, |m| {
-            matches!(m, Message::Releasing).then_some(())
+    /// Waits (at most `timeout`) for a holder to say it is about to release (true), or that its
+    /// job is done without a release to come (false).
+    pub async fn releasing_or_end(&mut self, timeout: Duration) -> Result<bool, FaultError> {
+        self.expect("releasing", timeout, |m| match m {
+            Message::Releasing => Some(true),
+            Message::Done { .. } => Some(false),
+            _ => None,
         })
         .await
     }

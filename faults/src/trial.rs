@@ -46,6 +46,8 @@ pub(crate) struct TrialOutcome {
     pub(crate) idle_session_locks: Option<u64>,
     /// From the fault's start to a new leader or primary (cluster trials).
     pub(crate) new_leader: Option<Duration>,
+    /// False when the holder's job ended before the fault's onset, which was then not injected.
+    pub(crate) injected: bool,
 }
 
 /// One trial's timing, by the machine's monotonic clock.
@@ -73,6 +75,7 @@ pub(crate) async fn judge(
         log,
         idle_session_locks,
         new_leader: None,
+        injected: true,
     })
 }
 

@@ -98,6 +98,25 @@ pub fn fault_matrix(r: &FaultsRecord) -> String {
         out.push_str("\nwhat the library told its holder of the lost lock:\n");
         out.push_str(&told.concat());
     }
+    let ended: Vec<String> = r
+        .cells
+        .iter()
+        .filter(|c| c.trials_ended_before_fault > 0)
+        .map(|c| {
+            format!(
+                "  {} on {}: in {} of {} trials the holder's job ended before the fault began \
+                 (its client ended the lock first); counted, nothing injected\n",
+                c.label(),
+                c.backend_through(),
+                c.trials_ended_before_fault,
+                c.trials
+            )
+        })
+        .collect();
+    if !ended.is_empty() {
+        out.push_str("\nended before the fault:\n");
+        out.push_str(&ended.concat());
+    }
     let elected: Vec<String> = r
         .cells
         .iter()

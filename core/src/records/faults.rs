@@ -109,6 +109,15 @@ pub struct FaultCell {
     /// The longest such time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_leader_max_s: Option<f64>,
+    /// Trials whose holder's job ended before the fault's onset (a library that ended the lock
+    /// first: pottery refusing a fourth extension), so that the fault was not injected: counted
+    /// among the trials, as what the holder's client did; 0 (absent) otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials_ended_before_fault: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What a client library told the holder of a lost lock, over a cell's trials: a pushed event
@@ -252,6 +261,15 @@ pub struct FaultTrialRow {
     /// written before it was kept.
     #[serde(default, deserialize_with = "present")]
     pub new_leader_s: Option<f64>,
+    /// False when the holder's job ended before the fault's onset and the fault was not
+    /// injected (its start and end are then that moment); true in files written before it was
+    /// kept.
+    #[serde(default = "injected")]
+    pub fault_injected: bool,
+}
+
+fn injected() -> bool {
+    true
 }
 
 /// One event of the protected resource's log, as an `events.csv` line.

@@ -255,68 +255,103 @@ pub(crate) async fn run<F: Fault + ?Sized>(
     if !shape.contender_waits_for_fault {
         contender.go(longest).await?;
     }
-    let start_ns = onset(&shape, &mut holder, every, rng, acquisition_start).await?;
-    let mut trial = Trial {
-        stage,
-        holder: &mut holder,
-        contender: &mut contender,
-        granted,
-        length,
-        longest,
-        contender_step: None,
-        end_ns: None,
-        new_leader: None,
+    let began = onset(&shape, &mut holder, every, rng, acquisition_start).await?;
+    let (window, new_leader, contender_step) = match began {
+        Began::At(start_ns) => {
+            let mut trial = Trial {
+                stage,
+                holder: &mut holder,
+                contender: &mut contender,
+                granted,
+                length,
+                longest,
+                contender_step: None,
+                end_ns: None,
+                new_leader: None,
+            };
+            fault.inject(&mut trial).await?;
+            let window = Window {
+                start_ns,
+                end_ns: trial.end_ns.unwrap_or_else(monotonic_ns),
+            };
+            (window, trial.new_leader, trial.contender_step.take())
+        }
+        // Its client ended the lock first (pottery refusing a fourth extension): what the
+        // trial measures is what that client did; there is nothing left to inject into.
+        Began::HolderEnded => {
+            let now = monotonic_ns();
+            let window = Window {
+                start_ns: now,
+                end_ns: now,
+            };
+            (window, None, None)
+        }
     };
-    fault.inject(&mut trial).await?;
-    let new_leader = trial.new_leader;
-    let window = Window {
-        start_ns,
-        end_ns: trial.end_ns.unwrap_or_else(monotonic_ns),
-    };
-    let contender_step = trial.contender_step.take();
+    let holder_done = matches!(began, Began::HolderEnded);
     let workers = (holder, contender, next);
     finish_workers(
         context,
         id,
         &shape,
         workers,
-        contender_step,
+        (contender_step, holder_done),
         (granted, longest),
     )
     .await?;
     fault.heal(stage).await?;
     let mut outcome = judge(context, id, window, granted, None).await?;
     outcome.new_leader = new_leader;
+    outcome.injected = !holder_done;
+    if holder_done {
+        return Ok(outcome);
+    }
     fault.premise(&outcome, config)?;
     Ok(outcome)
 }
 
+/// How a trial's fault began.
+enum Began {
+    /// Its window started then (monotonic ns).
+    At(i64),
+    /// The holder's job ended before the onset (it said `done`): a client library ended the
+    /// lock first, and the fault is not injected.
+    HolderEnded,
+}
+
 /// Waits for the fault's onset, somewhere in the first third of the holder's job (by the seed)
-/// or at its acquisition; returns when the fault's window starts.
+/// or at its acquisition; returns when the fault's window starts, or that the holder's job
+/// ended before it.
 async fn onset(
     shape: &Shape,
     holder: &mut WorkerProcess,
     every: Duration,
     rng: &mut rand::rngs::StdRng,
     acquisition_start: i64,
-) -> Result<i64, FaultError> {
+) -> Result<Began, FaultError> {
     let after = rng.random_range(2..=WRITES / 3);
     match shape.onset {
         Onset::AfterWrite => loop {
-            let n = holder.wrote(every * 4 + Duration::from_secs(5)).await?;
-            if n >= after {
-                break;
+            match holder
+                .write_or_end(every * 4 + Duration::from_secs(5))
+                .await?
+            {
+                Some(n) if n >= after => break,
+                Some(_) => {}
+                None => return Ok(Began::HolderEnded),
             }
         },
         Onset::AfterIntervals => tokio::time::sleep(every * after).await,
-        Onset::AtAcquisition => return Ok(acquisition_start),
+        Onset::AtAcquisition => return Ok(Began::At(acquisition_start)),
         Onset::AtRelease => {
-            holder
-                .releasing(shape.job * 2 + Duration::from_secs(5))
+            if !holder
+                .releasing_or_end(shape.job * 2 + Duration::from_secs(5))
                 .await?
+            {
+                return Ok(Began::HolderEnded);
+            }
         }
     }
-    Ok(monotonic_ns())
+    Ok(Began::At(monotonic_ns()))
 }
 
 /// The workers to their end after the fault: a killed holder reaped (and its detached job
@@ -327,16 +362,18 @@ async fn finish_workers(
     id: &str,
     shape: &Shape,
     (mut holder, contender, next): (WorkerProcess, WorkerProcess, Option<WorkerProcess>),
-    contender_step: Option<Message>,
+    (contender_step, holder_done): (Option<Message>, bool),
     (granted, longest): (Duration, Duration),
 ) -> Result<(), FaultError> {
-    if shape.kills_holder {
+    if shape.kills_holder && !holder_done {
         holder.reap(Duration::from_secs(10)).await;
         if shape.detached {
             await_end(context, id, longest).await?;
         }
     } else {
-        holder.done(longest).await?;
+        if !holder_done {
+            holder.done(longest).await?;
+        }
         holder.finish(Duration::from_secs(10)).await?;
     }
     if let Some(mut next) = next {

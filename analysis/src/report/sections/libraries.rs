@@ -62,8 +62,20 @@ fn traits(client: &ClientUsed) -> String {
 }
 
 /// How the library told its holder in a cell, in words ("3/3 by an answer, +0.95 s (latest
-/// +1.10 s)"), or "never" for a cell that overlapped and was never told.
+/// +1.10 s)"), or "never" for a cell that overlapped and was never told; and in how many trials
+/// it ended the lock before the fault began.
 fn told(c: &FaultCell) -> String {
+    let told = told_of_loss(c);
+    match c.trials_ended_before_fault {
+        0 => told,
+        n => format!(
+            "{told}; in {n}/{} it ended the lock before the fault began",
+            c.trials
+        ),
+    }
+}
+
+fn told_of_loss(c: &FaultCell) -> String {
     let Some(t) = &c.lost_told else {
         return "-".to_string();
     };
