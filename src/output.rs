@@ -3,6 +3,7 @@
 //! review trigger searched, and a results directory assembled and committed (its manifest, the
 //! simulate and bench files, the report).
 
+use lockbench_core::RunKind;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -184,7 +185,7 @@ pub fn simulate_priced(
 /// directory.
 pub fn write_results(
     out: ResultsDir,
-    command: &str,
+    command: RunKind,
     simulation: &SimulationSettings,
     specs: &[&WorkloadSpec],
     simulated: &[Simulated],
@@ -229,7 +230,7 @@ pub fn write_results(
 /// The manifest of a results directory whose other files are staged already.
 pub fn manifest(
     out: &ResultsDir,
-    command: &str,
+    command: RunKind,
     seed: Option<u64>,
     threads: usize,
     specs: Vec<SpecRecord>,
@@ -239,7 +240,7 @@ pub fn manifest(
         schema_version: SCHEMA_VERSION,
         version: TOOL_VERSION.to_string(),
         git_commit: Some(env!("LOCKBENCH_GIT_COMMIT").to_string()).filter(|c| !c.is_empty()),
-        command: command.to_string(),
+        command,
         args: std::env::args().collect(),
         seed,
         threads,
@@ -258,7 +259,7 @@ pub fn manifest(
 /// [`manifest`] of a run against servers: which ones (passwords removed) and the config read.
 pub fn manifest_with_servers(
     out: &ResultsDir,
-    command: &str,
+    command: RunKind,
     seed: Option<u64>,
     specs: Vec<SpecRecord>,
     servers: Vec<ServerRecord>,
@@ -402,6 +403,6 @@ pub fn write_report_interim(
             chart.svg.clone().into_bytes(),
         )?;
     }
-    let manifest = manifest(&out, "report", None, 1, Vec::new());
+    let manifest = manifest(&out, RunKind::Report, None, 1, Vec::new());
     commit_as(out, manifest, announce)
 }

@@ -34,7 +34,8 @@ pub use histogram::{
     ExactFigures, HistogramError, RuntimeHistogram, ThresholdCount, interval_log, read_interval_log,
 };
 pub use records::manifest::{
-    BuildProfile, Machine, Manifest, ServerRecord, ShardOrigin, ShardRecord, SpecRecord, unix_now_s,
+    BuildProfile, Machine, Manifest, RunKind, ServerRecord, ShardOrigin, ShardRecord, SpecRecord,
+    unix_now_s,
 };
 pub use results::{
     ResultsDir, ResultsError, publish_copy, remove_stale_staging, replace_with, staging_for,

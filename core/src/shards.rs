@@ -285,7 +285,7 @@ fn identity(s: &ShardDir) -> [(&'static str, String); 7] {
         .map(|b| format!("{} at {} (namespace {})", b.backend, b.urls, b.namespace))
         .collect();
     [
-        ("command", m.command.clone()),
+        ("command", m.command.to_string()),
         ("run id", s.shard.run_id.clone()),
         ("shard count", s.shard.count.to_string()),
         ("seed", or_none(m.seed)),

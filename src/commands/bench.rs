@@ -1,5 +1,6 @@
 //! `lockbench bench`: acquisition latency of every backend, side by side.
 
+use lockbench_core::RunKind;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -57,7 +58,7 @@ pub fn run(args: &BenchArgs) -> Outcome {
                 }),
                 ..output::manifest_with_servers(
                     out,
-                    "bench",
+                    RunKind::Bench,
                     None,
                     Vec::new(),
                     servers,

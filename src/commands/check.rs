@@ -1,5 +1,6 @@
 //! `lockbench check`: past job runs against the simulated distribution at each run's volume.
 
+use lockbench_core::RunKind;
 use std::process::ExitCode;
 
 use lockbench_core::SpecRecord;
@@ -34,7 +35,7 @@ pub fn run(args: &CheckArgs) -> Outcome {
         }];
         let m = manifest(
             &out,
-            "check",
+            RunKind::Check,
             Some(simulation.seed),
             simulation.threads,
             specs,

@@ -1,5 +1,6 @@
 //! `lockbench faults`: the fault lab's matrix (`fault_worker.rs` is one worker of a trial).
 
+use lockbench_core::RunKind;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -126,7 +127,7 @@ fn write_results(mut out: ResultsDir, settings: &FaultsSettings, output: &LabOut
     let servers = output::server_records(&settings.backends);
     let manifest = output::manifest_with_servers(
         &out,
-        "faults",
+        RunKind::Faults,
         Some(settings.seed),
         Vec::new(),
         servers,

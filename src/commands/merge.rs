@@ -9,6 +9,7 @@
 //! percentiles and counts are the single-process run's; a TTL is derived from the merged
 //! histograms only, never from the shards' own.
 
+use lockbench_core::RunKind;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -42,7 +43,7 @@ pub fn run(args: &MergeArgs) -> Outcome {
             backends: m.backends.clone(),
             config: m.config.clone(),
             merged_from: set.origins(),
-            ..output::manifest(out, "bench", None, 0, Vec::new())
+            ..output::manifest(out, RunKind::Bench, None, 0, Vec::new())
         })?;
         say_merged(&set);
         return Ok(ExitCode::SUCCESS);
@@ -102,7 +103,7 @@ pub fn run(args: &MergeArgs) -> Outcome {
             let bytes = to_json(&record);
             write_results(
                 out,
-                "simulate",
+                RunKind::Simulate,
                 &simulation,
                 &spec_refs,
                 &merged,
@@ -154,7 +155,15 @@ pub fn run(args: &MergeArgs) -> Outcome {
             }
             let bytes = to_json(&recommendation);
             render::show(args.json, &recommendation, render::ttl_report)?;
-            write_results(out, "ttl", &simulation, &spec_refs, &kept, bytes, origins)?;
+            write_results(
+                out,
+                RunKind::Ttl,
+                &simulation,
+                &spec_refs,
+                &kept,
+                bytes,
+                origins,
+            )?;
         }
         _ => {
             return Err(refuse(

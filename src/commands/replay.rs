@@ -1,5 +1,6 @@
 //! `lockbench replay`: a workload run for real with racing workers, compared with the simulator.
 
+use lockbench_core::RunKind;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -138,6 +139,12 @@ fn write_results(
         path: settings.spec.path.display().to_string(),
         text: settings.spec.text.clone(),
     };
-    let manifest = output::manifest(&out, "replay", Some(settings.live.seed), 2, vec![spec]);
+    let manifest = output::manifest(
+        &out,
+        RunKind::Replay,
+        Some(settings.live.seed),
+        2,
+        vec![spec],
+    );
     output::commit(out, manifest)
 }

@@ -1,5 +1,6 @@
 //! `lockbench simulate`: runtime percentiles per workload, profile and scale.
 
+use lockbench_core::RunKind;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -75,7 +76,7 @@ pub fn run(args: &SimulateArgs) -> Outcome {
         let bytes = to_json(&record);
         write_results(
             out,
-            "simulate",
+            RunKind::Simulate,
             &settings.simulation,
             &spec_refs,
             &simulated,

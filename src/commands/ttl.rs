@@ -1,5 +1,6 @@
 //! `lockbench ttl`: the TTL recommendation.
 
+use lockbench_core::RunKind;
 use std::process::ExitCode;
 
 use lockbench_analysis::{LeaseCurve, Simulated, TtlOptions, TtlPlan, TtlSimulations, derive};
@@ -167,7 +168,7 @@ pub fn run(args: &TtlArgs) -> Outcome {
     if let Some(out) = out {
         write_results(
             out,
-            "ttl",
+            RunKind::Ttl,
             &settings.simulation,
             &[&spec],
             &candidates,

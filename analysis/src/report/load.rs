@@ -26,8 +26,8 @@ pub struct Source {
     /// How the report names it: the path as given, or the folder's own name when it was found
     /// inside a directory given (as `lockbench run` nests them).
     pub label: String,
-    /// The command that wrote it (`simulate`, `ttl`, `bench`, `replay`).
-    pub command: String,
+    /// The command that wrote it.
+    pub command: lockbench_core::RunKind,
     /// Its seed, when it has one.
     pub seed: Option<u64>,
     /// The git commit of the lockbench that wrote it, when known.
@@ -265,7 +265,7 @@ fn load_one(dir: &Path, label: String, evidence: &mut Inputs) -> Result<(), Repo
     let source = Source {
         path: dir.to_path_buf(),
         label,
-        command: m.command.clone(),
+        command: m.command,
         seed: m.seed,
         git_commit: m.git_commit.clone(),
         created_unix_s: m.created_unix_s,
@@ -328,14 +328,7 @@ fn load_one(dir: &Path, label: String, evidence: &mut Inputs) -> Result<(), Repo
             runs,
         }),
         // A report folder is this command's own output, not evidence.
-        Body::Other if source.command == "report" => {}
-        Body::Other => evidence.skipped.push((
-            dir.to_path_buf(),
-            format!(
-                "written by `{}`, which the report does not read",
-                source.command
-            ),
-        )),
+        Body::Report => {}
     }
     Ok(())
 }

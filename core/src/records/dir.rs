@@ -9,7 +9,7 @@ use super::bench::{self, BenchCsvRow, BenchRecord};
 use super::codec::{MANIFEST, RESULTS_JSON, RecordError, SCHEMA_VERSION, from_csv, from_json};
 use super::exact::{self, ExactRecord};
 use super::faults::{self, FaultEventRow, FaultTrialRow, FaultsRecord};
-use super::manifest::Manifest;
+use super::manifest::{Manifest, RunKind};
 use super::model::{self, CheckRecord, CheckedRun};
 use super::replay::{self, JobRunRecord, ReplayRecord};
 use super::simulate::{self, SimulationCsvRow, SimulationRecord};
@@ -75,8 +75,8 @@ pub enum Body {
         /// `runs.csv`.
         runs: Vec<CheckedRun>,
     },
-    /// A command whose results carry no records to read (`report`).
-    Other,
+    /// A decision record (`report`): no records another report reads.
+    Report,
 }
 
 /// Just enough of a manifest to know whether the rest can be read.
@@ -164,12 +164,12 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
         let bytes = read(&file)?;
         Ok((file, bytes))
     };
-    let (body, log) = match manifest.command.as_str() {
-        "simulate" | "ttl" => {
+    let (body, log) = match manifest.command {
+        RunKind::Simulate | RunKind::Ttl => {
             let (file, bytes) = load(RESULTS_JSON)?;
             let (csv_file, csv_bytes) = load(simulate::CSV)?;
             let rows = from_csv(&csv_file, &csv_bytes)?;
-            let body = if manifest.command == "ttl" {
+            let body = if manifest.command == RunKind::Ttl {
                 Body::Ttl {
                     record: Box::new(from_json(&file, &bytes)?),
                     rows,
@@ -182,7 +182,7 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
             };
             (body, Some(simulate::HISTOGRAMS))
         }
-        "bench" => {
+        RunKind::Bench => {
             let (file, bytes) = load(RESULTS_JSON)?;
             let (csv_file, csv_bytes) = load(bench::CSV)?;
             let body = Body::Bench {
@@ -191,7 +191,7 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
             };
             (body, Some(bench::HISTOGRAMS))
         }
-        "replay" => {
+        RunKind::Replay => {
             let (file, bytes) = load(RESULTS_JSON)?;
             let (csv_file, csv_bytes) = load(replay::CSV)?;
             let body = Body::Replay {
@@ -200,7 +200,7 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
             };
             (body, Some(replay::HISTOGRAMS))
         }
-        "faults" => {
+        RunKind::Faults => {
             let (file, bytes) = load(RESULTS_JSON)?;
             let (trials_file, trials_bytes) = load(faults::CSV)?;
             let (events_file, events_bytes) = load(faults::EVENTS_CSV)?;
@@ -222,7 +222,7 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
             };
             (body, None)
         }
-        "check" => {
+        RunKind::Check => {
             let (file, bytes) = load(RESULTS_JSON)?;
             let (csv_file, csv_bytes) = load(model::CHECK_CSV)?;
             let body = Body::Check {
@@ -231,13 +231,13 @@ pub fn read_dir(dir: &Path) -> Result<ResultsRead, RecordError> {
             };
             (body, None)
         }
-        _ => (Body::Other, None),
+        RunKind::Report => (Body::Report, None),
     };
     let mut histograms = match log {
         Some(name) => histograms(&dir.join(name))?,
         None => Vec::new(),
     };
-    if matches!(manifest.command.as_str(), "simulate" | "ttl" | "bench") {
+    if manifest.command.has_histograms() {
         let (file, bytes) = load(exact::EXACT)?;
         let record: ExactRecord = from_json(&file, &bytes)?;
         histograms =

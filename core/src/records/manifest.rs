@@ -20,8 +20,8 @@ pub struct Manifest {
     /// Git commit the binary was built from; `None` when unknown.
     #[serde(deserialize_with = "present")]
     pub git_commit: Option<String>,
-    /// The subcommand ("simulate", "ttl", "bench", "replay", "report").
-    pub command: String,
+    /// The command that wrote it, which says what its other files are.
+    pub command: RunKind,
     /// The command line as given.
     pub args: Vec<String>,
     /// Seed of every random stream; `None` for measurements of real servers.
@@ -51,6 +51,53 @@ pub struct Manifest {
     /// Added without a schema bump: absent in directories written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<BuildProfile>,
+}
+
+/// The command that wrote a results directory: what its files are (serialized as the
+/// command's name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunKind {
+    /// `simulate`: runtime percentiles in simulated time.
+    Simulate,
+    /// `ttl`: a simulation with its TTL recommendation.
+    Ttl,
+    /// `bench`: lock operation latencies against real servers.
+    Bench,
+    /// `replay`: a workload run for real.
+    Replay,
+    /// `faults`: the fault lab's matrix, trials and events.
+    Faults,
+    /// `check`: a spec checked against observed runs.
+    Check,
+    /// `report`: the locking decision record (not evidence for another report).
+    Report,
+}
+
+impl RunKind {
+    /// The command's name, as the manifest stores it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunKind::Simulate => "simulate",
+            RunKind::Ttl => "ttl",
+            RunKind::Bench => "bench",
+            RunKind::Replay => "replay",
+            RunKind::Faults => "faults",
+            RunKind::Check => "check",
+            RunKind::Report => "report",
+        }
+    }
+
+    /// Whether its directory holds HdrHistograms with their exact figures (`exact.json`).
+    pub fn has_histograms(self) -> bool {
+        matches!(self, RunKind::Simulate | RunKind::Ttl | RunKind::Bench)
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// How a binary was built.
