@@ -28,7 +28,7 @@ pub(crate) fn trial_row(
         fault_start_s,
         fault_end_s: seconds_from(f.zero_ns, window.end_ns),
         holder_end_s: f.holder_end_s,
-        holder_outcome: f.holder_outcome.clone(),
+        holder_outcome: f.holder_outcome,
         contender_grant_s: f.contender_grant_s,
         contender_end_s: f.contender_end_s,
         overlap_s: f.overlap_s,

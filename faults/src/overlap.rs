@@ -1,6 +1,8 @@
 //! A trial's figures, from the protected resource's log alone: who believed they held the lock
 //! when, which writes were stale, what the fence did. Nothing here is assumed from the scenario.
 
+use lockbench_core::records::faults::JobEnd;
+
 use crate::resource::{Event, LoggedEvent};
 
 /// What one trial measured.
@@ -10,8 +12,8 @@ pub struct TrialFigures {
     pub zero_ns: i64,
     /// Seconds from the holder's grant to its last logged event.
     pub holder_end_s: f64,
-    /// How the holder's job ended (its end event's detail; "killed" without one).
-    pub holder_outcome: String,
+    /// How the holder's job ended (its end event's detail; killed without one).
+    pub holder_outcome: JobEnd,
     /// The contender's grant, from the holder's; `None` when it had none.
     pub contender_grant_s: Option<f64>,
     /// The contender's last logged event, from the holder's grant.
@@ -125,7 +127,7 @@ pub fn figures(log: &[LoggedEvent], holder: &str, contender: &str) -> Option<Tri
         .iter()
         .rev()
         .find(|e| e.worker == holder && e.event == Event::End)
-        .map_or_else(|| "killed".to_string(), |e| e.detail.clone());
+        .map_or(Some(JobEnd::Killed), |e| JobEnd::parse(&e.detail))?;
     Some(TrialFigures {
         zero_ns: zero,
         holder_end_s: seconds(h.end - zero),
@@ -188,7 +190,7 @@ mod tests {
         assert_eq!(f.stale_rejected, Some(1));
         assert_eq!(f.legitimate_rejected, Some(0));
         assert_eq!(f.contender_grant_s, Some(2.12));
-        assert_eq!(f.holder_outcome, "lost");
+        assert_eq!(f.holder_outcome, JobEnd::Lost);
     }
 
     #[test]
@@ -235,7 +237,7 @@ mod tests {
         assert_eq!(f.stale_writes, 1);
         assert_eq!(f.stale_rejected, None);
         assert_eq!(f.legitimate_rejected, None);
-        assert_eq!(f.holder_outcome, "killed");
+        assert_eq!(f.holder_outcome, JobEnd::Killed);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! `unlock-all` runs `pg_advisory_unlock_all()` on return (what `DISCARD ALL` includes), `xact`
 //! takes `pg_advisory_xact_lock` inside a transaction held for the whole job.
 
+use lockbench_core::records::faults::JobEnd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -87,13 +88,13 @@ async fn job(
         // The error path: the transaction is dropped, which rolls it back.
         (Some(tx), true) => {
             drop(tx);
-            "error-path (rolled back)"
+            JobEnd::ErrorPathRolledBack
         }
         (Some(tx), false) => {
             tx.commit().await.map_err(db)?;
-            "committed"
+            JobEnd::Committed
         }
-        (None, true) => "error-path (release skipped)",
+        (None, true) => JobEnd::ErrorPathReleaseSkipped,
         (None, false) => {
             let mut conn = pool.acquire().await.map_err(db)?;
             sqlx::query("SELECT pg_advisory_unlock($1)")
@@ -101,7 +102,7 @@ async fn job(
                 .execute(&mut *conn)
                 .await
                 .map_err(db)?;
-            "released"
+            JobEnd::Released
         }
     };
     resource.end(&plan.trial, worker, how).await?;
@@ -167,7 +168,7 @@ pub async fn run_pool(plan: PoolPlan) -> Result<(), FaultError> {
     tokio::time::sleep(Duration::from_millis(plan.linger_ms)).await;
     pool.close().await;
     say(&Message::Done {
-        how: "closed".to_string(),
+        how: JobEnd::Closed,
     });
     resource.close().await;
     resource_2.close().await;

@@ -7,6 +7,7 @@
 //! after a failed acquisition). The pool process says `connected`, `granted <job>` or
 //! `not-granted <job>` for each of its two jobs, `idle` once both are over, then `done closed`.
 
+use lockbench_core::records::faults::JobEnd;
 use std::fmt;
 use std::io::Write as _;
 use std::str::FromStr;
@@ -31,8 +32,8 @@ pub enum Message {
     /// The job ended and the worker is about to send its release (a worker asked to stop
     /// there has stopped itself when the line is read).
     Releasing,
-    /// The job ended, and how (`released`, `lost`, `gave-up`, `closed`, ...).
-    Done { how: String },
+    /// The job ended, and how.
+    Done { how: JobEnd },
     /// No lock within the wait; `skipped` when the worker skipped the run after a failure.
     TimedOut { skipped: bool },
 }
@@ -83,7 +84,7 @@ impl FromStr for Message {
                 n: n.parse().map_err(|_| unknown())?,
             },
             ["done", how] => Message::Done {
-                how: how.to_string(),
+                how: JobEnd::parse(how).ok_or_else(unknown)?,
             },
             ["granted", ttl_ms, token] => Message::Granted {
                 ttl: Duration::from_millis(ttl_ms.parse().map_err(|_| unknown())?),
@@ -182,7 +183,7 @@ mod tests {
             (Message::Idle, "idle"),
             (
                 Message::Done {
-                    how: "lost-at-release".to_string(),
+                    how: JobEnd::LostAtRelease,
                 },
                 "done lost-at-release",
             ),

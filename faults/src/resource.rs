@@ -6,6 +6,7 @@
 //! fenced one (the `fence` row, which refuses a token below the highest it has seen: the replay's
 //! `fence(token)` rule). One statement does both, so the two cannot disagree on order.
 
+use lockbench_core::records::faults::JobEnd;
 use std::time::Duration;
 
 use lockbench_locks::Redacted;
@@ -212,8 +213,8 @@ impl Resource {
     }
 
     /// Logs the end of a critical section, now.
-    pub async fn end(&mut self, trial: &str, worker: &str, detail: &str) -> Result<(), FaultError> {
-        self.end_at(trial, worker, detail, monotonic_ns()).await
+    pub async fn end(&mut self, trial: &str, worker: &str, how: JobEnd) -> Result<(), FaultError> {
+        self.end_at(trial, worker, how, monotonic_ns()).await
     }
 
     /// Logs the end of a critical section that ended at `t_ns` (the machine's monotonic clock).
@@ -221,10 +222,10 @@ impl Resource {
         &mut self,
         trial: &str,
         worker: &str,
-        detail: &str,
+        how: JobEnd,
         t_ns: i64,
     ) -> Result<(), FaultError> {
-        self.note(trial, worker, Event::End, detail, t_ns).await
+        self.note(trial, worker, Event::End, how.name(), t_ns).await
     }
 
     /// Logs that the client library told `worker` its lock is lost, at `t_ns` (the library's

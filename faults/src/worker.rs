@@ -8,6 +8,7 @@
 //! out. The lab stops a holder just after a `wrote`, so the stop falls in the sleep before the
 //! next write, never between a write and its check.
 
+use lockbench_core::records::faults::JobEnd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,15 +21,15 @@ use crate::resource::{Event, Resource};
 
 /// Releases, trying again after an error: a client's first request after a server restart fails
 /// on the old connection and reconnects.
-async fn release(backend: &dyn LockBackend, lease: &lockbench_locks::Lease) -> &'static str {
+async fn release(backend: &dyn LockBackend, lease: &lockbench_locks::Lease) -> JobEnd {
     for _ in 0..3 {
         match backend.release(lease).await {
-            Ok(true) => return "released",
-            Ok(false) => return "lost-at-release",
+            Ok(true) => return JobEnd::Released,
+            Ok(false) => return JobEnd::LostAtRelease,
             Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
-    "release-failed"
+    JobEnd::ReleaseFailed
 }
 
 /// The release of a lease whose job ended: the worker first stops itself where its plan says
@@ -38,7 +39,7 @@ async fn release_after_job(
     plan: &WorkerPlan,
     backend: &dyn LockBackend,
     lease: &Lease,
-) -> Result<&'static str, FaultError> {
+) -> Result<JobEnd, FaultError> {
     if plan.stop_before_release {
         say(&Message::Releasing);
         // The whole group, as the lab's pause does: the worker and its library's adapter.
@@ -49,9 +50,9 @@ async fn release_after_job(
         return Ok(release(backend, lease).await);
     }
     match backend.delete_unchecked(lease).await {
-        Some(Ok(true)) => Ok("deleted"),
-        Some(Ok(false)) => Ok("deleted-nothing"),
-        Some(Err(_)) => Ok("release-failed"),
+        Some(Ok(true)) => Ok(JobEnd::Deleted),
+        Some(Ok(false)) => Ok(JobEnd::DeletedNothing),
+        Some(Err(_)) => Ok(JobEnd::ReleaseFailed),
         None => Err(FaultError::Worker(format!(
             "{} has no plain delete of a lock",
             plan.backend.kind
@@ -110,7 +111,7 @@ async fn run_writer(plan: WriterPlan) -> Result<(), FaultError> {
     }
     let ended = crate::clock::monotonic_ns();
     resource
-        .end_at(&plan.trial, &plan.worker, "job-process-ended", ended)
+        .end_at(&plan.trial, &plan.worker, JobEnd::JobProcessEnded, ended)
         .await?;
     resource.close().await;
     Ok(())
@@ -216,14 +217,14 @@ async fn acquire(
 }
 
 /// The job: its writes at their pace (or, detached, a job process of its own), checking the lease
-/// as the plan's tracking says; how it stopped early ("gave-up", "lost"), if it did.
+/// as the plan's tracking says; how it stopped early (gave up, lost), if it did.
 async fn work(
     plan: &WorkerPlan,
     backend: &dyn LockBackend,
     resource: &mut Resource,
     lease: Option<&Lease>,
     heartbeat: Option<&Heartbeat>,
-) -> Result<Option<&'static str>, FaultError> {
+) -> Result<Option<JobEnd>, FaultError> {
     let every = Duration::from_millis(plan.write_every_ms);
     let ttl = Duration::from_millis(plan.ttl_ms);
     let fencing = lease.and_then(|l| l.fencing);
@@ -238,7 +239,7 @@ async fn work(
                 && plan.tracking == LeaseTracking::Heartbeat
                 && !h.may_continue()
             {
-                how = Some("gave-up");
+                how = Some(JobEnd::GaveUp);
                 break;
             }
             resource
@@ -248,7 +249,7 @@ async fn work(
                 && plan.tracking == LeaseTracking::AfterEachWrite
                 && !matches!(backend.renew(lease, lease.ttl).await, Ok(true))
             {
-                how = Some("lost");
+                how = Some(JobEnd::Lost);
                 break;
             }
             say(&Message::Wrote { n });
@@ -379,7 +380,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     let how = match (how, &lease) {
         (Some(how), _) => how,
         (None, Some(lease)) => release_after_job(&plan, backend.as_ref(), lease).await?,
-        (None, None) => "ran-unlocked",
+        (None, None) => JobEnd::RanUnlocked,
     };
     resource
         .end_at(&plan.trial, &plan.worker, how, ended)
@@ -391,9 +392,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
             .told_at(&plan.trial, &plan.worker, &detail, t_ns)
             .await?;
     }
-    say(&Message::Done {
-        how: how.to_string(),
-    });
+    say(&Message::Done { how });
     let _ = backend.close().await;
     resource.close().await;
     Ok(())

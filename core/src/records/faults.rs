@@ -224,8 +224,8 @@ pub struct FaultTrialRow {
     pub fault_end_s: f64,
     /// When the holder stopped believing it held the lock (its last logged event).
     pub holder_end_s: f64,
-    /// How the holder's job ended (released, lost, gave-up, release-failed).
-    pub holder_outcome: String,
+    /// How the holder's job ended.
+    pub holder_outcome: JobEnd,
     /// When the contender was granted the lock; `None` when it was not within its wait.
     #[serde(deserialize_with = "present")]
     pub contender_grant_s: Option<f64>,
@@ -270,6 +270,94 @@ pub struct FaultTrialRow {
 
 fn injected() -> bool {
     true
+}
+
+/// How a worker's critical section ended: an `end` event's detail in the protected resource's
+/// log, and the holder's outcome in `trials.csv` (the words are the serialized forms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobEnd {
+    /// Its job done, its release took the lock back.
+    Released,
+    /// Its job done, its release found the lock no longer its own.
+    LostAtRelease,
+    /// Its release failed three times (a server restarting).
+    ReleaseFailed,
+    /// The positive control's plain delete removed a lock.
+    Deleted,
+    /// The plain delete found no lock to remove.
+    DeletedNothing,
+    /// It ran without the lock (an outage's run-unlocked policy).
+    RanUnlocked,
+    /// Its heartbeat's give-up deadline passed: it stopped its job.
+    GaveUp,
+    /// A renewal after a write was refused: it stopped its job.
+    Lost,
+    /// It logged no end: the lab killed it.
+    Killed,
+    /// A detached job process ran to its end.
+    JobProcessEnded,
+    /// A pooled job's transaction committed (its transaction lock with it).
+    Committed,
+    /// A pooled job's error path dropped its transaction, which rolled back.
+    #[serde(rename = "error-path (rolled back)")]
+    ErrorPathRolledBack,
+    /// A pooled job's error path left without unlocking its session lock.
+    #[serde(rename = "error-path (release skipped)")]
+    ErrorPathReleaseSkipped,
+    /// The pool process closed its pool after its jobs (its `done`, not a job's end).
+    Closed,
+}
+
+impl JobEnd {
+    /// Every way a critical section ends.
+    pub const ALL: [JobEnd; 14] = [
+        JobEnd::Released,
+        JobEnd::LostAtRelease,
+        JobEnd::ReleaseFailed,
+        JobEnd::Deleted,
+        JobEnd::DeletedNothing,
+        JobEnd::RanUnlocked,
+        JobEnd::GaveUp,
+        JobEnd::Lost,
+        JobEnd::Killed,
+        JobEnd::JobProcessEnded,
+        JobEnd::Committed,
+        JobEnd::ErrorPathRolledBack,
+        JobEnd::ErrorPathReleaseSkipped,
+        JobEnd::Closed,
+    ];
+
+    /// Its word in the log and the records.
+    pub fn name(self) -> &'static str {
+        match self {
+            JobEnd::Released => "released",
+            JobEnd::LostAtRelease => "lost-at-release",
+            JobEnd::ReleaseFailed => "release-failed",
+            JobEnd::Deleted => "deleted",
+            JobEnd::DeletedNothing => "deleted-nothing",
+            JobEnd::RanUnlocked => "ran-unlocked",
+            JobEnd::GaveUp => "gave-up",
+            JobEnd::Lost => "lost",
+            JobEnd::Killed => "killed",
+            JobEnd::JobProcessEnded => "job-process-ended",
+            JobEnd::Committed => "committed",
+            JobEnd::ErrorPathRolledBack => "error-path (rolled back)",
+            JobEnd::ErrorPathReleaseSkipped => "error-path (release skipped)",
+            JobEnd::Closed => "closed",
+        }
+    }
+
+    /// The end named `word`.
+    pub fn parse(word: &str) -> Option<JobEnd> {
+        JobEnd::ALL.into_iter().find(|e| e.name() == word)
+    }
+}
+
+impl std::fmt::Display for JobEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// One event of the protected resource's log, as an `events.csv` line.
@@ -399,7 +487,7 @@ pub fn check_rows(
         let of = logged.get(&k).map_or(&[][..], Vec::as_slice);
         let has =
             |worker: &str, event: &str| of.iter().any(|e| e.worker == worker && e.event == event);
-        if t.holder_outcome != "killed" && !has("holder", "end") {
+        if t.holder_outcome != JobEnd::Killed && !has("holder", "end") {
             return Err(RowsMismatch::Events(format!(
                 "trial {} of {} has no holder end event, though its holder {}: a row is missing",
                 k.1, k.0, t.holder_outcome
@@ -413,4 +501,21 @@ pub fn check_rows(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_end_reads_back_from_its_word_and_serializes_to_it() {
+        for end in JobEnd::ALL {
+            assert_eq!(JobEnd::parse(end.name()), Some(end));
+            assert_eq!(
+                serde_json::to_string(&end).unwrap(),
+                format!("\"{}\"", end.name())
+            );
+        }
+        assert_eq!(JobEnd::parse("done"), None);
+    }
 }

@@ -4,6 +4,7 @@
 //! server set the key, which has expired by then. Does the client return an expired lock, and
 //! does the job start on it?
 
+use lockbench_core::records::faults::JobEnd;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -74,7 +75,7 @@ impl Fault for Latency {
         let trusted_key =
             self.0 == (Variant::SlowReply { checked: false }) && config.kind == BackendKind::Redis;
         if trusted_key
-            && outcome.figures.holder_outcome == "released"
+            && outcome.figures.holder_outcome == JobEnd::Released
             && outcome.figures.overlap_s == 0.0
         {
             return Err(FaultError::Unmet(
