@@ -408,8 +408,14 @@ pub fn check_rows(
     trials: &[FaultTrialRow],
     events: &[FaultEventRow],
 ) -> Result<(), RowsMismatch> {
-    use std::collections::{BTreeMap, BTreeSet};
-    let cell = |s: Scenario, v: Variant, b: BackendId| format!("{}/{} on {b}", s.name(), v.name());
+    use std::collections::{BTreeSet, HashMap};
+    // A directory holds one client's cells: rows name the variant and the backend.
+    let cell = |variant: Variant, backend: BackendId| CellId {
+        variant,
+        backend,
+        client: None,
+    };
+    let named = |id: &CellId| format!("{} on {}", id.variant.label(), id.backend);
     // A variant names its scenario: a row that names another is not one lockbench wrote.
     let stray = [
         record
@@ -438,65 +444,73 @@ pub fn check_rows(
             s.name()
         )));
     }
-    let mut expected: BTreeMap<String, u32> = BTreeMap::new();
+    let mut expected: HashMap<CellId, u32> = HashMap::new();
     for c in &record.cells {
-        expected.insert(cell(c.scenario, c.variant, c.backend), c.trials);
+        expected.insert(cell(c.variant, c.backend), c.trials);
     }
-    let mut seen: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+    let mut seen: HashMap<CellId, BTreeSet<u32>> = HashMap::new();
     for (i, t) in trials.iter().enumerate() {
-        let name = cell(t.scenario, t.variant, t.backend);
-        let Some(&count) = expected.get(&name) else {
+        let id = cell(t.variant, t.backend);
+        let Some(&count) = expected.get(&id) else {
             return Err(RowsMismatch::Trials(format!(
-                "row {}: a trial of {name}, a cell results.json does not have",
-                i + 1
+                "row {}: a trial of {}, a cell results.json does not have",
+                i + 1,
+                named(&id)
             )));
         };
-        if t.trial >= count || !seen.entry(name.clone()).or_default().insert(t.trial) {
+        if t.trial >= count || !seen.entry(id).or_default().insert(t.trial) {
             return Err(RowsMismatch::Trials(format!(
-                "row {}: trial {} of {name} is out of place (the cell has trials 0 to {}, once each)",
+                "row {}: trial {} of {} is out of place (the cell has trials 0 to {}, once each)",
                 i + 1,
                 t.trial,
+                named(&id),
                 count.saturating_sub(1)
             )));
         }
     }
-    for (name, count) in &expected {
-        let have = seen.get(name).map_or(0, BTreeSet::len);
-        if have != *count as usize {
+    // In the record's order, so that the cell named is the same every time.
+    for c in &record.cells {
+        let id = cell(c.variant, c.backend);
+        let have = seen.get(&id).map_or(0, BTreeSet::len);
+        if have != c.trials as usize {
             return Err(RowsMismatch::Trials(format!(
-                "{name} has {have} trial rows, but results.json says it ran {count} trials: a row is missing"
+                "{} has {have} trial rows, but results.json says it ran {} trials: a row is missing",
+                named(&id),
+                c.trials
             )));
         }
     }
-    let key = |s: Scenario, v: Variant, b: BackendId, t: u32| (cell(s, v, b), t);
-    let mut logged: BTreeMap<(String, u32), Vec<&FaultEventRow>> = BTreeMap::new();
+    let mut logged: HashMap<(CellId, u32), Vec<&FaultEventRow>> = HashMap::new();
     for (i, e) in events.iter().enumerate() {
-        let k = key(e.scenario, e.variant, e.backend, e.trial);
-        if !seen.get(&k.0).is_some_and(|t| t.contains(&k.1)) {
+        let id = cell(e.variant, e.backend);
+        if !seen.get(&id).is_some_and(|t| t.contains(&e.trial)) {
             return Err(RowsMismatch::Events(format!(
                 "row {}: an event of trial {} of {}, which trials.csv does not have",
                 i + 1,
-                k.1,
-                k.0
+                e.trial,
+                named(&id)
             )));
         }
-        logged.entry(k).or_default().push(e);
+        logged.entry((id, e.trial)).or_default().push(e);
     }
     for t in trials {
-        let k = key(t.scenario, t.variant, t.backend, t.trial);
-        let of = logged.get(&k).map_or(&[][..], Vec::as_slice);
+        let id = cell(t.variant, t.backend);
+        let of = logged.get(&(id, t.trial)).map_or(&[][..], Vec::as_slice);
         let has =
             |worker: &str, event: &str| of.iter().any(|e| e.worker == worker && e.event == event);
         if t.holder_outcome != JobEnd::Killed && !has("holder", "end") {
             return Err(RowsMismatch::Events(format!(
                 "trial {} of {} has no holder end event, though its holder {}: a row is missing",
-                k.1, k.0, t.holder_outcome
+                t.trial,
+                named(&id),
+                t.holder_outcome
             )));
         }
         if t.contender_grant_s.is_some() && !has("contender", "grant") {
             return Err(RowsMismatch::Events(format!(
                 "trial {} of {} has no contender grant event, though trials.csv says it was granted: a row is missing",
-                k.1, k.0
+                t.trial,
+                named(&id)
             )));
         }
     }
