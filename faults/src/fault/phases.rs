@@ -279,6 +279,10 @@ pub(crate) async fn run<F: Fault + ?Sized>(
         // Its client ended the lock first (pottery refusing a fourth extension): what the
         // trial measures is what that client did; there is nothing left to inject into.
         Began::HolderEnded => {
+            // A contender that waits for the fault's word would wait for ever.
+            if shape.contender_waits_for_fault {
+                contender.go(longest).await?;
+            }
             let now = monotonic_ns();
             let window = Window {
                 start_ns: now,
