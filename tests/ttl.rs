@@ -531,3 +531,199 @@ duration = { dist = "pareto", scale = "100ms", shape = 1.5, max = "120s" }
     assert!(lost["upper"].as_f64().unwrap() <= v["tail"]["per_run_budget"].as_f64().unwrap());
     assert_eq!(v["tail"]["lease_profile"], "gc");
 }
+
+/// A small minute job (a hundred calls, about 2.5 s; a profile with frequent stalls up to 10 s)
+/// under the runner `table`, written to `dir`: small enough that its tail climbs are quick.
+fn tick_under(dir: &std::path::Path, table: &str) -> String {
+    let text = format!(
+        r#"[workload]
+name = "tick"
+volume = 100
+schedule = "1m"
+
+[[steps]]
+name = "work"
+target = "db"
+latency = {{ dist = "lognormal", p50 = "20ms", p99 = "60ms" }}
+
+[[profiles]]
+name = "baseline"
+
+[[profiles]]
+name = "gc-pressure"
+
+[profiles.pauses]
+mean_interval = "1s"
+duration = {{ dist = "pareto", scale = "50ms", shape = 1.8, max = "10s" }}
+
+[runner]
+{table}
+"#
+    );
+    let path = common::write_file(dir, "tick.toml", text.as_bytes());
+    path.to_str().unwrap().to_string()
+}
+
+fn runner_of(spec: &str) -> Value {
+    let v = json_of(&["ttl", spec, "--replays", "2000", "--seed", "4", "--json"]);
+    v["runner"].clone()
+}
+
+#[test]
+fn a_bullmq_lock_shorter_than_the_stalls_is_priced_and_lengthened_until_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = tick_under(dir.path(), "kind = \"bullmq\"\nlock_duration = \"2s\"");
+    let r = runner_of(&spec);
+    assert_eq!(r["kind"], "bullmq");
+    assert_eq!(r["setting"], "lock_duration");
+    assert_eq!(r["default"], false);
+    // BullMQ renews every half lockDuration.
+    assert_eq!(r["lease"]["kind"], "renewed");
+    assert_eq!(f(&r["lease"]["every_s"]), 1.0);
+    // gc-pressure's pauses (Pareto from 50 ms, up to 10 s) outlast 1 to 2 s: lost often.
+    let now = &r["chance"];
+    assert!(f(&now["p"]) > 1e-5, "{r}");
+    assert_eq!(r["profile"], "gc-pressure");
+    // Lengthened until the loss is within 0.01 a year at 525,600 runs.
+    assert!(f(&r["recommended_s"]) > 10.0, "{r}");
+    assert!(
+        f(&r["recommended_chance"]["upper"]) * 525_600.0 <= 0.01,
+        "{r}"
+    );
+    assert!(r.get("unreachable").is_none(), "{r}");
+    let text = lockbench()
+        .args(["ttl", &spec, "--replays", "2000", "--seed", "4"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("runs twice without a lock: BullMQ, lockDuration 2.0 s"),
+        "{text}"
+    );
+    assert!(text.contains("set lock_duration = \""), "{text}");
+    assert!(
+        text.contains("does not stop BullMQ from starting the job again"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_celery_visibility_timeout_shorter_than_the_run_is_set_to_the_recommended_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    // tick takes about 2.5 s: every run outlives 1 s.
+    let spec = tick_under(
+        dir.path(),
+        "kind = \"celery\"\nacks_late = true\nvisibility_timeout = \"1s\"",
+    );
+    let v = json_of(&["ttl", &spec, "--replays", "2000", "--seed", "4", "--json"]);
+    let r = &v["runner"];
+    assert_eq!(r["lease"]["kind"], "fixed");
+    assert!(f(&r["chance"]["p"]) > 0.9, "{r}");
+    assert_eq!(r["chance"]["method"], "replays");
+    assert_eq!(f(&r["recommended_s"]), f(&v["ttl_s"]).ceil(), "{r}");
+    // Acknowledged as it starts: never delivered again, nothing to price.
+    let spec = tick_under(dir.path(), "kind = \"celery\"");
+    let r = runner_of(&spec);
+    assert_eq!(r["lease"]["why"], "acked-on-receipt");
+    assert!(r.get("chance").is_none(), "{r}");
+    assert_eq!(r["default"], true);
+    assert_eq!(f(&r["value_s"]), 3600.0);
+}
+
+#[test]
+fn a_cron_slot_shorter_than_the_skew_runs_twice_until_held_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = tick_under(dir.path(), "kind = \"cron\"\nclock_skew = \"30s\"");
+    let r = runner_of(&spec);
+    assert_eq!(r["lease"]["kind"], "slot");
+    // Every run ends within 30 s: every slot runs twice.
+    assert!(f(&r["chance"]["lower"]) > 0.99, "{r}");
+    // Twice the skew would block the next minute's slot: halfway from the skew to it.
+    assert_eq!(f(&r["recommended_s"]), 45.0, "{r}");
+    assert_eq!(r["recommended_chance"]["method"], "not-in-model");
+    let spec = tick_under(
+        dir.path(),
+        "kind = \"cron\"\nclock_skew = \"30s\"\nslot_clock = \"database\"",
+    );
+    let r = runner_of(&spec);
+    assert_eq!(r["lease"]["why"], "shared-slot");
+}
+
+#[test]
+fn a_runner_table_that_is_wrong_is_refused_naming_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    for (table, field) in [
+        ("kind = \"sidekiq\"", "runner.kind"),
+        ("lock_duration = \"30s\"", "runner.kind"),
+        (
+            "kind = \"bullmq\"\nvisibility_timeout = \"1h\"",
+            "runner.visibility_timeout",
+        ),
+        ("kind = \"cron\"", "runner.clock_skew"),
+        ("kind = \"pg-boss\"\nexpire_in = \"0s\"", "runner.expire_in"),
+        (
+            "kind = \"pg-boss\"\nexpire_in = \"-5m\"",
+            "runner.expire_in",
+        ),
+        (
+            "kind = \"quartz\"\nrequests_recovery = \"yes\"",
+            "runner.requests_recovery",
+        ),
+    ] {
+        let spec = tick_under(dir.path(), table);
+        let out = lockbench().args(["ttl", &spec]).output().unwrap();
+        common::assert_refused(&out, table, &[field]);
+    }
+}
+
+#[test]
+fn the_record_says_what_the_runners_setting_costs_and_what_to_set_it_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = tick_under(dir.path(), "kind = \"bullmq\"\nlock_duration = \"2s\"");
+    let spec = {
+        // Answers enough for a decision, so that the record's first page lists the action.
+        let text = std::fs::read_to_string(&spec).unwrap()
+            + "\n[decision]\ndouble_run = \"absorbed\"\nalready_runs = [\"redis\"]\ndatabases = 1\n";
+        common::write_file(dir.path(), "tick-decided.toml", text.as_bytes())
+    };
+    let out = dir.path().join("ttl-tick");
+    lockbench()
+        .args([
+            "ttl",
+            spec.to_str().unwrap(),
+            "--replays",
+            "2000",
+            "--seed",
+            "4",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let report = dir.path().join("report");
+    lockbench()
+        .arg("report")
+        .arg(&out)
+        .arg("--out")
+        .arg(&report)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    let part = md
+        .split("### tick 2: runs twice without a lock")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no runner part in the record:\n{md}"));
+    assert!(
+        part.contains("The job runs under BullMQ, lockDuration 2.0 s"),
+        "{part}"
+    );
+    assert!(part.contains("| started twice, a year |"), "{part}");
+    assert!(part.contains("set lock_duration = \""), "{part}");
+    // The first page's actions table carries the change, pointing at the part that prices it.
+    let actions = md.split("## Actions").nth(1).unwrap();
+    let actions = actions.split("\n## ").next().unwrap();
+    assert!(
+        actions.contains("BullMQ, lockDuration 2.0 s: set lock_duration = "),
+        "{actions}"
+    );
+}

@@ -16,6 +16,7 @@ mod main_job;
 mod merged;
 pub mod rare;
 pub mod report;
+pub mod runner;
 mod tail_pricing;
 mod trigger;
 mod ttl;

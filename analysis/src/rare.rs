@@ -23,7 +23,9 @@ use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 pub use lockbench_core::records::ttl::{Chance, ChanceMethod as Method, TailQuantile};
-use lockbench_workloads::{Engine, JobModel, Stream, lease_margin, replay_with};
+use lockbench_workloads::{
+    Engine, JobModel, Stream, lease_margin, renewed_lease_margin, replay_with,
+};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand_distr::{Distribution, StandardNormal};
@@ -207,6 +209,8 @@ pub enum Score {
     Runtime,
     /// [`lease_margin`] of a lease of this many seconds: positive when it was lost.
     LeaseMargin(f64),
+    /// [`renewed_lease_margin`] of a lease of `lease` seconds renewed every `every`: a runner's.
+    RenewedLeaseMargin { lease: f64, every: f64 },
 }
 
 /// Something a replay's latent can be scored by: a job model, or (for tests) any function of a
@@ -233,6 +237,9 @@ impl Scored for ModelScore<'_> {
         match self.score {
             Score::Runtime => runtime,
             Score::LeaseMargin(lease) => lease_margin(&pauses, runtime, lease),
+            Score::RenewedLeaseMargin { lease, every } => {
+                renewed_lease_margin(&pauses, runtime, lease, every)
+            }
         }
     }
 }

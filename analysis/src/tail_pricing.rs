@@ -8,15 +8,17 @@
 use std::time::Duration;
 
 use lockbench_core::RuntimeHistogram;
+use lockbench_core::records::runner::{ImplicitLease, RunnerPricing};
 use lockbench_core::records::ttl::{
     BudgetFrom, Chance, ChanceMethod, ProfileTail, RARE_BELOW_EXCEEDING, TailPricing, TailQuantile,
     TtlRule,
 };
-use lockbench_workloads::{Engine, JobModel, SpecError, WorkloadSpec};
+use lockbench_workloads::{Engine, JobModel, Runner, SpecError, WorkloadSpec};
 
 use crate::TtlRecommendation;
 use crate::lease::MAX_LEASE;
 use crate::rare::{ModelScore, RareOptions, Score, Tail, tail};
+use crate::runner::{RunnerModel, price_runner};
 use crate::ttl::{ALERT_SHARE, exceedance, exceedance_lower, heartbeat_with_lease};
 
 /// The double executions a year the owners accept, and where the figure comes from.
@@ -126,7 +128,19 @@ pub fn price_tail(
     let per_run_budget = (inputs.budget.per_year / r.runs_per_year.max(1e-9)).min(0.5);
     let p999_ttl = r.measured_p999.mul_f64(r.safety_factor);
     let current = r.current_ttl.as_ref().map(|c| c.ttl);
-    let past = current.map_or(p999_ttl, |c| c.max(p999_ttl)).as_secs_f64();
+    // The climb goes past a runner's fixed timeout too, so that one climb prices all of them.
+    let fixed = inputs
+        .spec
+        .runner()
+        .and_then(|runner| match runner.lease() {
+            ImplicitLease::Fixed { lease } => Some(lease),
+            _ => None,
+        });
+    let past = [current, fixed]
+        .into_iter()
+        .flatten()
+        .fold(p999_ttl, Duration::max)
+        .as_secs_f64();
     let mut climbed = Vec::new();
     for (profile, replays) in inputs.replays {
         progress(&format!("the tail of `{profile}`"));
@@ -252,6 +266,18 @@ pub fn price_tail(
         }
         None => (None, None),
     };
+    if let (Some(runner), Some(table)) = (inputs.spec.runner(), inputs.spec.runner.as_ref()) {
+        let priced = runner_pricing(
+            &runner,
+            table.setting_defaulted(),
+            r,
+            inputs,
+            &climbed,
+            per_run_budget,
+            progress,
+        )?;
+        r.runner = Some(priced);
+    }
     r.tail = Some(TailPricing {
         accepted_per_year: inputs.budget.per_year,
         accepted_from: inputs.budget.from,
@@ -269,6 +295,84 @@ pub fn price_tail(
     });
     Ok(())
 }
+
+/// The job's runner priced over the same model: a fixed timeout from the climbed tails, a
+/// renewed lease from a climb of each stalling profile's margin, a cron slot from the replays'
+/// runs shorter than the skew.
+fn runner_pricing(
+    runner: &Runner,
+    defaulted: bool,
+    r: &TtlRecommendation,
+    inputs: &TailInputs<'_>,
+    climbed: &[Climbed<'_>],
+    per_run_budget: f64,
+    progress: &dyn Fn(&str),
+) -> Result<RunnerPricing, SpecError> {
+    let named = |found: Option<(&str, Chance)>| {
+        let (profile, chance) = found.expect("a spec has at least one profile");
+        (profile.to_string(), chance)
+    };
+    let outlived = |d: Duration| named(highest(climbed.iter().map(|c| (c.profile, c.over(d)))));
+    let mut stalling = Vec::new();
+    for c in climbed {
+        if inputs.spec.profile(c.profile)?.pauses.is_some() {
+            stalling.push((
+                c.profile,
+                JobModel::new(inputs.spec, c.profile, r.target_scale)?,
+            ));
+        }
+    }
+    let stalled = |lease: Duration, every: Duration| {
+        let lost = stalling.iter().map(|(profile, model)| {
+            let margin = ModelScore {
+                model,
+                engine: inputs.engine,
+                score: Score::RenewedLeaseMargin {
+                    lease: lease.as_secs_f64(),
+                    every: every.as_secs_f64(),
+                },
+            };
+            let c = tail(&margin, 0.0, per_run_budget, &inputs.options).exceedance(0.0);
+            (*profile, c)
+        });
+        highest(lost).map(|(p, c)| (p.to_string(), c))
+    };
+    let ended_before = |d: Duration| {
+        named(highest(climbed.iter().map(|c| {
+            let n = c.replays.count();
+            let shorter: u64 = c
+                .replays
+                .recorded_s()
+                .iter()
+                .filter(|(s, _)| *s < d.as_secs_f64())
+                .map(|(_, k)| *k)
+                .sum();
+            let (p, upper) = exceedance(shorter, n);
+            let chance = Chance {
+                p,
+                lower: exceedance_lower(shorter, n),
+                upper,
+                method: ChanceMethod::Replays,
+                runs: n,
+                seconds: 0.0,
+            };
+            (c.profile, chance)
+        })))
+    };
+    let model = RunnerModel {
+        outlived: &outlived,
+        stalled: &stalled,
+        ended_before: &ended_before,
+        period: Duration::from_secs_f64(SECONDS_A_YEAR / r.runs_per_year.max(1e-9)),
+        ttl: r.ttl,
+        per_run_budget,
+        progress,
+    };
+    Ok(price_runner(runner, defaulted, &model))
+}
+
+/// Seconds in a (365-day) year, as the schedule's runs a year count them.
+const SECONDS_A_YEAR: f64 = 365.0 * 86_400.0;
 
 /// Where the yearly budget comes from, in words.
 pub fn budget_from_said(from: BudgetFrom) -> &'static str {

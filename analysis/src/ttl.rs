@@ -124,6 +124,7 @@ pub fn recommend(inputs: TtlInputs) -> TtlRecommendation {
         model_check: None,
         engine: inputs.engine,
         tail: None,
+        runner: None,
     }
 }
 

@@ -169,8 +169,8 @@ pub fn format_per_year(x: f64) -> String {
     }
 }
 
-/// The years between two events that happen `per_year` times a year: `0.02` (a week), `3.4`,
-/// `1,200`, `2.5e9`, and `never` for none at all.
+/// The years between two events that happen `per_year` times a year: `0.00026` (about two
+/// hours), `0.02` (a week), `3.4`, `1,200`, `2.5e9`, and `never` for none at all.
 pub fn format_years_between(per_year: f64) -> String {
     if per_year <= 0.0 {
         return "never".to_string();
@@ -182,8 +182,12 @@ pub fn format_years_between(per_year: f64) -> String {
         format_count(years.round() as u64)
     } else if years >= 1.0 {
         format!("{years:.1}")
-    } else {
+    } else if years >= 0.01 {
         format!("{years:.2}")
+    } else {
+        // Two significant figures: 0.00026 (about two hours), not 0.00.
+        let decimals = (-years.log10()).ceil() as usize + 1;
+        format!("{years:.decimals$}")
     }
 }
 
@@ -203,6 +207,14 @@ pub fn format_count(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn years_between_keep_two_figures_below_a_hundredth() {
+        assert_eq!(format_years_between(3_776.0), "0.00026");
+        assert_eq!(format_years_between(12.0), "0.08");
+        assert_eq!(format_years_between(0.3), "3.3");
+        assert_eq!(format_years_between(0.0), "never");
+    }
 
     #[test]
     fn durations_pick_a_readable_unit() {

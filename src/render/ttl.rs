@@ -4,8 +4,9 @@ use std::fmt::Write as _;
 
 use lockbench_analysis::{
     ALERT_SHARE, TtlRecommendation, budget_from_said, describe_trigger, heartbeat_derivation,
-    ttl_rule_said,
+    runner, ttl_rule_said,
 };
+use lockbench_core::records::runner::RunnerPricing;
 use lockbench_core::records::tail_samples_needed;
 use lockbench_core::records::ttl::{TailPricing, TtlRule};
 use lockbench_core::{
@@ -192,7 +193,38 @@ pub fn ttl_report(r: &TtlRecommendation) -> String {
     if let Some(t) = &r.tail {
         tail_block(&mut o, r, t);
     }
+    if let Some(p) = &r.runner {
+        runner_block(&mut o, r, p);
+    }
     o
+}
+
+/// The job's runner priced like a TTL: what its setting amounts to, its chance of starting the
+/// job twice, what to set it to, and what the job's lock does about it.
+fn runner_block(o: &mut String, r: &TtlRecommendation, p: &RunnerPricing) {
+    let _ = writeln!(
+        o,
+        "\n  runs twice without a lock: {}",
+        runner::setting_said(p)
+    );
+    let _ = writeln!(o, "    {}", runner::lease_said(p));
+    if let Some(c) = &p.chance {
+        let profile = p
+            .profile
+            .as_deref()
+            .map(|profile| format!(" in `{profile}`"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "    started twice{profile}: {}, {}\n    {}\n    ({})",
+            c.method.said(),
+            c.per_run_said(),
+            c.per_year_said(r.runs_per_year),
+            c.cost_said()
+        );
+    }
+    let _ = writeln!(o, "    {}", runner::advice_said(p, r.runs_per_year));
+    let _ = writeln!(o, "    the job's lock: {}", runner::lock_said(p.kind));
 }
 
 /// The tail priced for the schedule: the budget, the TTL it needs, and the chances of the

@@ -22,6 +22,7 @@ pub mod fit;
 pub mod latency;
 mod model;
 pub mod observed;
+pub mod runner;
 pub mod sampler;
 pub mod schedule;
 mod shard;
@@ -34,11 +35,12 @@ mod target;
 pub use answers::{DecisionAnswers, DoubleRun, Guard, JobAnswers, PostgresVia, StepAnswers};
 pub use error::SpecError;
 pub use model::{CompiledStep, JobModel, MAX_ITEMS};
+pub use runner::{Runner, RunnerTable, SlotClock};
 pub use schedule::Frequency;
 pub use shard::Shard;
 pub use sim::{
-    Engine, LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, Stream, lease_margin, replay_rng,
-    replay_with, simulate, simulate_leases,
+    Engine, LivePauses, LiveScenario, MAX_REPLAYS, SimOptions, Stream, lease_margin,
+    renewed_lease_margin, replay_rng, replay_with, simulate, simulate_leases,
 };
 pub use spec::{
     Episode, IMPLICIT_PROFILE, MAX_CONCURRENCY, MAX_STEPS, MAX_TARGET_SCALE, Override, Pauses,

@@ -181,7 +181,19 @@ fn count_lost(pauses: &[(f64, f64)], runtime_s: f64, leases_s: &[f64], lost: &mu
 /// was lost, and the larger the closer the run came to losing it otherwise. A continuous score,
 /// so that a rare-event estimator can climb towards a loss.
 pub fn lease_margin(pauses: &[(f64, f64)], runtime_s: f64, lease_s: f64) -> f64 {
-    let every = lease_s / 3.0;
+    renewed_lease_margin(pauses, runtime_s, lease_s, lease_s / 3.0)
+}
+
+/// [`lease_margin`] of a lease renewed every `every_s` seconds instead of every third of it: a
+/// runner's own lease (BullMQ renews its job lock every half `lockDuration`, Quartz checks in
+/// every `clusterCheckinInterval` against a lease 7.5 s longer).
+pub fn renewed_lease_margin(
+    pauses: &[(f64, f64)],
+    runtime_s: f64,
+    lease_s: f64,
+    every_s: f64,
+) -> f64 {
+    let every = every_s;
     let mut renewed = 0.0f64;
     let mut margin = f64::NEG_INFINITY;
     for &(start, length) in pauses.iter().take_while(|(start, _)| *start < runtime_s) {

@@ -9,6 +9,7 @@ use crate::answers::{DecisionAnswers, Guard, JobAnswers, StepAnswers};
 use crate::duration;
 use crate::error::SpecError;
 use crate::latency::Latency;
+use crate::runner::{Runner, RunnerTable};
 use crate::schedule::Frequency;
 use crate::target::Target;
 
@@ -37,6 +38,10 @@ pub struct WorkloadSpec {
     /// has none.
     #[serde(default)]
     pub decision: Option<DecisionAnswers>,
+    /// The queue or scheduler the job runs under (the `[runner]` table), as written; `None`
+    /// when the spec names none. [`WorkloadSpec::runner`] gives it checked.
+    #[serde(default)]
+    pub runner: Option<RunnerTable>,
     /// The file the spec was read from.
     #[serde(skip)]
     pub path: PathBuf,
@@ -332,6 +337,12 @@ impl WorkloadSpec {
         }
     }
 
+    /// The job's runner, checked (when the spec was read), with its defaults filled in; `None`
+    /// when the spec names none.
+    pub fn runner(&self) -> Option<Runner> {
+        self.runner.as_ref().and_then(|t| t.check().ok())
+    }
+
     /// Index of the step called `name`.
     pub fn step_index(&self, name: &str) -> Option<usize> {
         self.steps.iter().position(|s| s.name == name)
@@ -427,6 +438,9 @@ impl WorkloadSpec {
         if let Some(budget) = w.accepted_double_runs_per_year {
             check_budget(budget)
                 .map_err(|why| ("workload.accepted_double_runs_per_year".to_string(), why))?;
+        }
+        if let Some(runner) = &self.runner {
+            runner.check()?;
         }
         if let Some(name) = &w.incident_profile {
             let known: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::answers::DecisionAnswers;
 use crate::fit::lognormal_p50_p99;
 use crate::latency::Latency;
+use crate::runner::RunnerTable;
 use crate::spec::{Episode, Override, Pauses, Profile, Step, Workload, WorkloadSpec};
 
 /// How a latency's figures are written.
@@ -119,6 +120,31 @@ impl SpecWriter {
             )
     }
 
+    /// The `[runner]` table, as written.
+    pub fn runner(&mut self, r: &RunnerTable) -> &mut Self {
+        self.table("runner")
+            .optional("kind", r.kind)
+            .optional("lock_duration", r.lock_duration.map(exact_duration))
+            .optional("stalled_interval", r.stalled_interval.map(exact_duration))
+            .optional("max_stalled_count", r.max_stalled_count)
+            .optional(
+                "visibility_timeout",
+                r.visibility_timeout.map(exact_duration),
+            )
+            .optional("acks_late", r.acks_late)
+            .optional("expire_in", r.expire_in.map(exact_duration))
+            .optional("retry_limit", r.retry_limit)
+            .optional(
+                "cluster_checkin_interval",
+                r.cluster_checkin_interval.map(exact_duration),
+            )
+            .optional("requests_recovery", r.requests_recovery)
+            .optional("clock_skew", r.clock_skew.map(exact_duration))
+            .optional("hold", r.hold.map(exact_duration))
+            .optional("slot_clock", r.slot_clock)
+            .optional("completion_record", r.completion_record)
+    }
+
     /// The `[decision]` table.
     pub fn decision(&mut self, d: &DecisionAnswers) -> &mut Self {
         self.table("decision")
@@ -206,6 +232,9 @@ pub fn to_toml(spec: &WorkloadSpec) -> Result<String, toml::ser::Error> {
     w.workload(&spec.workload).blank();
     if let Some(decision) = &spec.decision {
         w.decision(decision).blank();
+    }
+    if let Some(runner) = &spec.runner {
+        w.runner(runner).blank();
     }
     for step in &spec.steps {
         w.step(step, Precision::Exact).blank();
@@ -388,8 +417,8 @@ mod tests {
     /// Everything parsed from a spec but where it came from.
     fn parsed(spec: &WorkloadSpec) -> String {
         format!(
-            "{:?}\n{:?}\n{:?}\n{:?}",
-            spec.workload, spec.decision, spec.steps, spec.profiles
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+            spec.workload, spec.decision, spec.runner, spec.steps, spec.profiles
         )
     }
 

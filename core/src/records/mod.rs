@@ -9,6 +9,7 @@
 //! and "could not be read" never look alike.
 
 pub mod bench;
+pub mod chance;
 pub(crate) mod codec;
 mod dir;
 pub mod exact;
@@ -16,6 +17,7 @@ pub mod faults;
 pub(crate) mod manifest;
 pub mod model;
 pub mod replay;
+pub mod runner;
 pub mod seconds;
 pub mod simulate;
 mod summary;

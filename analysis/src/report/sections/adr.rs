@@ -44,7 +44,7 @@ pub(super) fn write(evidence: &Inputs, decisions: &[Decision], plans: &[AlertPla
     doc.push(Block::Heading(2, "Rejected alternatives".to_string()));
     rejected(decisions, doc);
     doc.push(Block::Heading(2, "Actions".to_string()));
-    actions(decisions, plans, doc);
+    actions(evidence, decisions, plans, doc);
 }
 
 fn ttl_of<'a>(evidence: &'a Inputs, job: &str) -> Option<&'a TtlRecommendation> {
@@ -315,10 +315,32 @@ fn listed(d: &Decision) -> Vec<(&Action, &Decision)> {
 /// The actions table: what to change, who, and how to verify it done, one row for an action that
 /// several jobs share word for word; the blocking ones first within each job, the alerting rules
 /// last.
-fn actions(decisions: &[Decision], plans: &[AlertPlan], doc: &mut Doc) {
+fn actions(evidence: &Inputs, decisions: &[Decision], plans: &[AlertPlan], doc: &mut Doc) {
     // (jobs, blocking, what, owner, verify)
     let mut rows: Vec<(Vec<String>, bool, String, String, String)> = Vec::new();
     for d in decisions {
+        // The job's runner's own timeout, where it starts the job twice more often than the
+        // budget allows: the lock cannot prevent it.
+        if let Some((r, p)) = ttl_of(evidence, &d.job)
+            .and_then(|r| Some((r, r.runner.as_ref()?)))
+            .filter(|(_, p)| p.recommended != p.value || p.unreachable)
+        {
+            rows.push((
+                vec![d.job.clone()],
+                false,
+                format!(
+                    "{}: {}",
+                    crate::runner::setting_said(p),
+                    crate::runner::advice_said(p, r.runs_per_year)
+                ),
+                "job owners".to_string(),
+                format!(
+                    "`lockbench ttl` prices {} within the yearly budget (\"{}\")",
+                    p.setting.field(),
+                    super::runner::heading(&d.job)
+                ),
+            ));
+        }
         for (a, of) in listed(d) {
             let what = a.what();
             let owner = a
