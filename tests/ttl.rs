@@ -723,7 +723,11 @@ fn the_record_says_what_the_runners_setting_costs_and_what_to_set_it_to() {
     let actions = md.split("## Actions").nth(1).unwrap();
     let actions = actions.split("\n## ").next().unwrap();
     assert!(
-        actions.contains("BullMQ, lockDuration 2.0 s: set lock_duration = "),
+        actions.contains("set BullMQ's lock_duration to 18s (now 2.0 s; started twice "),
+        "{actions}"
+    );
+    assert!(
+        actions.contains("`lockbench ttl`: lock_duration within the budget"),
         "{actions}"
     );
 }

@@ -193,6 +193,32 @@ pub fn lock_said(kind: RunnerKind) -> String {
     }
 }
 
+/// The change in few words, for the record's actions table: "set Celery's visibility_timeout to
+/// 2853s (now 600.0 s; started twice 12.00 a year (12.00 to 12.00))".
+pub fn action_said(p: &RunnerPricing, runs_per_year: f64) -> String {
+    let whose = match p.kind {
+        RunnerKind::Cron => "the cron slot's".to_string(),
+        kind => format!("{}'s", kind.name()),
+    };
+    let now = p
+        .chance
+        .map(|c| format!("; started twice {}", c.per_year_short(runs_per_year)))
+        .unwrap_or_default();
+    if p.unreachable {
+        return format!(
+            "{whose} {}: {}",
+            p.setting.field(),
+            advice_said(p, runs_per_year)
+        );
+    }
+    format!(
+        "set {whose} {} to {} (now {}{now})",
+        p.setting.field(),
+        spec_duration(p.recommended),
+        format_duration(p.value)
+    )
+}
+
 /// What to set, and why.
 pub fn advice_said(p: &RunnerPricing, runs_per_year: f64) -> String {
     let field = p.setting.field();

@@ -328,17 +328,9 @@ fn actions(evidence: &Inputs, decisions: &[Decision], plans: &[AlertPlan], doc: 
             rows.push((
                 vec![d.job.clone()],
                 false,
-                format!(
-                    "{}: {}",
-                    crate::runner::setting_said(p),
-                    crate::runner::advice_said(p, r.runs_per_year)
-                ),
+                crate::runner::action_said(p, r.runs_per_year),
                 "job owners".to_string(),
-                format!(
-                    "`lockbench ttl` prices {} within the yearly budget (\"{}\")",
-                    p.setting.field(),
-                    super::runner::heading(&d.job)
-                ),
+                format!("`lockbench ttl`: {} within the budget", p.setting.field()),
             ));
         }
         for (a, of) in listed(d) {
