@@ -71,24 +71,31 @@ pub const TTL_RARE: RareOptions = RareOptions {
 
 /// The chance per run over `limit` counted over `replays`, when they saw enough runs over it.
 fn counted(replays: &RuntimeHistogram, limit: Duration) -> Option<Chance> {
-    let n = replays.count();
-    let over: u64 = replays
+    let over = count_where(replays, |s| s > limit.as_secs_f64());
+    (over >= RARE_BELOW_EXCEEDING).then(|| replay_chance(over, replays.count()))
+}
+
+/// The replays whose runtime (seconds) `hit` holds for.
+fn count_where(replays: &RuntimeHistogram, hit: impl Fn(f64) -> bool) -> u64 {
+    replays
         .recorded_s()
         .iter()
-        .filter(|(s, _)| *s > limit.as_secs_f64())
+        .filter(|(s, _)| hit(*s))
         .map(|(_, c)| *c)
-        .sum();
-    (over >= RARE_BELOW_EXCEEDING).then(|| {
-        let (p, upper) = exceedance(over, n);
-        Chance {
-            p,
-            lower: exceedance_lower(over, n),
-            upper,
-            method: ChanceMethod::Replays,
-            runs: n,
-            seconds: 0.0,
-        }
-    })
+        .sum()
+}
+
+/// `k` runs in `n` replays as a chance per run with its Clopper-Pearson interval.
+fn replay_chance(k: u64, n: u64) -> Chance {
+    let (p, upper) = exceedance(k, n);
+    Chance {
+        p,
+        lower: exceedance_lower(k, n),
+        upper,
+        method: ChanceMethod::Replays,
+        runs: n,
+        seconds: 0.0,
+    }
 }
 
 /// One profile's tail: the runtime at `per_run` and the climb that found it.
@@ -313,8 +320,10 @@ fn runner_pricing(
         (profile.to_string(), chance)
     };
     let outlived = |d: Duration| named(highest(climbed.iter().map(|c| (c.profile, c.over(d)))));
+    // Only a renewed lease is lost to stalls: the pausing profiles' models are built for it alone.
+    let renewed = matches!(runner.lease(), ImplicitLease::Renewed { .. });
     let mut stalling = Vec::new();
-    for c in climbed {
+    for c in climbed.iter().filter(|_| renewed) {
         if inputs.spec.profile(c.profile)?.pauses.is_some() {
             stalling.push((
                 c.profile,
@@ -339,26 +348,11 @@ fn runner_pricing(
     };
     let ended_before = |d: Duration| {
         named(highest(climbed.iter().map(|c| {
-            let n = c.replays.count();
-            let shorter: u64 = c
-                .replays
-                .recorded_s()
-                .iter()
-                .filter(|(s, _)| *s < d.as_secs_f64())
-                .map(|(_, k)| *k)
-                .sum();
-            let (p, upper) = exceedance(shorter, n);
-            let chance = Chance {
-                p,
-                lower: exceedance_lower(shorter, n),
-                upper,
-                method: ChanceMethod::Replays,
-                runs: n,
-                seconds: 0.0,
-            };
-            (c.profile, chance)
+            let shorter = count_where(c.replays, |s| s < d.as_secs_f64());
+            (c.profile, replay_chance(shorter, c.replays.count()))
         })))
     };
+
     let model = RunnerModel {
         outlived: &outlived,
         stalled: &stalled,
