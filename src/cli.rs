@@ -654,7 +654,8 @@ pub struct FaultsArgs {
     pub config: PathBuf,
     /// Scenario (pause, restart, redlock, pool-leak, partition, clock-jump, crash, failover,
     /// outage, pooler, release, overrun, latency, cluster) or one variant (pause/naive, restart/aof-always ...;
-    /// docs/FAULTS.md); repeat for several (default: all).
+    /// docs/FAULTS.md); repeat for several (default: all but runner). `runner` runs the real
+    /// BullMQ, Celery and pg-boss workers instead of a lock (scripts/clients.sh up installs them).
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,
     /// Backend to inject faults into; repeat for several (default: every backend in the config

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use lockbench_core::Client;
+use lockbench_core::records::runner::RunnerKind;
 
 use crate::ClientsError;
 
@@ -286,6 +287,64 @@ pub fn resolve(name: &str) -> Result<Program, ClientsError> {
         client: None,
         argv: vec![path.to_path_buf()],
     })
+}
+
+/// A job runner the fault lab's runner cells run for real: its worker and producer script, the
+/// runtime that runs it and the package its library comes in (docs/FAULTS.md, "runner").
+pub fn runner(kind: RunnerKind) -> Option<Shipped> {
+    let shipped = |runtime, script, package| {
+        Some(Shipped {
+            runtime,
+            script,
+            package,
+        })
+    };
+    match kind {
+        RunnerKind::Bullmq => shipped(
+            Runtime::Node,
+            "clients/adapters/node/bullmq_runner.js",
+            "bullmq",
+        ),
+        RunnerKind::Celery => shipped(
+            Runtime::Python,
+            "clients/adapters/python/celery_runner.py",
+            "celery",
+        ),
+        RunnerKind::PgBoss => shipped(
+            Runtime::Node,
+            "clients/adapters/node/pgboss_runner.js",
+            "pg-boss",
+        ),
+        RunnerKind::Quartz | RunnerKind::Cron => None,
+    }
+}
+
+/// The command line of `kind`'s runner script and its library's installed version, or what is
+/// missing (its runtime's libraries not installed at today's pins).
+pub fn runner_program(kind: RunnerKind) -> Result<(Vec<PathBuf>, String), ClientsError> {
+    let home = home();
+    let Some(Shipped {
+        runtime,
+        script,
+        package,
+    }) = runner(kind)
+    else {
+        return Err(ClientsError::Start {
+            adapter: kind.name().to_string(),
+            error: "the lab runs no such runner (it runs BullMQ, Celery and pg-boss)".to_string(),
+        });
+    };
+    let pins = std::fs::read(home.join(runtime.pins())).ok();
+    let stamp = std::fs::read(runtime.stamp(&home)).ok();
+    if pins.is_none() || pins != stamp || !runtime.ready(&home, script) {
+        return Err(ClientsError::NotInstalled {
+            client: kind.name(),
+            pins: home.join(runtime.pins()),
+        });
+    }
+    let text = String::from_utf8_lossy(pins.as_deref().unwrap_or_default()).to_string();
+    let version = runtime.pinned_in(&text, package).unwrap_or_default();
+    Ok((runtime.argv(&home, script), format!("{package} {version}")))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use lockbench_core::records::faults::{
-    FaultCell, FaultEventRow, FaultTrialRow, FaultsRecord, SkippedCell,
+    FaultCell, FaultEventRow, FaultTrialRow, FaultsRecord, RunnerTrialRow, SkippedCell,
 };
 use lockbench_locks::{BackendConfig, BackendKind, Redacted};
 use rand::SeedableRng;
@@ -45,6 +45,8 @@ pub struct LabOptions {
     pub client: Option<lockbench_clients::Program>,
     /// How many cells run at once (at least 1): see [`backend_groups`] for what a lane takes.
     pub lanes: usize,
+    /// Whether the runner cells run too (`--scenario runner`), after the matrix.
+    pub runners: bool,
 }
 
 /// What the lab measured.
@@ -56,6 +58,8 @@ pub struct LabOutput {
     pub trials: Vec<FaultTrialRow>,
     /// The resource's log of every trial.
     pub events: Vec<FaultEventRow>,
+    /// One row per trial of the runner cells.
+    pub runner_trials: Vec<RunnerTrialRow>,
 }
 
 /// A prepared lab: the run's resource schema exists.
@@ -170,7 +174,62 @@ impl FaultLab {
             .0
             .iter()
             .map(|(v, c)| u64::from(v.trials(c.kind, self.options.trials)))
-            .sum()
+            .sum::<u64>()
+            + self.runner_plans().len() as u64
+                * u64::from(self.options.trials.max(crate::runners::MIN_TRIALS))
+    }
+
+    /// The runner cells to run.
+    fn runner_plans(&self) -> Vec<crate::runners::RunnerPlan> {
+        if self.options.runners {
+            crate::runners::RunnerPlan::all()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Runs the runner cells one after another (each starts its own workers and broker); a cell
+    /// that fails is noted and left out, as a matrix cell is.
+    async fn run_runners(
+        &self,
+        out: &mut LabOutput,
+        progress: &(dyn Fn(&str) + Sync),
+        note: &(dyn Fn(&str) + Sync),
+    ) -> Result<(), FaultError> {
+        let plans = self.runner_plans();
+        if plans.is_empty() {
+            return Ok(());
+        }
+        let schema = self.resource_schema();
+        let stage = crate::runners::RunnerStage {
+            redis_server: self.options.redis_server.as_deref(),
+            resource_url: &self.options.resource_url,
+            schema: &schema,
+        };
+        let mut resource = self.connect_resource().await?;
+        for plan in plans {
+            match crate::runners::run_cell(
+                plan,
+                self.options.trials,
+                &stage,
+                &mut resource,
+                progress,
+            )
+            .await
+            {
+                Ok((cell, rows)) => {
+                    out.record.runners.push(cell);
+                    out.runner_trials.extend(rows);
+                }
+                Err(e) => {
+                    let line = format!("{}: {e}", plan.label());
+                    note(&format!("{line} (not run)"));
+                    out.record.runners_not_run.push(line);
+                }
+            }
+        }
+        resource.close().await;
+        Ok(())
     }
 
     /// Runs every cell. `progress` is told after each trial; `note` gets a line for each cell that
@@ -194,9 +253,12 @@ impl FaultLab {
                 namespace: self.namespace(),
                 cells: Vec::new(),
                 skipped: Vec::new(),
+                runners: Vec::new(),
+                runners_not_run: Vec::new(),
             },
             trials: Vec::new(),
             events: Vec::new(),
+            runner_trials: Vec::new(),
         };
         let mut results = self.run_lanes(cells, progress).await?;
         results.sort_by_key(|(index, ..)| *index);
@@ -225,6 +287,7 @@ impl FaultLab {
             }
         }
         out.record.skipped = skipped;
+        self.run_runners(&mut out, progress, note).await?;
         Ok(out)
     }
 

@@ -30,6 +30,7 @@ mod process;
 mod protocol;
 mod register;
 pub mod resource;
+pub mod runners;
 mod scenario;
 mod sentinel;
 mod server;
@@ -65,6 +66,9 @@ pub enum FaultError {
     /// A private server.
     #[error("private server: {0}")]
     Server(String),
+    /// A job runner's worker or producer (a runner cell).
+    #[error("runner: {0}")]
+    Runner(String),
     /// A trial did not set up what its variant measures (its cell is listed as not run).
     #[error("not measured: {0}")]
     Unmet(String),

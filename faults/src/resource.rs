@@ -157,6 +157,20 @@ impl Resource {
         Ok(())
     }
 
+    /// Drops `schema`, another of the run's (a runner's own tables), and everything in it.
+    pub async fn drop_other_schema(&mut self, schema: &str) -> Result<(), FaultError> {
+        let schema = lockbench_locks::sql_identifier(schema);
+        bounded(
+            &format!("dropping schema {schema}"),
+            sqlx::raw_sql(AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS {schema} CASCADE"
+            )))
+            .execute(&mut self.conn),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Drops the schema if it exists; whether it did.
     pub async fn drop_existing_schema(&mut self) -> Result<bool, FaultError> {
         let s = &self.schema;

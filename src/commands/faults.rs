@@ -47,6 +47,7 @@ pub fn run(args: &FaultsArgs) -> Outcome {
         redis_server: lockbench_faults::redis_server_on_path(),
         client: settings.client.clone(),
         lanes: settings.lanes,
+        runners: settings.runners,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -56,7 +57,7 @@ pub fn run(args: &FaultsArgs) -> Outcome {
     let output = runtime.block_on(run_lab(options))?;
     let record = &output.record;
     render::show(settings.json, record, render::fault_matrix)?;
-    let skipped = !record.skipped.is_empty();
+    let skipped = !record.skipped.is_empty() || !record.runners_not_run.is_empty();
     if let Some(out) = out {
         write_results(out, &settings, &output)?;
     }
@@ -123,6 +124,9 @@ async fn run_lab(mut options: LabOptions) -> Result<LabOutput> {
 fn write_results(mut out: ResultsDir, settings: &FaultsSettings, output: &LabOutput) -> Result<()> {
     out.add(faults::CSV, to_csv(&output.trials))?;
     out.add(faults::EVENTS_CSV, to_csv(&output.events))?;
+    if !output.runner_trials.is_empty() {
+        out.add(faults::RUNNERS_CSV, to_csv(&output.runner_trials))?;
+    }
     out.add(RESULTS_JSON, to_json::<FaultsRecord>(&output.record))?;
     let servers = output::server_records(&settings.backends);
     let manifest = output::manifest_with_servers(

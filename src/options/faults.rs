@@ -25,7 +25,12 @@ pub struct FaultsSettings {
     pub config_path: PathBuf,
     /// The client library the workers lock through; `None` for lockbench's own.
     pub client: Option<lockbench_clients::Program>,
+    /// Whether the runner cells run (`--scenario runner`).
+    pub runners: bool,
 }
+
+/// The scenario that runs the real job runners instead of a lock (`faults::runners`).
+pub const RUNNER_SCENARIO: &str = "runner";
 
 impl FaultsSettings {
     /// Checks `faults`'s flags and reads the config file.
@@ -60,13 +65,20 @@ impl FaultsSettings {
                 .map(|name| configured_backend(&configs, name, &args.config))
                 .collect::<Result<Vec<_>, _>>()?
         };
+        let runners = args.scenarios.iter().any(|n| n == RUNNER_SCENARIO);
+        if runners && client.is_some() {
+            return Err(Refusal::new(
+                "--client",
+                "--scenario runner runs the real BullMQ, Celery and pg-boss workers; it takes no lock client",
+            ));
+        }
         let mut variants = Vec::new();
-        for name in &args.scenarios {
+        for name in args.scenarios.iter().filter(|n| *n != RUNNER_SCENARIO) {
             let picked = Variant::select(name).ok_or_else(|| {
                 Refusal::new(
                     "--scenario",
                     format!(
-                        "unknown scenario \"{name}\"; expected one of: {}",
+                        "unknown scenario \"{name}\"; expected one of: {}, {RUNNER_SCENARIO}",
                         Variant::names()
                     ),
                 )
@@ -77,7 +89,7 @@ impl FaultsSettings {
                 }
             }
         }
-        let asked = !variants.is_empty();
+        let asked = !variants.is_empty() || runners;
         if !asked {
             variants = lockbench_faults::VARIANTS.to_vec();
         }
@@ -98,10 +110,11 @@ impl FaultsSettings {
                 ));
             }
         }
-        if !variants
+        let only_runners = runners && variants.is_empty();
+        let any_cell = variants
             .iter()
-            .any(|v| backends.iter().any(|b| v.applies_to(b.kind)))
-        {
+            .any(|v| backends.iter().any(|b| v.applies_to(b.kind)));
+        if !only_runners && !any_cell {
             let mut what: Vec<String> = variants
                 .iter()
                 .map(|v| {
@@ -148,6 +161,7 @@ impl FaultsSettings {
             out: args.out.clone(),
             config_path: args.config.clone(),
             client,
+            runners,
         })
     }
 }
@@ -170,4 +184,15 @@ fn library_backend(
         return Ok(kind);
     }
     own_adapter_backend(configs, &program.name, &args.backends, &args.config)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_runner_cells_recommend_with_ttls_safety_factor() {
+        assert_eq!(
+            lockbench_faults::runners::SAFETY_FACTOR,
+            lockbench_analysis::DEFAULT_SAFETY_FACTOR
+        );
+    }
 }

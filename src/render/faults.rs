@@ -22,6 +22,79 @@ fn fenced(c: &FaultCell) -> String {
 
 /// One row per cell, then what each variant injected, then what could not run.
 pub fn fault_matrix(r: &FaultsRecord) -> String {
+    let mut out = if r.cells.is_empty() && r.skipped.is_empty() {
+        String::new()
+    } else {
+        lock_matrix(r)
+    };
+    out.push_str(&runner_table(r));
+    out
+}
+
+/// The runner cells: how often the real runner ran the one job, beside what its design predicts.
+fn runner_table(r: &FaultsRecord) -> String {
+    let mut out = String::new();
+    if !r.runners.is_empty() {
+        let header = [
+            "runner cell",
+            "library",
+            "job s",
+            "executions per trial",
+            "overlap max s",
+            "stale writes",
+            "second start P50 s",
+            "expected",
+        ];
+        let rows: Vec<Vec<String>> = r
+            .runners
+            .iter()
+            .map(|c| {
+                vec![
+                    c.label(),
+                    c.library.clone(),
+                    format!("{:.1}", c.job_s),
+                    c.executions
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    format!("{:.2}", c.overlap_max_s),
+                    c.stale_writes.to_string(),
+                    c.second_start_p50_s
+                        .map_or("-".to_string(), |s| format!("{s:.2}")),
+                    format!(
+                        "{} {}",
+                        c.expected_executions,
+                        if c.as_predicted() {
+                            "(as predicted)"
+                        } else {
+                            "(NOT as predicted)"
+                        }
+                    ),
+                ]
+            })
+            .collect();
+        if !out.is_empty() || !r.cells.is_empty() {
+            out.push('\n');
+        }
+        out.push_str("runner cells: the real runner's own timeout, no lock; executions of one job per trial, from the protected resource's log\n\n");
+        out.push_str(&table(&header, &rows, 3));
+        out.push_str("\ninjected:\n");
+        for c in &r.runners {
+            out.push_str(&format!("  {}: {}\n", c.label(), c.injected));
+        }
+    }
+    if !r.runners_not_run.is_empty() {
+        out.push_str("\nrunner cells not run:\n");
+        for line in &r.runners_not_run {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out
+}
+
+/// The lock cells' matrix.
+fn lock_matrix(r: &FaultsRecord) -> String {
     let header = [
         "scenario/variant",
         "backend",

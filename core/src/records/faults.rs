@@ -11,6 +11,7 @@ use crate::client::ClientUsed;
 use crate::fault::{CellId, Scenario, Variant};
 
 use super::codec::present;
+use super::runner::{RunnerKind, RunnerSetting};
 
 /// One row per trial.
 pub const CSV: &str = "trials.csv";
@@ -35,6 +36,99 @@ pub struct FaultsRecord {
     pub cells: Vec<FaultCell>,
     /// Cells that could not run here, and why.
     pub skipped: Vec<SkippedCell>,
+    /// The runner cells (`--scenario runner`): real job runners whose own timeout starts a
+    /// living job again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runners: Vec<RunnerCell>,
+    /// Runner cells that could not run, each `label: why`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runners_not_run: Vec<String>,
+}
+
+/// One row per trial of a runner cell.
+pub const RUNNERS_CSV: &str = "runners.csv";
+
+/// What the trials of one runner under one setting measured: the real runner's workers, one job
+/// that writes to the protected resource, and the runner's own timeout (never a lock) deciding
+/// whether it runs again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerCell {
+    /// The runner.
+    pub runner: RunnerKind,
+    /// Its library and version, as installed from the pins (`celery 5.7.0`).
+    pub library: String,
+    /// The setting that acts as a lease.
+    pub setting: RunnerSetting,
+    /// Its value in the cell, in seconds.
+    pub setting_s: f64,
+    /// True for the setting `ttl`'s rule recommends for this job; false for one shorter than it.
+    pub recommended: bool,
+    /// How long the job runs (BullMQ's holds its worker's event loop: a CPU-bound stretch).
+    pub job_s: f64,
+    /// What the workers ran and what was set, in one sentence.
+    pub injected: String,
+    /// The executions the runner's design predicts per trial.
+    pub expected_executions: u32,
+    /// Trials run.
+    pub trials: u32,
+    /// Executions of the one job, per trial.
+    pub executions: Vec<u32>,
+    /// The longest time two executions of a trial ran at once, in seconds.
+    pub overlap_max_s: f64,
+    /// Writes made by an execution after another had started, over all trials.
+    pub stale_writes: u64,
+    /// From the first execution's start to the second's, the median over the trials that had
+    /// one.
+    pub second_start_p50_s: Option<f64>,
+}
+
+impl RunnerCell {
+    /// `runner/celery visibility_timeout 2s`.
+    pub fn label(&self) -> String {
+        format!(
+            "runner/{} {} {}s{}",
+            self.runner.word(),
+            self.setting.field(),
+            self.setting_s,
+            if self.recommended {
+                " (recommended)"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// True when every trial ran the job as often as the design predicts.
+    pub fn as_predicted(&self) -> bool {
+        self.executions
+            .iter()
+            .all(|n| *n == self.expected_executions)
+    }
+}
+
+/// One trial of a runner cell, as `runners.csv` holds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerTrialRow {
+    /// The runner.
+    pub runner: RunnerKind,
+    /// The setting that acts as a lease.
+    pub setting: RunnerSetting,
+    /// Its value, in seconds.
+    pub setting_s: f64,
+    /// True for the recommended setting.
+    pub recommended: bool,
+    /// The trial's number within its cell.
+    pub trial: u32,
+    /// Executions of the job.
+    pub executions: u32,
+    /// Seconds two executions ran at once.
+    pub overlap_s: f64,
+    /// Writes made by an execution after another had started.
+    pub stale_writes: u64,
+    /// From the first execution's start to the second's, in seconds.
+    pub second_start_s: Option<f64>,
 }
 
 /// What `trials` trials of one (scenario, variant, backend) measured.

@@ -1,0 +1,104 @@
+// What every Node runner of the fault lab's runner cells runs as its job (docs/FAULTS.md,
+// "runner"): it writes to the protected resource as a locked job does, a grant when it starts,
+// writes while it works, its end, each stamped with CLOCK_MONOTONIC (process.hrtime.bigint) in
+// the run's log, from which the lab counts the executions.
+"use strict";
+
+const path = require("path");
+
+// The libraries scripts/clients.sh installed (npm ci of this folder's lock file).
+const MODULES = path.resolve(__dirname, "../../../target/clients/node/node_modules");
+
+function library(name) {
+  return require(require.resolve(name, { paths: [MODULES] }));
+}
+
+function setting(name) {
+  const value = process.env[name];
+  if (value === undefined || value === "") {
+    console.error(`${path.basename(process.argv[1])}: ${name} is not set (the fault lab sets it)`);
+    process.exit(2);
+  }
+  return value;
+}
+
+function seconds(name) {
+  const value = Number(setting(name));
+  if (!(value > 0)) {
+    console.error(`${path.basename(process.argv[1])}: ${name} must be a positive number of seconds`);
+    process.exit(2);
+  }
+  return value;
+}
+
+// One execution's connection to the run's log.
+class Resource {
+  constructor(trial, worker) {
+    const { Client } = library("pg");
+    this.client = new Client({ connectionString: setting("LB_RESOURCE"), connectionTimeoutMillis: 10000 });
+    this.table = `${setting("LB_SCHEMA")}.log`;
+    this.trial = trial;
+    this.worker = worker;
+  }
+
+  async open() {
+    await this.client.connect();
+  }
+
+  async log(event, detail = "") {
+    const t = process.hrtime.bigint().toString();
+    await this.client.query(
+      `INSERT INTO ${this.table} (trial, worker, event, t_ns, detail) VALUES ($1, $2, $3, $4, $5)`,
+      [this.trial, this.worker, event, t, detail],
+    );
+  }
+
+  async close() {
+    await this.client.end().catch(() => {});
+  }
+}
+
+let executions = 0;
+
+// Runs one execution of `trial` as `worker`'s next: `busy` holds the event loop for `seconds`
+// (a CPU-bound stretch: nothing else of the process runs, its lock renewals included), otherwise
+// it sleeps, writing every half second.
+async function execute(worker, trial, secondsLong, busy) {
+  executions += 1;
+  const resource = new Resource(trial, `${worker}#${executions}`);
+  await resource.open();
+  try {
+    await resource.log("grant");
+    const end = Date.now() + secondsLong * 1000;
+    if (busy) {
+      while (Date.now() < end) {
+        // CPU-bound: the event loop turns only when the stretch is over.
+      }
+      await resource.log("write");
+    } else {
+      while (Date.now() < end) {
+        await new Promise((r) => setTimeout(r, Math.min(500, Math.max(0, end - Date.now()))));
+        await resource.log("write");
+      }
+    }
+    await resource.log("end", "released");
+  } finally {
+    await resource.close();
+  }
+}
+
+// Stops `close` on SIGTERM or SIGINT, then exits.
+function closeOnSignal(close) {
+  let closing = false;
+  const stop = () => {
+    if (closing) return;
+    closing = true;
+    Promise.resolve(close())
+      .catch((e) => console.error(`closing: ${e.message}`))
+      .finally(() => process.exit(0));
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
+module.exports = { library, setting, seconds, execute, closeOnSignal };

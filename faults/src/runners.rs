@@ -1,0 +1,624 @@
+//! The runner cells (`--scenario runner`): the real BullMQ, Celery and pg-boss workers, two of
+//! each, given one job that writes to the protected resource, with the runner's own timeout
+//! shorter than the job and then at the setting `ttl`'s rule recommends. No lock is taken: what
+//! is measured is the runner starting a living job again by itself.
+//!
+//! Each trial starts its two workers afresh (a runner's redelivery state does not cross trials),
+//! sends the job, and stops the runner from going on once it has run twice or ended once: the
+//! private Redis is emptied for Celery, whose redeliveries would otherwise go on every timeout
+//! for as long as some execution runs; BullMQ's `maxStalledCount` (1) and pg-boss's `retryLimit`
+//! (1 in the lab) bound theirs. Executions, overlaps and stale writes come from the resource's
+//! log, never from the runner's word.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use lockbench_core::records::faults::{RunnerCell, RunnerTrialRow};
+use lockbench_core::records::runner::{RunnerKind, RunnerSetting};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::FaultError;
+use crate::resource::{Event, LoggedEvent, Resource};
+use crate::server::{Persistence, PrivateRedis};
+
+/// The runners the lab runs for real (Quartz is not packaged for this Debian; a cron slot is
+/// not a runner process).
+pub const RUNNERS: [RunnerKind; 3] = [RunnerKind::Bullmq, RunnerKind::Celery, RunnerKind::PgBoss];
+
+/// How long the lab's job runs: long enough that the short setting's redelivery (the setting,
+/// plus the runner's sweep of at most a second and its poll) starts within it.
+pub const JOB: Duration = Duration::from_secs(4);
+
+/// `ttl`'s default safety factor (lockbench_analysis::DEFAULT_SAFETY_FACTOR; a test of the
+/// binary holds them equal): a fixed lease is recommended at the TTL, runtime x factor.
+pub const SAFETY_FACTOR: f64 = 3.0;
+
+/// Trials per cell when fewer are asked for: the figure is three of each.
+pub const MIN_TRIALS: u32 = 3;
+
+/// How long a worker may take to say it consumes.
+const READY: Duration = Duration::from_secs(30);
+
+/// One cell: a runner, its setting shorter than the job or at the recommendation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunnerPlan {
+    /// The runner.
+    pub runner: RunnerKind,
+    /// True for the recommended setting.
+    pub recommended: bool,
+}
+
+/// Whole seconds, rounded up.
+fn whole(d: Duration) -> Duration {
+    Duration::from_secs_f64(d.as_secs_f64().ceil())
+}
+
+impl RunnerPlan {
+    /// Every cell, the short setting of a runner before its recommended one.
+    pub fn all() -> Vec<RunnerPlan> {
+        RUNNERS
+            .iter()
+            .flat_map(|&runner| {
+                [false, true].map(|recommended| RunnerPlan {
+                    runner,
+                    recommended,
+                })
+            })
+            .collect()
+    }
+
+    /// The setting shorter than the job: half of it for a fixed lease (a redelivery within the
+    /// job), a lock that a 4 s stretch outlasts for BullMQ.
+    fn short(self) -> Duration {
+        match self.runner {
+            RunnerKind::Bullmq => Duration::from_millis(1500),
+            _ => JOB / 2,
+        }
+    }
+
+    /// The setting the cell runs with: the short one, or what `ttl`'s rule recommends for a job
+    /// of [`JOB`] (`analysis::runner`): a fixed lease at runtime x [`SAFETY_FACTOR`]; a renewed
+    /// lock lengthened by half (whole seconds) until the longest stall is shorter than it.
+    pub fn setting(self) -> (RunnerSetting, Duration) {
+        let setting = match self.runner {
+            RunnerKind::Bullmq => RunnerSetting::LockDuration,
+            RunnerKind::Celery => RunnerSetting::VisibilityTimeout,
+            _ => RunnerSetting::ExpireIn,
+        };
+        if !self.recommended {
+            return (setting, self.short());
+        }
+        let value = match setting {
+            RunnerSetting::LockDuration => {
+                let mut lease = self.short();
+                while lease <= JOB {
+                    lease = whole(lease.mul_f64(1.5));
+                }
+                lease
+            }
+            _ => whole(JOB.mul_f64(SAFETY_FACTOR)),
+        };
+        (setting, value)
+    }
+
+    /// Executions per trial the runner's design predicts: two with the setting shorter than the
+    /// job (the runner gives up on the first and starts it again), one at the recommendation.
+    pub fn expected_executions(self) -> u32 {
+        if self.recommended { 1 } else { 2 }
+    }
+
+    /// The cell's name: `runner/celery visibility_timeout 2s`.
+    pub fn label(self) -> String {
+        let (setting, value) = self.setting();
+        format!(
+            "runner/{} {} {}s",
+            self.runner.word(),
+            setting.field(),
+            value.as_secs_f64()
+        )
+    }
+
+    /// What the workers run and what is set, in one sentence.
+    fn injected(self) -> String {
+        let (setting, value) = self.setting();
+        let job = JOB.as_secs_f64();
+        let set = setting.native_value(value);
+        let which = if self.recommended {
+            "the setting ttl's rule recommends for it"
+        } else {
+            "shorter than the job"
+        };
+        match self.runner {
+            RunnerKind::Bullmq => format!(
+                "two BullMQ workers (concurrency 1, stalledInterval 1000 ms, maxStalledCount 1) on a private redis-server; one job whose processor holds the event loop for {job} s (a CPU-bound stretch: no lock renewal runs); {set}, {which}"
+            ),
+            RunnerKind::Celery => format!(
+                "two Celery workers (prefork, concurrency 1, acks_late, prefetch 1) on a private redis-server, kombu sweeping unacknowledged messages every second (every 100 s by default); one task sleeping {job} s, writing; {set}, {which}"
+            ),
+            _ => format!(
+                "two pg-boss workers (batchSize 1, polling every 0.5 s) on a schema of their own, maintenance every second (every 120 s by default), retryLimit 1; one job sleeping {job} s, writing; {set}, {which}"
+            ),
+        }
+    }
+
+    /// The environment of its scripts.
+    fn env(
+        self,
+        broker: &str,
+        resource_url: &str,
+        schema: &str,
+        boss: &str,
+    ) -> Vec<(String, String)> {
+        let (setting, value) = self.setting();
+        let seconds = format!("{}", value.as_secs_f64());
+        let mut env = vec![
+            ("LB_BROKER".to_string(), broker.to_string()),
+            ("LB_RESOURCE".to_string(), resource_url.to_string()),
+            ("LB_SCHEMA".to_string(), schema.to_string()),
+        ];
+        let named = match setting {
+            RunnerSetting::LockDuration => {
+                env.push(("LB_STALLED_INTERVAL".to_string(), "1".to_string()));
+                "LB_LOCK_DURATION"
+            }
+            RunnerSetting::VisibilityTimeout => "LB_VISIBILITY_TIMEOUT",
+            _ => {
+                env.push(("LB_BOSS_SCHEMA".to_string(), boss.to_string()));
+                "LB_EXPIRE_IN"
+            }
+        };
+        env.push((named.to_string(), seconds));
+        env
+    }
+}
+
+/// One trial's figures, from the resource's log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunnerTrial {
+    /// Executions of the job.
+    pub executions: u32,
+    /// Seconds two executions ran at once.
+    pub overlap_s: f64,
+    /// Writes by an execution after another had started.
+    pub stale_writes: u64,
+    /// From the first execution's start to the second's.
+    pub second_start_s: Option<f64>,
+}
+
+/// The figures of a trial's log: each execution is a worker name of its own (`a#1`), from its
+/// grant to its last event.
+pub fn trial_figures(log: &[LoggedEvent]) -> RunnerTrial {
+    let mut starts: Vec<(&str, i64, i64)> = Vec::new();
+    for e in log {
+        if e.event == Event::Grant {
+            starts.push((&e.worker, e.seq, e.t_ns));
+        }
+    }
+    starts.sort_by_key(|s| s.2);
+    let end_of = |worker: &str| {
+        log.iter()
+            .filter(|e| e.worker == worker)
+            .map(|e| e.t_ns)
+            .max()
+            .unwrap_or(0)
+    };
+    // The longest time any two executions ran at once.
+    let mut overlap_ns = 0i64;
+    for (i, a) in starts.iter().enumerate() {
+        for b in &starts[i + 1..] {
+            let both = end_of(a.0).min(end_of(b.0)) - a.2.max(b.2);
+            overlap_ns = overlap_ns.max(both);
+        }
+    }
+    // A write is stale when another execution started after its own did, before it (in the
+    // order the resource applied them).
+    let stale_writes = log
+        .iter()
+        .filter(|e| e.event == Event::Write)
+        .filter(|e| {
+            let mine = starts.iter().find(|s| s.0 == e.worker).map(|s| s.1);
+            mine.is_some_and(|mine| {
+                starts
+                    .iter()
+                    .any(|s| s.0 != e.worker && s.1 > mine && s.1 < e.seq)
+            })
+        })
+        .count() as u64;
+    RunnerTrial {
+        executions: starts.len() as u32,
+        overlap_s: overlap_ns.max(0) as f64 / 1e9,
+        stale_writes,
+        second_start_s: (starts.len() >= 2).then(|| (starts[1].2 - starts[0].2) as f64 / 1e9),
+    }
+}
+
+/// A runner script as a command line.
+#[derive(Clone, Debug)]
+pub struct RunnerProgram {
+    argv: Vec<PathBuf>,
+    /// Its library and version (`celery 5.7.0`).
+    pub library: String,
+}
+
+impl RunnerProgram {
+    /// `kind`'s script, or what is missing.
+    pub fn find(kind: RunnerKind) -> Result<Self, FaultError> {
+        let (argv, library) = lockbench_clients::programs::runner_program(kind)
+            .map_err(|e| FaultError::Unmet(e.to_string()))?;
+        Ok(RunnerProgram { argv, library })
+    }
+
+    fn command(
+        &self,
+        args: &[&str],
+        env: &[(String, String)],
+        stderr: &Path,
+    ) -> Result<Command, FaultError> {
+        let mut command = Command::new(&self.argv[0]);
+        command
+            .args(&self.argv[1..])
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(
+                std::fs::File::create(stderr).map_err(|e| {
+                    FaultError::Runner(format!("creating {}: {e}", stderr.display()))
+                })?,
+            )
+            .kill_on_drop(true);
+        crate::process::dies_with_the_lab(&mut command);
+        Ok(command)
+    }
+}
+
+/// The last line of a script's stderr, for an error.
+fn last_line(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
+}
+
+/// A worker of a trial: killed by pid when dropped.
+struct RunnerWorker {
+    child: Child,
+    stderr: PathBuf,
+}
+
+impl RunnerWorker {
+    async fn start(
+        program: &RunnerProgram,
+        name: &str,
+        env: &[(String, String)],
+        dir: &Path,
+    ) -> Result<Self, FaultError> {
+        let stderr = dir.join(format!("{name}.stderr"));
+        let mut child = program
+            .command(&["worker", name], env, &stderr)?
+            .spawn()
+            .map_err(|e| {
+                FaultError::Runner(format!("{}: starting worker {name}: {e}", program.library))
+            })?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut lines = BufReader::new(stdout).lines();
+        let ready = async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.trim() == "ready" {
+                    return true;
+                }
+            }
+            false
+        };
+        let said = match tokio::time::timeout(READY, ready).await {
+            Ok(true) => None,
+            Ok(false) => Some("exited before it said ready".to_string()),
+            Err(_) => Some(format!("did not say ready within {READY:?}")),
+        };
+        if let Some(what) = said {
+            return Err(FaultError::Runner(format!(
+                "{}: worker {name} {what} (its stderr: {})",
+                program.library,
+                last_line(&stderr)
+            )));
+        }
+        // The rest of its stdout is read and dropped, so that it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(RunnerWorker { child, stderr })
+    }
+
+    /// Asks it to stop (SIGTERM: the runner's own shutdown), and kills it after `bound`.
+    async fn stop(mut self, bound: Duration) {
+        if let Some(pid) = self
+            .child
+            .id()
+            .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        if tokio::time::timeout(bound, self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+        let _ = &self.stderr;
+    }
+}
+
+/// Where a runner cell runs: its broker and the resource.
+pub struct RunnerStage<'a> {
+    /// The redis-server binary for private servers.
+    pub redis_server: Option<&'a Path>,
+    /// The resource's Postgres (pg-boss's broker too, in a schema of its own).
+    pub resource_url: &'a str,
+    /// The run's resource schema (pg-boss's own is named after it).
+    pub schema: &'a str,
+}
+
+/// Runs the `trials` trials of `plan`; `progress` is told after each.
+pub async fn run_cell(
+    plan: RunnerPlan,
+    trials: u32,
+    stage: &RunnerStage<'_>,
+    resource: &mut Resource,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(RunnerCell, Vec<RunnerTrialRow>), FaultError> {
+    let program = RunnerProgram::find(plan.runner)?;
+    let dir = crate::server::private_dir("runner")?;
+    let result = run_trials(plan, trials, stage, resource, progress, &program, &dir).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    let rows = result?;
+    let (setting, value) = plan.setting();
+    let mut seconds: Vec<f64> = rows.iter().filter_map(|r| r.second_start_s).collect();
+    seconds.sort_by(f64::total_cmp);
+    let cell = RunnerCell {
+        runner: plan.runner,
+        library: program.library.clone(),
+        setting,
+        setting_s: value.as_secs_f64(),
+        recommended: plan.recommended,
+        job_s: JOB.as_secs_f64(),
+        injected: plan.injected(),
+        expected_executions: plan.expected_executions(),
+        trials: rows.len() as u32,
+        executions: rows.iter().map(|r| r.executions).collect(),
+        overlap_max_s: rows.iter().map(|r| r.overlap_s).fold(0.0, f64::max),
+        stale_writes: rows.iter().map(|r| r.stale_writes).sum(),
+        second_start_p50_s: (!seconds.is_empty()).then(|| seconds[seconds.len() / 2]),
+    };
+    Ok((cell, rows))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_trials(
+    plan: RunnerPlan,
+    trials: u32,
+    stage: &RunnerStage<'_>,
+    resource: &mut Resource,
+    progress: &(dyn Fn(&str) + Sync),
+    program: &RunnerProgram,
+    dir: &Path,
+) -> Result<Vec<RunnerTrialRow>, FaultError> {
+    // Celery and BullMQ on a private redis-server; pg-boss in a schema of its own on the
+    // resource's Postgres, dropped after the cell.
+    let redis = match plan.runner {
+        RunnerKind::PgBoss => None,
+        _ => {
+            let binary = stage.redis_server.ok_or_else(|| {
+                FaultError::Server(
+                    "needs redis-server on PATH for a private server (scripts/services.sh up installs it)"
+                        .to_string(),
+                )
+            })?;
+            Some(
+                PrivateRedis::start(
+                    binary,
+                    Persistence::None,
+                    None,
+                    std::net::Ipv4Addr::LOCALHOST,
+                )
+                .await?,
+            )
+        }
+    };
+    let boss = format!("{}_boss", stage.schema);
+    if plan.runner == RunnerKind::PgBoss {
+        crate::register::record(crate::register::Leftover::Schema {
+            url: stage.resource_url.to_string(),
+            schema: boss.clone(),
+        });
+    }
+    let broker = redis.as_ref().map_or_else(
+        || stage.resource_url.to_string(),
+        |r| format!("{}/0", r.url()),
+    );
+    let env = plan.env(&broker, stage.resource_url, stage.schema, &boss);
+    let mut rows = Vec::new();
+    let mut failure = None;
+    for trial in 0..trials.max(MIN_TRIALS) {
+        let name = format!("{}#{trial}", plan.label());
+        match one_trial(plan, &name, program, &env, dir, redis.as_ref(), resource).await {
+            Ok(figures) => rows.push(RunnerTrialRow {
+                runner: plan.runner,
+                setting: plan.setting().0,
+                setting_s: plan.setting().1.as_secs_f64(),
+                recommended: plan.recommended,
+                trial,
+                executions: figures.executions,
+                overlap_s: figures.overlap_s,
+                stale_writes: figures.stale_writes,
+                second_start_s: figures.second_start_s,
+            }),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+        progress(&plan.label());
+    }
+    if plan.runner == RunnerKind::PgBoss {
+        resource.drop_other_schema(&boss).await?;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(rows),
+    }
+}
+
+/// One trial: two workers started, one job sent, the runner stopped from going on once the job
+/// has run twice or ended once, every execution waited for, the workers stopped.
+async fn one_trial(
+    plan: RunnerPlan,
+    trial: &str,
+    program: &RunnerProgram,
+    env: &[(String, String)],
+    dir: &Path,
+    redis: Option<&PrivateRedis>,
+    resource: &mut Resource,
+) -> Result<RunnerTrial, FaultError> {
+    if let Some(redis) = redis {
+        redis.command(&["FLUSHALL"]).await?;
+    }
+    let (a, b) = tokio::join!(
+        RunnerWorker::start(program, "a", env, dir),
+        RunnerWorker::start(program, "b", env, dir)
+    );
+    let workers = [a?, b?];
+    let stderr = dir.join("enqueue.stderr");
+    let seconds = format!("{}", JOB.as_secs_f64());
+    let sent = program
+        .command(&["enqueue", trial, &seconds], env, &stderr)?
+        .output();
+    let sent = tokio::time::timeout(READY, sent)
+        .await
+        .map_err(|_| {
+            FaultError::Runner(format!("{}: enqueue took over {READY:?}", program.library))
+        })?
+        .map_err(|e| FaultError::Runner(format!("{}: enqueue: {e}", program.library)))?;
+    if !sent.status.success() {
+        return Err(FaultError::Runner(format!(
+            "{}: enqueue exited with {} ({})",
+            program.library,
+            sent.status,
+            last_line(&stderr)
+        )));
+    }
+    // The job runs twice or ends once within the setting, the runner's sweep and the job.
+    let (_, value) = plan.setting();
+    let deadline = Instant::now() + JOB * 2 + value.min(JOB * 4) + Duration::from_secs(10);
+    let mut stopped = false;
+    loop {
+        let log = resource.trial_log(trial).await?;
+        let grants = log.iter().filter(|e| e.event == Event::Grant).count();
+        let ends = log.iter().filter(|e| e.event == Event::End).count();
+        if !stopped && (grants >= 2 || ends >= 1) {
+            // Enough seen: Celery's redeliveries stop with its broker's keys.
+            if let Some(redis) = redis {
+                redis.command(&["FLUSHALL"]).await?;
+            }
+            stopped = true;
+        }
+        if stopped && grants > 0 && ends >= grants {
+            // A moment for a delivery already on its way to show.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let log = resource.trial_log(trial).await?;
+            let grants = log.iter().filter(|e| e.event == Event::Grant).count();
+            let ends = log.iter().filter(|e| e.event == Event::End).count();
+            if ends >= grants {
+                for w in workers {
+                    w.stop(Duration::from_secs(5)).await;
+                }
+                return Ok(trial_figures(&log));
+            }
+        }
+        if Instant::now() > deadline {
+            let said: Vec<String> = ["a", "b"]
+                .iter()
+                .map(|w| format!("{w}: {}", last_line(&dir.join(format!("{w}.stderr")))))
+                .collect();
+            return Err(FaultError::Runner(format!(
+                "{}: {trial}: {grants} executions started, {ends} ended within {:?} ({})",
+                program.library,
+                JOB * 2 + value.min(JOB * 4) + Duration::from_secs(10),
+                said.join("; ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(worker: &str, event: Event, ms: i64, seq: i64) -> LoggedEvent {
+        LoggedEvent {
+            seq,
+            worker: worker.to_string(),
+            event,
+            t_ns: ms * 1_000_000,
+            token: None,
+            fenced_ok: None,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_job_started_again_while_it_runs_counts_twice_with_its_overlap_and_stale_writes() {
+        let log = vec![
+            ev("b#1", Event::Grant, 0, 1),
+            ev("b#1", Event::Write, 500, 2),
+            ev("a#1", Event::Grant, 2400, 3),
+            ev("b#1", Event::Write, 3000, 4),
+            ev("b#1", Event::End, 4000, 5),
+            ev("a#1", Event::End, 6400, 6),
+        ];
+        let t = trial_figures(&log);
+        assert_eq!(t.executions, 2);
+        assert!((t.overlap_s - 1.6).abs() < 1e-9, "{t:?}");
+        assert_eq!(t.stale_writes, 1);
+        assert!((t.second_start_s.unwrap() - 2.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_job_run_once_has_no_second_start() {
+        let log = vec![
+            ev("a#1", Event::Grant, 0, 1),
+            ev("a#1", Event::Write, 500, 2),
+            ev("a#1", Event::End, 4000, 3),
+        ];
+        let t = trial_figures(&log);
+        assert_eq!(
+            (t.executions, t.stale_writes, t.second_start_s),
+            (1, 0, None)
+        );
+        assert_eq!(t.overlap_s, 0.0);
+    }
+
+    #[test]
+    fn the_recommended_settings_outlast_the_job_and_the_short_ones_do_not() {
+        for plan in RunnerPlan::all() {
+            let (_, value) = plan.setting();
+            assert_eq!(value > JOB, plan.recommended, "{}", plan.label());
+        }
+        let bullmq = RunnerPlan {
+            runner: RunnerKind::Bullmq,
+            recommended: true,
+        };
+        // 1.5 s, then 3 s (no longer than the 4 s stretch), then 5 s.
+        assert_eq!(bullmq.setting().1, Duration::from_secs(5));
+        let celery = RunnerPlan {
+            runner: RunnerKind::Celery,
+            recommended: true,
+        };
+        assert_eq!(celery.setting().1, Duration::from_secs(12));
+    }
+}

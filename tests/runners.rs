@@ -1,0 +1,123 @@
+//! `lockbench faults --scenario runner`: the real BullMQ, Celery and pg-boss workers (pinned,
+//! installed by `scripts/clients.sh up`) on the lab's private Redis and the local Postgres run one
+//! job twice when their own timeout is shorter than it, and once at the setting `ttl`'s rule
+//! recommends; the run leaves nothing behind.
+
+mod common;
+
+use common::lab::{assert_left_nothing, faults, n};
+use serde_json::Value;
+
+/// The runner scripts' names, as their workers' command lines carry them.
+const SCRIPTS: [&str; 3] = ["bullmq_runner.js", "celery_runner.py", "pgboss_runner.js"];
+
+fn runner_cell<'a>(record: &'a Value, runner: &str, recommended: bool) -> &'a Value {
+    record["runners"]
+        .as_array()
+        .expect("the record has runner cells")
+        .iter()
+        .find(|c| c["runner"] == runner && c["recommended"] == recommended)
+        .unwrap_or_else(|| {
+            panic!(
+                "no {runner} cell (recommended: {recommended}) in {}; not run: {} (libraries: scripts/clients.sh up)",
+                record["runners"], record["runners_not_run"]
+            )
+        })
+}
+
+#[test]
+fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_recommended_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runners");
+    let (record, pid) = faults(&[
+        "--scenario",
+        "runner",
+        "--trials",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    for (runner, setting) in [
+        ("bullmq", "lock_duration"),
+        ("celery", "visibility_timeout"),
+        ("pg-boss", "expire_in"),
+    ] {
+        let short = runner_cell(&record, runner, false);
+        assert_eq!(short["setting"], setting);
+        assert!(short["setting_s"].as_f64().unwrap() < short["job_s"].as_f64().unwrap());
+        assert_eq!(short["executions"], serde_json::json!([2, 2, 2]), "{short}");
+        // Both executions ran at once, and the first wrote after the second had started.
+        assert!(short["overlap_max_s"].as_f64().unwrap() > 0.5, "{short}");
+        assert!(n(&short["stale_writes"]) >= 3, "{short}");
+        // The second started after the setting ran out, not before.
+        let second = short["second_start_p50_s"].as_f64().unwrap();
+        assert!(second >= 0.9 * short["setting_s"].as_f64().unwrap(), "{short}");
+
+        let recommended = runner_cell(&record, runner, true);
+        assert!(
+            recommended["setting_s"].as_f64().unwrap() > recommended["job_s"].as_f64().unwrap()
+        );
+        assert_eq!(
+            recommended["executions"],
+            serde_json::json!([1, 1, 1]),
+            "{recommended}"
+        );
+        assert_eq!(n(&recommended["stale_writes"]), 0);
+        assert!(recommended["library"].as_str().unwrap().contains(' '));
+    }
+    assert!(
+        record["runners_not_run"].is_null(),
+        "{}",
+        record["runners_not_run"]
+    );
+
+    // runners.csv: one row per trial, read as CSV.
+    let csv = std::fs::read_to_string(out.join("runners.csv")).unwrap();
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let header = rows.headers().unwrap().clone();
+    assert_eq!(
+        header.iter().collect::<Vec<_>>(),
+        [
+            "runner",
+            "setting",
+            "setting_s",
+            "recommended",
+            "trial",
+            "executions",
+            "overlap_s",
+            "stale_writes",
+            "second_start_s"
+        ]
+    );
+    assert_eq!(rows.records().count(), 18);
+
+    // Nothing left: the lab's schemas (pg-boss's own among them), keys and processes, and no
+    // runner worker.
+    assert_left_nothing(&record, pid);
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        assert!(
+            !SCRIPTS.iter().any(|s| cmdline.contains(s)),
+            "left running: {cmdline:?}"
+        );
+    }
+}
+
+#[test]
+fn the_runner_scenario_takes_no_lock_client() {
+    common::refused(
+        &[
+            "faults",
+            "--config",
+            common::CONFIG,
+            "--scenario",
+            "runner",
+            "--client",
+            "redis-py",
+        ],
+        &["--client", "takes no lock client"],
+    );
+}
