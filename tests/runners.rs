@@ -1,7 +1,8 @@
 //! `lockbench faults --scenario runner`: the real BullMQ, Celery and pg-boss workers (pinned,
 //! installed by `scripts/clients.sh up`) on the lab's private Redis and the local Postgres run one
 //! job twice when their own timeout is shorter than it, and once at the setting `ttl`'s rule
-//! recommends; the run leaves nothing behind.
+//! recommends; a lock inside the task makes the second start skip when it outlives the job, and
+//! does not when its lease is the shorter; the run leaves nothing behind.
 
 mod common;
 
@@ -11,15 +12,15 @@ use serde_json::Value;
 /// The runner scripts' names, as their workers' command lines carry them.
 const SCRIPTS: [&str; 3] = ["bullmq_runner.js", "celery_runner.py", "pgboss_runner.js"];
 
-fn runner_cell<'a>(record: &'a Value, runner: &str, recommended: bool) -> &'a Value {
+fn runner_cell<'a>(record: &'a Value, runner: &str, recommended: bool, lock: &str) -> &'a Value {
     record["runners"]
         .as_array()
         .expect("the record has runner cells")
         .iter()
-        .find(|c| c["runner"] == runner && c["recommended"] == recommended)
+        .find(|c| c["runner"] == runner && c["recommended"] == recommended && c["task_lock"] == lock)
         .unwrap_or_else(|| {
             panic!(
-                "no {runner} cell (recommended: {recommended}) in {}; not run: {} (libraries: scripts/clients.sh up)",
+                "no {runner} cell (recommended: {recommended}, task lock: {lock}) in {}; not run: {} (libraries: scripts/clients.sh up)",
                 record["runners"], record["runners_not_run"]
             )
         })
@@ -42,7 +43,7 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
         ("celery", "visibility_timeout"),
         ("pg-boss", "expire_in"),
     ] {
-        let short = runner_cell(&record, runner, false);
+        let short = runner_cell(&record, runner, false, "none");
         assert_eq!(short["setting"], setting);
         assert!(short["setting_s"].as_f64().unwrap() < short["job_s"].as_f64().unwrap());
         assert_eq!(short["executions"], serde_json::json!([2, 2, 2]), "{short}");
@@ -51,9 +52,12 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
         assert!(n(&short["stale_writes"]) >= 3, "{short}");
         // The second started after the setting ran out, not before.
         let second = short["second_start_p50_s"].as_f64().unwrap();
-        assert!(second >= 0.9 * short["setting_s"].as_f64().unwrap(), "{short}");
+        assert!(
+            second >= 0.9 * short["setting_s"].as_f64().unwrap(),
+            "{short}"
+        );
 
-        let recommended = runner_cell(&record, runner, true);
+        let recommended = runner_cell(&record, runner, true, "none");
         assert!(
             recommended["setting_s"].as_f64().unwrap() > recommended["job_s"].as_f64().unwrap()
         );
@@ -64,6 +68,35 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
         );
         assert_eq!(n(&recommended["stale_writes"]), 0);
         assert!(recommended["library"].as_str().unwrap().contains(' '));
+
+        // A lock inside the task that outlives the job: the runner starts it again all the same,
+        // and the second start finds the lock held and does nothing.
+        let locked = runner_cell(&record, runner, false, "outlives");
+        assert_eq!(
+            locked["executions"],
+            serde_json::json!([1, 1, 1]),
+            "{locked}"
+        );
+        assert_eq!(locked["skipped"], serde_json::json!([1, 1, 1]), "{locked}");
+        assert_eq!(n(&locked["stale_writes"]), 0);
+        // A lease shorter than the runner's second start: gone by then, both run.
+        if runner != "pg-boss" {
+            let shorter = runner_cell(&record, runner, false, "shorter");
+            assert_eq!(
+                shorter["executions"],
+                serde_json::json!([2, 2, 2]),
+                "{shorter}"
+            );
+            assert_eq!(
+                shorter["skipped"],
+                serde_json::json!([0, 0, 0]),
+                "{shorter}"
+            );
+            assert!(
+                shorter["overlap_max_s"].as_f64().unwrap() > 0.5,
+                "{shorter}"
+            );
+        }
     }
     assert!(
         record["runners_not_run"].is_null(),
@@ -82,14 +115,16 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
             "setting",
             "setting_s",
             "recommended",
+            "task_lock",
             "trial",
             "executions",
             "overlap_s",
             "stale_writes",
-            "second_start_s"
+            "second_start_s",
+            "skipped"
         ]
     );
-    assert_eq!(rows.records().count(), 18);
+    assert_eq!(rows.records().count(), 33);
 
     // Nothing left: the lab's schemas (pg-boss's own among them), keys and processes, and no
     // runner worker.

@@ -188,16 +188,16 @@ impl FaultLab {
         }
     }
 
-    /// Runs the runner cells one after another (each starts its own workers and broker); a cell
-    /// that fails is noted and left out, as a matrix cell is.
+    /// Runs the runner cells, each runner's in a lane of its own (its own broker, workers and
+    /// resource connection; the three at once), one cell after another within it; a cell that
+    /// fails is noted and left out, as a matrix cell is.
     async fn run_runners(
         &self,
         out: &mut LabOutput,
         progress: &(dyn Fn(&str) + Sync),
         note: &(dyn Fn(&str) + Sync),
     ) -> Result<(), FaultError> {
-        let plans = self.runner_plans();
-        if plans.is_empty() {
+        if !self.options.runners {
             return Ok(());
         }
         let schema = self.resource_schema();
@@ -206,17 +206,29 @@ impl FaultLab {
             resource_url: &self.options.resource_url,
             schema: &schema,
         };
-        let mut resource = self.connect_resource().await?;
-        for plan in plans {
-            match crate::runners::run_cell(
-                plan,
-                self.options.trials,
-                &stage,
-                &mut resource,
-                progress,
-            )
-            .await
-            {
+        let mut lanes = Vec::new();
+        for runner in crate::runners::RUNNERS {
+            let mut resource = self.connect_resource().await?;
+            let stage = &stage;
+            lanes.push(async move {
+                let mut done = Vec::new();
+                for plan in crate::runners::RunnerPlan::of(runner) {
+                    let result = crate::runners::run_cell(
+                        plan,
+                        self.options.trials,
+                        stage,
+                        &mut resource,
+                        progress,
+                    )
+                    .await;
+                    done.push((plan, result));
+                }
+                resource.close().await;
+                done
+            });
+        }
+        for (plan, result) in futures::future::join_all(lanes).await.into_iter().flatten() {
+            match result {
                 Ok((cell, rows)) => {
                     out.record.runners.push(cell);
                     out.runner_trials.extend(rows);
@@ -228,7 +240,6 @@ impl FaultLab {
                 }
             }
         }
-        resource.close().await;
         Ok(())
     }
 

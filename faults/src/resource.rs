@@ -28,6 +28,9 @@ pub enum Event {
     /// renewal, a "do you hold it" or a release), at the library's own timestamp. Not part of
     /// the critical section: the worker may have stopped believing before, or after.
     Told,
+    /// A job started by its runner found its own lock held by another execution and did
+    /// nothing (the runner cells' task lock).
+    Skipped,
 }
 
 impl Event {
@@ -38,6 +41,7 @@ impl Event {
             Event::Write => "write",
             Event::End => "end",
             Event::Told => "told",
+            Event::Skipped => "skipped",
         }
     }
 
@@ -47,6 +51,7 @@ impl Event {
             "write" => Event::Write,
             "end" => Event::End,
             "told" => Event::Told,
+            "skipped" => Event::Skipped,
             _ => return None,
         })
     }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+pub use lockbench_core::records::faults::TaskLock;
 use lockbench_core::records::faults::{RunnerCell, RunnerTrialRow};
 use lockbench_core::records::runner::{RunnerKind, RunnerSetting};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -41,13 +42,20 @@ pub const MIN_TRIALS: u32 = 3;
 /// How long a worker may take to say it consumes.
 const READY: Duration = Duration::from_secs(30);
 
-/// One cell: a runner, its setting shorter than the job or at the recommendation.
+/// The lease of [`TaskLock::Shorter`]: shorter than every short setting, so that it has run
+/// out when the second execution starts.
+pub const SHORT_TASK_LOCK: Duration = Duration::from_secs(1);
+
+/// One cell: a runner, its setting shorter than the job or at the recommendation, and the job's
+/// own lock inside the task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunnerPlan {
     /// The runner.
     pub runner: RunnerKind,
     /// True for the recommended setting.
     pub recommended: bool,
+    /// The job's own lock.
+    pub lock: TaskLock,
 }
 
 /// Whole seconds, rounded up.
@@ -56,17 +64,47 @@ fn whole(d: Duration) -> Duration {
 }
 
 impl RunnerPlan {
-    /// Every cell, the short setting of a runner before its recommended one.
+    /// Every cell of `runner`: its short setting, its recommended one, and the short one with a
+    /// lock inside the task (one that outlives the job; for a Redis broker, one shorter than the
+    /// runner's second start too).
+    pub fn of(runner: RunnerKind) -> Vec<RunnerPlan> {
+        let plan = |recommended, lock| RunnerPlan {
+            runner,
+            recommended,
+            lock,
+        };
+        let mut plans = vec![
+            plan(false, TaskLock::None),
+            plan(true, TaskLock::None),
+            plan(false, TaskLock::Outlives),
+        ];
+        if runner != RunnerKind::PgBoss {
+            plans.push(plan(false, TaskLock::Shorter));
+        }
+        plans
+    }
+
+    /// Every cell, runner by runner.
     pub fn all() -> Vec<RunnerPlan> {
-        RUNNERS
-            .iter()
-            .flat_map(|&runner| {
-                [false, true].map(|recommended| RunnerPlan {
-                    runner,
-                    recommended,
-                })
-            })
-            .collect()
+        RUNNERS.iter().flat_map(|&r| RunnerPlan::of(r)).collect()
+    }
+
+    /// The task lock's lease, where it has one.
+    pub fn task_lock(self) -> Option<Duration> {
+        match (self.lock, self.runner) {
+            (TaskLock::None, _) | (TaskLock::Outlives, RunnerKind::PgBoss) => None,
+            (TaskLock::Outlives, _) => Some(whole(JOB.mul_f64(SAFETY_FACTOR))),
+            (TaskLock::Shorter, _) => Some(SHORT_TASK_LOCK),
+        }
+    }
+
+    /// `LB_TASK_LOCK` for the scripts.
+    fn task_lock_env(self) -> String {
+        match (self.lock, self.task_lock()) {
+            (TaskLock::None, _) => String::new(),
+            (_, Some(lease)) => format!("redis:{}", lease.as_millis()),
+            (_, None) => "pg".to_string(),
+        }
     }
 
     /// The setting shorter than the job: half of it for a fixed lease (a redelivery within the
@@ -104,16 +142,31 @@ impl RunnerPlan {
     }
 
     /// Executions per trial the runner's design predicts: two with the setting shorter than the
-    /// job (the runner gives up on the first and starts it again), one at the recommendation.
+    /// job (the runner gives up on the first and starts it again), one at the recommendation or
+    /// when a task lock that outlives the job makes the second skip.
     pub fn expected_executions(self) -> u32 {
-        if self.recommended { 1 } else { 2 }
+        if self.recommended || self.lock == TaskLock::Outlives {
+            1
+        } else {
+            2
+        }
     }
 
-    /// The cell's name: `runner/celery visibility_timeout 2s`.
+    /// Starts that found the task's lock held and did nothing, per trial.
+    pub fn expected_skipped(self) -> u32 {
+        u32::from(self.lock == TaskLock::Outlives && !self.recommended)
+    }
+
+    /// The cell's name: `runner/celery visibility_timeout 2s`, `... task-lock 12s`.
     pub fn label(self) -> String {
         let (setting, value) = self.setting();
+        let lock = match (self.lock, self.task_lock()) {
+            (TaskLock::None, _) => String::new(),
+            (_, Some(lease)) => format!(" task-lock {}s", lease.as_secs_f64()),
+            (_, None) => " task-lock session".to_string(),
+        };
         format!(
-            "runner/{} {} {}s",
+            "runner/{} {} {}s{lock}",
             self.runner.word(),
             setting.field(),
             value.as_secs_f64()
@@ -130,15 +183,23 @@ impl RunnerPlan {
         } else {
             "shorter than the job"
         };
+        let lock = match (self.lock, self.task_lock()) {
+            (TaskLock::None, _) => String::new(),
+            (_, Some(lease)) => format!(
+                "; the task takes its own lock first (Redis SET NX PX {} ms on the broker, released at its end) and skips the job when it is held",
+                lease.as_millis()
+            ),
+            (_, None) => "; the task takes its own lock first (pg_try_advisory_lock on its connection, held to its end) and skips the job when it is held".to_string(),
+        };
         match self.runner {
             RunnerKind::Bullmq => format!(
-                "two BullMQ workers (concurrency 1, stalledInterval 1000 ms, maxStalledCount 1) on a private redis-server; one job whose processor holds the event loop for {job} s (a CPU-bound stretch: no lock renewal runs); {set}, {which}"
+                "two BullMQ workers (concurrency 1, stalledInterval 1000 ms, maxStalledCount 1) on a private redis-server; one job whose processor holds the event loop for {job} s (a CPU-bound stretch: no lock renewal runs); {set}, {which}{lock}"
             ),
             RunnerKind::Celery => format!(
-                "two Celery workers (prefork, concurrency 1, acks_late, prefetch 1) on a private redis-server, kombu sweeping unacknowledged messages every second (every 100 s by default); one task sleeping {job} s, writing; {set}, {which}"
+                "two Celery workers (prefork, concurrency 1, acks_late, prefetch 1) on a private redis-server, kombu sweeping unacknowledged messages every second (every 100 s by default); one task sleeping {job} s, writing; {set}, {which}{lock}"
             ),
             _ => format!(
-                "two pg-boss workers (batchSize 1, polling every 0.5 s) on a schema of their own, maintenance every second (every 120 s by default), retryLimit 1; one job sleeping {job} s, writing; {set}, {which}"
+                "two pg-boss workers (batchSize 1, polling every 0.5 s) on a schema of their own, maintenance every second (every 120 s by default), retryLimit 1; one job sleeping {job} s, writing; {set}, {which}{lock}"
             ),
         }
     }
@@ -157,6 +218,7 @@ impl RunnerPlan {
             ("LB_BROKER".to_string(), broker.to_string()),
             ("LB_RESOURCE".to_string(), resource_url.to_string()),
             ("LB_SCHEMA".to_string(), schema.to_string()),
+            ("LB_TASK_LOCK".to_string(), self.task_lock_env()),
         ];
         let named = match setting {
             RunnerSetting::LockDuration => {
@@ -185,6 +247,8 @@ pub struct RunnerTrial {
     pub stale_writes: u64,
     /// From the first execution's start to the second's.
     pub second_start_s: Option<f64>,
+    /// Starts that found the task's lock held and did nothing.
+    pub skipped: u32,
 }
 
 /// The figures of a trial's log: each execution is a worker name of its own (`a#1`), from its
@@ -231,6 +295,7 @@ pub fn trial_figures(log: &[LoggedEvent]) -> RunnerTrial {
         overlap_s: overlap_ns.max(0) as f64 / 1e9,
         stale_writes,
         second_start_s: (starts.len() >= 2).then(|| (starts[1].2 - starts[0].2) as f64 / 1e9),
+        skipped: log.iter().filter(|e| e.event == Event::Skipped).count() as u32,
     }
 }
 
@@ -385,9 +450,13 @@ pub async fn run_cell(
         setting,
         setting_s: value.as_secs_f64(),
         recommended: plan.recommended,
+        task_lock: plan.lock,
+        task_lock_s: plan.task_lock().map(|d| d.as_secs_f64()),
         job_s: JOB.as_secs_f64(),
         injected: plan.injected(),
         expected_executions: plan.expected_executions(),
+        expected_skipped: plan.expected_skipped(),
+        skipped: rows.iter().map(|r| r.skipped).collect(),
         trials: rows.len() as u32,
         executions: rows.iter().map(|r| r.executions).collect(),
         overlap_max_s: rows.iter().map(|r| r.overlap_s).fold(0.0, f64::max),
@@ -451,11 +520,13 @@ async fn run_trials(
                 setting: plan.setting().0,
                 setting_s: plan.setting().1.as_secs_f64(),
                 recommended: plan.recommended,
+                task_lock: plan.lock,
                 trial,
                 executions: figures.executions,
                 overlap_s: figures.overlap_s,
                 stale_writes: figures.stale_writes,
                 second_start_s: figures.second_start_s,
+                skipped: figures.skipped,
             }),
             Err(e) => {
                 failure = Some(e);
@@ -612,13 +683,41 @@ mod tests {
         let bullmq = RunnerPlan {
             runner: RunnerKind::Bullmq,
             recommended: true,
+            lock: TaskLock::None,
         };
         // 1.5 s, then 3 s (no longer than the 4 s stretch), then 5 s.
         assert_eq!(bullmq.setting().1, Duration::from_secs(5));
         let celery = RunnerPlan {
             runner: RunnerKind::Celery,
             recommended: true,
+            lock: TaskLock::None,
         };
         assert_eq!(celery.setting().1, Duration::from_secs(12));
+    }
+
+    #[test]
+    fn a_task_lock_that_outlives_the_job_skips_the_second_start_and_a_shorter_one_does_not() {
+        let plans = RunnerPlan::all();
+        assert_eq!(plans.len(), 11);
+        for plan in plans {
+            let short_lease = plan.task_lock().is_some_and(|l| l < plan.setting().1);
+            match plan.lock {
+                TaskLock::Outlives => {
+                    assert!(plan.task_lock().is_none_or(|l| l > JOB), "{}", plan.label());
+                    assert_eq!(
+                        (plan.expected_executions(), plan.expected_skipped()),
+                        (1, 1)
+                    );
+                }
+                TaskLock::Shorter => {
+                    assert!(short_lease, "{}", plan.label());
+                    assert_eq!(
+                        (plan.expected_executions(), plan.expected_skipped()),
+                        (2, 0)
+                    );
+                }
+                TaskLock::None => assert_eq!(plan.expected_skipped(), 0),
+            }
+        }
     }
 }

@@ -40,6 +40,7 @@ fn runner_table(r: &FaultsRecord) -> String {
             "library",
             "job s",
             "executions per trial",
+            "skipped",
             "overlap max s",
             "stale writes",
             "second start P50 s",
@@ -58,13 +59,23 @@ fn runner_table(r: &FaultsRecord) -> String {
                         .map(u32::to_string)
                         .collect::<Vec<_>>()
                         .join(" "),
+                    c.skipped
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" "),
                     format!("{:.2}", c.overlap_max_s),
                     c.stale_writes.to_string(),
                     c.second_start_p50_s
                         .map_or("-".to_string(), |s| format!("{s:.2}")),
                     format!(
-                        "{} {}",
+                        "{}{} {}",
                         c.expected_executions,
+                        if c.expected_skipped > 0 {
+                            format!(", {} skipped", c.expected_skipped)
+                        } else {
+                            String::new()
+                        },
                         if c.as_predicted() {
                             "(as predicted)"
                         } else {
@@ -77,7 +88,7 @@ fn runner_table(r: &FaultsRecord) -> String {
         if !out.is_empty() || !r.cells.is_empty() {
             out.push('\n');
         }
-        out.push_str("runner cells: the real runner's own timeout, no lock; executions of one job per trial, from the protected resource's log\n\n");
+        out.push_str("runner cells: the real runner's own timeout decides (a lock inside the task only where named); executions of one job per trial, and starts that found the task's lock held and skipped, from the protected resource's log\n\n");
         out.push_str(&table(&header, &rows, 3));
         out.push_str("\ninjected:\n");
         for c in &r.runners {

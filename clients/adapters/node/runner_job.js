@@ -60,14 +60,52 @@ class Resource {
 
 let executions = 0;
 
+// The job's own lock, taken inside the task when LB_TASK_LOCK says so: `redis:MS` (SET NX PX on
+// the broker's Redis, a lease of MS ms released by a token-checked delete), `pg` (a session
+// advisory lock on the execution's own connection to the resource's Postgres, no lease). Returns
+// the release, or null when another execution holds it.
+async function taskLock(resource, trial) {
+  const how = process.env.LB_TASK_LOCK || "";
+  if (how === "") return async () => {};
+  if (how === "pg") {
+    const { rows } = await resource.client.query("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [trial]);
+    if (!rows[0].ok) return null;
+    return async () => {
+      await resource.client.query("SELECT pg_advisory_unlock(hashtext($1))", [trial]);
+    };
+  }
+  const ms = Number(how.replace(/^redis:/, ""));
+  const Redis = library("ioredis");
+  const redis = new Redis(setting("LB_BROKER"), { maxRetriesPerRequest: 1 });
+  const key = `lockbench-task-lock:${trial}`;
+  const token = `${process.pid}-${executions}-${Math.random()}`;
+  const ok = await redis.set(key, token, "PX", ms, "NX");
+  if (ok !== "OK") {
+    redis.disconnect();
+    return null;
+  }
+  return async () => {
+    await redis.eval(
+      "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+      1, key, token,
+    );
+    redis.disconnect();
+  };
+}
+
 // Runs one execution of `trial` as `worker`'s next: `busy` holds the event loop for `seconds`
 // (a CPU-bound stretch: nothing else of the process runs, its lock renewals included), otherwise
-// it sleeps, writing every half second.
+// it sleeps, writing every half second. With a task lock another execution holds, it skips.
 async function execute(worker, trial, secondsLong, busy) {
   executions += 1;
   const resource = new Resource(trial, `${worker}#${executions}`);
   await resource.open();
   try {
+    const release = await taskLock(resource, trial);
+    if (release === null) {
+      await resource.log("skipped", "the task's lock is held");
+      return;
+    }
     await resource.log("grant");
     const end = Date.now() + secondsLong * 1000;
     if (busy) {
@@ -81,6 +119,7 @@ async function execute(worker, trial, secondsLong, busy) {
         await resource.log("write");
       }
     }
+    await release();
     await resource.log("end", "released");
   } finally {
     await resource.close();

@@ -72,6 +72,46 @@ class Resource:
         self.conn.close()
 
 
+def task_lock(resource, trial):
+    """The job's own lock, taken inside the task when LB_TASK_LOCK says so: `redis:MS` (SET NX PX
+    on the broker's Redis, a lease of MS ms released by a token-checked delete) or `pg` (a session
+    advisory lock on the execution's own connection). Returns the release, or None when another
+    execution holds it."""
+    how = os.environ.get("LB_TASK_LOCK", "")
+    if how == "":
+        return lambda: None
+    if how == "pg":
+        with resource.conn.cursor() as cur:
+            cur.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (trial,))
+            if not cur.fetchone()[0]:
+                return None
+
+        def unlock():
+            with resource.conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", (trial,))
+
+        return unlock
+    import uuid
+
+    import redis
+
+    client = redis.Redis.from_url(os.environ["LB_BROKER"], socket_timeout=5)
+    key = f"lockbench-task-lock:{trial}"
+    token = uuid.uuid4().hex
+    if not client.set(key, token, nx=True, px=int(how.removeprefix("redis:"))):
+        client.close()
+        return None
+
+    def release():
+        client.eval(
+            "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+            1, key, token,
+        )
+        client.close()
+
+    return release
+
+
 @app.task(name="lockbench.job")
 def job(trial, seconds):
     global _executions
@@ -80,11 +120,16 @@ def job(trial, seconds):
         n = _executions
     resource = Resource(trial, f"{os.environ.get('LB_WORKER', 'celery')}#{n}")
     try:
+        release = task_lock(resource, trial)
+        if release is None:
+            resource.log("skipped", "the task's lock is held")
+            return
         resource.log("grant")
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             time.sleep(min(0.5, max(0.0, end - time.monotonic())))
             resource.log("write")
+        release()
         resource.log("end", "released")
     finally:
         resource.close()

@@ -45,6 +45,21 @@ pub struct FaultsRecord {
     pub runners_not_run: Vec<String>,
 }
 
+/// The job's own lock, taken inside the task: it cannot stop the runner from starting the job
+/// again, only make the second execution skip (or, with a lease shorter than the first
+/// execution, run beside it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskLock {
+    /// No lock in the task.
+    None,
+    /// A lock that outlives the job: Redis `SET NX PX` of runtime x [`SAFETY_FACTOR`] on the
+    /// broker's Redis, a session advisory lock for pg-boss.
+    Outlives,
+    /// A Redis lease shorter than the time the runner takes to start the job again.
+    Shorter,
+}
+
 /// One row per trial of a runner cell.
 pub const RUNNERS_CSV: &str = "runners.csv";
 
@@ -64,12 +79,20 @@ pub struct RunnerCell {
     pub setting_s: f64,
     /// True for the setting `ttl`'s rule recommends for this job; false for one shorter than it.
     pub recommended: bool,
+    /// The job's own lock inside the task.
+    pub task_lock: TaskLock,
+    /// Its lease in seconds, where it has one (a Redis key's; a session lock has none).
+    pub task_lock_s: Option<f64>,
     /// How long the job runs (BullMQ's holds its worker's event loop: a CPU-bound stretch).
     pub job_s: f64,
     /// What the workers ran and what was set, in one sentence.
     pub injected: String,
     /// The executions the runner's design predicts per trial.
     pub expected_executions: u32,
+    /// The starts per trial that the design predicts find the task's lock held and skip.
+    pub expected_skipped: u32,
+    /// Starts that found the task's lock held and did nothing, per trial.
+    pub skipped: Vec<u32>,
     /// Trials run.
     pub trials: u32,
     /// Executions of the one job, per trial.
@@ -84,10 +107,15 @@ pub struct RunnerCell {
 }
 
 impl RunnerCell {
-    /// `runner/celery visibility_timeout 2s`.
+    /// `runner/celery visibility_timeout 2s`, `... task-lock 1s`.
     pub fn label(&self) -> String {
+        let lock = match (self.task_lock, self.task_lock_s) {
+            (TaskLock::None, _) => String::new(),
+            (_, Some(s)) => format!(" task-lock {s}s"),
+            (_, None) => " task-lock session".to_string(),
+        };
         format!(
-            "runner/{} {} {}s{}",
+            "runner/{} {} {}s{lock}{}",
             self.runner.word(),
             self.setting.field(),
             self.setting_s,
@@ -99,11 +127,12 @@ impl RunnerCell {
         )
     }
 
-    /// True when every trial ran the job as often as the design predicts.
+    /// True when every trial ran the job, and skipped it, as often as the design predicts.
     pub fn as_predicted(&self) -> bool {
         self.executions
             .iter()
             .all(|n| *n == self.expected_executions)
+            && self.skipped.iter().all(|n| *n == self.expected_skipped)
     }
 }
 
@@ -119,6 +148,8 @@ pub struct RunnerTrialRow {
     pub setting_s: f64,
     /// True for the recommended setting.
     pub recommended: bool,
+    /// The job's own lock inside the task.
+    pub task_lock: TaskLock,
     /// The trial's number within its cell.
     pub trial: u32,
     /// Executions of the job.
@@ -129,6 +160,8 @@ pub struct RunnerTrialRow {
     pub stale_writes: u64,
     /// From the first execution's start to the second's, in seconds.
     pub second_start_s: Option<f64>,
+    /// Starts that found the task's lock held and did nothing.
+    pub skipped: u32,
 }
 
 /// What `trials` trials of one (scenario, variant, backend) measured.
