@@ -98,6 +98,43 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
             );
         }
     }
+    // The slot cells: one slot fired by two nodes, the second's clock behind; a duplicate only
+    // where the skew outlasts the run and the hold.
+    let slots = record["slots"]
+        .as_array()
+        .expect("the record has slot cells");
+    let runs: Vec<(String, Value)> = slots
+        .iter()
+        .map(|c| {
+            let label = match c["hold_s"].as_f64() {
+                Some(h) => format!(
+                    "{} {h}s skew {}s",
+                    c["remedy"].as_str().unwrap(),
+                    c["skew_s"]
+                ),
+                None => format!("{} skew {}s", c["remedy"].as_str().unwrap(), c["skew_s"]),
+            };
+            (label, c["runs"].clone())
+        })
+        .collect();
+    let three = |n: u32| serde_json::json!([n, n, n]);
+    assert_eq!(
+        runs,
+        [
+            ("plain skew 0.0s".to_string(), three(1)),
+            ("plain skew 2.0s".to_string(), three(2)),
+            ("hold 1s skew 2.0s".to_string(), three(2)),
+            ("hold 4s skew 2.0s".to_string(), three(1)),
+            ("db-clock skew 2.0s".to_string(), three(1)),
+            ("completion skew 2.0s".to_string(), three(1)),
+        ],
+        "{}",
+        record["slots"]
+    );
+    // A duplicate starts when the second node's clock reaches the slot: the skew after the first.
+    let duplicated = &slots[1];
+    let second = duplicated["second_run_p50_s"].as_f64().unwrap();
+    assert!((1.8..3.0).contains(&second), "{duplicated}");
     assert!(
         record["runners_not_run"].is_null(),
         "{}",

@@ -315,7 +315,13 @@ pub fn runner(kind: RunnerKind) -> Option<Shipped> {
             "clients/adapters/node/pgboss_runner.js",
             "pg-boss",
         ),
-        RunnerKind::Quartz | RunnerKind::Cron => None,
+        // A cron node of the slot cells: its lock through redis-py, its clock the shim's.
+        RunnerKind::Cron => shipped(
+            Runtime::Python,
+            "clients/adapters/python/cron_node.py",
+            "redis",
+        ),
+        RunnerKind::Quartz => None,
     }
 }
 
@@ -331,7 +337,8 @@ pub fn runner_program(kind: RunnerKind) -> Result<(Vec<PathBuf>, String), Client
     else {
         return Err(ClientsError::Start {
             adapter: kind.name().to_string(),
-            error: "the lab runs no such runner (it runs BullMQ, Celery and pg-boss)".to_string(),
+            error: "the lab runs no such runner (it runs BullMQ, Celery, pg-boss and cron nodes)"
+                .to_string(),
         });
     };
     let pins = std::fs::read(home.join(runtime.pins())).ok();

@@ -177,6 +177,11 @@ impl FaultLab {
             .sum::<u64>()
             + self.runner_plans().len() as u64
                 * u64::from(self.options.trials.max(crate::runners::MIN_TRIALS))
+            + if self.options.runners {
+                crate::slots::SlotPlan::all().len() as u64
+            } else {
+                0
+            }
     }
 
     /// The runner cells to run.
@@ -227,7 +232,48 @@ impl FaultLab {
                 done
             });
         }
-        for (plan, result) in futures::future::join_all(lanes).await.into_iter().flatten() {
+        let slot_lane = async {
+            let mut done = Vec::new();
+            let shim = self.shim();
+            let mut resource = self.connect_resource().await?;
+            for plan in crate::slots::SlotPlan::all() {
+                let result = match &shim {
+                    Ok(shim) => {
+                        let stage = crate::slots::SlotStage {
+                            redis_server: self.options.redis_server.as_deref(),
+                            shim,
+                            resource_url: &self.options.resource_url,
+                            schema: &schema,
+                        };
+                        crate::slots::run_cell(
+                            plan,
+                            self.options.trials,
+                            &stage,
+                            &mut resource,
+                            progress,
+                        )
+                        .await
+                    }
+                    Err(e) => Err(FaultError::Unmet(e.to_string())),
+                };
+                done.push((plan, result));
+            }
+            resource.close().await;
+            Ok::<_, FaultError>(done)
+        };
+        let (runner_cells, slot_cells) =
+            futures::future::join(futures::future::join_all(lanes), slot_lane).await;
+        for (plan, result) in slot_cells? {
+            match result {
+                Ok(cell) => out.record.slots.push(cell),
+                Err(e) => {
+                    let line = format!("{}: {e}", plan.label());
+                    note(&format!("{line} (not run)"));
+                    out.record.runners_not_run.push(line);
+                }
+            }
+        }
+        for (plan, result) in runner_cells.into_iter().flatten() {
             match result {
                 Ok((cell, rows)) => {
                     out.record.runners.push(cell);
@@ -265,6 +311,7 @@ impl FaultLab {
                 cells: Vec::new(),
                 skipped: Vec::new(),
                 runners: Vec::new(),
+                slots: Vec::new(),
                 runners_not_run: Vec::new(),
             },
             trials: Vec::new(),

@@ -34,6 +34,7 @@ pub mod runners;
 mod scenario;
 mod sentinel;
 mod server;
+pub mod slots;
 mod stage;
 mod trial;
 mod worker;

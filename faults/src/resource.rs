@@ -176,6 +176,22 @@ impl Resource {
         Ok(())
     }
 
+    /// Makes the slot cells' completion table empty and new: `(job, slot)`, one row per slot
+    /// run (`clients/adapters/python/cron_node.py` inserts them).
+    pub async fn reset_completion_records(&mut self) -> Result<(), FaultError> {
+        let s = &self.schema;
+        bounded(
+            &format!("creating {s}.completion"),
+            sqlx::raw_sql(AssertSqlSafe(format!(
+                "DROP TABLE IF EXISTS {s}.completion;
+                 CREATE TABLE {s}.completion (job text NOT NULL, slot bigint NOT NULL, PRIMARY KEY (job, slot))"
+            )))
+            .execute(&mut self.conn),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Drops the schema if it exists; whether it did.
     pub async fn drop_existing_schema(&mut self) -> Result<bool, FaultError> {
         let s = &self.schema;

@@ -340,7 +340,7 @@ impl RunnerProgram {
 }
 
 /// The last line of a script's stderr, for an error.
-fn last_line(path: &Path) -> String {
+pub(crate) fn last_line(path: &Path) -> String {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {
@@ -353,13 +353,13 @@ fn last_line(path: &Path) -> String {
 }
 
 /// A worker of a trial: killed by pid when dropped.
-struct RunnerWorker {
+pub(crate) struct RunnerWorker {
     child: Child,
     stderr: PathBuf,
 }
 
 impl RunnerWorker {
-    async fn start(
+    pub(crate) async fn start(
         program: &RunnerProgram,
         name: &str,
         env: &[(String, String)],
@@ -397,6 +397,15 @@ impl RunnerWorker {
         // The rest of its stdout is read and dropped, so that it never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Ok(RunnerWorker { child, stderr })
+    }
+
+    /// Waits up to `bound` for it to exit by itself; false when it had not (it is then killed).
+    pub(crate) async fn exited(mut self, bound: Duration) -> bool {
+        let exited = tokio::time::timeout(bound, self.child.wait()).await.is_ok();
+        if !exited {
+            let _ = self.child.kill().await;
+        }
+        exited
     }
 
     /// Asks it to stop (SIGTERM: the runner's own shutdown), and kills it after `bound`.

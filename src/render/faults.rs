@@ -95,6 +95,48 @@ fn runner_table(r: &FaultsRecord) -> String {
             out.push_str(&format!("  {}: {}\n", c.label(), c.injected));
         }
     }
+    if !r.slots.is_empty() {
+        let header = [
+            "slot cell",
+            "job s",
+            "period s",
+            "runs per slot",
+            "skipped",
+            "second run P50 s",
+            "expected",
+        ];
+        let rows: Vec<Vec<String>> = r
+            .slots
+            .iter()
+            .map(|c| {
+                let each = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+                vec![
+                    c.label(),
+                    format!("{:.1}", c.job_s),
+                    format!("{:.0}", c.period_s),
+                    each(&c.runs),
+                    each(&c.skipped),
+                    c.second_run_p50_s
+                        .map_or("-".to_string(), |s| format!("{s:.2}")),
+                    format!(
+                        "{} {}",
+                        c.expected_runs,
+                        if c.as_predicted() {
+                            "(as predicted)"
+                        } else {
+                            "(NOT as predicted)"
+                        }
+                    ),
+                ]
+            })
+            .collect();
+        out.push_str("\nslot cells: one cron slot fired by two scheduler nodes, the second's clock behind; runs of each slot (nothing overlaps: a second run is a whole duplicate)\n\n");
+        out.push_str(&table(&header, &rows, 3));
+        out.push_str("\ninjected:\n");
+        for c in &r.slots {
+            out.push_str(&format!("  {}: {}\n", c.label(), c.injected));
+        }
+    }
     if !r.runners_not_run.is_empty() {
         out.push_str("\nrunner cells not run:\n");
         for line in &r.runners_not_run {

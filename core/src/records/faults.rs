@@ -40,6 +40,10 @@ pub struct FaultsRecord {
     /// living job again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runners: Vec<RunnerCell>,
+    /// The slot cells (`--scenario runner`): two cron-style scheduler nodes, one's clock behind
+    /// the other's, firing the same slots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<SlotCell>,
     /// Runner cells that could not run, each `label: why`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runners_not_run: Vec<String>,
@@ -58,6 +62,72 @@ pub enum TaskLock {
     Outlives,
     /// A Redis lease shorter than the time the runner takes to start the job again.
     Shorter,
+}
+
+/// What keeps a slot fired by two scheduler nodes from running twice, in a slot cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotRemedy {
+    /// The job's lock alone, given back when the run ends.
+    Plain,
+    /// The lock kept `hold` after the run started (ShedLock's `lockAtLeastFor`).
+    Hold,
+    /// The slot fired by the database's clock, not the node's.
+    DbClock,
+    /// A completion record per slot, inserted before the run; a slot recorded is skipped.
+    Completion,
+}
+
+impl SlotRemedy {
+    /// As a cell's name says it.
+    pub fn word(self) -> &'static str {
+        match self {
+            SlotRemedy::Plain => "plain",
+            SlotRemedy::Hold => "hold",
+            SlotRemedy::DbClock => "db-clock",
+            SlotRemedy::Completion => "completion",
+        }
+    }
+}
+
+/// What the slots of one slot cell measured: runs of each slot by two scheduler nodes whose
+/// clocks are `skew_s` apart, the job shorter than the skew.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlotCell {
+    /// How far the second node's wall clock is behind the first's, in seconds.
+    pub skew_s: f64,
+    /// What guards the slot.
+    pub remedy: SlotRemedy,
+    /// The hold, for [`SlotRemedy::Hold`], in seconds.
+    pub hold_s: Option<f64>,
+    /// How long the job runs, in seconds.
+    pub job_s: f64,
+    /// The schedule's period, in seconds.
+    pub period_s: f64,
+    /// What the nodes ran and what guarded it, in one sentence.
+    pub injected: String,
+    /// The runs per slot the design predicts.
+    pub expected_runs: u32,
+    /// Runs of each slot.
+    pub runs: Vec<u32>,
+    /// Starts of each slot that found the lock held or the slot recorded and did nothing.
+    pub skipped: Vec<u32>,
+    /// From a slot's first run to its second, the median over the slots that had one.
+    pub second_run_p50_s: Option<f64>,
+}
+
+impl SlotCell {
+    /// `slot/hold 4s skew 2s`.
+    pub fn label(&self) -> String {
+        let hold = self.hold_s.map_or(String::new(), |h| format!(" {h}s"));
+        format!("slot/{}{hold} skew {}s", self.remedy.word(), self.skew_s)
+    }
+
+    /// True when every slot ran as often as the design predicts.
+    pub fn as_predicted(&self) -> bool {
+        self.runs.iter().all(|n| *n == self.expected_runs)
+    }
 }
 
 /// One row per trial of a runner cell.
