@@ -141,6 +141,31 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
         record["runners_not_run"]
     );
 
+    // The record cites what the lab measured of billing's runner (Celery) beside its pricing.
+    let report = dir.path().join("report");
+    let sample_ttl = concat!(env!("CARGO_MANIFEST_DIR"), "/results/sample/ttl-billing");
+    let made = common::lockbench()
+        .args(["report", sample_ttl, out.to_str().unwrap(), "--out"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let text = std::fs::read_to_string(report.join("report.md")).unwrap();
+    let measured = text
+        .lines()
+        .find(|l| l.starts_with("Measured in the fault lab"))
+        .unwrap_or_else(|| panic!("no lab measurement in the record's runner part"));
+    assert!(
+        measured.contains("celery 5.7.0")
+            && measured.contains("ran it 2 2 2 times a trial")
+            && measured.contains("the second start skipped (1 1 1 skipped)"),
+        "{measured}"
+    );
+
     // runners.csv: one row per trial, read as CSV.
     let csv = std::fs::read_to_string(out.join("runners.csv")).unwrap();
     let mut rows = csv::Reader::from_reader(csv.as_bytes());

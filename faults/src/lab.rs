@@ -206,8 +206,15 @@ impl FaultLab {
             return Ok(());
         }
         let schema = self.resource_schema();
+        // A lockbench built without a C compiler has no shim: its slot cells say so.
+        let shim = if WALLCLOCK_SHIM.is_empty() {
+            None
+        } else {
+            self.shim().ok()
+        };
         let stage = crate::runners::RunnerStage {
             redis_server: self.options.redis_server.as_deref(),
+            shim: shim.as_deref(),
             resource_url: &self.options.resource_url,
             schema: &schema,
         };
@@ -234,28 +241,16 @@ impl FaultLab {
         }
         let slot_lane = async {
             let mut done = Vec::new();
-            let shim = self.shim();
             let mut resource = self.connect_resource().await?;
             for plan in crate::slots::SlotPlan::all() {
-                let result = match &shim {
-                    Ok(shim) => {
-                        let stage = crate::slots::SlotStage {
-                            redis_server: self.options.redis_server.as_deref(),
-                            shim,
-                            resource_url: &self.options.resource_url,
-                            schema: &schema,
-                        };
-                        crate::slots::run_cell(
-                            plan,
-                            self.options.trials,
-                            &stage,
-                            &mut resource,
-                            progress,
-                        )
-                        .await
-                    }
-                    Err(e) => Err(FaultError::Unmet(e.to_string())),
-                };
+                let result = crate::slots::run_cell(
+                    plan,
+                    self.options.trials,
+                    &stage,
+                    &mut resource,
+                    progress,
+                )
+                .await;
                 done.push((plan, result));
             }
             resource.close().await;

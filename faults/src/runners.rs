@@ -427,10 +427,13 @@ impl RunnerWorker {
     }
 }
 
-/// Where a runner cell runs: its broker and the resource.
+/// Where the runner and slot cells run: their brokers and the resource.
 pub struct RunnerStage<'a> {
     /// The redis-server binary for private servers.
     pub redis_server: Option<&'a Path>,
+    /// The wall-clock shim, written as a file (the slot cells' skewed node); `None` when this
+    /// lockbench was built without it.
+    pub shim: Option<&'a Path>,
     /// The resource's Postgres (pg-boss's broker too, in a schema of its own).
     pub resource_url: &'a str,
     /// The run's resource schema (pg-boss's own is named after it).

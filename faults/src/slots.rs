@@ -16,7 +16,7 @@ use lockbench_core::records::runner::RunnerKind;
 
 use crate::FaultError;
 use crate::resource::{Event, Resource};
-use crate::runners::{RunnerProgram, RunnerWorker, trial_figures};
+use crate::runners::{RunnerProgram, RunnerStage, RunnerWorker, trial_figures};
 use crate::server::{CLOCK_FILE, Persistence, PrivateRedis, write_clock_offset};
 
 /// The clock skew between the two nodes in the cells that have one.
@@ -100,23 +100,11 @@ impl SlotPlan {
     }
 }
 
-/// Where the slot cells run.
-pub struct SlotStage<'a> {
-    /// The redis-server binary for the lock's private server.
-    pub redis_server: Option<&'a Path>,
-    /// The wall-clock shim, written as a file.
-    pub shim: &'a Path,
-    /// The resource's Postgres.
-    pub resource_url: &'a str,
-    /// The run's resource schema.
-    pub schema: &'a str,
-}
-
 /// Runs `slots` slots of `plan` (at least 3); `progress` is told after the cell.
 pub async fn run_cell(
     plan: SlotPlan,
     slots: u32,
-    stage: &SlotStage<'_>,
+    stage: &RunnerStage<'_>,
     resource: &mut Resource,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<SlotCell, FaultError> {
@@ -147,11 +135,17 @@ type SlotFigures = (Vec<u32>, Vec<u32>, Vec<f64>);
 async fn run_slots(
     plan: SlotPlan,
     slots: u32,
-    stage: &SlotStage<'_>,
+    stage: &RunnerStage<'_>,
     resource: &mut Resource,
     program: &RunnerProgram,
     dir: &Path,
 ) -> Result<SlotFigures, FaultError> {
+    let shim = stage.shim.ok_or_else(|| {
+        FaultError::Unmet(
+            "needs the wall-clock shim, which this lockbench was built without (no C compiler at build time)"
+                .to_string(),
+        )
+    })?;
     let binary = stage.redis_server.ok_or_else(|| {
         FaultError::Runner(
             "needs redis-server on PATH for a private server (scripts/services.sh up installs it)"
@@ -195,7 +189,7 @@ async fn run_slots(
     .collect();
     let first_node = RunnerWorker::start(program, "a", &env, dir).await?;
     // The second node: its wall clock behind by the skew.
-    env.push(("LD_PRELOAD".to_string(), stage.shim.display().to_string()));
+    env.push(("LD_PRELOAD".to_string(), shim.display().to_string()));
     env.push((
         "LOCKBENCH_WALLCLOCK_FILE".to_string(),
         dir.join(CLOCK_FILE).display().to_string(),

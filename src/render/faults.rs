@@ -54,16 +54,8 @@ fn runner_table(r: &FaultsRecord) -> String {
                     c.label(),
                     c.library.clone(),
                     format!("{:.1}", c.job_s),
-                    c.executions
-                        .iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    c.skipped
-                        .iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(" "),
+                    counts(&c.executions),
+                    counts(&c.skipped),
                     format!("{:.2}", c.overlap_max_s),
                     c.stale_writes.to_string(),
                     c.second_start_p50_s
@@ -88,12 +80,17 @@ fn runner_table(r: &FaultsRecord) -> String {
         if !out.is_empty() || !r.cells.is_empty() {
             out.push('\n');
         }
-        out.push_str("runner cells: the real runner's own timeout decides (a lock inside the task only where named); executions of one job per trial, and starts that found the task's lock held and skipped, from the protected resource's log\n\n");
-        out.push_str(&table(&header, &rows, 3));
-        out.push_str("\ninjected:\n");
-        for c in &r.runners {
-            out.push_str(&format!("  {}: {}\n", c.label(), c.injected));
-        }
+        let injected: Vec<(String, &str)> = r
+            .runners
+            .iter()
+            .map(|c| (c.label(), c.injected.as_str()))
+            .collect();
+        out.push_str(&cells_table(
+            "runner cells: the real runner's own timeout decides (a lock inside the task only where named); executions of one job per trial, and starts that found the task's lock held and skipped, from the protected resource's log",
+            &header,
+            &rows,
+            &injected,
+        ));
     }
     if !r.slots.is_empty() {
         let header = [
@@ -109,13 +106,12 @@ fn runner_table(r: &FaultsRecord) -> String {
             .slots
             .iter()
             .map(|c| {
-                let each = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
                 vec![
                     c.label(),
                     format!("{:.1}", c.job_s),
                     format!("{:.0}", c.period_s),
-                    each(&c.runs),
-                    each(&c.skipped),
+                    counts(&c.runs),
+                    counts(&c.skipped),
                     c.second_run_p50_s
                         .map_or("-".to_string(), |s| format!("{s:.2}")),
                     format!(
@@ -130,18 +126,47 @@ fn runner_table(r: &FaultsRecord) -> String {
                 ]
             })
             .collect();
-        out.push_str("\nslot cells: one cron slot fired by two scheduler nodes, the second's clock behind; runs of each slot (nothing overlaps: a second run is a whole duplicate)\n\n");
-        out.push_str(&table(&header, &rows, 3));
-        out.push_str("\ninjected:\n");
-        for c in &r.slots {
-            out.push_str(&format!("  {}: {}\n", c.label(), c.injected));
-        }
+        let injected: Vec<(String, &str)> = r
+            .slots
+            .iter()
+            .map(|c| (c.label(), c.injected.as_str()))
+            .collect();
+        out.push('\n');
+        out.push_str(&cells_table(
+            "slot cells: one cron slot fired by two scheduler nodes, the second's clock behind; runs of each slot (nothing overlaps: a second run is a whole duplicate)",
+            &header,
+            &rows,
+            &injected,
+        ));
     }
     if !r.runners_not_run.is_empty() {
         out.push_str("\nrunner cells not run:\n");
         for line in &r.runners_not_run {
             out.push_str(&format!("  {line}\n"));
         }
+    }
+    out
+}
+
+/// Counts, one per trial or slot: `2 2 2`.
+fn counts(each: &[u32]) -> String {
+    each.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A titled table of cells, then what each injected.
+fn cells_table(
+    title: &str,
+    header: &[&str],
+    rows: &[Vec<String>],
+    injected: &[(String, &str)],
+) -> String {
+    let mut out = format!("{title}\n\n{}", table(header, rows, 3));
+    out.push_str("\ninjected:\n");
+    for (label, how) in injected {
+        out.push_str(&format!("  {label}: {how}\n"));
     }
     out
 }

@@ -195,7 +195,7 @@ pub fn content(
         decision::alternatives(d, evidence, &mut doc);
         if let Some(t) = evidence.ttls.iter().find(|t| t.record.workload == d.job) {
             ttl::write_job(evidence, Some(d), &t.record, Some(plan), &mut doc);
-            runner::write_job(&t.record, &mut doc);
+            runner::write_job(evidence, &t.record, &mut doc);
         }
         decision::reconciliation(d, &mut doc);
         decision::policy(d, evidence, &mut doc);
@@ -208,7 +208,7 @@ pub fn content(
         if !decisions.iter().any(|d| d.job == t.record.workload) {
             doc.push(Block::Heading(2, adr::evidence_heading(&t.record.workload)));
             ttl::write_job(evidence, None, &t.record, None, &mut doc);
-            runner::write_job(&t.record, &mut doc);
+            runner::write_job(evidence, &t.record, &mut doc);
         }
     }
     doc.push(Block::Heading(2, "Shared evidence".to_string()));

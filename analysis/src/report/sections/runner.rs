@@ -2,21 +2,24 @@
 //! that acts as a lease, its chance per run and per year of starting the job a second time, what
 //! to set it to, and what the job's lock does about it (issue 53).
 
-use lockbench_core::records::runner::RunnerPricing;
+use lockbench_core::records::faults::{RunnerCell, SlotCell, SlotRemedy, TaskLock};
+use lockbench_core::records::runner::{RunnerKind, RunnerPricing};
 
 use crate::TtlRecommendation;
 use crate::report::doc::Block;
 use crate::runner::{advice_said, lease_said, lock_said, setting_said};
 
 use super::common::Doc;
+use crate::report::load::Inputs;
 
 /// The heading of a job's runner part.
 pub(super) fn heading(job: &str) -> String {
     format!("{job} 2: runs twice without a lock")
 }
 
-/// The job's runner priced, when its spec names one.
-pub(super) fn write_job(r: &TtlRecommendation, doc: &mut Doc) {
+/// The job's runner priced, when its spec names one, and what the fault lab measured of that
+/// runner where a `faults --scenario runner` directory is among the inputs.
+pub(super) fn write_job(evidence: &Inputs, r: &TtlRecommendation, doc: &mut Doc) {
     let Some(p) = &r.runner else {
         return;
     };
@@ -30,6 +33,90 @@ pub(super) fn write_job(r: &TtlRecommendation, doc: &mut Doc) {
         head: vec!["figure".into(), "value".into(), "how it was derived".into()],
         rows: rows(r, p),
     });
+    if let Some(measured) = measured(evidence, p.kind) {
+        doc.push(Block::Para(measured));
+    }
+}
+
+/// Counts, one per trial or slot: `2 2 2`.
+fn counts(each: &[u32]) -> String {
+    each.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What the fault lab measured of `kind`, in one paragraph naming its directory; `None` when no
+/// input ran it.
+fn measured(evidence: &Inputs, kind: RunnerKind) -> Option<String> {
+    evidence.faults.iter().find_map(|f| {
+        let source = &f.source.label;
+        if kind == RunnerKind::Cron {
+            return slots_said(&f.record.slots).map(|s| format!("Measured in the fault lab (`{source}`): {s}."));
+        }
+        let cells: Vec<&RunnerCell> = f.record.runners.iter().filter(|c| c.runner == kind).collect();
+        let find = |recommended: bool, lock: TaskLock| {
+            cells
+                .iter()
+                .find(|c| c.recommended == recommended && c.task_lock == lock)
+        };
+        let short = find(false, TaskLock::None)?;
+        let mut said = vec![format!(
+            "{} {} shorter than a {} s job ran it {} times a trial",
+            short.setting.native(),
+            lockbench_core::format_duration_s(short.setting_s),
+            short.job_s,
+            counts(&short.executions)
+        )];
+        if let Some(c) = find(true, TaskLock::None) {
+            said.push(format!(
+                "at the recommended {} {}",
+                lockbench_core::format_duration_s(c.setting_s),
+                counts(&c.executions)
+            ));
+        }
+        if let Some(c) = find(false, TaskLock::Outlives) {
+            said.push(format!(
+                "with a lock inside the task that outlives the job, the runner started it again all the same and the second start skipped ({} skipped)",
+                counts(&c.skipped)
+            ));
+        }
+        if let Some(c) = find(false, TaskLock::Shorter) {
+            said.push(format!(
+                "with a lock whose lease runs out before the second start, both ran ({} times)",
+                counts(&c.executions)
+            ));
+        }
+        Some(format!(
+            "Measured in the fault lab (`{source}`, {}, two workers, `faults --scenario runner`): {}.",
+            short.library,
+            said.join("; ")
+        ))
+    })
+}
+
+/// The slot cells in one sentence: the runs of each slot by remedy.
+fn slots_said(cells: &[SlotCell]) -> Option<String> {
+    let skewed: Vec<&SlotCell> = cells.iter().filter(|c| c.skew_s > 0.0).collect();
+    let first = skewed.first()?;
+    let each: Vec<String> = skewed
+        .iter()
+        .map(|c| {
+            let what = match c.remedy {
+                SlotRemedy::Plain => "the lock alone".to_string(),
+                SlotRemedy::Hold => format!("a hold of {} s", c.hold_s.unwrap_or_default()),
+                SlotRemedy::DbClock => "the database's clock".to_string(),
+                SlotRemedy::Completion => "a completion record".to_string(),
+            };
+            format!("{what} {}", counts(&c.runs))
+        })
+        .collect();
+    Some(format!(
+        "two scheduler nodes {} s apart fired the same slots of a {} s job; runs of each slot with {}",
+        first.skew_s,
+        first.job_s,
+        each.join(", ")
+    ))
 }
 
 fn rows(r: &TtlRecommendation, p: &RunnerPricing) -> Vec<Vec<String>> {
