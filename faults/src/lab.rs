@@ -658,6 +658,9 @@ impl FaultLab {
             let _ = tokio::time::timeout(bound, client.purge_namespace()).await;
             let _ = tokio::time::timeout(bound, client.close()).await;
         }
+        // pg-boss's own schema, where a runner cell was stopped before it dropped it.
+        let boss = crate::runners::boss_schema(&self.resource_schema());
+        let _ = self.resource.drop_other_schema(&boss).await;
         let dropped = self.resource.drop_schema().await;
         self.resource.close().await;
         // The private directories go when their servers are dropped; the shim's with the lab.
@@ -744,7 +747,7 @@ fn cell_hash(label: &str, backend: &str) -> u64 {
 }
 
 /// A directory the lab wrote, removed when dropped (at the end, after an error, on Ctrl-C).
-struct OwnedDir(PathBuf);
+pub(crate) struct OwnedDir(pub(crate) PathBuf);
 
 impl Drop for OwnedDir {
     fn drop(&mut self) {

@@ -355,7 +355,6 @@ pub(crate) fn last_line(path: &Path) -> String {
 /// A worker of a trial: killed by pid when dropped.
 pub(crate) struct RunnerWorker {
     child: Child,
-    stderr: PathBuf,
 }
 
 impl RunnerWorker {
@@ -396,7 +395,7 @@ impl RunnerWorker {
         }
         // The rest of its stdout is read and dropped, so that it never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Ok(RunnerWorker { child, stderr })
+        Ok(RunnerWorker { child })
     }
 
     /// Waits up to `bound` for it to exit by itself; false when it had not (it is then killed).
@@ -423,8 +422,12 @@ impl RunnerWorker {
         {
             let _ = self.child.kill().await;
         }
-        let _ = &self.stderr;
     }
+}
+
+/// pg-boss's own schema in a run whose resource schema is `schema`.
+pub(crate) fn boss_schema(schema: &str) -> String {
+    format!("{schema}_boss")
 }
 
 /// Where the runner and slot cells run: their brokers and the resource.
@@ -449,10 +452,9 @@ pub async fn run_cell(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(RunnerCell, Vec<RunnerTrialRow>), FaultError> {
     let program = RunnerProgram::find(plan.runner)?;
-    let dir = crate::server::private_dir("runner")?;
-    let result = run_trials(plan, trials, stage, resource, progress, &program, &dir).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    let rows = result?;
+    // Removed when dropped: at the cell's end, and when a stopped run drops the cell.
+    let dir = crate::lab::OwnedDir(crate::server::private_dir("runner")?);
+    let rows = run_trials(plan, trials, stage, resource, progress, &program, &dir.0).await?;
     let (setting, value) = plan.setting();
     let mut seconds: Vec<f64> = rows.iter().filter_map(|r| r.second_start_s).collect();
     seconds.sort_by(f64::total_cmp);
@@ -510,7 +512,7 @@ async fn run_trials(
             )
         }
     };
-    let boss = format!("{}_boss", stage.schema);
+    let boss = boss_schema(stage.schema);
     if plan.runner == RunnerKind::PgBoss {
         crate::register::record(crate::register::Leftover::Schema {
             url: stage.resource_url.to_string(),
@@ -596,7 +598,8 @@ async fn one_trial(
     }
     // The job runs twice or ends once within the setting, the runner's sweep and the job.
     let (_, value) = plan.setting();
-    let deadline = Instant::now() + JOB * 2 + value.min(JOB * 4) + Duration::from_secs(10);
+    let bound = JOB * 2 + value.min(JOB * 4) + Duration::from_secs(10);
+    let deadline = Instant::now() + bound;
     let mut stopped = false;
     loop {
         let log = resource.trial_log(trial).await?;
@@ -630,7 +633,7 @@ async fn one_trial(
             return Err(FaultError::Runner(format!(
                 "{}: {trial}: {grants} executions started, {ends} ended within {:?} ({})",
                 program.library,
-                JOB * 2 + value.min(JOB * 4) + Duration::from_secs(10),
+                bound,
                 said.join("; ")
             )));
         }

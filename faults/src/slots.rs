@@ -109,10 +109,10 @@ pub async fn run_cell(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<SlotCell, FaultError> {
     let program = RunnerProgram::find(RunnerKind::Cron)?;
-    let dir = crate::server::private_dir("slot")?;
-    let result = run_slots(plan, slots.max(3), stage, resource, &program, &dir).await;
-    let _ = std::fs::remove_dir_all(&dir);
-    let (runs, skipped, seconds) = result?;
+    // Removed when dropped: at the cell's end, and when a stopped run drops the cell.
+    let dir = crate::lab::OwnedDir(crate::server::private_dir("slot")?);
+    let (runs, skipped, seconds) =
+        run_slots(plan, slots.max(3), stage, resource, &program, &dir.0).await?;
     progress(&plan.label());
     let mut seconds = seconds;
     seconds.sort_by(f64::total_cmp);
