@@ -18,6 +18,7 @@ use crate::fault::Fault;
 use crate::matrix::{aggregate, event_rows, trial_row};
 use crate::resource::{Resource, schema_name};
 use crate::scenario::{Design, Variant};
+use crate::server::OwnedDir;
 use crate::stage::{Need, Partition, Stage, StageSetup};
 use crate::trial::TrialContext;
 
@@ -744,15 +745,6 @@ fn cell_hash(label: &str, backend: &str) -> u64 {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     hash
-}
-
-/// A directory the lab wrote, removed when dropped (at the end, after an error, on Ctrl-C).
-pub(crate) struct OwnedDir(pub(crate) PathBuf);
-
-impl Drop for OwnedDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// What `program`'s library declares, asked once before a cell's trials (an adapter that cannot

@@ -453,7 +453,7 @@ pub async fn run_cell(
 ) -> Result<(RunnerCell, Vec<RunnerTrialRow>), FaultError> {
     let program = RunnerProgram::find(plan.runner)?;
     // Removed when dropped: at the cell's end, and when a stopped run drops the cell.
-    let dir = crate::lab::OwnedDir(crate::server::private_dir("runner")?);
+    let dir = crate::server::OwnedDir(crate::server::private_dir("runner")?);
     let rows = run_trials(plan, trials, stage, resource, progress, &program, &dir.0).await?;
     let (setting, value) = plan.setting();
     let mut seconds: Vec<f64> = rows.iter().filter_map(|r| r.second_start_s).collect();

@@ -105,6 +105,15 @@ pub(crate) fn private_dir(kind: &str) -> Result<PathBuf, FaultError> {
     Ok(dir)
 }
 
+/// A directory the lab wrote, removed when dropped (at the end, after an error, on Ctrl-C).
+pub(crate) struct OwnedDir(pub(crate) PathBuf);
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Sets the wall-clock shim's offset for the server whose directory is `dir`, written aside and
 /// renamed so that the shim never reads half a number.
 pub(crate) fn write_clock_offset(dir: &Path, ms: i64) -> Result<(), FaultError> {

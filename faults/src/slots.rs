@@ -110,7 +110,7 @@ pub async fn run_cell(
 ) -> Result<SlotCell, FaultError> {
     let program = RunnerProgram::find(RunnerKind::Cron)?;
     // Removed when dropped: at the cell's end, and when a stopped run drops the cell.
-    let dir = crate::lab::OwnedDir(crate::server::private_dir("slot")?);
+    let dir = crate::server::OwnedDir(crate::server::private_dir("slot")?);
     let (runs, skipped, seconds) =
         run_slots(plan, slots.max(3), stage, resource, &program, &dir.0).await?;
     progress(&plan.label());
