@@ -141,6 +141,38 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
         record["runners_not_run"]
     );
 
+    // The stall cells: the first execution stalled for a time drawn from the pause law; the
+    // trials run twice within the range the model allows (the runner looking at once or a
+    // whole check late), and
+    // each outcome as the runner's mechanism says: run twice when the stall outlived the setting
+    // and a whole check, once when it did not outlive the setting.
+    let stalls = record["stalls"]
+        .as_array()
+        .expect("the record has stall cells");
+    assert_eq!(stalls.len(), 3, "{}", record["stalls"]);
+    for c in stalls {
+        let executions: Vec<u64> = c["executions"].as_array().unwrap().iter().map(n).collect();
+        let twice = executions.iter().filter(|e| **e >= 2).count() as u64;
+        let range = &c["expected_twice"];
+        assert_eq!(executions.len(), 20, "{c}");
+        assert!(
+            (n(&range[0])..=n(&range[1])).contains(&twice),
+            "{} ran twice in {twice} of 20 trials, outside the model's range {range}: {c}",
+            c["runner"]
+        );
+        let setting = c["setting_s"].as_f64().unwrap();
+        let check = c["check_s"].as_f64().unwrap();
+        for (stall, executions) in c["stalls_s"].as_array().unwrap().iter().zip(&executions) {
+            let stall = stall.as_f64().unwrap();
+            if stall < setting - 0.1 {
+                assert_eq!(*executions, 1, "a {stall} s stall ran twice: {c}");
+            }
+            if stall > setting + check + 0.3 {
+                assert_eq!(*executions, 2, "a {stall} s stall ran once: {c}");
+            }
+        }
+    }
+
     // The record cites what the lab measured of billing's runner (Celery) beside its pricing.
     let report = dir.path().join("report");
     let sample_ttl = concat!(env!("CARGO_MANIFEST_DIR"), "/results/sample/ttl-billing");
@@ -162,7 +194,8 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
     assert!(
         measured.contains("celery 5.7.0")
             && measured.contains("ran it 2 2 2 times a trial")
-            && measured.contains("the second start skipped (1 1 1 skipped)"),
+            && measured.contains("the second start skipped (1 1 1 skipped)")
+            && measured.contains("of 20 trials ran twice; the model gives"),
         "{measured}"
     );
 
@@ -183,10 +216,11 @@ fn each_runner_runs_a_living_job_twice_under_a_short_setting_and_once_at_the_rec
             "overlap_s",
             "stale_writes",
             "second_start_s",
-            "skipped"
+            "skipped",
+            "stall_s"
         ]
     );
-    assert_eq!(rows.records().count(), 33);
+    assert_eq!(rows.records().count(), 33 + 3 * 20);
 
     // Nothing left: the lab's schemas (pg-boss's own among them), keys and processes, and no
     // runner worker.

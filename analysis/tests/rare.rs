@@ -187,6 +187,16 @@ fn its_interval_covers_the_truth_over_seeds() {
 #[test]
 #[ignore]
 fn figures_over_200_seeds() {
+    // Another 200 seeds with LOCKBENCH_RARE_FIRST_SEED=200, and so on.
+    let first: u64 = std::env::var("LOCKBENCH_RARE_FIRST_SEED")
+        .ok()
+        .map(|s| {
+            s.parse()
+                .expect("LOCKBENCH_RARE_FIRST_SEED: a whole number")
+        })
+        .unwrap_or(0);
+    // One model only with LOCKBENCH_RARE_MODEL=Gamma (a part of its name).
+    let only = std::env::var("LOCKBENCH_RARE_MODEL").unwrap_or_default();
     let gamma = Gamma::new(10.0, 1.0).unwrap();
     let gamma_model = gamma_job();
     let lognormal_model = lognormal_job();
@@ -200,9 +210,12 @@ fn figures_over_200_seeds() {
             ("one lognormal step", lognormal.inverse_cdf(1.0 - p)),
             ("work and a Pareto pause", 10.0 + p.powf(-1.0 / 1.6)),
         ] {
+            if !name.contains(only.as_str()) {
+                continue;
+            }
             let started = std::time::Instant::now();
             let (mut covered, mut errors, mut runs) = (0, Vec::new(), 0);
-            for seed in 0..200 {
+            for seed in first..first + 200 {
                 let o = RareOptions {
                     samples: 5_000,
                     repetitions: 20,

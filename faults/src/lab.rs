@@ -179,6 +179,11 @@ impl FaultLab {
             + self.runner_plans().len() as u64
                 * u64::from(self.options.trials.max(crate::runners::MIN_TRIALS))
             + if self.options.runners {
+                crate::runners::RUNNERS.len() as u64 * u64::from(crate::stalls::TRIALS)
+            } else {
+                0
+            }
+            + if self.options.runners {
                 crate::slots::SlotPlan::all().len() as u64
             } else {
                 0
@@ -240,6 +245,26 @@ impl FaultLab {
                 done
             });
         }
+        // Each runner's stall cell in a lane of its own too: its trials run one after another on
+        // two workers, and its lane is as long as the runner cells'.
+        let mut stall_lanes = Vec::new();
+        for runner in crate::runners::RUNNERS {
+            let mut resource = self.connect_resource().await?;
+            let stage = &stage;
+            stall_lanes.push(async move {
+                let plan = crate::stalls::StallPlan { runner };
+                let stalled = crate::stalls::run_cell(
+                    plan,
+                    self.options.seed,
+                    stage,
+                    &mut resource,
+                    progress,
+                )
+                .await;
+                resource.close().await;
+                (plan, stalled)
+            });
+        }
         let slot_lane = async {
             let mut done = Vec::new();
             let mut resource = self.connect_resource().await?;
@@ -257,16 +282,21 @@ impl FaultLab {
             resource.close().await;
             Ok::<_, FaultError>(done)
         };
-        let (runner_cells, slot_cells) =
-            futures::future::join(futures::future::join_all(lanes), slot_lane).await;
+        let (runner_cells, stall_cells, slot_cells) = futures::future::join3(
+            futures::future::join_all(lanes),
+            futures::future::join_all(stall_lanes),
+            slot_lane,
+        )
+        .await;
+        let mut not_run = |label: String, e: FaultError| {
+            let line = format!("{label}: {e}");
+            note(&format!("{line} (not run)"));
+            out.record.runners_not_run.push(line);
+        };
         for (plan, result) in slot_cells? {
             match result {
                 Ok(cell) => out.record.slots.push(cell),
-                Err(e) => {
-                    let line = format!("{}: {e}", plan.label());
-                    note(&format!("{line} (not run)"));
-                    out.record.runners_not_run.push(line);
-                }
+                Err(e) => not_run(plan.label(), e),
             }
         }
         for (plan, result) in runner_cells.into_iter().flatten() {
@@ -275,11 +305,16 @@ impl FaultLab {
                     out.record.runners.push(cell);
                     out.runner_trials.extend(rows);
                 }
-                Err(e) => {
-                    let line = format!("{}: {e}", plan.label());
-                    note(&format!("{line} (not run)"));
-                    out.record.runners_not_run.push(line);
+                Err(e) => not_run(plan.label(), e),
+            }
+        }
+        for (plan, result) in stall_cells {
+            match result {
+                Ok((cell, rows)) => {
+                    out.record.stalls.push(cell);
+                    out.runner_trials.extend(rows);
                 }
+                Err(e) => not_run(plan.label(), e),
             }
         }
         Ok(())
@@ -308,6 +343,7 @@ impl FaultLab {
                 skipped: Vec::new(),
                 runners: Vec::new(),
                 slots: Vec::new(),
+                stalls: Vec::new(),
                 runners_not_run: Vec::new(),
             },
             trials: Vec::new(),
@@ -659,9 +695,11 @@ impl FaultLab {
             let _ = tokio::time::timeout(bound, client.purge_namespace()).await;
             let _ = tokio::time::timeout(bound, client.close()).await;
         }
-        // pg-boss's own schema, where a runner cell was stopped before it dropped it.
-        let boss = crate::runners::boss_schema(&self.resource_schema());
-        let _ = self.resource.drop_other_schema(&boss).await;
+        // pg-boss's own schemas, where a runner or stall cell was stopped before it dropped its.
+        for lane in crate::runners::BOSS_LANES {
+            let boss = crate::runners::boss_schema(&self.resource_schema(), lane);
+            let _ = self.resource.drop_other_schema(&boss).await;
+        }
         let dropped = self.resource.drop_schema().await;
         self.resource.close().await;
         // The private directories go when their servers are dropped; the shim's with the lab.

@@ -36,6 +36,7 @@ mod sentinel;
 mod server;
 pub mod slots;
 mod stage;
+pub mod stalls;
 mod trial;
 mod worker;
 mod zookeeper;

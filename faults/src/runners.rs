@@ -120,11 +120,7 @@ impl RunnerPlan {
     /// of [`JOB`] (`analysis::runner`): a fixed lease at runtime x [`SAFETY_FACTOR`]; a renewed
     /// lock lengthened by half (whole seconds) until the longest stall is shorter than it.
     pub fn setting(self) -> (RunnerSetting, Duration) {
-        let setting = match self.runner {
-            RunnerKind::Bullmq => RunnerSetting::LockDuration,
-            RunnerKind::Celery => RunnerSetting::VisibilityTimeout,
-            _ => RunnerSetting::ExpireIn,
-        };
+        let setting = lease_setting(self.runner);
         if !self.recommended {
             return (setting, self.short());
         }
@@ -205,35 +201,49 @@ impl RunnerPlan {
     }
 
     /// The environment of its scripts.
-    fn env(
-        self,
-        broker: &str,
-        resource_url: &str,
-        schema: &str,
-        boss: &str,
-    ) -> Vec<(String, String)> {
-        let (setting, value) = self.setting();
-        let seconds = format!("{}", value.as_secs_f64());
-        let mut env = vec![
-            ("LB_BROKER".to_string(), broker.to_string()),
-            ("LB_RESOURCE".to_string(), resource_url.to_string()),
-            ("LB_SCHEMA".to_string(), schema.to_string()),
-            ("LB_TASK_LOCK".to_string(), self.task_lock_env()),
-        ];
-        let named = match setting {
-            RunnerSetting::LockDuration => {
-                env.push(("LB_STALLED_INTERVAL".to_string(), "1".to_string()));
-                "LB_LOCK_DURATION"
-            }
-            RunnerSetting::VisibilityTimeout => "LB_VISIBILITY_TIMEOUT",
-            _ => {
-                env.push(("LB_BOSS_SCHEMA".to_string(), boss.to_string()));
-                "LB_EXPIRE_IN"
-            }
-        };
-        env.push((named.to_string(), seconds));
+    fn env(self, broker: &Broker, stage: &RunnerStage<'_>) -> Vec<(String, String)> {
+        let mut env = runner_env(self.runner, self.setting().1, broker, stage);
+        env.push(("LB_TASK_LOCK".to_string(), self.task_lock_env()));
         env
     }
+}
+
+/// The setting of `runner` that acts as a lease.
+pub(crate) fn lease_setting(runner: RunnerKind) -> RunnerSetting {
+    match runner {
+        RunnerKind::Bullmq => RunnerSetting::LockDuration,
+        RunnerKind::Celery => RunnerSetting::VisibilityTimeout,
+        _ => RunnerSetting::ExpireIn,
+    }
+}
+
+/// The environment every runner script reads: its broker, the protected resource, and the
+/// runner's lease setting at `value` (BullMQ's stalled-job check every second, as Celery's sweep
+/// and pg-boss's maintenance are in their scripts).
+pub(crate) fn runner_env(
+    runner: RunnerKind,
+    value: Duration,
+    broker: &Broker,
+    stage: &RunnerStage<'_>,
+) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("LB_BROKER".to_string(), broker.url.clone()),
+        ("LB_RESOURCE".to_string(), stage.resource_url.to_string()),
+        ("LB_SCHEMA".to_string(), stage.schema.to_string()),
+    ];
+    let named = match lease_setting(runner) {
+        RunnerSetting::LockDuration => {
+            env.push(("LB_STALLED_INTERVAL".to_string(), "1".to_string()));
+            "LB_LOCK_DURATION"
+        }
+        RunnerSetting::VisibilityTimeout => "LB_VISIBILITY_TIMEOUT",
+        _ => {
+            env.push(("LB_BOSS_SCHEMA".to_string(), broker.boss.clone()));
+            "LB_EXPIRE_IN"
+        }
+    };
+    env.push((named.to_string(), format!("{}", value.as_secs_f64())));
+    env
 }
 
 /// One trial's figures, from the resource's log.
@@ -408,7 +418,7 @@ impl RunnerWorker {
     }
 
     /// Asks it to stop (SIGTERM: the runner's own shutdown), and kills it after `bound`.
-    async fn stop(mut self, bound: Duration) {
+    pub(crate) async fn stop(mut self, bound: Duration) {
         if let Some(pid) = self
             .child
             .id()
@@ -425,9 +435,14 @@ impl RunnerWorker {
     }
 }
 
-/// pg-boss's own schema in a run whose resource schema is `schema`.
-pub(crate) fn boss_schema(schema: &str) -> String {
-    format!("{schema}_boss")
+/// The lanes that run pg-boss at once, each on a schema of its own: the runner cells' and the
+/// stall cell's.
+pub(crate) const BOSS_LANES: [&str; 2] = ["boss", "boss_stall"];
+
+/// pg-boss's own schema for `lane` (of [`BOSS_LANES`]) in a run whose resource schema is
+/// `schema`.
+pub(crate) fn boss_schema(schema: &str, lane: &str) -> String {
+    format!("{schema}_{lane}")
 }
 
 /// Where the runner and slot cells run: their brokers and the resource.
@@ -480,6 +495,74 @@ pub async fn run_cell(
     Ok((cell, rows))
 }
 
+/// A runner's broker for one cell: a private redis-server (BullMQ, Celery), or for pg-boss a
+/// schema of its own in the resource's Postgres (registered as a leftover, dropped by
+/// [`Broker::close`]).
+pub(crate) struct Broker {
+    redis: Option<PrivateRedis>,
+    /// Its URL, as the scripts take it.
+    pub(crate) url: String,
+    /// pg-boss's schema.
+    pub(crate) boss: String,
+}
+
+impl Broker {
+    /// `lane` names pg-boss's schema (of [`BOSS_LANES`]).
+    pub(crate) async fn start(
+        runner: RunnerKind,
+        stage: &RunnerStage<'_>,
+        lane: &str,
+    ) -> Result<Broker, FaultError> {
+        let boss = boss_schema(stage.schema, lane);
+        if runner == RunnerKind::PgBoss {
+            crate::register::record(crate::register::Leftover::Schema {
+                url: stage.resource_url.to_string(),
+                schema: boss.clone(),
+            });
+            return Ok(Broker {
+                redis: None,
+                url: stage.resource_url.to_string(),
+                boss,
+            });
+        }
+        let binary = stage.redis_server.ok_or_else(|| {
+            FaultError::Server(
+                "needs redis-server on PATH for a private server (scripts/services.sh up installs it)"
+                    .to_string(),
+            )
+        })?;
+        let redis = PrivateRedis::start(
+            binary,
+            Persistence::None,
+            None,
+            std::net::Ipv4Addr::LOCALHOST,
+        )
+        .await?;
+        Ok(Broker {
+            url: format!("{}/0", redis.url()),
+            redis: Some(redis),
+            boss,
+        })
+    }
+
+    /// Empties a Redis broker: no message, delivery or lock of a trial is left for the next,
+    /// and Celery's redeliveries stop with its keys.
+    pub(crate) async fn empty(&self) -> Result<(), FaultError> {
+        if let Some(redis) = &self.redis {
+            redis.command(&["FLUSHALL"]).await?;
+        }
+        Ok(())
+    }
+
+    /// Drops pg-boss's schema (a Redis broker stops when dropped).
+    pub(crate) async fn close(self, resource: &mut Resource) -> Result<(), FaultError> {
+        if self.redis.is_none() {
+            resource.drop_other_schema(&self.boss).await?;
+        }
+        Ok(())
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn run_trials(
     plan: RunnerPlan,
@@ -490,45 +573,18 @@ async fn run_trials(
     program: &RunnerProgram,
     dir: &Path,
 ) -> Result<Vec<RunnerTrialRow>, FaultError> {
-    // Celery and BullMQ on a private redis-server; pg-boss in a schema of its own on the
-    // resource's Postgres, dropped after the cell.
-    let redis = match plan.runner {
-        RunnerKind::PgBoss => None,
-        _ => {
-            let binary = stage.redis_server.ok_or_else(|| {
-                FaultError::Server(
-                    "needs redis-server on PATH for a private server (scripts/services.sh up installs it)"
-                        .to_string(),
-                )
-            })?;
-            Some(
-                PrivateRedis::start(
-                    binary,
-                    Persistence::None,
-                    None,
-                    std::net::Ipv4Addr::LOCALHOST,
-                )
-                .await?,
-            )
-        }
-    };
-    let boss = boss_schema(stage.schema);
-    if plan.runner == RunnerKind::PgBoss {
-        crate::register::record(crate::register::Leftover::Schema {
-            url: stage.resource_url.to_string(),
-            schema: boss.clone(),
-        });
-    }
-    let broker = redis.as_ref().map_or_else(
-        || stage.resource_url.to_string(),
-        |r| format!("{}/0", r.url()),
-    );
-    let env = plan.env(&broker, stage.resource_url, stage.schema, &boss);
+    let broker = Broker::start(plan.runner, stage, BOSS_LANES[0]).await?;
+    let env = plan.env(&broker, stage);
     let mut rows = Vec::new();
     let mut failure = None;
     for trial in 0..trials.max(MIN_TRIALS) {
         let name = format!("{}#{trial}", plan.label());
-        match one_trial(plan, &name, program, &env, dir, redis.as_ref(), resource).await {
+        let job = Job {
+            trial: &name,
+            seconds: JOB.as_secs_f64(),
+            bound: JOB * 2 + plan.setting().1.min(JOB * 4) + Duration::from_secs(10),
+        };
+        match one_trial(&job, program, &env, dir, &broker, resource).await {
             Ok(figures) => rows.push(RunnerTrialRow {
                 runner: plan.runner,
                 setting: plan.setting().0,
@@ -541,6 +597,7 @@ async fn run_trials(
                 stale_writes: figures.stale_writes,
                 second_start_s: figures.second_start_s,
                 skipped: figures.skipped,
+                stall_s: None,
             }),
             Err(e) => {
                 failure = Some(e);
@@ -549,38 +606,70 @@ async fn run_trials(
         }
         progress(&plan.label());
     }
-    if plan.runner == RunnerKind::PgBoss {
-        resource.drop_other_schema(&boss).await?;
-    }
+    broker.close(resource).await?;
     match failure {
         Some(e) => Err(e),
         None => Ok(rows),
     }
 }
 
+/// The one job of a trial.
+pub(crate) struct Job<'a> {
+    /// The trial's name in the resource's log.
+    pub(crate) trial: &'a str,
+    /// How long its first execution runs, in seconds.
+    pub(crate) seconds: f64,
+    /// How long the trial may take before it is an error.
+    pub(crate) bound: Duration,
+}
+
 /// One trial: two workers started, one job sent, the runner stopped from going on once the job
 /// has run twice or ended once, every execution waited for, the workers stopped.
-async fn one_trial(
-    plan: RunnerPlan,
-    trial: &str,
+pub(crate) async fn one_trial(
+    job: &Job<'_>,
     program: &RunnerProgram,
     env: &[(String, String)],
     dir: &Path,
-    redis: Option<&PrivateRedis>,
+    broker: &Broker,
     resource: &mut Resource,
 ) -> Result<RunnerTrial, FaultError> {
-    if let Some(redis) = redis {
-        redis.command(&["FLUSHALL"]).await?;
+    broker.empty().await?;
+    let workers = start_pair(program, env, dir).await?;
+    let figures = send_and_count(job, program, env, dir, Some(broker), resource).await;
+    for w in workers {
+        w.stop(Duration::from_secs(5)).await;
     }
+    figures
+}
+
+/// Two workers, `a` and `b`, started at once; each has said it consumes.
+pub(crate) async fn start_pair(
+    program: &RunnerProgram,
+    env: &[(String, String)],
+    dir: &Path,
+) -> Result<[RunnerWorker; 2], FaultError> {
     let (a, b) = tokio::join!(
         RunnerWorker::start(program, "a", env, dir),
         RunnerWorker::start(program, "b", env, dir)
     );
-    let workers = [a?, b?];
+    Ok([a?, b?])
+}
+
+/// Sends the trial's one job to the running workers and waits for every execution of it to end;
+/// with `stop`, the broker is emptied once it has run twice or ended once (Celery's
+/// redeliveries go on every timeout for as long as an execution runs).
+pub(crate) async fn send_and_count(
+    job: &Job<'_>,
+    program: &RunnerProgram,
+    env: &[(String, String)],
+    dir: &Path,
+    stop: Option<&Broker>,
+    resource: &mut Resource,
+) -> Result<RunnerTrial, FaultError> {
     let stderr = dir.join("enqueue.stderr");
-    let seconds = format!("{}", JOB.as_secs_f64());
+    let seconds = format!("{}", job.seconds);
     let sent = program
-        .command(&["enqueue", trial, &seconds], env, &stderr)?
+        .command(&["enqueue", job.trial, &seconds], env, &stderr)?
         .output();
     let sent = tokio::time::timeout(READY, sent)
         .await
@@ -596,19 +685,16 @@ async fn one_trial(
             last_line(&stderr)
         )));
     }
-    // The job runs twice or ends once within the setting, the runner's sweep and the job.
-    let (_, value) = plan.setting();
-    let bound = JOB * 2 + value.min(JOB * 4) + Duration::from_secs(10);
-    let deadline = Instant::now() + bound;
-    let mut stopped = false;
+    let trial = job.trial;
+    let deadline = Instant::now() + job.bound;
+    let mut stopped = stop.is_none();
     loop {
         let log = resource.trial_log(trial).await?;
         let grants = log.iter().filter(|e| e.event == Event::Grant).count();
         let ends = log.iter().filter(|e| e.event == Event::End).count();
         if !stopped && (grants >= 2 || ends >= 1) {
-            // Enough seen: Celery's redeliveries stop with its broker's keys.
-            if let Some(redis) = redis {
-                redis.command(&["FLUSHALL"]).await?;
+            if let Some(broker) = stop {
+                broker.empty().await?;
             }
             stopped = true;
         }
@@ -619,9 +705,6 @@ async fn one_trial(
             let grants = log.iter().filter(|e| e.event == Event::Grant).count();
             let ends = log.iter().filter(|e| e.event == Event::End).count();
             if ends >= grants {
-                for w in workers {
-                    w.stop(Duration::from_secs(5)).await;
-                }
                 return Ok(trial_figures(&log));
             }
         }
@@ -633,7 +716,7 @@ async fn one_trial(
             return Err(FaultError::Runner(format!(
                 "{}: {trial}: {grants} executions started, {ends} ended within {:?} ({})",
                 program.library,
-                bound,
+                job.bound,
                 said.join("; ")
             )));
         }

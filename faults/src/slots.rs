@@ -28,8 +28,9 @@ pub const JOB: Duration = Duration::from_millis(500);
 pub const PERIOD: Duration = Duration::from_secs(5);
 /// ShedLock's `lockAtMostFor`: the lock's lease while the job runs.
 const AT_MOST: Duration = Duration::from_secs(4);
-/// From the cell's start to its first slot: time for both nodes to start.
-const LEAD: Duration = Duration::from_secs(2);
+/// From the cell's start to its first slot: time for both nodes to start (each takes about a
+/// second to import its libraries on a loaded machine).
+const LEAD: Duration = Duration::from_secs(3);
 
 /// One slot cell: the skew and the remedy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +168,7 @@ async fn run_slots(
         .unwrap_or_default();
     let first = (now + LEAD).as_secs_f64();
     let label = plan.label();
-    let mut env: Vec<(String, String)> = [
+    let env: Vec<(String, String)> = [
         ("LB_BROKER", format!("{}/0", redis.url())),
         ("LB_RESOURCE", stage.resource_url.to_string()),
         ("LB_SCHEMA", stage.schema.to_string()),
@@ -187,14 +188,36 @@ async fn run_slots(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
-    let first_node = RunnerWorker::start(program, "a", &env, dir).await?;
-    // The second node: its wall clock behind by the skew.
-    env.push(("LD_PRELOAD".to_string(), shim.display().to_string()));
-    env.push((
-        "LOCKBENCH_WALLCLOCK_FILE".to_string(),
-        dir.join(CLOCK_FILE).display().to_string(),
-    ));
-    let second_node = RunnerWorker::start(program, "b", &env, dir).await?;
+    // The second node: its wall clock behind by the skew. Both start at once, so that both are
+    // up before the first slot on a loaded machine (a node late for the control's first slot
+    // ran it again after the other had ended, with the stall cells beside it).
+    let skewed: Vec<(String, String)> = env
+        .iter()
+        .cloned()
+        .chain([
+            ("LD_PRELOAD".to_string(), shim.display().to_string()),
+            (
+                "LOCKBENCH_WALLCLOCK_FILE".to_string(),
+                dir.join(CLOCK_FILE).display().to_string(),
+            ),
+        ])
+        .collect();
+    let (first_node, second_node) = tokio::join!(
+        RunnerWorker::start(program, "a", &env, dir),
+        RunnerWorker::start(program, "b", &skewed, dir)
+    );
+    let (first_node, second_node) = (first_node?, second_node?);
+    let late = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+        - first;
+    if late > -0.2 {
+        return Err(FaultError::Runner(format!(
+            "{label}: the nodes were up {late:.2} s after the first slot's time less 0.2 s (the machine is too loaded for a slot {} s ahead)",
+            LEAD.as_secs_f64()
+        )));
+    }
     let bound = LEAD + PERIOD * slots + plan.skew + JOB + Duration::from_secs(15);
     let (a, b) = tokio::join!(first_node.exited(bound), second_node.exited(bound));
     if !(a && b) {

@@ -92,6 +92,53 @@ fn runner_table(r: &FaultsRecord) -> String {
             &injected,
         ));
     }
+    if !r.stalls.is_empty() {
+        let header = [
+            "stall cell",
+            "library",
+            "trials",
+            "run twice",
+            "model: stall > setting",
+            "a check late",
+            "95 % range",
+            "against the mechanism",
+            "verdict",
+        ];
+        let rows: Vec<Vec<String>> = r
+            .stalls
+            .iter()
+            .map(|c| {
+                let (low, high) = c.expected_twice;
+                vec![
+                    c.label(),
+                    c.library.clone(),
+                    c.trials.to_string(),
+                    c.twice().to_string(),
+                    format!("{:.3}", c.model_p),
+                    format!("{:.3}", c.model_late_p),
+                    format!("{low}-{high}"),
+                    against_the_mechanism(c).to_string(),
+                    if c.as_predicted() {
+                        "within".to_string()
+                    } else {
+                        "OUTSIDE".to_string()
+                    },
+                ]
+            })
+            .collect();
+        let injected: Vec<(String, &str)> = r
+            .stalls
+            .iter()
+            .map(|c| (c.label(), c.injected.as_str()))
+            .collect();
+        out.push('\n');
+        out.push_str(&cells_table(
+            "stall cells: the first execution stalled for a time drawn from a pause law; trials the real runner ran twice, beside the model's chance (ttl's, the runner looking at once; and the runner looking a whole check late) and the range of trials the two allow 95 % of the time; against the mechanism: a stall shorter than the setting run twice, or one past the setting and a whole check run once",
+            &header,
+            &rows,
+            &injected,
+        ));
+    }
     if !r.slots.is_empty() {
         let header = [
             "slot cell",
@@ -146,6 +193,18 @@ fn runner_table(r: &FaultsRecord) -> String {
         }
     }
     out
+}
+
+/// Trials of a stall cell whose outcome the runner's mechanism does not explain: a stall
+/// shorter than the setting run twice, or one longer than the setting and a whole check once.
+fn against_the_mechanism(c: &lockbench_core::records::faults::RunnerStallCell) -> usize {
+    c.stalls_s
+        .iter()
+        .zip(&c.executions)
+        .filter(|(stall, n)| {
+            (**stall < c.setting_s && **n >= 2) || (**stall > c.setting_s + c.check_s && **n < 2)
+        })
+        .count()
 }
 
 /// Counts, one per trial or slot: `2 2 2`.

@@ -7,7 +7,7 @@
 //
 // The lab passes its settings in the environment: LB_BROKER (its private redis-server),
 // LB_RESOURCE and LB_SCHEMA (the protected resource), LB_LOCK_DURATION and LB_STALLED_INTERVAL
-// (seconds). A worker renews its job's lock from its event loop every lockDuration / 2; a stretch
+// (seconds), and for the stall cells LB_AGAIN_SECONDS (runner_job.js). A worker renews its job's lock from its event loop every lockDuration / 2; a stretch
 // longer than lockDuration lets another worker's stalled-job check move the job back to wait, and
 // that worker runs it (at most maxStalledCount times, 1 by default).
 "use strict";

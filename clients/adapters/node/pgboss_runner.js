@@ -6,7 +6,7 @@
 //
 // The lab passes its settings in the environment: LB_BROKER (a Postgres URL), LB_BOSS_SCHEMA
 // (pg-boss's own schema, one per run), LB_RESOURCE and LB_SCHEMA (the protected resource),
-// LB_EXPIRE_IN (seconds). A job active past expireInSeconds is failed by pg-boss's maintenance
+// LB_EXPIRE_IN (seconds), and for the stall cells LB_AGAIN_SECONDS (runner_job.js). A job active past expireInSeconds is failed by pg-boss's maintenance
 // and retried (retryLimit) while its first run goes on (pg-boss #436). Maintenance runs every
 // 120 s by default; the lab runs it every second, so that a trial lasts seconds.
 "use strict";

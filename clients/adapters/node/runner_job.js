@@ -45,6 +45,15 @@ class Resource {
     await this.client.connect();
   }
 
+  // True when an execution of this trial has started before (the log has its grant).
+  async startedBefore() {
+    const { rows } = await this.client.query(
+      `SELECT EXISTS (SELECT 1 FROM ${this.table} WHERE trial = $1 AND event = 'grant') AS yes`,
+      [this.trial],
+    );
+    return rows[0].yes;
+  }
+
   async log(event, detail = "") {
     const t = process.hrtime.bigint().toString();
     await this.client.query(
@@ -96,6 +105,8 @@ async function taskLock(resource, trial) {
 // Runs one execution of `trial` as `worker`'s next: `busy` holds the event loop for `seconds`
 // (a CPU-bound stretch: nothing else of the process runs, its lock renewals included), otherwise
 // it sleeps, writing every half second. With a task lock another execution holds, it skips.
+// With LB_AGAIN_SECONDS set (the stall cells), `seconds` is the first execution's stall and an
+// execution that finds the trial started before runs LB_AGAIN_SECONDS instead.
 async function execute(worker, trial, secondsLong, busy) {
   executions += 1;
   const resource = new Resource(trial, `${worker}#${executions}`);
@@ -106,6 +117,8 @@ async function execute(worker, trial, secondsLong, busy) {
       await resource.log("skipped", "the task's lock is held");
       return;
     }
+    const again = process.env.LB_AGAIN_SECONDS || "";
+    if (again !== "" && (await resource.startedBefore())) secondsLong = Number(again);
     await resource.log("grant");
     const end = Date.now() + secondsLong * 1000;
     if (busy) {

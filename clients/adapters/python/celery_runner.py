@@ -7,7 +7,8 @@
 
 The lab passes its settings in the environment: LB_BROKER (the lab's private redis-server),
 LB_RESOURCE and LB_SCHEMA (the protected resource's Postgres and the run's schema), and
-LB_VISIBILITY_TIMEOUT (seconds). The task is acknowledged late (`acks_late`), as the jobs that must
+LB_VISIBILITY_TIMEOUT (seconds), and for the stall cells LB_AGAIN_SECONDS (the task's first
+execution runs SECONDS, a later one LB_AGAIN_SECONDS). The task is acknowledged late (`acks_late`), as the jobs that must
 not be lost are, so a task that outlives the broker's visibility_timeout is delivered again while
 the first worker still runs it (celery #5935, kombu #337).
 
@@ -60,6 +61,15 @@ class Resource:
         self.table = os.environ["LB_SCHEMA"] + ".log"
         self.trial = trial
         self.worker = worker
+
+    def started_before(self):
+        """True when an execution of this trial has started before (the log has its grant)."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                f"SELECT EXISTS (SELECT 1 FROM {self.table} WHERE trial = %s AND event = 'grant')",
+                (self.trial,),
+            )
+            return cur.fetchone()[0]
 
     def log(self, event, detail=""):
         with self.conn.cursor() as cur:
@@ -124,6 +134,11 @@ def job(trial, seconds):
         if release is None:
             resource.log("skipped", "the task's lock is held")
             return
+        # The stall cells: `seconds` is the first execution's stall; a later one runs
+        # LB_AGAIN_SECONDS.
+        again = os.environ.get("LB_AGAIN_SECONDS", "")
+        if again and resource.started_before():
+            seconds = float(again)
         resource.log("grant")
         end = time.monotonic() + seconds
         while time.monotonic() < end:

@@ -44,6 +44,10 @@ pub struct FaultsRecord {
     /// the other's, firing the same slots.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slots: Vec<SlotCell>,
+    /// The stall cells (`--scenario runner`): each runner's first execution stalled for a time
+    /// drawn from a pause law, the runs twice it caused beside the model's chance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<RunnerStallCell>,
     /// Runner cells that could not run, each `label: why`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runners_not_run: Vec<String>,
@@ -232,6 +236,74 @@ pub struct RunnerTrialRow {
     pub second_start_s: Option<f64>,
     /// Starts that found the task's lock held and did nothing.
     pub skipped: u32,
+    /// The first execution's stall, in seconds, in a stall cell.
+    pub stall_s: Option<f64>,
+}
+
+/// What a stall cell measured: the real runner's workers, trial after trial, the first execution
+/// of each trial's one job stalled for a time drawn from a Pareto pause law, and how often the
+/// runner started it again, beside the chance the model gives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerStallCell {
+    /// The runner.
+    pub runner: RunnerKind,
+    /// Its library and version.
+    pub library: String,
+    /// The setting that acts as a lease.
+    pub setting: RunnerSetting,
+    /// Its value, in seconds.
+    pub setting_s: f64,
+    /// How often the runner looks for a job past its setting in the lab (its stalled-job check,
+    /// sweep or maintenance), in seconds.
+    pub check_s: f64,
+    /// The pause law's scale (its least stall), in seconds.
+    pub law_scale_s: f64,
+    /// Its shape (tail index).
+    pub law_shape: f64,
+    /// Its cap, in seconds.
+    pub law_max_s: f64,
+    /// What the workers ran and what was set, in one sentence.
+    pub injected: String,
+    /// Trials run.
+    pub trials: u32,
+    /// The first execution's stall in each trial, in seconds.
+    pub stalls_s: Vec<f64>,
+    /// Executions of the job in each trial.
+    pub executions: Vec<u32>,
+    /// The model's chance per run as `ttl` prices the setting: the stall outlives it (the
+    /// runner looking the moment it runs out).
+    pub model_p: f64,
+    /// The model's chance when the runner looks a whole check late: the stall outlives the
+    /// setting and `check_s`. The chance in the lab lies between the two, as the phase of the
+    /// runner's check falls.
+    pub model_late_p: f64,
+    /// The range of trials run twice the model allows: the lowest that `model_late_p` gives
+    /// 97.5 % of the time and the highest that `model_p` does (binomial).
+    pub expected_twice: (u32, u32),
+}
+
+impl RunnerStallCell {
+    /// `runner/celery visibility_timeout 2s stalls`.
+    pub fn label(&self) -> String {
+        format!(
+            "runner/{} {} {}s stalls",
+            self.runner.word(),
+            self.setting.field(),
+            self.setting_s
+        )
+    }
+
+    /// Trials in which the job ran more than once.
+    pub fn twice(&self) -> u32 {
+        self.executions.iter().filter(|n| **n >= 2).count() as u32
+    }
+
+    /// True when the trials run twice lie in the model's 95 % range.
+    pub fn as_predicted(&self) -> bool {
+        let (low, high) = self.expected_twice;
+        (low..=high).contains(&self.twice())
+    }
 }
 
 /// What `trials` trials of one (scenario, variant, backend) measured.

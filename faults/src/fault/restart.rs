@@ -31,7 +31,7 @@ impl Fault for Restart {
 
     async fn before(&self, stage: &Stage) -> Result<(), FaultError> {
         match (self.0, stage.servers.first()) {
-            (Variant::RestartPowerLoss, Some(server)) => server.snapshot_aof(),
+            (Variant::RestartPowerLoss, Some(server)) => server.snapshot_aof().await,
             _ => Ok(()),
         }
     }

@@ -87,6 +87,21 @@ fn measured(evidence: &Inputs, kind: RunnerKind) -> Option<String> {
                 counts(&c.executions)
             ));
         }
+        if let Some(c) = f.record.stalls.iter().find(|c| c.runner == kind) {
+            let (low, high) = c.expected_twice;
+            said.push(format!(
+                "with the first execution stalled for a time drawn from a Pareto pause law (at least {} s, tail index {}), {} of {} trials ran twice; the model gives {:.2} a run as priced here (the runner looking at once) and {:.2} with the runner looking a whole {} s check late, {low} to {high} of {} trials 95 % of the time ({})",
+                c.law_scale_s,
+                c.law_shape,
+                c.twice(),
+                c.trials,
+                c.model_p,
+                c.model_late_p,
+                c.check_s,
+                c.trials,
+                if c.as_predicted() { "within" } else { "outside: the model is off here" }
+            ));
+        }
         Some(format!(
             "Measured in the fault lab (`{source}`, {}, two workers, `faults --scenario runner`): {}.",
             short.library,
