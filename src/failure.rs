@@ -154,7 +154,7 @@ mod tests {
         let io = std::io::Error::other("disk full");
         assert_eq!(Failure::from(io).exit, Exit::Failed);
         let unreachable = LockError::Unreachable {
-            backend: "redis",
+            backend: lockbench_locks::BackendKind::Redis,
             url: "redis://127.0.0.1:1".into(),
             reason: "refused".into(),
         };

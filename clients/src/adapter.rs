@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lockbench_core::{BackendKind, FencingSource};
-use lockbench_locks::{BackendConfig, Capabilities, Lease, LockBackend, LockError};
+use lockbench_locks::{BackendConfig, Capabilities, Lease, LockBackend, LockError, Operation};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{Mutex, mpsc};
@@ -24,8 +24,8 @@ const STDERR_TAIL: usize = 20;
 /// Something the library told its user unasked: a lost lock, a suspended session.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
-    /// `lost` or `suspended`.
-    pub kind: String,
+    /// What it told.
+    pub kind: crate::protocol::EventKind,
     /// The key it concerns.
     pub key: String,
     /// The library's words.
@@ -129,7 +129,7 @@ impl AdapterLock {
                 });
             }
         };
-        if description.backend != config.kind.name() {
+        if lockbench_core::BackendKind::parse(&description.backend) != Some(config.kind) {
             return Err(ClientsError::Protocol {
                 adapter: program.name.clone(),
                 what: format!(
@@ -220,9 +220,9 @@ impl AdapterLock {
 
     fn failed(&self, e: ClientsError) -> LockError {
         LockError::Server {
-            backend: self.named,
-            operation: "adapter",
-            message: e.to_string(),
+            backend: self.backend,
+            operation: Operation::Adapter,
+            message: format!("{}: {e}", self.named),
         }
     }
 
@@ -277,7 +277,7 @@ async fn read_stdout(
         };
         match (&line.event, line.id) {
             (Some(kind), _) => events.lock().expect("events lock").push(Event {
-                kind: kind.clone(),
+                kind: *kind,
                 key: line.key.clone().unwrap_or_default(),
                 said: line.said.clone(),
                 t_ns: line.t.unwrap_or(0),
@@ -396,7 +396,15 @@ impl LockBackend for AdapterLock {
             ttl: match (validity, self.backend) {
                 (Some(ms), _) => Duration::from_millis(ms),
                 (None, BackendKind::Zookeeper) => self.session_timeout,
-                (None, _) => ttl,
+                (
+                    None,
+                    BackendKind::Memory
+                    | BackendKind::Redis
+                    | BackendKind::Redlock
+                    | BackendKind::PgSession
+                    | BackendKind::PgXact
+                    | BackendKind::Etcd,
+                ) => ttl,
             },
             acquired_at: Instant::now(),
         }))

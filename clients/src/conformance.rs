@@ -64,9 +64,9 @@ pub async fn check(program: &Program, config: &BackendConfig) -> Result<Conforma
     // A shipped adapter must describe its library as lockbench's decision rules know it.
     if let Some(client) = program.client {
         let d = first.description();
-        let known = d.backend == client.backend().name()
+        let known = lockbench_core::BackendKind::parse(&d.backend) == Some(client.backend())
             && d.fencing == client.gives_fencing_token()
-            && d.library == client.name()
+            && lockbench_core::Client::parse(&d.library) == Some(client)
             && (d.renewal == Renewal::Automatic) == client.renews_itself()
             && d.notifies_loss == client.tells_of_loss();
         checks.push(Check {

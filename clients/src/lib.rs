@@ -13,7 +13,7 @@ pub mod protocol;
 
 pub use adapter::{AdapterLock, Event};
 pub use programs::{Program, installed, program, resolve};
-pub use protocol::{Description, Renewal};
+pub use protocol::{Description, EventKind, Renewal};
 
 use std::path::PathBuf;
 

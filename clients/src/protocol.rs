@@ -99,6 +99,20 @@ pub struct Description {
     pub protocol: u32,
 }
 
+/// What a library told its user unasked, as an event line's `event` says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// The library said the lock is gone.
+    Lost,
+    /// The library is unsure (kazoo's `SUSPENDED`: the connection is down, the session may
+    /// still live).
+    Suspended,
+    /// A word the protocol does not define: kept, so that the line is not taken for noise.
+    #[serde(other)]
+    Other,
+}
+
 /// One line an adapter writes: a reply (it has an `id`) or an event (it has `event`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Line {
@@ -111,9 +125,9 @@ pub struct Line {
     /// The library's failure, in its own words.
     #[serde(default)]
     pub error: Option<String>,
-    /// An event's kind: `lost` (the library said the lock is gone) or `suspended` (it is unsure).
+    /// An event's kind.
     #[serde(default)]
-    pub event: Option<String>,
+    pub event: Option<EventKind>,
     /// The key an event concerns.
     #[serde(default)]
     pub key: Option<String>,

@@ -106,7 +106,11 @@ async fn kazoo_tells_its_user_of_a_session_lost_while_it_was_frozen() {
     rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let lost = loop {
-        if let Some(e) = adapter.events().into_iter().find(|e| e.kind == "lost") {
+        if let Some(e) = adapter
+            .events()
+            .into_iter()
+            .find(|e| e.kind == lockbench_clients::EventKind::Lost)
+        {
             break e;
         }
         assert!(

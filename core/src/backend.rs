@@ -95,6 +95,33 @@ impl BackendKind {
             BackendKind::Zookeeper => FencingSource::NodeSequence,
         }
     }
+
+    /// True for a store whose members elect a leader and keep an acknowledged lock through a
+    /// member's loss (a quorum).
+    pub fn is_consensus(self) -> bool {
+        match self {
+            BackendKind::Etcd | BackendKind::Zookeeper => true,
+            BackendKind::Memory
+            | BackendKind::Redis
+            | BackendKind::Redlock
+            | BackendKind::PgSession
+            | BackendKind::PgXact => false,
+        }
+    }
+
+    /// The name results give it on a private cluster lockbench starts (`bench --topology
+    /// cluster`, the lab's cluster cells), where it has one.
+    pub fn cluster_name(self) -> Option<&'static str> {
+        match self {
+            BackendKind::Etcd => Some(ETCD_CLUSTER),
+            BackendKind::Zookeeper => Some(ZOOKEEPER_CLUSTER),
+            BackendKind::Memory
+            | BackendKind::Redis
+            | BackendKind::Redlock
+            | BackendKind::PgSession
+            | BackendKind::PgXact => None,
+        }
+    }
 }
 
 impl std::fmt::Display for BackendKind {
@@ -142,7 +169,7 @@ impl BackendId {
 
     /// `kind` on a private cluster, where it has one (etcd, ZooKeeper); `None` otherwise.
     pub fn cluster_of(kind: BackendKind) -> Option<Self> {
-        matches!(kind, BackendKind::Etcd | BackendKind::Zookeeper).then_some(BackendId {
+        kind.cluster_name().map(|_| BackendId {
             cluster: true,
             ..BackendId::of(kind)
         })
@@ -152,9 +179,8 @@ impl BackendId {
     pub fn name(self) -> &'static str {
         match (self.kind, self.fair, self.cluster) {
             (BackendKind::Redis, true, _) => REDIS_FAIR,
-            (BackendKind::Etcd, _, true) => ETCD_CLUSTER,
-            (BackendKind::Zookeeper, _, true) => ZOOKEEPER_CLUSTER,
-            (kind, _, _) => kind.name(),
+            (kind, _, true) => kind.cluster_name().unwrap_or(kind.name()),
+            (kind, _, false) => kind.name(),
         }
     }
 
@@ -165,9 +191,13 @@ impl BackendId {
                 fair: true,
                 ..BackendId::of(BackendKind::Redis)
             }),
-            ETCD_CLUSTER => BackendId::cluster_of(BackendKind::Etcd),
-            ZOOKEEPER_CLUSTER => BackendId::cluster_of(BackendKind::Zookeeper),
-            other => BackendKind::parse(other).map(BackendId::of),
+            other => match BackendKind::ALL
+                .into_iter()
+                .find(|k| k.cluster_name() == Some(other))
+            {
+                Some(kind) => BackendId::cluster_of(kind),
+                None => BackendKind::parse(other).map(BackendId::of),
+            },
         }
     }
 

@@ -82,7 +82,11 @@ fn a_fault_run_reads_as_matrix_trials_and_log() {
         } => {
             let per_cell: u32 = record.cells.iter().map(|c| c.trials).sum();
             assert_eq!(trials.len() as u32, per_cell);
-            assert!(events.iter().any(|e| e.event == "grant"));
+            assert!(
+                events
+                    .iter()
+                    .any(|e| e.event == lockbench_core::records::faults::LogEvent::Grant)
+            );
             let again: Vec<FaultEventRow> =
                 from_csv(Path::new("events.csv"), &to_csv(&events)).unwrap();
             assert_eq!(again, events);

@@ -127,15 +127,26 @@ impl Evidence {
 
     /// The cells measured through `client`, in the order the lab ran them.
     pub fn library_cells(&self, client: lockbench_core::Client) -> Vec<&FaultCell> {
-        self.library_cells_named(client.name())
+        match client {
+            lockbench_core::Client::Own(own) => self.library_cells_named(&own.name),
+            shipped => self
+                .library_cells
+                .iter()
+                .filter(|c| c.client.as_ref().is_some_and(|u| u.name == shipped))
+                .collect(),
+        }
     }
 
-    /// The cells measured through the library results name `name` (a user's own adapter is
-    /// named by its file).
+    /// The cells measured through the user's own adapter named `name` (by its file: an own
+    /// adapter has no other identity).
     pub fn library_cells_named(&self, name: &str) -> Vec<&FaultCell> {
         self.library_cells
             .iter()
-            .filter(|c| c.client.as_ref().is_some_and(|u| u.name.name() == name))
+            .filter(|c| {
+                c.client.as_ref().is_some_and(
+                    |u| matches!(u.name, lockbench_core::Client::Own(own) if own.name == name),
+                )
+            })
             .collect()
     }
 

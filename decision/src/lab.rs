@@ -163,8 +163,11 @@ pub fn designed(backend: BackendKind, skip_policy: bool) -> Vec<Mitigation> {
 /// sequence is WAL-logged). Redis replication is asynchronous and each Redlock node is
 /// independent: neither is.
 pub fn linearizable(backend: BackendKind) -> bool {
-    matches!(
-        backend,
-        BackendKind::PgSession | BackendKind::PgXact | BackendKind::Etcd | BackendKind::Zookeeper
-    )
+    match backend {
+        BackendKind::PgSession
+        | BackendKind::PgXact
+        | BackendKind::Etcd
+        | BackendKind::Zookeeper => true,
+        BackendKind::Redis | BackendKind::Redlock | BackendKind::Memory => false,
+    }
 }

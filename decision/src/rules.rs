@@ -12,16 +12,26 @@ use crate::evidence::{Evidence, describe, fence_held};
 use crate::lab::{designed, linearizable, mitigation};
 use crate::record::{FactBasis, Reason, Role, Verdict, VerdictKind};
 
+/// Where the record lists a backend among the rejected ones: every backend is a candidate, so a
+/// new one is weighed as soon as it is a `BackendKind` (and this match asks for its place).
+fn listed_at(kind: BackendKind) -> u32 {
+    match kind {
+        BackendKind::Redis => 0,
+        BackendKind::PgSession => 1,
+        BackendKind::PgXact => 2,
+        BackendKind::Etcd => 3,
+        BackendKind::Zookeeper => 4,
+        BackendKind::Redlock => 5,
+        BackendKind::Memory => 6,
+    }
+}
+
 /// The backends a job can choose from, in the order the record lists the rejected ones.
-const CANDIDATES: [BackendKind; 7] = [
-    BackendKind::Redis,
-    BackendKind::PgSession,
-    BackendKind::PgXact,
-    BackendKind::Etcd,
-    BackendKind::Zookeeper,
-    BackendKind::Redlock,
-    BackendKind::Memory,
-];
+fn candidates_in_order() -> Vec<BackendKind> {
+    let mut all = BackendKind::ALL.to_vec();
+    all.sort_by_key(|k| listed_at(*k));
+    all
+}
 
 /// The lock's role for the job.
 pub(crate) fn role(job: &JobAnswers, r: &Resolved) -> Role {
@@ -106,13 +116,15 @@ pub(crate) struct Candidate {
 /// Infrastructure a backend adds to a job, roughly in servers to run: nothing for a service the
 /// job already depends on, one Redis, a Postgres, a quorum of three, five Redlock nodes.
 pub(crate) fn weight(kind: BackendKind, r: &Resolved) -> u32 {
+    let runs = r.runs(kind.service());
     match kind {
-        BackendKind::Redlock if r.runs(kind.service()) => 4,
+        BackendKind::Redlock if runs => 4,
         BackendKind::Redlock => 5,
-        _ if r.runs(kind.service()) => 0,
+        _ if runs => 0,
         BackendKind::Redis => 1,
         BackendKind::PgSession | BackendKind::PgXact => 2,
-        _ => 3,
+        // A quorum of three; the in-process baseline is never a job's lock (always rejected).
+        BackendKind::Etcd | BackendKind::Zookeeper | BackendKind::Memory => 3,
     }
 }
 
@@ -147,9 +159,9 @@ pub(crate) fn verdicts(
         .filter(|s| s.target == Target::Api)
         .map(|s| s.name.as_str())
         .collect();
-    let mut candidates: Vec<Candidate> = CANDIDATES
-        .iter()
-        .map(|&kind| Candidate {
+    let mut candidates: Vec<Candidate> = candidates_in_order()
+        .into_iter()
+        .map(|kind| Candidate {
             kind,
             rejected: rejection(kind, r, ev, role, &api, skip_policy),
             weight: weight(kind, r),
@@ -427,26 +439,39 @@ fn choose(
     ev: &Evidence,
     role: &Role,
 ) -> Option<BackendKind> {
-    let order = |k: BackendKind| {
-        [
-            BackendKind::Redis,
-            BackendKind::PgXact,
-            BackendKind::PgSession,
-            BackendKind::Etcd,
-            BackendKind::Zookeeper,
-            BackendKind::Redlock,
-        ]
-        .iter()
-        .position(|o| *o == k)
-        .unwrap_or(9)
+    // The last tie-break between equals.
+    let order = |k: BackendKind| match k {
+        BackendKind::Redis => 0,
+        BackendKind::PgXact => 1,
+        BackendKind::PgSession => 2,
+        BackendKind::Etcd => 3,
+        BackendKind::Zookeeper => 4,
+        BackendKind::Redlock => 5,
+        BackendKind::Memory => 9,
     };
     let class = |k: BackendKind| match (role.correctness, k) {
         (true, BackendKind::PgXact) => 0,
         (true, BackendKind::PgSession) => 1,
-        (true, _) => 2,
+        (
+            true,
+            BackendKind::Redis
+            | BackendKind::Redlock
+            | BackendKind::Etcd
+            | BackendKind::Zookeeper
+            | BackendKind::Memory,
+        ) => 2,
         // A resource that checks tokens should get one.
         (false, BackendKind::Redlock) if r.fenced => 1,
-        (false, _) => 0,
+        (
+            false,
+            BackendKind::Redis
+            | BackendKind::Redlock
+            | BackendKind::PgSession
+            | BackendKind::PgXact
+            | BackendKind::Etcd
+            | BackendKind::Zookeeper
+            | BackendKind::Memory,
+        ) => 0,
     };
     candidates
         .iter()
@@ -525,7 +550,7 @@ fn why_chosen(
         }
         BackendKind::Redis => "one key is enough for a job whose double run is cheap".to_string(),
         BackendKind::Etcd | BackendKind::Zookeeper => String::new(),
-        _ => "the lightest that fits".to_string(),
+        BackendKind::Redlock | BackendKind::Memory => "the lightest that fits".to_string(),
     };
     let how = match failover(c.kind, r, ev, role.correctness) {
         Some(failover) if how.is_empty() => failover,
@@ -584,7 +609,12 @@ fn failover(kind: BackendKind, r: &Resolved, ev: &Evidence, correctness: bool) -
             Variant::ClusterPrimaryPromoted
         }
         BackendKind::Redis => return sentinel_failover(ev),
-        _ => return None,
+        BackendKind::PgSession
+        | BackendKind::PgXact
+        | BackendKind::Redlock
+        | BackendKind::Memory => {
+            return None;
+        }
     };
     let cell = ev.cell(variant, kind);
     let elected = |cell: &FaultCell| elected(cell, "a new leader");

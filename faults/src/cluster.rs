@@ -43,7 +43,11 @@ impl Consensus {
         match kind {
             lockbench_locks::BackendKind::Etcd => Some(Consensus::Etcd),
             lockbench_locks::BackendKind::Zookeeper => Some(Consensus::Zookeeper),
-            _ => None,
+            lockbench_locks::BackendKind::Memory
+            | lockbench_locks::BackendKind::Redis
+            | lockbench_locks::BackendKind::Redlock
+            | lockbench_locks::BackendKind::PgSession
+            | lockbench_locks::BackendKind::PgXact => None,
         }
     }
 

@@ -521,9 +521,15 @@ impl FaultLab {
                 )
                 .await;
             match result {
-                Ok(outcome) => {
-                    rows.push(trial_row(variant, &config, trial, &outcome));
-                    events.extend(event_rows(variant, &config, trial, &outcome));
+                Ok(judged) => {
+                    rows.push(trial_row(variant, &config, trial, &judged));
+                    match event_rows(variant, &config, trial, &judged) {
+                        Ok(logged) => events.extend(logged),
+                        Err(e) => {
+                            outcome = Err(e);
+                            break;
+                        }
+                    }
                 }
                 Err(e) => {
                     outcome = Err(match e {
@@ -730,7 +736,7 @@ fn backend_groups(
     let mut groups: Vec<Vec<(usize, Variant, BackendConfig)>> = Vec::new();
     for (index, variant, config) in cells {
         let shared = |g: &&mut Vec<(usize, Variant, BackendConfig)>| {
-            g[0].2.label() == config.label() && !own_servers(g[0].1, g[0].2.kind)
+            g[0].2.id() == config.id() && !own_servers(g[0].1, g[0].2.kind)
         };
         match groups.iter_mut().find(shared) {
             Some(group) if !own_servers(variant, config.kind) => {

@@ -1,6 +1,7 @@
 //! A trial's figures as its rows, and a cell's trials as its line in the matrix.
 
-use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow};
+use crate::FaultError;
+use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow, Role};
 use lockbench_locks::BackendConfig;
 
 use crate::resource::LoggedEvent;
@@ -50,12 +51,13 @@ pub(crate) fn event_rows(
     config: &BackendConfig,
     trial: u32,
     outcome: &TrialOutcome,
-) -> impl Iterator<Item = FaultEventRow> {
+) -> Result<Vec<FaultEventRow>, FaultError> {
     let zero = outcome.figures.zero_ns;
     outcome
         .log
         .iter()
-        .map(move |e| event_row(variant, config, trial, zero, e))
+        .map(|e| event_row(variant, config, trial, zero, e))
+        .collect()
 }
 
 fn event_row(
@@ -64,19 +66,24 @@ fn event_row(
     trial: u32,
     zero: i64,
     e: &LoggedEvent,
-) -> FaultEventRow {
-    FaultEventRow {
+) -> Result<FaultEventRow, FaultError> {
+    Ok(FaultEventRow {
         scenario: variant.scenario(),
         variant,
         backend: config.id(),
         trial,
-        worker: e.worker.clone(),
-        event: e.event.as_str().to_string(),
+        worker: Role::parse(&e.worker).ok_or_else(|| {
+            FaultError::Resource(format!(
+                "trial {trial}: a worker the lab did not start wrote to the log: {:?}",
+                e.worker
+            ))
+        })?,
+        event: e.event,
         t_s: seconds_from(zero, e.t_ns),
         token: e.token,
         fenced_accepted: e.fenced_ok,
         detail: e.detail.clone(),
-    }
+    })
 }
 
 /// The median and the largest of a few trials' figures (at most `--trials` values).

@@ -104,13 +104,16 @@ impl BackendPlan {
     }
 }
 
+/// Who writes in a trial (the records' word for it).
+pub use lockbench_core::records::faults::Role;
+
 /// Everything a worker does, decided by the lab.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerPlan {
     /// The trial's id in the resource's log.
     pub trial: String,
-    /// `holder` or `contender`.
-    pub worker: String,
+    /// Who it is.
+    pub worker: Role,
     /// The lock server.
     pub backend: BackendPlan,
     /// The protected resource's database URL and schema.
@@ -161,7 +164,7 @@ pub struct WriterPlan {
     /// The trial's id in the resource's log.
     pub trial: String,
     /// The worker it writes as.
-    pub worker: String,
+    pub worker: Role,
     /// The protected resource's database URL.
     pub resource_url: String,
     /// Schema of the run's resource tables.

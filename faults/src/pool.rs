@@ -19,7 +19,7 @@ use sqlx::{ConnectOptions as _, Executor as _};
 use tokio::sync::Notify;
 
 use crate::FaultError;
-use crate::plan::{PoolMode, PoolPlan};
+use crate::plan::{PoolMode, PoolPlan, Role};
 use crate::protocol::{Message, say};
 use crate::resource::{Event, Resource};
 
@@ -33,7 +33,7 @@ async fn job(
     plan: &PoolPlan,
     pool: &sqlx::PgPool,
     resource: &mut Resource,
-    worker: &str,
+    worker: Role,
     leaks: bool,
     started: &Notify,
 ) -> Result<(), FaultError> {
@@ -64,21 +64,21 @@ async fn job(
     };
     if !granted {
         say(&Message::JobNotGranted {
-            job: worker.to_string(),
+            job: worker.word().to_string(),
         });
         started.notify_one();
         return Ok(());
     }
     resource
-        .write(&plan.trial, worker, Event::Grant, None)
+        .write(&plan.trial, worker.word(), Event::Grant, None)
         .await?;
     say(&Message::JobGranted {
-        job: worker.to_string(),
+        job: worker.word().to_string(),
     });
     for n in 1..=plan.writes {
         tokio::time::sleep(every).await;
         resource
-            .write(&plan.trial, worker, Event::Write, None)
+            .write(&plan.trial, worker.word(), Event::Write, None)
             .await?;
         if n == 3 {
             started.notify_one();
@@ -105,7 +105,7 @@ async fn job(
             JobEnd::Released
         }
     };
-    resource.end(&plan.trial, worker, how).await?;
+    resource.end(&plan.trial, worker.word(), how).await?;
     Ok(())
 }
 
@@ -148,7 +148,7 @@ pub async fn run_pool(plan: PoolPlan) -> Result<(), FaultError> {
     let pool = pool.connect_with(options).await.map_err(db)?;
     say(&Message::Connected);
     let started = Arc::new(Notify::new());
-    let first = job(&plan, &pool, &mut resource, "holder", true, &started);
+    let first = job(&plan, &pool, &mut resource, Role::Holder, true, &started);
     let second = async {
         // Job 2 arrives while job 1 works (after its third write).
         started.notified().await;
@@ -156,7 +156,7 @@ pub async fn run_pool(plan: PoolPlan) -> Result<(), FaultError> {
             &plan,
             &pool,
             &mut resource_2,
-            "holder-2",
+            Role::SecondJob,
             false,
             &Notify::new(),
         )

@@ -15,47 +15,8 @@ use sqlx::{AssertSqlSafe, Connection, PgConnection, Row};
 use crate::FaultError;
 use crate::clock::monotonic_ns;
 
-/// What a worker logs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// The first write after a grant, presenting the new token.
-    Grant,
-    /// A write inside the critical section.
-    Write,
-    /// The worker stopped believing it held the lock.
-    End,
-    /// The client library told the worker the lock is lost (a pushed event, or a "no" to a
-    /// renewal, a "do you hold it" or a release), at the library's own timestamp. Not part of
-    /// the critical section: the worker may have stopped believing before, or after.
-    Told,
-    /// A job started by its runner found its own lock held by another execution and did
-    /// nothing (the runner cells' task lock).
-    Skipped,
-}
-
-impl Event {
-    /// As stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Event::Grant => "grant",
-            Event::Write => "write",
-            Event::End => "end",
-            Event::Told => "told",
-            Event::Skipped => "skipped",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "grant" => Event::Grant,
-            "write" => Event::Write,
-            "end" => Event::End,
-            "told" => Event::Told,
-            "skipped" => Event::Skipped,
-            _ => return None,
-        })
-    }
-}
+/// What a worker logs (the records' word for it).
+pub use lockbench_core::records::faults::LogEvent as Event;
 
 /// One logged event, as read back.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -238,7 +199,7 @@ impl Resource {
             )))
             .bind(trial)
             .bind(worker)
-            .bind(event.as_str())
+            .bind(event.word())
             .bind(token)
             .bind(t_ns)
             .fetch_one(&mut self.conn),
@@ -285,7 +246,7 @@ impl Resource {
         t_ns: i64,
     ) -> Result<(), FaultError> {
         let s = &self.schema;
-        let kind = event.as_str();
+        let kind = event.word();
         bounded(&format!("writing to {s}.log"), sqlx::query(AssertSqlSafe(format!(
             "INSERT INTO {s}.log (trial, worker, event, t_ns, detail) VALUES ($1, $2, '{kind}', $3, $4)"
         )))

@@ -84,56 +84,42 @@ impl Design for Variant {
     /// restarts to a single Redis node (a private server the lab starts), the redlock faults to
     /// Redlock (five private servers).
     fn applies_to(self, backend: BackendKind) -> bool {
+        let f = Family::of(backend);
+        if f.in_process {
+            return false;
+        }
         match (self.scenario(), backend) {
-            (_, BackendKind::Memory) => false,
             // The per-connection keepalive is a Postgres setting.
-            (Scenario::Crash, kind) if self == (Variant::CrashHostVanished { keepalive: true }) => {
-                matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
+            (Scenario::Crash, _) if self == (Variant::CrashHostVanished { keepalive: true }) => {
+                f.postgres
             }
-            (Scenario::Pause | Scenario::Crash, _) => true,
-            (Scenario::Failover | Scenario::Outage | Scenario::Restart, kind) => {
-                kind == BackendKind::Redis
-            }
+            (Scenario::Pause | Scenario::Crash | Scenario::Overrun, _) => true,
+            (Scenario::Failover | Scenario::Outage | Scenario::Restart, _) => f.one_redis,
             (Scenario::Partition, BackendKind::PgSession) => true,
-            (Scenario::ClockJump, kind) => {
-                matches!(kind, BackendKind::Zookeeper | BackendKind::Etcd)
-            }
+            (Scenario::ClockJump, _) => f.consensus,
             // Redis behind a private server; Redlock, etcd and ZooKeeper through the lab's
             // forwarders to the configured servers, which expire the holder by their timers.
-            (Scenario::Partition, kind) => {
-                matches!(
-                    kind,
-                    BackendKind::Redis
-                        | BackendKind::Redlock
-                        | BackendKind::Etcd
-                        | BackendKind::Zookeeper
-                ) && self != Variant::PartitionKeepalive
+            (Scenario::Partition, _) => {
+                (f.one_redis || f.redlock || f.consensus) && self != Variant::PartitionKeepalive
             }
             (Scenario::PoolLeak, kind) => kind == BackendKind::PgSession,
-            (Scenario::Pooler, kind) => {
-                matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
-            }
-            (Scenario::Redlock, kind) => kind == BackendKind::Redlock,
+            (Scenario::Pooler, _) => f.postgres,
+            (Scenario::Redlock, _) => f.redlock,
             // A release after expiry needs a lock that expires under a live holder (Postgres
             // keeps a live session's); a plain delete, a lock that is one key any client can
             // delete.
-            (Scenario::Release, kind) => match self {
-                Variant::ReleaseAfterExpiry { checked: true } => {
-                    !matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
-                }
-                _ => matches!(kind, BackendKind::Redis | BackendKind::Redlock),
+            (Scenario::Release, _) => match self {
+                Variant::ReleaseAfterExpiry { checked: true } => !f.postgres,
+                _ => f.one_redis || f.redlock,
             },
-            (Scenario::Overrun, _) => true,
             // A key whose TTL the server starts as the request arrives.
-            (Scenario::Latency, kind) => matches!(kind, BackendKind::Redis | BackendKind::Redlock),
+            (Scenario::Latency, _) => f.one_redis || f.redlock,
             // Consensus stores elect a leader; Postgres promotes a standby.
-            (Scenario::Cluster, kind) => match self {
-                Variant::ClusterPrimaryPromoted => {
-                    matches!(kind, BackendKind::PgSession | BackendKind::PgXact)
-                }
+            (Scenario::Cluster, _) => match self {
+                Variant::ClusterPrimaryPromoted => f.postgres,
                 Variant::ClusterSentinelFailover { .. }
-                | Variant::ClusterSentinelPrimaryIsolated { .. } => kind == BackendKind::Redis,
-                _ => matches!(kind, BackendKind::Etcd | BackendKind::Zookeeper),
+                | Variant::ClusterSentinelPrimaryIsolated { .. } => f.one_redis,
+                _ => f.consensus,
             },
         }
     }
@@ -470,6 +456,50 @@ impl Design for Variant {
             // lets it expire; renewals that count only once a replica has them stop the holder
             // a third of a lease before that.
             Variant::ClusterSentinelPrimaryIsolated { wait } => !wait,
+        }
+    }
+}
+
+/// The families of the lab's faults a backend belongs to, answered once per backend: a new
+/// backend must say here which cells can exist for it (`Design::applies_to`).
+#[derive(Clone, Copy, Default)]
+struct Family {
+    /// The in-process baseline: no server to fault.
+    in_process: bool,
+    /// A Postgres server (session or transaction locks).
+    postgres: bool,
+    /// One Redis server, which the lab can start privately (restart, failover, outage).
+    one_redis: bool,
+    /// Redlock's independent Redis nodes.
+    redlock: bool,
+    /// A consensus store that elects a leader.
+    consensus: bool,
+}
+
+impl Family {
+    fn of(kind: BackendKind) -> Family {
+        let none = Family::default();
+        match kind {
+            BackendKind::Memory => Family {
+                in_process: true,
+                ..none
+            },
+            BackendKind::Redis => Family {
+                one_redis: true,
+                ..none
+            },
+            BackendKind::Redlock => Family {
+                redlock: true,
+                ..none
+            },
+            BackendKind::PgSession | BackendKind::PgXact => Family {
+                postgres: true,
+                ..none
+            },
+            BackendKind::Etcd | BackendKind::Zookeeper => Family {
+                consensus: true,
+                ..none
+            },
         }
     }
 }

@@ -7,13 +7,9 @@ use std::time::Duration;
 
 use crate::FaultError;
 use crate::overlap::{self, TrialFigures};
+use crate::plan::Role;
 use crate::resource::{LoggedEvent, Resource};
 
-/// The workers' names in the log.
-pub(crate) const HOLDER: &str = "holder";
-pub(crate) const CONTENDER: &str = "contender";
-/// A third worker, the holder's next run, where a fault has one (`release/*`).
-pub(crate) const NEXT_RUN: &str = "next-run";
 /// Writes per job.
 pub(crate) const WRITES: u32 = 20;
 
@@ -65,9 +61,10 @@ pub(crate) async fn judge(
     idle_session_locks: Option<u64>,
 ) -> Result<TrialOutcome, FaultError> {
     let log = context.resource.trial_log(id).await?;
-    let figures = overlap::figures(&log, HOLDER, CONTENDER).ok_or_else(|| {
-        FaultError::Resource(format!("trial {id}: the holder's grant is not in the log"))
-    })?;
+    let figures =
+        overlap::figures(&log, Role::Holder.word(), Role::Contender.word()).ok_or_else(|| {
+            FaultError::Resource(format!("trial {id}: the holder's grant is not in the log"))
+        })?;
     Ok(TrialOutcome {
         figures,
         window,
@@ -91,7 +88,7 @@ pub(crate) async fn await_end(
         let log = context.resource.trial_log(id).await?;
         if log
             .iter()
-            .any(|e| e.worker == HOLDER && e.event == crate::resource::Event::End)
+            .any(|e| e.worker == Role::Holder.word() && e.event == crate::resource::Event::End)
         {
             return Ok(());
         }

@@ -106,12 +106,17 @@ async fn run_writer(plan: WriterPlan) -> Result<(), FaultError> {
             break;
         }
         resource
-            .write(&plan.trial, &plan.worker, Event::Write, plan.token)
+            .write(&plan.trial, plan.worker.word(), Event::Write, plan.token)
             .await?;
     }
     let ended = crate::clock::monotonic_ns();
     resource
-        .end_at(&plan.trial, &plan.worker, JobEnd::JobProcessEnded, ended)
+        .end_at(
+            &plan.trial,
+            plan.worker.word(),
+            JobEnd::JobProcessEnded,
+            ended,
+        )
         .await?;
     resource.close().await;
     Ok(())
@@ -130,7 +135,7 @@ async fn run_detached(
     let lab = std::os::unix::process::parent_id();
     let writer = AnyPlan::Writer(WriterPlan {
         trial: plan.trial.clone(),
-        worker: plan.worker.clone(),
+        worker: plan.worker,
         resource_url: plan.resource_url.clone(),
         resource_schema: plan.resource_schema.clone(),
         token,
@@ -243,7 +248,7 @@ async fn work(
                 break;
             }
             resource
-                .write(&plan.trial, &plan.worker, Event::Write, fencing)
+                .write(&plan.trial, plan.worker.word(), Event::Write, fencing)
                 .await?;
             if let Some(lease) = lease
                 && plan.tracking == LeaseTracking::AfterEachWrite
@@ -265,7 +270,7 @@ fn told(adapter: &lockbench_clients::AdapterLock, key: &str) -> Option<(i64, Str
     let event = adapter
         .events()
         .into_iter()
-        .filter(|e| e.kind == "lost" && e.key == key)
+        .filter(|e| e.kind == lockbench_clients::EventKind::Lost && e.key == key)
         .min_by_key(|e| e.t_ns)
         .map(|e| {
             let said = e.said.unwrap_or_default();
@@ -356,7 +361,7 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
     // writes, with nothing to renew or release.
     let fencing = lease.as_ref().and_then(|l| l.fencing);
     resource
-        .write(&plan.trial, &plan.worker, Event::Grant, fencing)
+        .write(&plan.trial, plan.worker.word(), Event::Grant, fencing)
         .await?;
     say(&Message::Granted {
         ttl: lease.as_ref().map_or(Duration::ZERO, |l| l.ttl),
@@ -383,13 +388,13 @@ pub async fn run_worker(plan: WorkerPlan) -> Result<(), FaultError> {
         (None, None) => JobEnd::RanUnlocked,
     };
     resource
-        .end_at(&plan.trial, &plan.worker, how, ended)
+        .end_at(&plan.trial, plan.worker.word(), how, ended)
         .await?;
     if let Some(adapter) = &adapter
         && let Some((t_ns, detail)) = told(adapter, &plan.key)
     {
         resource
-            .told_at(&plan.trial, &plan.worker, &detail, t_ns)
+            .told_at(&plan.trial, plan.worker.word(), &detail, t_ns)
             .await?;
     }
     say(&Message::Done { how });

@@ -2,6 +2,102 @@
 
 use std::time::Duration;
 
+use lockbench_core::BackendKind;
+
+/// What a lock client was doing when it failed, as its error says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// Taking the lock.
+    Acquire,
+    /// Giving it back.
+    Release,
+    /// Extending its lease.
+    Renew,
+    /// Removing what a run left (keys, nodes, rows).
+    Cleanup,
+    /// Subscribing to a lock's release (a native wait).
+    Subscribe,
+    /// Ending that subscription.
+    Unsubscribe,
+    /// Watching a key or node.
+    Watch,
+    /// Leaving a wait queue.
+    Withdraw,
+    /// Reading the server's clock (Redis `TIME`).
+    Time,
+    /// Reading the server's `INFO`.
+    Info,
+    /// Reading the server's version.
+    Version,
+    /// Comparing clocks.
+    Clock,
+    /// ZooKeeper's `srvr` four-letter word.
+    Srvr,
+    /// A cluster member's status.
+    Status,
+    /// Closing the client.
+    Close,
+    /// Taking a connection from the pool.
+    TakeConnection,
+    /// Asking whether a pooler stands in front of the server.
+    LookForPooler,
+    /// Creating the namespace's fencing sequence.
+    CreateFencingSequence,
+    /// Dropping it.
+    DropFencingSequence,
+    /// Keeping a session alive while waiting.
+    KeepAliveWhileWaiting,
+    /// Talking to a client library's adapter.
+    Adapter,
+    /// Granting a lease (etcd).
+    LeaseGrant,
+    /// Creating the namespace's folder node (ZooKeeper).
+    CreateFolder,
+    /// Checking whether the lock is still held.
+    Check,
+    /// Leaving a wait that ran out of time.
+    GiveUpWaiting,
+}
+
+impl Operation {
+    /// As an error says it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Operation::Acquire => "acquire",
+            Operation::Release => "release",
+            Operation::Renew => "renew",
+            Operation::Cleanup => "cleanup",
+            Operation::Subscribe => "subscribe",
+            Operation::Unsubscribe => "unsubscribe",
+            Operation::Watch => "watch",
+            Operation::Withdraw => "withdraw",
+            Operation::Time => "time",
+            Operation::Info => "info",
+            Operation::Version => "version",
+            Operation::Clock => "clock",
+            Operation::Srvr => "srvr",
+            Operation::Status => "status",
+            Operation::Close => "close",
+            Operation::TakeConnection => "take a connection",
+            Operation::LookForPooler => "look for a pooler",
+            Operation::CreateFencingSequence => "create fencing sequence",
+            Operation::DropFencingSequence => "drop fencing sequence",
+            Operation::KeepAliveWhileWaiting => "keep alive while waiting",
+            Operation::Adapter => "adapter",
+            Operation::LeaseGrant => "lease grant",
+            Operation::CreateFolder => "create folder",
+            Operation::Check => "check",
+            Operation::GiveUpWaiting => "give up waiting",
+        }
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
 /// Why a lock operation failed (as opposed to the lock being held by someone else, which is a
 /// normal `None` or `false`).
 #[derive(Debug, thiserror::Error)]
@@ -11,8 +107,8 @@ pub enum LockError {
         "{backend}: cannot reach {url}: {reason}; start the local servers with scripts/services.sh up, or fix the URL in the config"
     )]
     Unreachable {
-        /// Backend name.
-        backend: &'static str,
+        /// The backend.
+        backend: BackendKind,
         /// Where it was looked for (credentials removed).
         url: String,
         /// Why, in words.
@@ -22,8 +118,8 @@ pub enum LockError {
     /// pooler): bad input, exit 2.
     #[error("{backend}: refused on {url}: {reason}")]
     Refused {
-        /// Backend name.
-        backend: &'static str,
+        /// The backend.
+        backend: BackendKind,
         /// The URL (credentials removed).
         url: String,
         /// What was found, and what works instead.
@@ -32,20 +128,20 @@ pub enum LockError {
     /// An operation did not finish in time.
     #[error("{backend}: {operation} timed out after {after:?}")]
     Timeout {
-        /// Backend name.
-        backend: &'static str,
+        /// The backend.
+        backend: BackendKind,
         /// What was being done.
-        operation: &'static str,
+        operation: Operation,
         /// The timeout.
         after: Duration,
     },
     /// The server answered with an error.
     #[error("{backend}: {operation}: {message}")]
     Server {
-        /// Backend name.
-        backend: &'static str,
+        /// The backend.
+        backend: BackendKind,
         /// What was being done.
-        operation: &'static str,
+        operation: Operation,
         /// The server's error.
         message: String,
     },
@@ -53,11 +149,7 @@ pub enum LockError {
 
 impl LockError {
     /// Wraps a server error.
-    pub fn server(
-        backend: &'static str,
-        operation: &'static str,
-        e: impl std::fmt::Display,
-    ) -> Self {
+    pub fn server(backend: BackendKind, operation: Operation, e: impl std::fmt::Display) -> Self {
         LockError::Server {
             backend,
             operation,
@@ -68,8 +160,8 @@ impl LockError {
 
 /// Runs `future` under `timeout`, turning expiry into [`LockError::Timeout`].
 pub(crate) async fn timed<T>(
-    backend: &'static str,
-    operation: &'static str,
+    backend: BackendKind,
+    operation: Operation,
     timeout: Duration,
     future: impl std::future::Future<Output = Result<T, LockError>>,
 ) -> Result<T, LockError> {

@@ -19,7 +19,7 @@ mod requests;
 pub use config::{
     BackendConfig, ConfigError, REDIS_FAIR, Redacted, parse_config, replay_database, substitute_env,
 };
-pub use error::LockError;
+pub use error::{LockError, Operation};
 pub use heartbeat::{Heartbeat, HeartbeatPolicy, HeartbeatState};
 pub use lease::{Capabilities, Lease, new_token};
 pub use lockbench_core::{BackendKind, FencingSource, LockScope, Service};

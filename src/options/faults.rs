@@ -96,7 +96,11 @@ impl FaultsSettings {
         if let Some((library, _)) = &through {
             // A scenario picks the variants that run through a library; a variant named alone
             // that cannot is refused, saying why.
-            let named_alone = |v: &Variant| args.scenarios.iter().any(|n| *n == v.label());
+            let named_alone = |v: &Variant| {
+                args.scenarios
+                    .iter()
+                    .any(|n| Variant::parse_label(n) == Some(*v))
+            };
             let refused: Vec<(Variant, &str)> = variants
                 .iter()
                 .filter_map(|v| v.needs_own_client().map(|why| (*v, why)))
@@ -175,7 +179,11 @@ fn library_backend(
 ) -> Result<BackendKind, Refusal> {
     if let Some(library) = program.client {
         let kind = library.backend();
-        if let Some(other) = args.backends.iter().find(|b| *b != kind.name()) {
+        if let Some(other) = args
+            .backends
+            .iter()
+            .find(|b| BackendKind::parse(b) != Some(kind))
+        {
             return Err(Refusal::new(
                 "--backend",
                 format!("{library} locks on {kind}, not on {other}"),

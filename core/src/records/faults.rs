@@ -629,6 +629,104 @@ impl std::fmt::Display for JobEnd {
     }
 }
 
+/// What a worker writes to the protected resource's log (`events.csv`'s `event`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogEvent {
+    /// The first write after a grant, presenting the new token.
+    Grant,
+    /// A write inside the critical section.
+    Write,
+    /// The worker stopped believing it held the lock.
+    End,
+    /// The client library told the worker the lock is lost (a pushed event, or a "no" to a
+    /// renewal, a "do you hold it" or a release), at the library's own timestamp. Not part of
+    /// the critical section: the worker may have stopped believing before, or after.
+    Told,
+    /// A job started by its runner found its own lock held by another execution and did
+    /// nothing (the runner cells' task lock).
+    Skipped,
+}
+
+impl LogEvent {
+    /// Every event.
+    pub const ALL: [LogEvent; 5] = [
+        LogEvent::Grant,
+        LogEvent::Write,
+        LogEvent::End,
+        LogEvent::Told,
+        LogEvent::Skipped,
+    ];
+
+    /// As the log stores it.
+    pub fn word(self) -> &'static str {
+        match self {
+            LogEvent::Grant => "grant",
+            LogEvent::Write => "write",
+            LogEvent::End => "end",
+            LogEvent::Told => "told",
+            LogEvent::Skipped => "skipped",
+        }
+    }
+
+    /// The event `word` names.
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.word() == word)
+    }
+}
+
+/// Who writes in a lock cell's trial (`events.csv`'s `worker`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// The first to hold the lock: the fault strikes it.
+    Holder,
+    /// The one waiting for the lock.
+    Contender,
+    /// The holder's next run, where a fault has one (`release/*`).
+    NextRun,
+    /// The pool leak's second job, on the pool whose session still holds the first's lock.
+    #[serde(rename = "holder-2")]
+    SecondJob,
+}
+
+impl Role {
+    /// Every role.
+    pub const ALL: [Role; 4] = [
+        Role::Holder,
+        Role::Contender,
+        Role::NextRun,
+        Role::SecondJob,
+    ];
+
+    /// As the log writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Role::Holder => "holder",
+            Role::Contender => "contender",
+            Role::NextRun => "next-run",
+            Role::SecondJob => "holder-2",
+        }
+    }
+
+    /// The role `word` names.
+    pub fn parse(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.word() == word)
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+impl std::fmt::Display for LogEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
 /// One event of the protected resource's log, as an `events.csv` line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -641,10 +739,10 @@ pub struct FaultEventRow {
     pub backend: BackendId,
     /// Trial number in its cell.
     pub trial: u32,
-    /// `holder` or `contender`.
-    pub worker: String,
-    /// `grant` (the first write, with the new token), `write`, or `end`.
-    pub event: String,
+    /// Who wrote it.
+    pub worker: Role,
+    /// What it wrote.
+    pub event: LogEvent,
     /// When, from the holder's grant.
     pub t_s: f64,
     /// The fencing token presented; `None` when the backend gives none.
@@ -765,9 +863,10 @@ pub fn check_rows(
     for t in trials {
         let id = cell(t.variant, t.backend);
         let of = logged.get(&(id, t.trial)).map_or(&[][..], Vec::as_slice);
-        let has =
-            |worker: &str, event: &str| of.iter().any(|e| e.worker == worker && e.event == event);
-        if t.holder_outcome != JobEnd::Killed && !has("holder", "end") {
+        let has = |worker: Role, event: LogEvent| {
+            of.iter().any(|e| e.worker == worker && e.event == event)
+        };
+        if t.holder_outcome != JobEnd::Killed && !has(Role::Holder, LogEvent::End) {
             return Err(RowsMismatch::Events(format!(
                 "trial {} of {} has no holder end event, though its holder {}: a row is missing",
                 t.trial,
@@ -775,7 +874,7 @@ pub fn check_rows(
                 t.holder_outcome
             )));
         }
-        if t.contender_grant_s.is_some() && !has("contender", "grant") {
+        if t.contender_grant_s.is_some() && !has(Role::Contender, LogEvent::Grant) {
             return Err(RowsMismatch::Events(format!(
                 "trial {} of {} has no contender grant event, though trials.csv says it was granted: a row is missing",
                 t.trial,

@@ -45,7 +45,14 @@ pub(crate) fn lock_model(
                 ..none
             };
         }
-        Some(_) => {}
+        // A lease: a fixed TTL or one renewed on a heartbeat, decided below.
+        Some(
+            BackendKind::Redis
+            | BackendKind::Redlock
+            | BackendKind::Etcd
+            | BackendKind::Zookeeper
+            | BackendKind::Memory,
+        ) => {}
     }
     let Some(t) = ttl else {
         return LockModel {

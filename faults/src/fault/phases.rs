@@ -9,14 +9,12 @@ use rand::RngExt;
 
 use crate::FaultError;
 use crate::clock::monotonic_ns;
-use crate::plan::{AnyPlan, BackendPlan, LeaseTracking, OnFailure, WorkerPlan};
+use crate::plan::{AnyPlan, BackendPlan, LeaseTracking, OnFailure, Role, WorkerPlan};
 use crate::process::WorkerProcess;
 use crate::protocol::Message;
 use crate::scenario::{Design, Variant};
 use crate::stage::{Need, Stage, StageSetup};
-use crate::trial::{
-    CONTENDER, HOLDER, NEXT_RUN, TrialContext, TrialOutcome, WRITES, Window, await_end, judge,
-};
+use crate::trial::{TrialContext, TrialOutcome, WRITES, Window, await_end, judge};
 
 /// When, in the holder's job, the fault begins (the moment within it is drawn from the seed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -440,11 +438,11 @@ async fn spawn_workers(
     connect: Duration,
 ) -> Result<(WorkerProcess, WorkerProcess, Option<WorkerProcess>), FaultError> {
     let every = shape.job / shape.writes;
-    let plan = |worker: &str, wait: Duration| {
-        let holding = worker == HOLDER;
+    let plan = |worker: Role, wait: Duration| {
+        let holding = worker == Role::Holder;
         WorkerPlan {
             trial: id.to_string(),
-            worker: worker.to_string(),
+            worker,
             backend: if holding {
                 shape.holder.clone()
             } else {
@@ -457,7 +455,7 @@ async fn spawn_workers(
             },
             resource_schema: context.resource_schema.to_string(),
             key: key.to_string(),
-            ttl_ms: if worker == CONTENDER {
+            ttl_ms: if worker == Role::Contender {
                 shape.contender_ttl.as_millis() as u64
             } else {
                 ttl.as_millis() as u64
@@ -465,7 +463,7 @@ async fn spawn_workers(
             wait_ms: wait.as_millis() as u64,
             // A holder whose acquisition the lab slows waits to be told, once it is connected.
             wait_for_go: !holding || shape.slowed,
-            writes: if worker == CONTENDER {
+            writes: if worker == Role::Contender {
                 shape.contender_writes
             } else {
                 shape.writes
@@ -490,15 +488,15 @@ async fn spawn_workers(
     let exe = context.worker_exe;
     let mut contender = WorkerProcess::spawn(
         exe,
-        CONTENDER,
-        &AnyPlan::Lock(Box::new(plan(CONTENDER, ttl))),
+        Role::Contender.word(),
+        &AnyPlan::Lock(Box::new(plan(Role::Contender, ttl))),
     )
     .await?;
     contender.connected(connect).await?;
     let next = match shape.next_run {
         true => {
-            let plan = AnyPlan::Lock(Box::new(plan(NEXT_RUN, ttl)));
-            let mut next = WorkerProcess::spawn(exe, NEXT_RUN, &plan).await?;
+            let plan = AnyPlan::Lock(Box::new(plan(Role::NextRun, ttl)));
+            let mut next = WorkerProcess::spawn(exe, Role::NextRun.word(), &plan).await?;
             next.connected(connect).await?;
             Some(next)
         }
@@ -511,8 +509,8 @@ async fn spawn_workers(
     let mut holder = WorkerProcess::spawn_in(
         &prefix,
         exe,
-        HOLDER,
-        &AnyPlan::Lock(Box::new(plan(HOLDER, ttl * 2))),
+        Role::Holder.word(),
+        &AnyPlan::Lock(Box::new(plan(Role::Holder, ttl * 2))),
     )
     .await?;
     holder.connected(connect).await?;

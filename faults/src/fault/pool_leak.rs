@@ -10,12 +10,13 @@ use lockbench_locks::{BackendConfig, LockBackend};
 use super::phases::{Fault, Trial};
 use crate::FaultError;
 use crate::clock::monotonic_ns;
+use crate::plan::Role;
 use crate::plan::{AnyPlan, BackendPlan, LeaseTracking, OnFailure, PoolMode, PoolPlan, WorkerPlan};
 use crate::process::WorkerProcess;
 use crate::protocol::Message;
 use crate::scenario::Variant;
 use crate::stage::Stage;
-use crate::trial::{CONTENDER, HOLDER, TrialContext, TrialOutcome, WRITES, Window, judge};
+use crate::trial::{TrialContext, TrialOutcome, WRITES, Window, judge};
 
 pub(crate) struct PoolLeak(pub(crate) Variant);
 
@@ -83,7 +84,7 @@ async fn pool_trial(
     let longest = job * 3 + linger + ttl + Duration::from_secs(10);
     let contender_plan = WorkerPlan {
         trial: id.to_string(),
-        worker: CONTENDER.to_string(),
+        worker: Role::Contender,
         backend: BackendPlan::of(config),
         resource_url: context.resource_url.to_string(),
         resource_schema: context.resource_schema.to_string(),
@@ -102,13 +103,17 @@ async fn pool_trial(
     };
     let exe = context.worker_exe;
     let connect = config.connect_timeout + Duration::from_secs(10);
-    let mut contender =
-        WorkerProcess::spawn(exe, CONTENDER, &AnyPlan::Lock(Box::new(contender_plan))).await?;
+    let mut contender = WorkerProcess::spawn(
+        exe,
+        Role::Contender.word(),
+        &AnyPlan::Lock(Box::new(contender_plan)),
+    )
+    .await?;
     contender.connected(connect).await?;
     let mut pool = WorkerProcess::spawn(exe, "pool", &AnyPlan::Pool(pool_plan)).await?;
     pool.connected(connect).await?;
     let start_ns = monotonic_ns();
-    pool.job_granted(HOLDER, connect).await?;
+    pool.job_granted(Role::Holder.word(), connect).await?;
     contender.go(longest).await?;
     // The jobs are done (job 2 granted or not): what the idle pooled session still holds.
     loop {

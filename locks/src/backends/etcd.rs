@@ -29,7 +29,7 @@ use etcd_client::{
 };
 use tokio::sync::broadcast;
 
-use crate::error::timed;
+use crate::error::{Operation, timed};
 use crate::{
     BackendConfig, BackendKind, Capabilities, Lease, LockBackend, LockError, Requests, new_token,
 };
@@ -105,21 +105,21 @@ impl QueueWatch {
         let options = WatchOptions::new()
             .with_prefix()
             .with_filters([WatchFilterType::NoPut]);
-        let mut stream = timed("etcd", "watch", timeout, async {
+        let mut stream = timed(BackendKind::Etcd, Operation::Watch, timeout, async {
             let mut stream = client
                 .watch(prefix, Some(options))
                 .await
-                .map_err(err("watch"))?;
-            match stream.message().await.map_err(err("watch"))? {
+                .map_err(err(Operation::Watch))?;
+            match stream.message().await.map_err(err(Operation::Watch))? {
                 Some(created) if created.created() && !created.canceled() => Ok(stream),
                 Some(refused) => Err(LockError::server(
-                    "etcd",
-                    "watch",
+                    BackendKind::Etcd,
+                    Operation::Watch,
                     format!("the watch was refused: {}", refused.cancel_reason()),
                 )),
                 None => Err(LockError::server(
-                    "etcd",
-                    "watch",
+                    BackendKind::Etcd,
+                    Operation::Watch,
                     "the watch ended before etcd confirmed it",
                 )),
             }
@@ -148,8 +148,8 @@ impl QueueWatch {
     }
 }
 
-fn err(operation: &'static str) -> impl Fn(etcd_client::Error) -> LockError {
-    move |e| LockError::server("etcd", operation, e)
+fn err(operation: Operation) -> impl Fn(etcd_client::Error) -> LockError {
+    move |e| LockError::server(BackendKind::Etcd, operation, e)
 }
 
 fn is_lease_not_found(e: &etcd_client::Error) -> bool {
@@ -165,7 +165,7 @@ impl EtcdLock {
     /// Connects to the configured endpoints and checks one answers.
     pub async fn connect(config: &BackendConfig) -> Result<Self, LockError> {
         let unreachable = |reason: String| LockError::Unreachable {
-            backend: "etcd",
+            backend: BackendKind::Etcd,
             url: config.display_url(),
             reason,
         };
@@ -231,7 +231,7 @@ impl EtcdLock {
         let granted = client
             .lease_grant(lease_seconds(ttl), None)
             .await
-            .map_err(err("lease grant"))?;
+            .map_err(err(Operation::LeaseGrant))?;
         let lease = granted.id();
         let mut entry = Entry {
             client: client.clone(),
@@ -256,7 +256,7 @@ impl EtcdLock {
             TxnOp::get(self.prefix(key), Some(first)),
         ]);
         self.requests.sent();
-        let response = client.txn(txn).await.map_err(err("acquire"))?;
+        let response = client.txn(txn).await.map_err(err(Operation::Acquire))?;
         entry.revision = response.header().map_or(0, |h| h.revision());
         let head = response.op_responses().into_iter().find_map(|r| match r {
             TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.key().to_vec()),
@@ -333,8 +333,8 @@ impl EtcdLock {
                 Ok(Pass::Granted) => {
                     if wait.interrupted && !self.still_queued(&mut wait.client, &entry).await? {
                         return Err(LockError::server(
-                            "etcd",
-                            "acquire",
+                            BackendKind::Etcd,
+                            Operation::Acquire,
                             "our key in the queue expired with its lease while the member was \
                              unreachable",
                         ));
@@ -411,17 +411,17 @@ impl EtcdLock {
                             .client
                             .lease_keep_alive(lease)
                             .await
-                            .map_err(err("keep alive while waiting"))?;
-                        keeper.keep_alive().await.map_err(err("keep alive while waiting"))?;
+                            .map_err(err(Operation::KeepAliveWhileWaiting))?;
+                        keeper.keep_alive().await.map_err(err(Operation::KeepAliveWhileWaiting))?;
                         let answer = answers
                             .message()
                             .await
-                            .map_err(err("keep alive while waiting"))?;
+                            .map_err(err(Operation::KeepAliveWhileWaiting))?;
                         // etcd answers a lease it no longer has with a TTL of 0.
                         if answer.is_some_and(|a| a.ttl() <= 0) {
                             return Err(LockError::server(
-                                "etcd",
-                                "keep alive while waiting",
+                                BackendKind::Etcd,
+                                Operation::KeepAliveWhileWaiting,
                                 "lease not found",
                             ));
                         }
@@ -438,7 +438,7 @@ impl EtcdLock {
         let response = client
             .get(entry.key.clone(), Some(GetOptions::new().with_keys_only()))
             .await
-            .map_err(err("acquire"))?;
+            .map_err(err(Operation::Acquire))?;
         Ok(!response.kvs().is_empty())
     }
 
@@ -473,7 +473,7 @@ impl EtcdLock {
         let response = client
             .get(self.prefix(key), Some(below))
             .await
-            .map_err(err("acquire"))?;
+            .map_err(err(Operation::Acquire))?;
         Ok(response.kvs().first().map(|kv| kv.key().to_vec()))
     }
 
@@ -507,7 +507,7 @@ impl Entry {
         match self.client.lease_revoke(lease).await {
             Ok(_) => Ok(()),
             Err(e) if is_lease_not_found(&e) => Ok(()),
-            Err(e) => Err(LockError::server("etcd", "withdraw", e)),
+            Err(e) => Err(LockError::server(BackendKind::Etcd, Operation::Withdraw, e)),
         }
     }
 }
@@ -535,10 +535,15 @@ impl LockBackend for EtcdLock {
     async fn server_version(&self) -> Option<Result<String, LockError>> {
         let mut client = self.client.clone();
         Some(
-            timed("etcd", "status", self.timeout, async move {
-                let status = client.status().await.map_err(err("status"))?;
-                Ok(status.version().to_string())
-            })
+            timed(
+                BackendKind::Etcd,
+                Operation::Status,
+                self.timeout,
+                async move {
+                    let status = client.status().await.map_err(err(Operation::Status))?;
+                    Ok(status.version().to_string())
+                },
+            )
             .await,
         )
     }
@@ -563,8 +568,8 @@ impl LockBackend for EtcdLock {
 
     async fn try_acquire(&self, key: &str, ttl: Duration) -> Result<Option<Lease>, LockError> {
         timed(
-            "etcd",
-            "acquire",
+            BackendKind::Etcd,
+            Operation::Acquire,
             self.timeout,
             self.try_acquire_inner(key, ttl),
         )
@@ -580,8 +585,8 @@ impl LockBackend for EtcdLock {
     ) -> Result<Option<Lease>, LockError> {
         let deadline = Instant::now() + wait;
         timed(
-            "etcd",
-            "acquire",
+            BackendKind::Etcd,
+            Operation::Acquire,
             wait + self.timeout,
             self.acquire_queued(key, ttl, deadline),
         )
@@ -596,19 +601,24 @@ impl LockBackend for EtcdLock {
         };
         let mut client = self.client.clone();
         self.requests.sent();
-        timed("etcd", "renew", self.timeout, async move {
-            let attempt = async {
-                let (mut keeper, mut stream) = client.lease_keep_alive(id).await?;
-                keeper.keep_alive().await?;
-                stream.message().await
-            };
-            match attempt.await {
-                Ok(answer) => Ok(answer.is_some_and(|a| a.ttl() > 0)),
-                // An expired lease is gone: the lock is not ours any more.
-                Err(e) if is_lease_not_found(&e) => Ok(false),
-                Err(e) => Err(LockError::server("etcd", "renew", e)),
-            }
-        })
+        timed(
+            BackendKind::Etcd,
+            Operation::Renew,
+            self.timeout,
+            async move {
+                let attempt = async {
+                    let (mut keeper, mut stream) = client.lease_keep_alive(id).await?;
+                    keeper.keep_alive().await?;
+                    stream.message().await
+                };
+                match attempt.await {
+                    Ok(answer) => Ok(answer.is_some_and(|a| a.ttl() > 0)),
+                    // An expired lease is gone: the lock is not ours any more.
+                    Err(e) if is_lease_not_found(&e) => Ok(false),
+                    Err(e) => Err(LockError::server(BackendKind::Etcd, Operation::Renew, e)),
+                }
+            },
+        )
         .await
     }
 
@@ -628,14 +638,19 @@ impl LockBackend for EtcdLock {
         };
         let mut client = self.client.clone();
         self.requests.sent();
-        let answer = timed("etcd", "release", self.timeout, async move {
-            match client.lease_revoke(id).await {
-                Ok(_) => Ok(true),
-                // An expired lease is gone already: the lock was not ours any more.
-                Err(e) if is_lease_not_found(&e) => Ok(false),
-                Err(e) => Err(LockError::server("etcd", "release", e)),
-            }
-        })
+        let answer = timed(
+            BackendKind::Etcd,
+            Operation::Release,
+            self.timeout,
+            async move {
+                match client.lease_revoke(id).await {
+                    Ok(_) => Ok(true),
+                    // An expired lease is gone already: the lock was not ours any more.
+                    Err(e) if is_lease_not_found(&e) => Ok(false),
+                    Err(e) => Err(LockError::server(BackendKind::Etcd, Operation::Release, e)),
+                }
+            },
+        )
         .await;
         if answer.is_ok() {
             self.leases
@@ -649,32 +664,42 @@ impl LockBackend for EtcdLock {
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let mut client = self.client.clone();
         let prefix = self.prefix(key);
-        timed("etcd", "cleanup", self.timeout, async move {
-            client
-                .delete(
-                    prefix,
-                    Some(etcd_client::DeleteOptions::new().with_prefix()),
-                )
-                .await
-                .map(|_| ())
-                .map_err(err("cleanup"))
-        })
+        timed(
+            BackendKind::Etcd,
+            Operation::Cleanup,
+            self.timeout,
+            async move {
+                client
+                    .delete(
+                        prefix,
+                        Some(etcd_client::DeleteOptions::new().with_prefix()),
+                    )
+                    .await
+                    .map(|_| ())
+                    .map_err(err(Operation::Cleanup))
+            },
+        )
         .await
     }
 
     async fn cleanup_namespace(&self) -> Result<(), LockError> {
         let mut client = self.client.clone();
         let prefix = format!("/{}/", self.namespace);
-        timed("etcd", "cleanup", self.timeout, async move {
-            client
-                .delete(
-                    prefix,
-                    Some(etcd_client::DeleteOptions::new().with_prefix()),
-                )
-                .await
-                .map(|_| ())
-                .map_err(err("cleanup"))
-        })
+        timed(
+            BackendKind::Etcd,
+            Operation::Cleanup,
+            self.timeout,
+            async move {
+                client
+                    .delete(
+                        prefix,
+                        Some(etcd_client::DeleteOptions::new().with_prefix()),
+                    )
+                    .await
+                    .map(|_| ())
+                    .map_err(err(Operation::Cleanup))
+            },
+        )
         .await
     }
 
@@ -689,12 +714,12 @@ impl LockBackend for EtcdLock {
             .collect();
         let mut client = self.client.clone();
         for id in ids {
-            let _ = timed("etcd", "close", self.timeout, async {
+            let _ = timed(BackendKind::Etcd, Operation::Close, self.timeout, async {
                 client
                     .lease_revoke(id)
                     .await
                     .map(|_| ())
-                    .map_err(err("close"))
+                    .map_err(err(Operation::Close))
             })
             .await;
         }

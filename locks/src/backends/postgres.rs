@@ -31,7 +31,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Row};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::timed;
+use crate::error::{Operation, timed};
 use crate::{
     BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
     Redacted, Requests, new_token,
@@ -159,8 +159,8 @@ impl PgLock {
     /// Connects a pool to the first configured URL and creates the namespace's fencing sequence.
     pub async fn connect(config: &BackendConfig, scope: Scope) -> Result<Self, LockError> {
         let backend = match scope {
-            Scope::Session => "pg-session",
-            Scope::Transaction => "pg-xact",
+            Scope::Session => BackendKind::PgSession,
+            Scope::Transaction => BackendKind::PgXact,
         };
         let url = config.urls.first().cloned().unwrap_or_default();
         let unreachable = |reason: String| LockError::Unreachable {
@@ -191,7 +191,7 @@ impl PgLock {
         .map_err(unreachable)?;
         let pooled = pooler_on(&url, &options, &mut first, config.connect_timeout)
             .await
-            .map_err(|e| LockError::server(backend, "look for a pooler", e))?;
+            .map_err(|e| LockError::server(backend, Operation::LookForPooler, e))?;
         if let (Scope::Session, Some(evidence), false) =
             (scope, &pooled, config.through_transaction_pooler)
         {
@@ -214,7 +214,11 @@ impl PgLock {
                 if is_duplicate_object(&e) || is_read_only(&e) {
                     Ok(())
                 } else {
-                    Err(LockError::server(backend, "create fencing sequence", e))
+                    Err(LockError::server(
+                        backend,
+                        Operation::CreateFencingSequence,
+                        e,
+                    ))
                 }
             })?;
         }
@@ -243,8 +247,8 @@ impl PgLock {
         }
     }
 
-    fn backend(&self) -> &'static str {
-        self.kind().name()
+    fn backend(&self) -> BackendKind {
+        self.kind()
     }
 
     /// The one row of `sql`, whose `$1` is the lock id and `$2` (if any) the fencing sequence:
@@ -320,7 +324,7 @@ impl PgLock {
             .connections
             .take()
             .await
-            .map_err(|e| LockError::server(self.backend(), "take a connection", e))?;
+            .map_err(|e| LockError::server(self.backend(), Operation::TakeConnection, e))?;
         Ok((namespaced, id, session))
     }
 
@@ -344,13 +348,13 @@ impl PgLock {
                 )
                 .await
                 .and_then(|r| r.try_get::<Option<i64>, _>(0))
-                .map_err(|e| LockError::server(backend, "acquire", e))?
+                .map_err(|e| LockError::server(backend, Operation::Acquire, e))?
                 .map(Some),
             Scope::Session => self
                 .row(conn, "SELECT pg_try_advisory_lock($1)", id)
                 .await
                 .and_then(|r| r.try_get::<bool, _>(0))
-                .map_err(|e| LockError::server(backend, "acquire", e))?
+                .map_err(|e| LockError::server(backend, Operation::Acquire, e))?
                 .then_some(None),
             Scope::Transaction => {
                 let sql = if self.fencing {
@@ -366,19 +370,19 @@ impl PgLock {
                 let rows = sqlx::raw_sql(AssertSqlSafe(sql))
                     .fetch_all(&mut *conn)
                     .await
-                    .map_err(|e| LockError::server(backend, "acquire", e))?;
+                    .map_err(|e| LockError::server(backend, Operation::Acquire, e))?;
                 let granted = rows
                     .first()
                     .map(|r| r.try_get::<Option<i64>, _>(0))
                     .transpose()
-                    .map_err(|e| LockError::server(backend, "acquire", e))?
+                    .map_err(|e| LockError::server(backend, Operation::Acquire, e))?
                     .flatten();
                 if granted.is_none() {
                     self.requests.sent();
                     sqlx::raw_sql("ROLLBACK")
                         .execute(&mut *conn)
                         .await
-                        .map_err(|e| LockError::server(backend, "acquire", e))?;
+                        .map_err(|e| LockError::server(backend, Operation::Acquire, e))?;
                 }
                 granted.map(|n| self.fencing.then_some(n))
             }
@@ -428,7 +432,7 @@ impl PgLock {
         wait: Duration,
     ) -> Result<Option<Lease>, LockError> {
         let backend = self.backend();
-        let failed = |e: sqlx::Error| LockError::server(backend, "acquire", e);
+        let failed = |e: sqlx::Error| LockError::server(backend, Operation::Acquire, e);
         let (namespaced, id, mut session) = self.open(key).await?;
         // lock_timeout is whole milliseconds, and 0 would mean no limit at all.
         let wait_ms = wait.as_millis().max(1);
@@ -474,7 +478,7 @@ impl PgLock {
                         .transpose()
                         .map_err(failed)?
                         .ok_or_else(|| {
-                            LockError::server(backend, "acquire", "no fencing row returned")
+                            LockError::server(backend, Operation::Acquire, "no fencing row returned")
                         })?),
                     Err(e) if is_lock_timeout(&e) => {
                         self.requests.sent();
@@ -535,7 +539,7 @@ async fn pooler_on(
 /// pg-session's refusal on `url`, with what showed the pooler.
 fn refused(url: &str, evidence: &str) -> LockError {
     LockError::Refused {
-        backend: "pg-session",
+        backend: BackendKind::PgSession,
         url: Redacted(url).to_string(),
         reason: format!(
             "a transaction-mode pooler is in the path ({evidence}): a session lock would stay on a server connection the pooler then hands to other clients, and its unlock could go to another; use pg-xact, a direct connection to Postgres, or a session-mode pooler"
@@ -665,7 +669,7 @@ fn is_lock_timeout(e: &sqlx::Error) -> bool {
 #[async_trait]
 impl LockBackend for PgLock {
     fn name(&self) -> &'static str {
-        self.backend()
+        self.backend().name()
     }
 
     fn requests(&self) -> Option<u64> {
@@ -675,18 +679,18 @@ impl LockBackend for PgLock {
     async fn server_version(&self) -> Option<Result<String, LockError>> {
         let backend = self.backend();
         Some(
-            timed(backend, "version", self.timeout, async {
+            timed(backend, Operation::Version, self.timeout, async {
                 let mut session = self
                     .connections
                     .take()
                     .await
-                    .map_err(|e| LockError::server(backend, "take a connection", e))?;
+                    .map_err(|e| LockError::server(backend, Operation::TakeConnection, e))?;
                 // No parameter: the simple protocol, directly or through any pooler.
                 let version = sqlx::raw_sql("SHOW server_version")
                     .fetch_one(session.conn())
                     .await
                     .and_then(|r| r.try_get::<String, _>(0))
-                    .map_err(|e| LockError::server(backend, "version", e))?;
+                    .map_err(|e| LockError::server(backend, Operation::Version, e))?;
                 session.clean = true;
                 Ok(version)
             })
@@ -705,19 +709,19 @@ impl LockBackend for PgLock {
     async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
         let backend = self.backend();
         Some(
-            timed(backend, "clock", self.timeout, async {
+            timed(backend, Operation::Clock, self.timeout, async {
                 let mut session = self
                     .connections
                     .take()
                     .await
-                    .map_err(|e| LockError::server(backend, "take a connection", e))?;
+                    .map_err(|e| LockError::server(backend, Operation::TakeConnection, e))?;
                 let us = sqlx::raw_sql(
                     "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
                 )
                 .fetch_one(session.conn())
                 .await
                 .and_then(|r| r.try_get::<i64, _>(0))
-                .map_err(|e| LockError::server(backend, "clock", e))?;
+                .map_err(|e| LockError::server(backend, Operation::Clock, e))?;
                 session.clean = true;
                 Ok(us.max(0) as u64)
             })
@@ -742,7 +746,7 @@ impl LockBackend for PgLock {
     async fn try_acquire(&self, key: &str, ttl: Duration) -> Result<Option<Lease>, LockError> {
         timed(
             self.backend(),
-            "acquire",
+            Operation::Acquire,
             self.timeout,
             self.try_acquire_inner(key, ttl),
         )
@@ -759,7 +763,7 @@ impl LockBackend for PgLock {
     ) -> Result<Option<Lease>, LockError> {
         timed(
             self.backend(),
-            "acquire",
+            Operation::Acquire,
             wait + self.timeout,
             self.acquire_queued(key, ttl, wait),
         )
@@ -774,7 +778,7 @@ impl LockBackend for PgLock {
         };
         let backend = self.backend();
         self.requests.sent();
-        let still = timed(backend, "renew", self.timeout, async {
+        let still = timed(backend, Operation::Renew, self.timeout, async {
             self.row(
                 held.session.conn(),
                 "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted \
@@ -783,7 +787,7 @@ impl LockBackend for PgLock {
             )
             .await
             .and_then(|r| r.try_get::<bool, _>(0))
-            .map_err(|e| LockError::server(backend, "renew", e))
+            .map_err(|e| LockError::server(backend, Operation::Renew, e))
         })
         .await;
         match still {
@@ -802,7 +806,7 @@ impl LockBackend for PgLock {
         };
         let backend = self.backend();
         self.requests.sent();
-        timed(backend, "release", self.timeout, async {
+        timed(backend, Operation::Release, self.timeout, async {
             let conn = held.session.conn();
             let released = match self.scope {
                 // A session takes one lock per lease, once: when this unlock says it released
@@ -812,12 +816,12 @@ impl LockBackend for PgLock {
                     .row(conn, "SELECT pg_advisory_unlock($1)", held.lock_id)
                     .await
                     .and_then(|r| r.try_get::<bool, _>(0))
-                    .map_err(|e| LockError::server(backend, "release", e))?,
+                    .map_err(|e| LockError::server(backend, Operation::Release, e))?,
                 Scope::Transaction => {
                     sqlx::raw_sql("COMMIT")
                         .execute(&mut *conn)
                         .await
-                        .map_err(|e| LockError::server(backend, "release", e))?;
+                        .map_err(|e| LockError::server(backend, Operation::Release, e))?;
                     true
                 }
             };
@@ -862,14 +866,14 @@ impl LockBackend for PgLock {
             .connections
             .take()
             .await
-            .map_err(|e| LockError::server(backend, "take a connection", e))?;
+            .map_err(|e| LockError::server(backend, Operation::TakeConnection, e))?;
         sqlx::raw_sql(AssertSqlSafe(format!(
             "DROP SEQUENCE IF EXISTS {}",
             self.sequence
         )))
         .execute(session.conn())
         .await
-        .map_err(|e| LockError::server(backend, "drop fencing sequence", e))?;
+        .map_err(|e| LockError::server(backend, Operation::DropFencingSequence, e))?;
         session.clean = true;
         Ok(())
     }

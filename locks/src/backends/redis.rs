@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::redis_connection::{Lua, RedisConnection, Subscription};
-use crate::error::timed;
+use crate::error::{Operation, timed};
 use crate::lease::joined;
 use crate::{
     BackendConfig, BackendKind, Capabilities, FencingSource, Lease, LockBackend, LockError,
@@ -53,7 +53,7 @@ return 0";
 
 /// Opens a connection to one Redis server and checks it answers.
 pub(crate) async fn connect_node(
-    backend: &'static str,
+    backend: BackendKind,
     url: &str,
     config: &BackendConfig,
 ) -> Result<RedisConnection, LockError> {
@@ -91,7 +91,7 @@ async fn through_sentinels(
         .map(|u| Redacted(u).to_string())
         .collect();
     let unreachable = |reason: String| LockError::Unreachable {
-        backend: "redis",
+        backend: BackendKind::Redis,
         url: format!("Sentinel {}", urls.join(",")),
         reason,
     };
@@ -137,11 +137,11 @@ impl RedisLock {
             Some(master) => through_sentinels(config, master).await?,
             None => {
                 let url = config.urls.first().ok_or_else(|| LockError::Unreachable {
-                    backend: "redis",
+                    backend: BackendKind::Redis,
                     url: String::new(),
                     reason: "no URL configured".into(),
                 })?;
-                connect_node("redis", url, config).await?
+                connect_node(BackendKind::Redis, url, config).await?
             }
         };
         let requests = Requests::default();
@@ -189,12 +189,16 @@ impl RedisLock {
             // connection's own timeout instead).
             let channel = fair.channel(&self.namespace);
             *slot = Some(
-                timed("redis", "subscribe", self.timeout, async {
-                    self.conn
-                        .subscribe(&channel)
-                        .await
-                        .map_err(|e| LockError::server("redis", "subscribe", e))
-                })
+                timed(
+                    BackendKind::Redis,
+                    Operation::Subscribe,
+                    self.timeout,
+                    async {
+                        self.conn.subscribe(&channel).await.map_err(|e| {
+                            LockError::server(BackendKind::Redis, Operation::Subscribe, e)
+                        })
+                    },
+                )
                 .await?,
             );
         }
@@ -295,12 +299,17 @@ impl RedisLock {
     /// Milliseconds left on `key`'s lock (0 when it is gone or has no expiry).
     async fn ttl_left(&self, key: &str) -> Result<u64, LockError> {
         let lock_key = self.key(key);
-        let ms: i64 = timed("redis", "acquire", self.timeout, async {
-            self.conn
-                .query(redis::cmd("PTTL").arg(&lock_key))
-                .await
-                .map_err(|e| LockError::server("redis", "acquire", e))
-        })
+        let ms: i64 = timed(
+            BackendKind::Redis,
+            Operation::Acquire,
+            self.timeout,
+            async {
+                self.conn
+                    .query(redis::cmd("PTTL").arg(&lock_key))
+                    .await
+                    .map_err(|e| LockError::server(BackendKind::Redis, Operation::Acquire, e))
+            },
+        )
         .await?;
         Ok(ms.max(0) as u64)
     }
@@ -317,22 +326,33 @@ impl RedisLock {
         if slot.is_none() {
             // The server the commands go to (through Sentinel, the primary it last named).
             let client = redis::Client::open(self.conn.server())
-                .map_err(|e| LockError::server("redis", "subscribe", e))?;
+                .map_err(|e| LockError::server(BackendKind::Redis, Operation::Subscribe, e))?;
             let opened = tokio::time::timeout(self.connect_timeout, client.get_async_pubsub())
                 .await
-                .map_err(|_| LockError::server("redis", "subscribe", "no connection in time"))?
-                .map_err(|e| LockError::server("redis", "subscribe", e))?;
+                .map_err(|_| {
+                    LockError::server(
+                        BackendKind::Redis,
+                        Operation::Subscribe,
+                        "no connection in time",
+                    )
+                })?
+                .map_err(|e| LockError::server(BackendKind::Redis, Operation::Subscribe, e))?;
             *slot = Some(opened);
         }
         let pubsub = slot.as_mut().expect("opened above");
         let channel = self.channel(key);
         self.requests.sent();
-        let subscribed = timed("redis", "subscribe", self.timeout, async {
-            pubsub
-                .subscribe(&channel)
-                .await
-                .map_err(|e| LockError::server("redis", "subscribe", e))
-        })
+        let subscribed = timed(
+            BackendKind::Redis,
+            Operation::Subscribe,
+            self.timeout,
+            async {
+                pubsub
+                    .subscribe(&channel)
+                    .await
+                    .map_err(|e| LockError::server(BackendKind::Redis, Operation::Subscribe, e))
+            },
+        )
         .await;
         if let Err(e) = subscribed {
             // A connection that failed once (a restarted server) is opened again next time.
@@ -368,12 +388,17 @@ impl RedisLock {
         .await;
         // A subscriber left subscribed would wake on every later release of the key.
         self.requests.sent();
-        let unsubscribed = timed("redis", "unsubscribe", self.timeout, async {
-            pubsub
-                .unsubscribe(&channel)
-                .await
-                .map_err(|e| LockError::server("redis", "unsubscribe", e))
-        })
+        let unsubscribed = timed(
+            BackendKind::Redis,
+            Operation::Unsubscribe,
+            self.timeout,
+            async {
+                pubsub
+                    .unsubscribe(&channel)
+                    .await
+                    .map_err(|e| LockError::server(BackendKind::Redis, Operation::Unsubscribe, e))
+            },
+        )
         .await;
         if closed || unsubscribed.is_err() {
             *slot = None;
@@ -398,12 +423,17 @@ impl RedisLock {
             .release
             .call(1, 3, lock_key.len() + token.len() + channel.len());
         call.arg(lock_key).arg(token).arg(&channel);
-        let done: i64 = timed("redis", "release", self.timeout, async {
-            self.release
-                .invoke(&self.conn, &call)
-                .await
-                .map_err(|e| LockError::server("redis", "release", e))
-        })
+        let done: i64 = timed(
+            BackendKind::Redis,
+            Operation::Release,
+            self.timeout,
+            async {
+                self.release
+                    .invoke(&self.conn, &call)
+                    .await
+                    .map_err(|e| LockError::server(BackendKind::Redis, Operation::Release, e))
+            },
+        )
         .await?;
         Ok(done == 1)
     }
@@ -411,9 +441,9 @@ impl RedisLock {
     /// `WAIT n` after `operation` (a grant or a renewal), within the operation timeout or half
     /// the TTL, whichever is shorter: `Err` with what the replicas did when fewer than `n`
     /// acknowledged it.
-    async fn acknowledged(&self, operation: &'static str, ttl: Duration) -> Result<(), LockError> {
+    async fn acknowledged(&self, operation: Operation, ttl: Duration) -> Result<(), LockError> {
         let wait = self.timeout.min(ttl / 2);
-        let acked: i64 = timed("redis", operation, self.timeout + wait, async {
+        let acked: i64 = timed(BackendKind::Redis, operation, self.timeout + wait, async {
             self.conn
                 .query(
                     redis::cmd("WAIT")
@@ -421,14 +451,14 @@ impl RedisLock {
                         .arg(wait.as_millis() as u64),
                 )
                 .await
-                .map_err(|e| LockError::server("redis", operation, e))
+                .map_err(|e| LockError::server(BackendKind::Redis, operation, e))
         })
         .await?;
         if acked >= i64::from(self.wait_replicas) {
             return Ok(());
         }
         Err(LockError::server(
-            "redis",
+            BackendKind::Redis,
             operation,
             format!(
                 "WAIT: {acked} of {} replicas acknowledged it within {wait:?}",
@@ -440,7 +470,7 @@ impl RedisLock {
     /// `WAIT n` after a grant: when fewer replicas acknowledge it, the key is released by its
     /// token and the acquisition fails: a failover could promote a replica without it.
     async fn replicated(&self, key: &str, token: &str, ttl: Duration) -> Result<(), LockError> {
-        let acked = self.acknowledged("acquire", ttl).await;
+        let acked = self.acknowledged(Operation::Acquire, ttl).await;
         if acked.is_err() {
             let _ = self.release_by_token(key, &self.key(key), token).await;
         }
@@ -451,7 +481,7 @@ impl RedisLock {
     /// success, so that a holder counts from its last renewal a failover would keep (a primary
     /// cut off from its replicas goes on extending a key the replicas let expire).
     async fn renewal_replicated(&self, ttl: Duration) -> Result<(), LockError> {
-        self.acknowledged("renew", ttl).await
+        self.acknowledged(Operation::Renew, ttl).await
     }
 
     /// One try for `key`'s lock: [`LockBackend::try_acquire`], called by [`LockBackend::acquire`]
@@ -473,38 +503,45 @@ impl RedisLock {
                 Answer::Queued { .. } => None,
             }
         } else {
-            timed("redis", "acquire", self.timeout, async {
-                let outcome = if self.fencing {
-                    let fencing_key = self.fencing_key(key);
-                    let mut call = self.acquire.call(
-                        2,
-                        4,
-                        lock_key.len() + fencing_key.len() + token.len() + 20,
-                    );
-                    call.arg(&lock_key)
-                        .arg(&fencing_key)
-                        .arg(&token)
-                        .arg(ttl_ms);
-                    self.acquire
-                        .invoke::<Option<u64>>(&self.conn, &call)
-                        .await
-                        .map(|f| f.map(Some))
-                } else {
-                    // What a client sends for a plain lock, its room reserved.
-                    let mut set = redis::Cmd::with_capacity(6, 64 + lock_key.len() + token.len());
-                    set.arg("SET")
-                        .arg(&lock_key)
-                        .arg(&token)
-                        .arg("NX")
-                        .arg("PX")
-                        .arg(ttl_ms);
-                    self.conn
-                        .query::<redis::Value>(&set)
-                        .await
-                        .map(|reply| (reply == redis::Value::Okay).then_some(None))
-                };
-                outcome.map_err(|e| LockError::server("redis", "acquire", e))
-            })
+            timed(
+                BackendKind::Redis,
+                Operation::Acquire,
+                self.timeout,
+                async {
+                    let outcome = if self.fencing {
+                        let fencing_key = self.fencing_key(key);
+                        let mut call = self.acquire.call(
+                            2,
+                            4,
+                            lock_key.len() + fencing_key.len() + token.len() + 20,
+                        );
+                        call.arg(&lock_key)
+                            .arg(&fencing_key)
+                            .arg(&token)
+                            .arg(ttl_ms);
+                        self.acquire
+                            .invoke::<Option<u64>>(&self.conn, &call)
+                            .await
+                            .map(|f| f.map(Some))
+                    } else {
+                        // What a client sends for a plain lock, its room reserved.
+                        let mut set =
+                            redis::Cmd::with_capacity(6, 64 + lock_key.len() + token.len());
+                        set.arg("SET")
+                            .arg(&lock_key)
+                            .arg(&token)
+                            .arg("NX")
+                            .arg("PX")
+                            .arg(ttl_ms);
+                        self.conn
+                            .query::<redis::Value>(&set)
+                            .await
+                            .map(|reply| (reply == redis::Value::Okay).then_some(None))
+                    };
+                    outcome
+                        .map_err(|e| LockError::server(BackendKind::Redis, Operation::Acquire, e))
+                },
+            )
             .await?
         };
         match granted {
@@ -536,7 +573,7 @@ impl LockBackend for RedisLock {
     }
 
     async fn server_version(&self) -> Option<Result<String, LockError>> {
-        Some(server_version(&self.conn, "redis", self.timeout).await)
+        Some(server_version(&self.conn, BackendKind::Redis, self.timeout).await)
     }
 
     fn client_library(&self) -> Option<&'static str> {
@@ -545,12 +582,12 @@ impl LockBackend for RedisLock {
 
     async fn server_clock_us(&self) -> Option<Result<u64, LockError>> {
         Some(
-            timed("redis", "time", self.timeout, async {
+            timed(BackendKind::Redis, Operation::Time, self.timeout, async {
                 self.conn
                     .query::<(u64, u64)>(&redis::cmd("TIME"))
                     .await
                     .map(|(s, us)| s * 1_000_000 + us)
-                    .map_err(|e| LockError::server("redis", "time", e))
+                    .map_err(|e| LockError::server(BackendKind::Redis, Operation::Time, e))
             })
             .await,
         )
@@ -606,11 +643,11 @@ impl LockBackend for RedisLock {
         call.arg(&lease.key)
             .arg(&lease.token)
             .arg(ttl.as_millis() as u64);
-        let done: i64 = timed("redis", "renew", self.timeout, async {
+        let done: i64 = timed(BackendKind::Redis, Operation::Renew, self.timeout, async {
             self.renew
                 .invoke(&self.conn, &call)
                 .await
-                .map_err(|e| LockError::server("redis", "renew", e))
+                .map_err(|e| LockError::server(BackendKind::Redis, Operation::Renew, e))
         })
         .await?;
         if done == 1 && self.wait_replicas > 0 {
@@ -633,13 +670,18 @@ impl LockBackend for RedisLock {
     /// `DEL` of the lease's lock key, whoever's token it holds; the waiters are not told.
     async fn delete_unchecked(&self, lease: &Lease) -> Option<Result<bool, LockError>> {
         Some(
-            timed("redis", "release", self.timeout, async {
-                self.conn
-                    .query::<i64>(redis::cmd("DEL").arg(&lease.key))
-                    .await
-                    .map(|n| n == 1)
-                    .map_err(|e| LockError::server("redis", "release", e))
-            })
+            timed(
+                BackendKind::Redis,
+                Operation::Release,
+                self.timeout,
+                async {
+                    self.conn
+                        .query::<i64>(redis::cmd("DEL").arg(&lease.key))
+                        .await
+                        .map(|n| n == 1)
+                        .map_err(|e| LockError::server(BackendKind::Redis, Operation::Release, e))
+                },
+            )
             .await,
         )
     }
@@ -651,27 +693,39 @@ impl LockBackend for RedisLock {
         let pattern = joined(&[&glob_escaped(&self.namespace), ":*"]);
         let mut cursor = 0u64;
         loop {
-            let (next, keys): (u64, Vec<String>) = timed("redis", "cleanup", self.timeout, async {
-                self.conn
-                    .query(
-                        redis::cmd("SCAN")
-                            .arg(cursor)
-                            .arg("MATCH")
-                            .arg(&pattern)
-                            .arg("COUNT")
-                            .arg(1000),
-                    )
-                    .await
-                    .map_err(|e| LockError::server("redis", "cleanup", e))
-            })
+            let (next, keys): (u64, Vec<String>) = timed(
+                BackendKind::Redis,
+                Operation::Cleanup,
+                self.timeout,
+                async {
+                    self.conn
+                        .query(
+                            redis::cmd("SCAN")
+                                .arg(cursor)
+                                .arg("MATCH")
+                                .arg(&pattern)
+                                .arg("COUNT")
+                                .arg(1000),
+                        )
+                        .await
+                        .map_err(|e| LockError::server(BackendKind::Redis, Operation::Cleanup, e))
+                },
+            )
             .await?;
             if !keys.is_empty() {
-                timed("redis", "cleanup", self.timeout, async {
-                    self.conn
-                        .query::<i64>(redis::cmd("DEL").arg(&keys))
-                        .await
-                        .map_err(|e| LockError::server("redis", "cleanup", e))
-                })
+                timed(
+                    BackendKind::Redis,
+                    Operation::Cleanup,
+                    self.timeout,
+                    async {
+                        self.conn
+                            .query::<i64>(redis::cmd("DEL").arg(&keys))
+                            .await
+                            .map_err(|e| {
+                                LockError::server(BackendKind::Redis, Operation::Cleanup, e)
+                            })
+                    },
+                )
                 .await?;
             }
             if next == 0 {
@@ -684,13 +738,18 @@ impl LockBackend for RedisLock {
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let names = Names::of(&self.namespace, key);
         let keys = [names.lock, names.fencing, names.queue, names.deadlines];
-        timed("redis", "cleanup", self.timeout, async {
-            self.conn
-                .query::<i64>(redis::cmd("DEL").arg(&keys))
-                .await
-                .map(|_| ())
-                .map_err(|e| LockError::server("redis", "cleanup", e))
-        })
+        timed(
+            BackendKind::Redis,
+            Operation::Cleanup,
+            self.timeout,
+            async {
+                self.conn
+                    .query::<i64>(redis::cmd("DEL").arg(&keys))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| LockError::server(BackendKind::Redis, Operation::Cleanup, e))
+            },
+        )
         .await
     }
 }
@@ -737,14 +796,14 @@ impl Drop for Place {
 /// The `redis_version` of a node's `INFO server`.
 pub(crate) async fn server_version(
     conn: &RedisConnection,
-    backend: &'static str,
+    backend: BackendKind,
     timeout: Duration,
 ) -> Result<String, LockError> {
-    timed(backend, "info", timeout, async {
+    timed(backend, Operation::Info, timeout, async {
         let info: String = conn
             .query(redis::cmd("INFO").arg("server"))
             .await
-            .map_err(|e| LockError::server(backend, "info", e))?;
+            .map_err(|e| LockError::server(backend, Operation::Info, e))?;
         Ok(info
             .lines()
             .find_map(|l| l.strip_prefix("redis_version:"))

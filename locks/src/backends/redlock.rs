@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use super::redis::{RELEASE, RENEW, connect_node};
 use super::redis_connection::Lua;
 use super::redis_connection::RedisConnection;
-use crate::error::timed;
+use crate::error::{Operation, timed};
 use crate::lease::joined;
 use crate::{
     BackendConfig, BackendKind, Capabilities, Lease, LockBackend, LockError, Requests, new_token,
@@ -44,7 +44,7 @@ impl Redlock {
     pub async fn connect(config: &BackendConfig) -> Result<Self, LockError> {
         if config.urls.len() < 3 {
             return Err(LockError::Unreachable {
-                backend: "redlock",
+                backend: BackendKind::Redlock,
                 url: config.display_url(),
                 reason: format!(
                     "Redlock needs at least 3 independent nodes, {} configured",
@@ -56,7 +56,7 @@ impl Redlock {
         let mut nodes = Vec::with_capacity(config.urls.len());
         for url in &config.urls {
             nodes.push(
-                connect_node("redlock", url, config)
+                connect_node(BackendKind::Redlock, url, config)
                     .await?
                     .counted(requests.clone()),
             );
@@ -80,15 +80,19 @@ impl Redlock {
     }
 
     /// Runs one script (or SET) on every node in parallel; counts the nodes that said yes.
-    async fn on_all<F, Fut>(&self, operation: &'static str, f: F) -> usize
+    async fn on_all<F, Fut>(&self, operation: Operation, f: F) -> usize
     where
         F: Fn(RedisConnection) -> Fut,
         Fut: std::future::Future<Output = Result<bool, LockError>>,
     {
-        let calls = self
-            .nodes
-            .iter()
-            .map(|node| timed("redlock", operation, self.node_timeout, f(node.clone())));
+        let calls = self.nodes.iter().map(|node| {
+            timed(
+                BackendKind::Redlock,
+                operation,
+                self.node_timeout,
+                f(node.clone()),
+            )
+        });
         let results = futures::future::join_all(calls).await;
         results
             .into_iter()
@@ -97,7 +101,7 @@ impl Redlock {
     }
 
     async fn release_all(&self, key: &str, token: &str) -> usize {
-        self.on_all("release", |conn| {
+        self.on_all(Operation::Release, |conn| {
             let script = &self.release;
             async move {
                 let mut call = script.call(1, 2, key.len() + token.len());
@@ -106,7 +110,7 @@ impl Redlock {
                     .invoke::<i64>(&conn, &call)
                     .await
                     .map(|n| n == 1)
-                    .map_err(|e| LockError::server("redlock", "release", e))
+                    .map_err(|e| LockError::server(BackendKind::Redlock, Operation::Release, e))
             }
         })
         .await
@@ -122,7 +126,8 @@ impl LockBackend for Redlock {
     async fn server_version(&self) -> Option<Result<String, LockError>> {
         let mut versions: Vec<String> = Vec::new();
         for node in &self.nodes {
-            match super::redis::server_version(node, "redlock", self.node_timeout).await {
+            match super::redis::server_version(node, BackendKind::Redlock, self.node_timeout).await
+            {
                 Ok(v) if !versions.contains(&v) => versions.push(v),
                 Ok(_) => {}
                 Err(e) => return Some(Err(e)),
@@ -155,7 +160,7 @@ impl LockBackend for Redlock {
         let started = Instant::now();
         let ttl_ms = ttl.as_millis() as u64;
         let granted = self
-            .on_all("acquire", |conn| {
+            .on_all(Operation::Acquire, |conn| {
                 let (k, t) = (&lock_key, &token);
                 async move {
                     conn.query::<Option<String>>(
@@ -168,7 +173,7 @@ impl LockBackend for Redlock {
                     )
                     .await
                     .map(|ok| ok.is_some())
-                    .map_err(|e| LockError::server("redlock", "acquire", e))
+                    .map_err(|e| LockError::server(BackendKind::Redlock, Operation::Acquire, e))
                 }
             })
             .await;
@@ -193,7 +198,7 @@ impl LockBackend for Redlock {
     async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, LockError> {
         let ttl_ms = ttl.as_millis() as u64;
         let renewed = self
-            .on_all("renew", |conn| {
+            .on_all(Operation::Renew, |conn| {
                 let script = &self.renew;
                 async move {
                     let mut call = script.call(1, 3, lease.key.len() + lease.token.len() + 20);
@@ -202,7 +207,7 @@ impl LockBackend for Redlock {
                         .invoke::<i64>(&conn, &call)
                         .await
                         .map(|n| n == 1)
-                        .map_err(|e| LockError::server("redlock", "renew", e))
+                        .map_err(|e| LockError::server(BackendKind::Redlock, Operation::Renew, e))
                 }
             })
             .await;
@@ -217,13 +222,13 @@ impl LockBackend for Redlock {
     /// majority deleted it.
     async fn delete_unchecked(&self, lease: &Lease) -> Option<Result<bool, LockError>> {
         let deleted = self
-            .on_all("release", |conn| {
+            .on_all(Operation::Release, |conn| {
                 let k = &lease.key;
                 async move {
                     conn.query::<i64>(redis::cmd("DEL").arg(k))
                         .await
                         .map(|n| n == 1)
-                        .map_err(|e| LockError::server("redlock", "release", e))
+                        .map_err(|e| LockError::server(BackendKind::Redlock, Operation::Release, e))
                 }
             })
             .await;
@@ -232,13 +237,13 @@ impl LockBackend for Redlock {
 
     async fn cleanup(&self, key: &str) -> Result<(), LockError> {
         let lock_key = self.key(key);
-        self.on_all("cleanup", |conn| {
+        self.on_all(Operation::Cleanup, |conn| {
             let k = &lock_key;
             async move {
                 conn.query::<i64>(redis::cmd("DEL").arg(k))
                     .await
                     .map(|_| true)
-                    .map_err(|e| LockError::server("redlock", "cleanup", e))
+                    .map_err(|e| LockError::server(BackendKind::Redlock, Operation::Cleanup, e))
             }
         })
         .await;

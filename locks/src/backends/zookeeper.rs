@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use zookeeper_client::{Acls, Client, CreateMode};
 
-use crate::error::timed;
+use crate::error::{Operation, timed};
 use crate::{
     BackendConfig, BackendKind, Capabilities, Lease, LockBackend, LockError, Requests, new_token,
 };
@@ -62,8 +62,8 @@ impl Opening {
     }
 }
 
-fn err(operation: &'static str) -> impl Fn(zookeeper_client::Error) -> LockError {
-    move |e| LockError::server("zookeeper", operation, e)
+fn err(operation: Operation) -> impl Fn(zookeeper_client::Error) -> LockError {
+    move |e| LockError::server(BackendKind::Zookeeper, operation, e)
 }
 
 /// The sequence number ZooKeeper appended to a node name.
@@ -82,7 +82,7 @@ impl ZkLock {
     /// looks to ZooKeeper.
     pub async fn connect_with(config: &BackendConfig, detached: bool) -> Result<Self, LockError> {
         let unreachable = |reason: String| LockError::Unreachable {
-            backend: "zookeeper",
+            backend: BackendKind::Zookeeper,
             url: config.display_url(),
             reason,
         };
@@ -142,7 +142,7 @@ impl ZkLock {
             .open()
             .await
             .map_err(|reason| LockError::Unreachable {
-                backend: "zookeeper",
+                backend: BackendKind::Zookeeper,
                 url: self.opening.cluster.clone(),
                 reason: format!("opening a session again after it {state:?}: {reason}"),
             })?;
@@ -169,7 +169,7 @@ impl ZkLock {
             .await
         {
             Ok(()) | Err(zookeeper_client::Error::NodeExists) => {}
-            Err(e) => return Err(err("create folder")(e)),
+            Err(e) => return Err(err(Operation::CreateFolder)(e)),
         }
         self.folders
             .lock()
@@ -191,7 +191,7 @@ impl ZkLock {
             .client()
             .create(&format!("{folder}/{PREFIX}"), token.as_bytes(), &options)
             .await
-            .map_err(err("acquire"))?;
+            .map_err(err(Operation::Acquire))?;
         let path = format!("{folder}/{PREFIX}{sequence}");
         Ok((folder, token, sequence.into_i64(), path))
     }
@@ -203,14 +203,14 @@ impl ZkLock {
             .client()
             .list_children(&folder)
             .await
-            .map_err(err("acquire"))?;
+            .map_err(err(Operation::Acquire))?;
         let lowest = children.iter().filter_map(|c| sequence_of(c)).min();
         if lowest != Some(ours) {
             self.requests.sent();
             self.client()
                 .delete(&node, None)
                 .await
-                .map_err(err("acquire"))?;
+                .map_err(err(Operation::Acquire))?;
             return Ok(None);
         }
         Ok(Some(Lease {
@@ -242,7 +242,7 @@ impl ZkLock {
                 .client()
                 .list_children(&folder)
                 .await
-                .map_err(err("acquire"))?;
+                .map_err(err(Operation::Acquire))?;
             let below = children
                 .iter()
                 .filter_map(|c| sequence_of(c).map(|n| (n, c)))
@@ -262,7 +262,7 @@ impl ZkLock {
                 .client()
                 .check_and_watch_stat(&format!("{folder}/{predecessor}"))
                 .await
-                .map_err(err("acquire"))?;
+                .map_err(err(Operation::Acquire))?;
             if stat.is_none() {
                 continue; // gone between the listing and the watch
             }
@@ -284,14 +284,19 @@ impl ZkLock {
     /// Deletes a folder if it exists and is empty; one still in use by another client stays.
     async fn delete_folder(&self, folder: &str) -> Result<(), LockError> {
         self.requests.sent();
-        timed("zookeeper", "cleanup", self.timeout, async {
-            match self.client().delete(folder, None).await {
-                Ok(())
-                | Err(zookeeper_client::Error::NoNode)
-                | Err(zookeeper_client::Error::NotEmpty) => Ok(()),
-                Err(e) => Err(err("cleanup")(e)),
-            }
-        })
+        timed(
+            BackendKind::Zookeeper,
+            Operation::Cleanup,
+            self.timeout,
+            async {
+                match self.client().delete(folder, None).await {
+                    Ok(())
+                    | Err(zookeeper_client::Error::NoNode)
+                    | Err(zookeeper_client::Error::NotEmpty) => Ok(()),
+                    Err(e) => Err(err(Operation::Cleanup)(e)),
+                }
+            },
+        )
         .await
     }
 
@@ -302,7 +307,7 @@ impl ZkLock {
             Ok((data, stat)) => Ok(data == lease.token.as_bytes()
                 && stat.ephemeral_owner == self.client().session_id().0),
             Err(zookeeper_client::Error::NoNode) => Ok(false),
-            Err(e) => Err(err("check")(e)),
+            Err(e) => Err(err(Operation::Check)(e)),
         }
     }
 }
@@ -327,7 +332,7 @@ impl QueuedNode {
         self.requests.sent();
         match self.client.delete(&path, None).await {
             Ok(()) | Err(zookeeper_client::Error::NoNode) => Ok(()),
-            Err(e) => Err(err("give up waiting")(e)),
+            Err(e) => Err(err(Operation::GiveUpWaiting)(e)),
         }
     }
 }
@@ -356,25 +361,32 @@ impl LockBackend for ZkLock {
     async fn server_version(&self) -> Option<Result<String, LockError>> {
         let server = self.servers.first()?.clone();
         Some(
-            timed("zookeeper", "srvr", self.timeout, async move {
-                use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                let fail = |e: std::io::Error| LockError::server("zookeeper", "srvr", e);
-                let mut stream = tokio::net::TcpStream::connect(&server)
-                    .await
-                    .map_err(fail)?;
-                stream.write_all(b"srvr").await.map_err(fail)?;
-                let mut reply = String::new();
-                stream.read_to_string(&mut reply).await.map_err(fail)?;
-                // "Zookeeper version: 3.8.0-5a02a05eddb59aee6ac762f7ea82e92a68eb9c0f, built on ..."
-                Ok(reply
-                    .lines()
-                    .find_map(|l| l.strip_prefix("Zookeeper version: "))
-                    .and_then(|v| v.split(['-', ',']).next())
-                    .map_or_else(
-                        || "unknown (srvr not whitelisted)".to_string(),
-                        str::to_string,
-                    ))
-            })
+            timed(
+                BackendKind::Zookeeper,
+                Operation::Srvr,
+                self.timeout,
+                async move {
+                    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                    let fail = |e: std::io::Error| {
+                        LockError::server(BackendKind::Zookeeper, Operation::Srvr, e)
+                    };
+                    let mut stream = tokio::net::TcpStream::connect(&server)
+                        .await
+                        .map_err(fail)?;
+                    stream.write_all(b"srvr").await.map_err(fail)?;
+                    let mut reply = String::new();
+                    stream.read_to_string(&mut reply).await.map_err(fail)?;
+                    // "Zookeeper version: 3.8.0-5a02a05eddb59aee6ac762f7ea82e92a68eb9c0f, built on ..."
+                    Ok(reply
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Zookeeper version: "))
+                        .and_then(|v| v.split(['-', ',']).next())
+                        .map_or_else(
+                            || "unknown (srvr not whitelisted)".to_string(),
+                            str::to_string,
+                        ))
+                },
+            )
             .await,
         )
     }
@@ -400,8 +412,8 @@ impl LockBackend for ZkLock {
     /// The TTL is the session timeout, fixed when the session was opened.
     async fn try_acquire(&self, key: &str, _ttl: Duration) -> Result<Option<Lease>, LockError> {
         timed(
-            "zookeeper",
-            "acquire",
+            BackendKind::Zookeeper,
+            Operation::Acquire,
             self.timeout,
             self.try_acquire_inner(key),
         )
@@ -417,8 +429,8 @@ impl LockBackend for ZkLock {
     ) -> Result<Option<Lease>, LockError> {
         let deadline = Instant::now() + wait;
         timed(
-            "zookeeper",
-            "acquire",
+            BackendKind::Zookeeper,
+            Operation::Acquire,
             wait + self.timeout,
             self.acquire_queued(key, deadline),
         )
@@ -427,21 +439,32 @@ impl LockBackend for ZkLock {
 
     /// The session's own heartbeats keep the node alive; renewing checks it is still ours.
     async fn renew(&self, lease: &Lease, _ttl: Duration) -> Result<bool, LockError> {
-        timed("zookeeper", "renew", self.timeout, self.holds(lease)).await
+        timed(
+            BackendKind::Zookeeper,
+            Operation::Renew,
+            self.timeout,
+            self.holds(lease),
+        )
+        .await
     }
 
     async fn release(&self, lease: &Lease) -> Result<bool, LockError> {
-        timed("zookeeper", "release", self.timeout, async {
-            if !self.holds(lease).await? {
-                return Ok(false);
-            }
-            self.requests.sent();
-            match self.client().delete(&lease.key, None).await {
-                Ok(()) => Ok(true),
-                Err(zookeeper_client::Error::NoNode) => Ok(false),
-                Err(e) => Err(err("release")(e)),
-            }
-        })
+        timed(
+            BackendKind::Zookeeper,
+            Operation::Release,
+            self.timeout,
+            async {
+                if !self.holds(lease).await? {
+                    return Ok(false);
+                }
+                self.requests.sent();
+                match self.client().delete(&lease.key, None).await {
+                    Ok(()) => Ok(true),
+                    Err(zookeeper_client::Error::NoNode) => Ok(false),
+                    Err(e) => Err(err(Operation::Release)(e)),
+                }
+            },
+        )
         .await
     }
 
@@ -460,13 +483,18 @@ impl LockBackend for ZkLock {
         while next < nodes.len() {
             self.requests.sent();
             let path = nodes[next].clone();
-            let children = timed("zookeeper", "cleanup", self.timeout, async {
-                match self.client().list_children(&path).await {
-                    Ok(children) => Ok(children),
-                    Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
-                    Err(e) => Err(err("cleanup")(e)),
-                }
-            })
+            let children = timed(
+                BackendKind::Zookeeper,
+                Operation::Cleanup,
+                self.timeout,
+                async {
+                    match self.client().list_children(&path).await {
+                        Ok(children) => Ok(children),
+                        Err(zookeeper_client::Error::NoNode) => Ok(Vec::new()),
+                        Err(e) => Err(err(Operation::Cleanup)(e)),
+                    }
+                },
+            )
             .await?;
             nodes.extend(children.iter().map(|c| format!("{path}/{c}")));
             next += 1;

@@ -267,7 +267,7 @@ pub(crate) fn server_line(f: &BackendFacts, servers: &[lockbench_core::ServerRec
         .find(|s| s.backend == f.backend)
         .map(|s| s.urls.split(',').filter(|u| !u.is_empty()).collect())
         .unwrap_or_default();
-    let consensus = matches!(f.backend.kind, BackendKind::Etcd | BackendKind::Zookeeper);
+    let consensus = f.backend.kind.is_consensus();
     let topology = match (f.backend.kind, urls.len()) {
         (_, 0) => "topology not recorded".to_string(),
         (BackendKind::Redlock, n) => format!("{n} independent nodes ({})", urls.join(", ")),

@@ -2,7 +2,7 @@
 //! each backend's measured "cannot prevent") and section 4 (stale writes and the fence).
 
 use lockbench_core::fault::{CellId, Variant};
-use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow};
+use lockbench_core::records::faults::{FaultCell, FaultEventRow, FaultTrialRow, LogEvent, Role};
 use lockbench_core::{BackendId, format_count, format_readable_s};
 
 use super::common::{ChartSpec, Doc, secs_f};
@@ -284,10 +284,10 @@ fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
         .filter(|e| same(e.variant, e.backend) && e.trial == trial.trial)
         .collect();
     // A lane per worker that was granted, in the order of their grants.
-    let mut grants: Vec<(&str, f64)> = events
+    let mut grants: Vec<(Role, f64)> = events
         .iter()
-        .filter(|e| e.event == "grant")
-        .map(|e| (e.worker.as_str(), e.t_s))
+        .filter(|e| e.event == LogEvent::Grant)
+        .map(|e| (e.worker, e.t_s))
         .collect();
     grants.sort_by(|a, b| a.1.total_cmp(&b.1));
     let lanes = grants
@@ -296,7 +296,7 @@ fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
             let mine: Vec<&&FaultEventRow> = events.iter().filter(|e| e.worker == worker).collect();
             let token = mine
                 .iter()
-                .find(|e| e.event == "grant")
+                .find(|e| e.event == LogEvent::Grant)
                 .and_then(|e| e.token)
                 .map_or(String::new(), |t| format!(", token {t}"));
             let last = mine.iter().map(|e| e.t_s).fold(granted, f64::max);
@@ -304,7 +304,7 @@ fn trial_lanes(f: &Faults, c: &FaultCell) -> Option<TrialLanes> {
             // after this one was.
             let writes = mine
                 .iter()
-                .filter(|e| e.event != "end")
+                .filter(|e| e.event != LogEvent::End)
                 .map(|e| {
                     let stale = grants
                         .iter()

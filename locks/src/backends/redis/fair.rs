@@ -26,8 +26,9 @@ use std::time::Duration;
 
 use crate::LockError;
 use crate::backends::redis_connection::{Lua, RedisConnection};
-use crate::error::timed;
+use crate::error::{Operation, timed};
 use crate::lease::joined;
+use lockbench_core::BackendKind;
 
 /// Drops the waiters whose deadline has passed (KEYS[2] queue, KEYS[3] deadlines) by the
 /// server's clock, returning that clock in milliseconds and how many went. Run only when somebody
@@ -250,11 +251,11 @@ impl FairQueue {
             .arg(if fencing { 1 } else { 0 })
             .arg(&names.channels)
             .arg(key);
-        let reply: Vec<i64> = timed("redis", "acquire", timeout, async {
+        let reply: Vec<i64> = timed(BackendKind::Redis, Operation::Acquire, timeout, async {
             self.acquire
                 .invoke(conn, &call)
                 .await
-                .map_err(|e| LockError::server("redis", "acquire", e))
+                .map_err(|e| LockError::server(BackendKind::Redis, Operation::Acquire, e))
         })
         .await?;
         answer(&reply, fencing)
@@ -269,12 +270,17 @@ impl FairQueue {
         token: &str,
     ) -> Result<bool, LockError> {
         let call = queue_call(&self.release, names, token, key);
-        let done: i64 = timed("redis", "release", self.timeout, async {
-            self.release
-                .invoke(conn, &call)
-                .await
-                .map_err(|e| LockError::server("redis", "release", e))
-        })
+        let done: i64 = timed(
+            BackendKind::Redis,
+            Operation::Release,
+            self.timeout,
+            async {
+                self.release
+                    .invoke(conn, &call)
+                    .await
+                    .map_err(|e| LockError::server(BackendKind::Redis, Operation::Release, e))
+            },
+        )
         .await?;
         Ok(done == 1)
     }
@@ -287,13 +293,18 @@ impl FairQueue {
         key: &str,
     ) -> Result<(), LockError> {
         let call = queue_call(&self.withdraw, names, &self.waiter, key);
-        timed("redis", "withdraw", self.timeout, async {
-            self.withdraw
-                .invoke::<i64>(conn, &call)
-                .await
-                .map(|_| ())
-                .map_err(|e| LockError::server("redis", "withdraw", e))
-        })
+        timed(
+            BackendKind::Redis,
+            Operation::Withdraw,
+            self.timeout,
+            async {
+                self.withdraw
+                    .invoke::<i64>(conn, &call)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| LockError::server(BackendKind::Redis, Operation::Withdraw, e))
+            },
+        )
         .await
     }
 }
@@ -321,8 +332,8 @@ fn answer(reply: &[i64], fencing: bool) -> Result<Answer, LockError> {
             ttl_left: (pttl >= 0).then(|| Duration::from_millis(pttl.max(1) as u64)),
         }),
         _ => Err(LockError::server(
-            "redis",
-            "acquire",
+            BackendKind::Redis,
+            Operation::Acquire,
             format!("unexpected reply from the fair queue's script: {reply:?}"),
         )),
     }
