@@ -80,6 +80,29 @@ fn code(text: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// Every code line of the sources under `dirs` (the definitions left out) for which `hit` holds,
+/// as `file:line: code`.
+fn code_lines_where(dirs: &[&str], hit: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        rust_files(&Path::new(WORKSPACE).join(dir), &mut files);
+    }
+    let mut found = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(WORKSPACE).unwrap().display().to_string();
+        if DEFINITIONS.contains(&relative.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in code(&text) {
+            if hit(&line) {
+                found.push(format!("{relative}:{number}: {}", line.trim()));
+            }
+        }
+    }
+    found
+}
+
 /// The comparisons of `line` that spell `name` (or a label starting with it).
 fn compares(line: &str, name: &str) -> bool {
     let quoted = format!("\"{name}\"");
@@ -106,25 +129,7 @@ fn no_backend_or_variant_is_compared_as_a_string() {
         names.len() == 21,
         "the names were not read from the definitions: {names:?}"
     );
-    let mut files = Vec::new();
-    for dir in SOURCES {
-        rust_files(&Path::new(WORKSPACE).join(dir), &mut files);
-    }
-    let mut found = Vec::new();
-    for file in files {
-        let relative = file.strip_prefix(WORKSPACE).unwrap().display().to_string();
-        if DEFINITIONS.contains(&relative.as_str()) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (number, line) in code(&text) {
-            for name in &names {
-                if compares(&line, name) {
-                    found.push(format!("{relative}:{number}: {}", line.trim()));
-                }
-            }
-        }
-    }
+    let found = code_lines_where(&SOURCES, |line| names.iter().any(|n| compares(line, n)));
     assert!(
         found.is_empty(),
         "a backend or fault variant compared as a string (match on BackendKind, BackendId or Variant instead):\n{}",
@@ -160,23 +165,8 @@ fn round_trips(line: &str) -> bool {
 
 #[test]
 fn no_identity_is_compared_through_its_rendered_name() {
-    let mut files = Vec::new();
-    for dir in SOURCES.iter().chain(&["clients/src"]) {
-        rust_files(&Path::new(WORKSPACE).join(dir), &mut files);
-    }
-    let mut found = Vec::new();
-    for file in files {
-        let relative = file.strip_prefix(WORKSPACE).unwrap().display().to_string();
-        if DEFINITIONS.contains(&relative.as_str()) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (number, line) in code(&text) {
-            if round_trips(&line) {
-                found.push(format!("{relative}:{number}: {}", line.trim()));
-            }
-        }
-    }
+    let dirs: Vec<&str> = SOURCES.iter().copied().chain(["clients/src"]).collect();
+    let found = code_lines_where(&dirs, round_trips);
     assert!(
         found.is_empty(),
         "an identity compared through its rendered name (compare the typed values; parse a name where it comes in):\n{}",

@@ -458,6 +458,26 @@ pub struct RunnerStage<'a> {
     pub schema: &'a str,
 }
 
+impl RunnerStage<'_> {
+    /// A private redis-server on loopback, without persistence: a broker, or the slot cells'
+    /// lock server.
+    pub(crate) async fn private_redis(&self) -> Result<PrivateRedis, FaultError> {
+        let binary = self.redis_server.ok_or_else(|| {
+            FaultError::Server(
+                "needs redis-server on PATH for a private server (scripts/services.sh up installs it)"
+                    .to_string(),
+            )
+        })?;
+        PrivateRedis::start(
+            binary,
+            Persistence::None,
+            None,
+            std::net::Ipv4Addr::LOCALHOST,
+        )
+        .await
+    }
+}
+
 /// Runs the `trials` trials of `plan`; `progress` is told after each.
 pub async fn run_cell(
     plan: RunnerPlan,
@@ -525,19 +545,7 @@ impl Broker {
                 boss,
             });
         }
-        let binary = stage.redis_server.ok_or_else(|| {
-            FaultError::Server(
-                "needs redis-server on PATH for a private server (scripts/services.sh up installs it)"
-                    .to_string(),
-            )
-        })?;
-        let redis = PrivateRedis::start(
-            binary,
-            Persistence::None,
-            None,
-            std::net::Ipv4Addr::LOCALHOST,
-        )
-        .await?;
+        let redis = stage.private_redis().await?;
         Ok(Broker {
             url: format!("{}/0", redis.url()),
             redis: Some(redis),

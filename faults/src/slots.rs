@@ -17,7 +17,7 @@ use lockbench_core::records::runner::RunnerKind;
 use crate::FaultError;
 use crate::resource::{Event, Resource};
 use crate::runners::{RunnerProgram, RunnerStage, RunnerWorker, trial_figures};
-use crate::server::{CLOCK_FILE, Persistence, PrivateRedis, write_clock_offset};
+use crate::server::{CLOCK_FILE, write_clock_offset};
 
 /// The clock skew between the two nodes in the cells that have one.
 pub const SKEW: Duration = Duration::from_secs(2);
@@ -147,19 +147,7 @@ async fn run_slots(
                 .to_string(),
         )
     })?;
-    let binary = stage.redis_server.ok_or_else(|| {
-        FaultError::Runner(
-            "needs redis-server on PATH for a private server (scripts/services.sh up installs it)"
-                .to_string(),
-        )
-    })?;
-    let redis = PrivateRedis::start(
-        binary,
-        Persistence::None,
-        None,
-        std::net::Ipv4Addr::LOCALHOST,
-    )
-    .await?;
+    let redis = stage.private_redis().await?;
     resource.reset_completion_records().await?;
     let skew_ms = i64::try_from(plan.skew.as_millis()).unwrap_or(i64::MAX);
     write_clock_offset(dir, -skew_ms)?;
