@@ -38,21 +38,19 @@ use crate::runners::{
 /// Trials per stall cell: enough for a rate near a third to tell a model that is off by half.
 pub const TRIALS: u32 = 20;
 
-/// The pause law the first execution's stall is drawn from: Pareto, at least 1 s, tail index
-/// 1.5, capped at 5 s (a trial stays short).
-pub const LAW: Latency = Latency::Pareto {
-    scale: 1.0,
-    shape: 1.5,
-    max: 5.0,
-};
+/// The pause law's least stall, in seconds.
+pub const LAW_SCALE: f64 = 1.0;
+/// Its tail index.
+pub const LAW_SHAPE: f64 = 1.5;
+/// Its cap, in seconds (a trial stays short).
+pub const LAW_MAX: f64 = 5.0;
 
-/// [`LAW`]'s scale, shape and cap.
-pub fn law_parts() -> (f64, f64, f64) {
-    match LAW {
-        Latency::Pareto { scale, shape, max } => (scale, shape, max),
-        _ => unreachable!("the stall law is a Pareto"),
-    }
-}
+/// The pause law the first execution's stall is drawn from: Pareto.
+pub const LAW: Latency = Latency::Pareto {
+    scale: LAW_SCALE,
+    shape: LAW_SHAPE,
+    max: LAW_MAX,
+};
 
 /// How often the lab's runners look for a job past its setting.
 pub const CHECK: Duration = Duration::from_secs(1);
@@ -114,7 +112,7 @@ impl StallPlan {
             RunnerKind::Bullmq => "holds the worker's event loop (no lock renewal runs)",
             _ => "sleeps (the runner's timeout counts from the hand-out, stalled or not)",
         };
-        let (scale, shape, max) = law_parts();
+        let (scale, shape, max) = (LAW_SCALE, LAW_SHAPE, LAW_MAX);
         format!(
             "two workers of the runner cells, {set}; one job a trial, whose first execution {stall} for a time drawn from a Pareto law (at least {scale} s, tail index {shape}, capped at {max} s), a later one running {} s",
             AGAIN.as_secs_f64()
@@ -226,9 +224,9 @@ pub async fn run_cell(
         setting: lease_setting(plan.runner),
         setting_s: plan.setting().as_secs_f64(),
         check_s: CHECK.as_secs_f64(),
-        law_scale_s: law_parts().0,
-        law_shape: law_parts().1,
-        law_max_s: law_parts().2,
+        law_scale_s: LAW_SCALE,
+        law_shape: LAW_SHAPE,
+        law_max_s: LAW_MAX,
         injected: plan.injected(),
         trials: rows.len() as u32,
         stalls_s: rows.iter().filter_map(|r| r.stall_s).collect(),
